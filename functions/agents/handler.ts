@@ -1,0 +1,16 @@
+import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/domain/agents.ts';
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { agentRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  agentRoutes,
+  {
+    createAgent: ({ deps, principal, body }) => createAgent(deps, principal.orgId, body),
+    updateAgent: ({ deps, principal, params, body }) => updateAgent(deps, principal.orgId, params.id, body),
+    listAgents: ({ deps, principal, query }) => listAgents(deps, principal.orgId, query),
+    getAgent: ({ deps, principal, params }) => getAgent(deps, principal.orgId, params.id),
+    deleteAgent: ({ deps, principal, params }) => deleteAgent(deps, principal.orgId, params.id),
+  },
+  runtime,
+);

@@ -1,0 +1,52 @@
+import { createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/schemas/agent.ts';
+import { idParams } from '../../shared/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/http/route.ts';
+
+export const agentRoutes = defineRouteGroup({
+  name: 'agents',
+  entry: 'functions/agents/handler.ts',
+  routes: {
+    createAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents',
+      scope: 'agents:write',
+      summary: 'Create an agent',
+      successStatus: 201,
+      body: createAgentBody,
+      idempotent: true,
+    },
+    updateAgent: {
+      method: 'PATCH',
+      path: '/v2/chat/agents/{id}',
+      scope: 'agents:write',
+      summary: 'Update an agent, including its tools',
+      successStatus: 200,
+      params: idParams,
+      body: updateAgentBody,
+    },
+    listAgents: {
+      method: 'GET',
+      path: '/v1/chat/agents',
+      scope: 'agents:read',
+      summary: 'List agents',
+      successStatus: 200,
+      query: listAgentsQuery,
+    },
+    getAgent: {
+      method: 'GET',
+      path: '/v1/chat/agents/{id}',
+      scope: 'agents:read',
+      summary: 'Get an agent',
+      successStatus: 200,
+      params: idParams,
+    },
+    deleteAgent: {
+      method: 'DELETE',
+      path: '/v1/chat/agents/{id}',
+      scope: 'agents:write',
+      summary: 'Delete an agent',
+      successStatus: 204,
+      params: idParams,
+    },
+  },
+});

@@ -1,0 +1,14 @@
+import { createApiKey, deleteApiKey, listApiKeys } from '../../shared/domain/api-keys.ts';
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { apiKeyRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  apiKeyRoutes,
+  {
+    createApiKey: ({ deps, principal, body }) => createApiKey(deps, principal, body),
+    listApiKeys: ({ deps, principal, query }) => listApiKeys(deps, principal.orgId, query),
+    deleteApiKey: ({ deps, principal, params }) => deleteApiKey(deps, principal.orgId, params.id),
+  },
+  runtime,
+);

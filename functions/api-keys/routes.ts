@@ -1,0 +1,35 @@
+import { createApiKeyBody, listApiKeysQuery } from '../../shared/schemas/api-key.ts';
+import { idParams } from '../../shared/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/http/route.ts';
+
+export const apiKeyRoutes = defineRouteGroup({
+  name: 'api-keys',
+  entry: 'functions/api-keys/handler.ts',
+  routes: {
+    createApiKey: {
+      method: 'POST',
+      path: '/v1/chat/api-keys',
+      scope: 'keys:manage',
+      summary: 'Create an API key; the key is in this response only',
+      successStatus: 201,
+      body: createApiKeyBody,
+      idempotent: true,
+    },
+    listApiKeys: {
+      method: 'GET',
+      path: '/v1/chat/api-keys',
+      scope: 'keys:manage',
+      summary: 'List API keys (never the key itself)',
+      successStatus: 200,
+      query: listApiKeysQuery,
+    },
+    deleteApiKey: {
+      method: 'DELETE',
+      path: '/v1/chat/api-keys/{id}',
+      scope: 'keys:manage',
+      summary: 'Delete an API key; effective on the next request',
+      successStatus: 204,
+      params: idParams,
+    },
+  },
+});

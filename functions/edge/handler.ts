@@ -1,0 +1,8 @@
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { routeGroups } from '../route-groups.ts';
+import { edgeRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(edgeRoutes, { health: async () => ({ status: 'ok' }) }, runtime, {
+  unmatched: routeGroups.flatMap((group) => Object.values(group.routes)),
+});

@@ -1,0 +1,10 @@
+import { listModels } from '../../shared/domain/models.ts';
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { modelRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  modelRoutes,
+  { listModels: async ({ deps, query }) => listModels(deps.catalog, query) },
+  runtime,
+);

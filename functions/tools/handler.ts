@@ -1,0 +1,16 @@
+import { createTool, deleteTool, getTool, listTools, updateTool } from '../../shared/domain/tools.ts';
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { toolRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  toolRoutes,
+  {
+    createTool: ({ deps, principal, body }) => createTool(deps, principal.orgId, body),
+    listTools: ({ deps, principal, query }) => listTools(deps, principal.orgId, query),
+    getTool: ({ deps, principal, params }) => getTool(deps, principal.orgId, params.id),
+    updateTool: ({ deps, principal, params, body }) => updateTool(deps, principal.orgId, params.id, body),
+    deleteTool: ({ deps, principal, params, query }) => deleteTool(deps, principal.orgId, params.id, query.force),
+  },
+  runtime,
+);

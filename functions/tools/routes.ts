@@ -1,0 +1,53 @@
+import { idParams } from '../../shared/schemas/common.ts';
+import { createToolBody, deleteToolQuery, listToolsQuery, updateToolBody } from '../../shared/schemas/tool.ts';
+import { defineRouteGroup } from '../../shared/http/route.ts';
+
+export const toolRoutes = defineRouteGroup({
+  name: 'tools',
+  entry: 'functions/tools/handler.ts',
+  routes: {
+    createTool: {
+      method: 'POST',
+      path: '/v1/chat/tools',
+      scope: 'tools:write',
+      summary: 'Create a tool',
+      successStatus: 201,
+      body: createToolBody,
+      idempotent: true,
+    },
+    listTools: {
+      method: 'GET',
+      path: '/v1/chat/tools',
+      scope: 'tools:read',
+      summary: 'List tools',
+      successStatus: 200,
+      query: listToolsQuery,
+    },
+    getTool: {
+      method: 'GET',
+      path: '/v1/chat/tools/{id}',
+      scope: 'tools:read',
+      summary: 'Get a tool',
+      successStatus: 200,
+      params: idParams,
+    },
+    updateTool: {
+      method: 'PATCH',
+      path: '/v1/chat/tools/{id}',
+      scope: 'tools:write',
+      summary: 'Update a tool; agents pick the change up on their next turn',
+      successStatus: 200,
+      params: idParams,
+      body: updateToolBody,
+    },
+    deleteTool: {
+      method: 'DELETE',
+      path: '/v1/chat/tools/{id}',
+      scope: 'tools:write',
+      summary: 'Delete a tool; 409 while attached unless force=true detaches it',
+      successStatus: 204,
+      params: idParams,
+      query: deleteToolQuery,
+    },
+  },
+});

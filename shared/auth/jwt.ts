@@ -1,0 +1,45 @@
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { Config } from '../config.ts';
+import { UnauthorizedError } from '../errors.ts';
+import type { Principal } from './principal.ts';
+
+type JwtConfig = Pick<
+  Config,
+  'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE' | 'JWT_ORG_CLAIM' | 'JWT_ALGORITHMS' | 'JWT_CLOCK_TOLERANCE_SECONDS'
+>;
+
+/** Builds a verifier whose JWKS is fetched lazily and cached by jose across requests of one process. */
+export function createJwtVerifier(config: JwtConfig): (token: string) => Promise<Principal> {
+  const jwksUrl = config.JWT_JWKS_URL;
+  if (!jwksUrl) {
+    return async () => {
+      throw new UnauthorizedError('Bearer tokens are not accepted by this deployment.');
+    };
+  }
+  const keySet = createRemoteJWKSet(new URL(jwksUrl));
+  return async (token) => {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, keySet, {
+        algorithms: config.JWT_ALGORITHMS,
+        clockTolerance: config.JWT_CLOCK_TOLERANCE_SECONDS,
+        ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
+        ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JOSEError) throw new UnauthorizedError('Invalid or expired token.', { cause: error });
+      throw error;
+    }
+    const orgId = payload[config.JWT_ORG_CLAIM];
+    if (typeof orgId !== 'string' || orgId.length === 0) {
+      throw new UnauthorizedError(`Token has no "${config.JWT_ORG_CLAIM}" claim.`);
+    }
+    return { orgId, scopes: scopesOf(payload), via: { kind: 'jwt', subject: payload.sub } };
+  };
+}
+
+function scopesOf(payload: JWTPayload): string[] {
+  if (typeof payload.scope === 'string') return payload.scope.split(' ').filter(Boolean);
+  if (Array.isArray(payload.permissions)) return payload.permissions.filter((item) => typeof item === 'string');
+  return [];
+}

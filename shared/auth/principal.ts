@@ -1,0 +1,7 @@
+/** Who is calling: always one organization, with the scopes its key or token holds. */
+export interface Principal {
+  orgId: string;
+  scopes: string[];
+  /** `apiKey` with the key's id, or `jwt` with the token's subject. */
+  via: { kind: 'apiKey'; keyId: string } | { kind: 'jwt'; subject: string | undefined };
+}

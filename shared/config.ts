@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+const commaList = z
+  .string()
+  .optional()
+  .transform((value) =>
+    (value ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0'])
+  .optional()
+  .transform((value) => value === 'true' || value === '1');
+
+const configSchema = z.object({
+  TABLE_NAME: z.string().min(1).default('agent-platform'),
+  AWS_REGION: z.string().min(1).default('us-east-1'),
+  /** Set only for DynamoDB Local; on AWS the SDK finds the regional endpoint. */
+  DYNAMODB_ENDPOINT: z.url().optional(),
+  MAX_BODY_BYTES: z.coerce.number().int().positive().default(256 * 1024),
+  JWT_JWKS_URL: z.url().optional(),
+  JWT_ISSUER: z.string().min(1).optional(),
+  JWT_AUDIENCE: z.string().min(1).optional(),
+  JWT_ORG_CLAIM: z.string().min(1).default('org_id'),
+  JWT_ALGORITHMS: commaList.pipe(z.array(z.string()).transform((list) => (list.length ? list : ['RS256', 'ES256']))),
+  JWT_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+  /** Bedrock model ids offered in the catalog, e.g. `anthropic.claude-3-5-haiku-20241022-v1:0`. */
+  BEDROCK_MODELS: commaList,
+  OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
+  OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+  OPENAI_COMPATIBLE_MODELS: commaList,
+  /** `provider/name` of the LLM an agent gets when created without `modelId`; the built-in model otherwise. */
+  DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
+  /** Seconds an Idempotency-Key is remembered. */
+  IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 60 * 60),
+  /** Loopback and private targets are refused for tools and webhooks unless allowed here (the local runtime allows loopback). */
+  ALLOW_LOOPBACK_EGRESS: booleanFlag,
+});
+
+export type Config = z.output<typeof configSchema>;
+
+/** Parses configuration from an environment; fails with one message naming every bad variable. */
+export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  if (result.data.OPENAI_COMPATIBLE_MODELS.length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) {
+    throw new Error('Invalid configuration: OPENAI_COMPATIBLE_MODELS needs OPENAI_COMPATIBLE_BASE_URL');
+  }
+  return result.data;
+}

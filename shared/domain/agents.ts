@@ -1,0 +1,102 @@
+import { ModelsNotFoundError, NotFoundError, ValidationError, type FieldIssue } from '../errors.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { AgentStore } from '../ports.ts';
+import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
+import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import type { ModelType } from '../schemas/model.ts';
+import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+
+export interface AgentDeps {
+  agents: AgentStore;
+  catalog: ModelCatalog;
+  clock: Clock;
+}
+
+export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput): Promise<Agent> {
+  const now = deps.clock.now().toISOString();
+  const agent = withoutUndefined<Agent>({
+    id: newId(),
+    orgId,
+    ...input,
+    modelId: input.modelId ?? deps.catalog.defaultLlm.id,
+    voicePipelineMode: input.voicePipelineMode ?? null,
+    isActive: true,
+    isPublic: false,
+    createdAt: now,
+    updatedAt: now,
+  });
+  checkConfiguration(deps.catalog, agent);
+  await deps.agents.create(agent);
+  return agent;
+}
+
+export async function getAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<Agent> {
+  const agent = await deps.agents.get(orgId, agentId);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
+  return agent;
+}
+
+export async function listAgents(deps: Pick<AgentDeps, 'agents'>, orgId: string, query: ListAgentsQuery): Promise<Page<Agent>> {
+  const createdAfter = query.createdAfter ? Date.parse(query.createdAfter) : undefined;
+  const createdBefore = query.createdBefore ? Date.parse(query.createdBefore) : undefined;
+  const matching = (await deps.agents.list(orgId)).filter(
+    (agent) =>
+      (query.isActive === undefined || agent.isActive === query.isActive) &&
+      (query.isPublic === undefined || agent.isPublic === query.isPublic) &&
+      (query.voiceEnabled === undefined || agent.voiceEnabled === query.voiceEnabled) &&
+      (createdAfter === undefined || Date.parse(agent.createdAt) > createdAfter) &&
+      (createdBefore === undefined || Date.parse(agent.createdAt) < createdBefore),
+  );
+  matching.sort(compareBy<Agent>(query.sort.field, query.sort.direction));
+  return paginate(matching, query.page, query.limit);
+}
+
+/** Applies a partial update; `null` clears an optional field. The merged agent must still be valid as a whole. */
+export async function updateAgent(deps: AgentDeps, orgId: string, agentId: string, changes: UpdateAgentInput): Promise<Agent> {
+  const previous = await getAgent(deps, orgId, agentId);
+  const merged: Record<string, unknown> = { ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  for (const [field, value] of Object.entries(changes)) {
+    // voicePipelineMode is nullable in the record itself; every other null means "remove this field".
+    if (value === null && field !== 'voicePipelineMode') delete merged[field];
+    else merged[field] = value;
+  }
+  const next = merged as unknown as Agent;
+  checkConfiguration(deps.catalog, next);
+  await deps.agents.replace(previous, next);
+  return next;
+}
+
+export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<void> {
+  if (!(await deps.agents.delete(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
+}
+
+/** Rules that span fields, checked on the agent as it will be stored (after create defaults or a merge). */
+function checkConfiguration(catalog: ModelCatalog, agent: Agent): void {
+  if (agent.voiceEnabled && !agent.voicePipelineMode) {
+    throw new ValidationError('voicePipelineMode is required when voiceEnabled is true.', {
+      details: [{ field: 'voicePipelineMode', message: 'is required when voiceEnabled is true (pipeline, sts or hybrid)' }],
+    });
+  }
+  const expected: [keyof Agent, ModelType][] = [
+    ['modelId', 'LLM'],
+    ['sttModelId', 'STT'],
+    ['ttsModelId', 'TTS'],
+  ];
+  const problems: FieldIssue[] = [];
+  for (const [field, type] of expected) {
+    const id = agent[field] as string | undefined;
+    if (id === undefined) continue;
+    const model = catalog.byId(id);
+    if (!model) problems.push({ field, message: `model ${id} is not in this organization's catalog` });
+    else if (model.type !== type) problems.push({ field, message: `model ${id} is an ${model.type} model, not ${type}` });
+  }
+  if (problems.length > 0) {
+    throw new ModelsNotFoundError(problems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {
+      details: problems,
+    });
+  }
+}
+
+function withoutUndefined<T>(record: Record<string, unknown>): T {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
+}

@@ -1,0 +1,96 @@
+import { Ajv } from 'ajv';
+import { InvalidToolSchemaError, NotFoundError, ToolInUseError } from '../errors.ts';
+import type { AgentStore, ToolStore } from '../ports.ts';
+import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
+import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+
+export interface ToolDeps {
+  tools: ToolStore;
+  agents: AgentStore;
+  clock: Clock;
+}
+
+const schemaCompiler = new Ajv({ strict: false, allErrors: true });
+
+/**
+ * A tool's parameters must be a JSON Schema that ajv compiles and that describes an object: models call tools
+ * with an object of named arguments.
+ */
+export function assertUsableToolSchema(schema: Record<string, unknown>): void {
+  if (schema.type !== undefined && schema.type !== 'object') {
+    throw new InvalidToolSchemaError('ajvPropertiesSchema must describe an object (type "object").', {
+      details: [{ field: 'ajvPropertiesSchema.type', message: 'must be "object"' }],
+    });
+  }
+  try {
+    schemaCompiler.compile(schema);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new InvalidToolSchemaError(`ajvPropertiesSchema is not a valid JSON Schema: ${reason}`, {
+      cause: error,
+      details: [{ field: 'ajvPropertiesSchema', message: reason }],
+    });
+  }
+}
+
+export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput): Promise<Tool> {
+  assertUsableToolSchema(input.ajvPropertiesSchema);
+  const now = deps.clock.now().toISOString();
+  const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
+  await deps.tools.create(tool);
+  return tool;
+}
+
+export async function getTool(deps: Pick<ToolDeps, 'tools'>, orgId: string, toolId: string): Promise<Tool> {
+  const tool = await deps.tools.get(orgId, toolId);
+  if (!tool) throw new NotFoundError(`Tool ${toolId} not found.`);
+  return tool;
+}
+
+export async function listTools(deps: Pick<ToolDeps, 'tools'>, orgId: string, query: ListToolsQuery): Promise<Page<Tool>> {
+  const matching = (await deps.tools.list(orgId)).filter((tool) => query.type === undefined || tool.type === query.type);
+  matching.sort(compareBy<Tool>(query.sort.field, query.sort.direction));
+  return paginate(matching, query.page, query.limit);
+}
+
+/** Agents read their tools at the start of each turn, so a change applies from the next turn on. */
+export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, changes: UpdateToolInput): Promise<Tool> {
+  const previous = await getTool(deps, orgId, toolId);
+  if (changes.ajvPropertiesSchema) assertUsableToolSchema(changes.ajvPropertiesSchema);
+  if (changes.apiTool && previous.type !== 'API_TOOL') {
+    throw new InvalidToolSchemaError('apiTool can only be set on an API_TOOL.', {
+      details: [{ field: 'apiTool', message: 'is only for API_TOOL' }],
+    });
+  }
+  const { preExecutionMessage, ...rest } = changes;
+  const next: Tool = { ...previous, ...rest, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (preExecutionMessage === null) delete next.preExecutionMessage;
+  else if (preExecutionMessage !== undefined) next.preExecutionMessage = preExecutionMessage;
+  await deps.tools.replace(previous, next);
+  return next;
+}
+
+/** Refuses while agents use the tool; with `force`, detaches it from each of them first. */
+export async function deleteTool(deps: ToolDeps, orgId: string, toolId: string, force: boolean): Promise<void> {
+  // A concurrent attach can land between detaching and deleting; a few rounds settle it.
+  for (let round = 0; round < 3; round += 1) {
+    const outcome = await deps.tools.delete(orgId, toolId);
+    if (outcome === 'deleted') return;
+    if (outcome === 'missing') throw new NotFoundError(`Tool ${toolId} not found.`);
+    const users = (await deps.agents.list(orgId)).filter((agent) => agent.tools.some((tool) => tool.toolId === toolId));
+    if (!force) {
+      throw new ToolInUseError(
+        `Tool ${toolId} is attached to ${users.length} agent(s): ${users.map((agent) => agent.id).join(', ')}. Detach it or delete with force=true.`,
+      );
+    }
+    for (const agent of users) {
+      await deps.agents.replace(agent, {
+        ...agent,
+        tools: agent.tools.filter((tool) => tool.toolId !== toolId),
+        updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt),
+      });
+    }
+  }
+  throw new ToolInUseError(`Tool ${toolId} kept being attached while it was being deleted; retry.`);
+}

@@ -1,0 +1,94 @@
+/**
+ * Domain errors. Each failure has its own class and a stable `code` (the `error.code` of the API envelope);
+ * the HTTP status is chosen in exactly one place, `shared/http/error-envelope.ts`.
+ */
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+export abstract class AppError extends Error {
+  abstract readonly code: string;
+  readonly details?: FieldIssue[] | undefined;
+
+  constructor(message: string, options?: ErrorOptions & { details?: FieldIssue[] }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.details = options?.details;
+  }
+}
+
+export class ValidationError extends AppError {
+  readonly code = 'VALIDATION_ERROR';
+}
+
+export class UnauthorizedError extends AppError {
+  readonly code = 'UNAUTHORIZED';
+  constructor(message = 'Missing or invalid credentials.', options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  readonly code = 'FORBIDDEN';
+}
+
+export class NotFoundError extends AppError {
+  readonly code = 'NOT_FOUND';
+}
+
+export class MethodNotAllowedError extends AppError {
+  readonly code = 'METHOD_NOT_ALLOWED';
+  readonly allowedMethods: string[];
+
+  constructor(message: string, allowedMethods: string[]) {
+    super(message);
+    this.allowedMethods = allowedMethods;
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  readonly code = 'PAYLOAD_TOO_LARGE';
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  readonly code = 'UNSUPPORTED_MEDIA_TYPE';
+}
+
+export class ToolNameTakenError extends AppError {
+  readonly code = 'TOOL_NAME_TAKEN';
+}
+
+export class ToolInUseError extends AppError {
+  readonly code = 'TOOL_IN_USE';
+}
+
+/** The resource changed between our read and our write more often than we retry; the client may retry. */
+export class ConcurrentModificationError extends AppError {
+  readonly code = 'CONCURRENT_MODIFICATION';
+}
+
+export class IdempotencyKeyReusedError extends AppError {
+  readonly code = 'IDEMPOTENCY_KEY_REUSED';
+}
+
+export class IdempotencyInProgressError extends AppError {
+  readonly code = 'IDEMPOTENCY_IN_PROGRESS';
+}
+
+export class ModelsNotFoundError extends AppError {
+  readonly code = 'MODELS_NOT_FOUND';
+}
+
+export class ToolsNotFoundError extends AppError {
+  readonly code = 'TOOLS_NOT_FOUND';
+}
+
+export class InvalidToolSchemaError extends AppError {
+  readonly code = 'INVALID_TOOL_SCHEMA';
+}
+
+/** A key cannot be given scopes that the caller creating it does not hold. */
+export class ScopeEscalationError extends AppError {
+  readonly code = 'FORBIDDEN';
+}

@@ -1,0 +1,40 @@
+import { AppError, type FieldIssue } from '../errors.ts';
+
+const statusByCode: Record<string, number> = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  TOOL_NAME_TAKEN: 409,
+  TOOL_IN_USE: 409,
+  CONCURRENT_MODIFICATION: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  MODELS_NOT_FOUND: 422,
+  TOOLS_NOT_FOUND: 422,
+  INVALID_TOOL_SCHEMA: 422,
+};
+
+export interface ErrorEnvelope {
+  error: { code: string; message: string; status: number; details?: FieldIssue[] };
+  meta: { requestId: string; timestamp: string };
+}
+
+/** The one place an error becomes an HTTP status and body. Anything unexpected is a 500 that reveals nothing. */
+export function toErrorEnvelope(error: unknown, requestId: string, now = new Date()): ErrorEnvelope {
+  const meta = { requestId, timestamp: now.toISOString() };
+  if (error instanceof AppError) {
+    const status = statusByCode[error.code] ?? 500;
+    return {
+      error: { code: error.code, message: error.message, status, ...(error.details ? { details: error.details } : {}) },
+      meta,
+    };
+  }
+  return {
+    error: { code: 'GENERIC_ERROR', message: `Internal error; quote request id ${requestId} to support.`, status: 500 },
+    meta,
+  };
+}

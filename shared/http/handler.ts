@@ -1,0 +1,275 @@
+import { createHash } from 'node:crypto';
+import middy, { type MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import { authenticate, type AuthDeps } from '../auth/authenticate.ts';
+import type { Principal } from '../auth/principal.ts';
+import { grants } from '../auth/scopes.ts';
+import {
+  ForbiddenError,
+  IdempotencyInProgressError,
+  IdempotencyKeyReusedError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  type FieldIssue,
+} from '../errors.ts';
+import { logger } from '../logger.ts';
+import type { IdempotencyStore, StoredResponse } from '../ports.ts';
+import { toErrorEnvelope } from './error-envelope.ts';
+import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
+
+type Parsed<Schema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
+
+export interface RouteInput<Route extends RouteDefinition, Deps> {
+  params: Parsed<Route['params']>;
+  query: Parsed<Route['query']>;
+  body: Parsed<Route['body']>;
+  principal: Route['scope'] extends 'public' ? undefined : Principal;
+  deps: Deps;
+  requestId: string;
+}
+
+/** What each operation of a group does: it returns the response body, sent with the route's success status. */
+export type RouteImplementations<Routes extends Record<string, RouteDefinition>, Deps> = {
+  [Operation in keyof Routes]: (input: RouteInput<Routes[Operation], Deps>) => Promise<unknown>;
+};
+
+export interface PipelineDeps extends AuthDeps {
+  idempotency: IdempotencyStore;
+  config: { MAX_BODY_BYTES: number };
+}
+
+type Result = APIGatewayProxyStructuredResultV2;
+
+interface ApiState {
+  requestId: string;
+  startedAt: number;
+  route?: RouteDefinition;
+  operation?: string;
+  principal?: Principal;
+  input?: { params: unknown; query: unknown; body: unknown };
+  pending: Promise<unknown>[];
+  idempotency?: { orgId: string; key: string; replay?: StoredResponse };
+}
+
+type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
+
+/** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
+const stateByContext = new WeakMap<object, ApiState>();
+
+const idempotencyKeyPattern = /^[A-Za-z0-9._:-]{1,255}$/;
+
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Result {
+  if (status === 204) return { statusCode: 204, headers };
+  return {
+    statusCode: status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+/** Request id, structured access log and the `x-request-id` header on every response, errors included. */
+const requestContext = (): Middleware => ({
+  before: (request) => {
+    const requestId = request.event.requestContext?.requestId || crypto.randomUUID();
+    request.internal.api = { requestId, startedAt: performance.now(), pending: [] };
+    stateByContext.set(request.context, request.internal.api);
+  },
+  after: async (request) => finish(request.internal.api, request.event, request.response),
+  onError: async (request) => finish(request.internal.api, request.event, request.response),
+});
+
+async function finish(state: ApiState, event: APIGatewayProxyEventV2, response: Result | null | undefined): Promise<void> {
+  if (response) response.headers = { ...response.headers, 'x-request-id': state.requestId };
+  await Promise.allSettled(state.pending);
+  logger.info('request', {
+    requestId: state.requestId,
+    routeKey: event.routeKey,
+    path: event.rawPath,
+    status: response?.statusCode,
+    durationMs: Math.round((performance.now() - state.startedAt) * 100) / 100,
+    orgId: state.principal?.orgId,
+  });
+}
+
+/** Turns any error into the envelope; a 500 is logged with its cause and shows the client nothing of it. */
+const errorEnvelope = (): Middleware => ({
+  onError: (request) => {
+    const state = request.internal.api;
+    const requestId = state?.requestId ?? crypto.randomUUID();
+    const envelope = toErrorEnvelope(request.error, requestId);
+    if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
+    const headers: Record<string, string> =
+      request.error instanceof MethodNotAllowedError ? { allow: request.error.allowedMethods.join(', ') } : {};
+    request.response = jsonResponse(envelope.error.status, envelope, headers);
+  },
+});
+
+const resolveRoute = (
+  routes: Map<string, { operation: string; route: RouteDefinition }>,
+  unmatched: readonly RouteDefinition[],
+): Middleware => {
+  const matchers = unmatched.map((route) => ({ method: route.method, matches: pathMatcher(route.path) }));
+  return {
+    before: (request) => {
+      const match = routes.get(request.event.routeKey);
+      if (!match) throw noRouteError(request.event, matchers);
+      request.internal.api.route = match.route;
+      request.internal.api.operation = match.operation;
+    },
+  };
+};
+
+/** 405 with `Allow` when the path exists under other methods, 404 otherwise. */
+function noRouteError(
+  event: APIGatewayProxyEventV2,
+  matchers: { method: string; matches: (path: string) => unknown }[],
+): Error {
+  const method = event.requestContext?.http?.method ?? 'GET';
+  const allowed = matchers.filter((matcher) => matcher.matches(event.rawPath)).map((matcher) => matcher.method);
+  if (allowed.length > 0 && !allowed.includes(method)) {
+    return new MethodNotAllowedError(`${method} is not allowed on ${event.rawPath}; use ${allowed.join(', ')}.`, allowed);
+  }
+  return new NotFoundError(`No route ${method} ${event.rawPath}.`);
+}
+
+const authorize = (deps: () => AuthDeps): Middleware => ({
+  before: async (request) => {
+    const state = request.internal.api;
+    const scope = state.route?.scope;
+    if (!scope || scope === 'public') return;
+    const { principal, pending } = await authenticate(deps(), request.event.headers ?? {});
+    state.principal = principal;
+    if (pending) state.pending.push(pending);
+    if (!grants(principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
+  },
+});
+
+/** Parses the JSON body (bounded in size) and validates params, query and body with the route's zod schemas. */
+const parseInput = (deps: () => PipelineDeps): Middleware => ({
+  before: (request) => {
+    const state = request.internal.api;
+    const route = state.route as RouteDefinition;
+    const { event } = request;
+    // A malformed id cannot name anything, so it is answered like an unknown one.
+    const params = parseWith(route.params, event.pathParameters ?? {}, () => {
+      throw new NotFoundError('No such resource.');
+    });
+    const query = parseWith(route.query, event.queryStringParameters ?? {}, (issues) => {
+      throw new ValidationError(describe('Invalid query parameters', issues), { details: issues });
+    });
+    const raw = route.body ? readJson(event, deps().config.MAX_BODY_BYTES) : undefined;
+    const body = parseWith(route.body, raw, (issues) => {
+      throw new ValidationError(describe('Invalid request body', issues), { details: issues });
+    });
+    state.input = { params, query, body };
+  },
+});
+
+function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
+  const text = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(`The body exceeds ${maxBytes} bytes.`);
+  const contentType = event.headers?.['content-type'];
+  if (text.length > 0 && contentType && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
+    throw new UnsupportedMediaTypeError('Send the body as application/json.');
+  }
+  if (text.trim().length === 0) throw new ValidationError('A JSON body is required.', { details: [{ field: 'body', message: 'is required' }] });
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ValidationError('The body is not valid JSON.', { details: [{ field: 'body', message: 'must be valid JSON' }] });
+  }
+}
+
+function parseWith(schema: z.ZodType | undefined, value: unknown, fail: (issues: FieldIssue[]) => never): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  return fail(
+    result.error.issues.map((issue) => ({
+      field: issue.path.length ? issue.path.join('.') : 'body',
+      message: issue.message,
+    })),
+  );
+}
+
+function describe(prefix: string, issues: FieldIssue[]): string {
+  return `${prefix}: ${issues.map((issue) => `${issue.field} ${issue.message}`).join('; ')}`;
+}
+
+/**
+ * `Idempotency-Key` on creating POSTs: the first response is stored and replayed for 24 hours to the same key
+ * with the same request; a different request with that key is a 409. Failed requests release the key.
+ */
+const idempotency = (deps: () => PipelineDeps): Middleware => ({
+  before: async (request) => {
+    const state = request.internal.api;
+    const key = request.event.headers?.['idempotency-key'];
+    if (!state.route?.idempotent || key === undefined || !state.principal) return;
+    if (!idempotencyKeyPattern.test(key)) {
+      throw new ValidationError('Idempotency-Key must be 1 to 255 characters of letters, digits, . _ : or -.', {
+        details: [{ field: 'Idempotency-Key', message: 'has an invalid format' }],
+      });
+    }
+    const fingerprint = createHash('sha256')
+      .update(`${request.event.routeKey}\n${request.event.rawPath}\n${JSON.stringify(state.input?.body ?? null)}`)
+      .digest('hex');
+    const claim = await deps().idempotency.claim(state.principal.orgId, key, fingerprint);
+    if (claim.outcome === 'mismatch') throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request.');
+    if (claim.outcome === 'in-progress') throw new IdempotencyInProgressError('A request with this Idempotency-Key is still in progress.');
+    state.idempotency = { orgId: state.principal.orgId, key, ...(claim.outcome === 'replay' ? { replay: claim.response } : {}) };
+  },
+  after: async (request) => {
+    const record = request.internal.api.idempotency;
+    const response = request.response;
+    if (!record || record.replay || !response) return;
+    await deps().idempotency.complete(record.orgId, record.key, {
+      status: response.statusCode ?? 200,
+      body: response.body ?? '',
+      headers: Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, value]) => [name, String(value)])),
+    });
+  },
+  onError: async (request) => {
+    const record = request.internal.api?.idempotency;
+    if (record && !record.replay) await deps().idempotency.release(record.orgId, record.key);
+  },
+});
+
+/**
+ * Builds the Lambda handler of one endpoint group: the middy pipeline, then dispatch by API Gateway `routeKey`
+ * to the group's implementations.
+ */
+export function createHttpHandler<Routes extends Record<string, RouteDefinition>, Deps extends PipelineDeps>(
+  group: RouteGroup<Routes>,
+  implementations: RouteImplementations<Routes, Deps>,
+  deps: () => Deps,
+  options: { unmatched?: readonly RouteDefinition[] } = {},
+) {
+  const routes = new Map(Object.entries(group.routes).map(([operation, route]) => [routeKeyOf(route), { operation, route }]));
+  return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>()
+    .use(requestContext())
+    .use(errorEnvelope())
+    .use(resolveRoute(routes, options.unmatched ?? []))
+    .use(authorize(deps))
+    .use(parseInput(deps))
+    .use(idempotency(deps))
+    .handler(async (_event, context) => {
+      const state = stateByContext.get(context);
+      if (!state) throw new Error('pipeline state missing');
+      return dispatch(state, implementations, deps);
+    });
+}
+
+async function dispatch<Deps>(state: ApiState, implementations: Record<string, (input: never) => Promise<unknown>>, deps: () => Deps): Promise<Result> {
+  if (state.idempotency?.replay) {
+    const { status, body, headers } = state.idempotency.replay;
+    return { statusCode: status, headers: { ...headers, 'idempotent-replayed': 'true' }, ...(body ? { body } : {}) };
+  }
+  const route = state.route as RouteDefinition;
+  const implementation = implementations[state.operation as string] as (input: unknown) => Promise<unknown>;
+  const body = await implementation({ ...state.input, principal: state.principal, deps: deps(), requestId: state.requestId });
+  return jsonResponse(route.successStatus, body);
+}

@@ -1,0 +1,60 @@
+import type { z } from 'zod';
+import type { Scope } from '../auth/scopes.ts';
+
+export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type HttpMethod = (typeof httpMethods)[number];
+
+/**
+ * One endpoint, declared once: the CDK stack and the local runtime serve exactly these, the handler dispatches on
+ * them, and their zod schemas validate the input.
+ */
+export interface RouteDefinition {
+  method: HttpMethod;
+  /** API Gateway path syntax: `/v1/chat/agents/{id}`. */
+  path: string;
+  /** The scope a caller needs; `public` routes need no credentials. */
+  scope: Scope | 'public';
+  summary: string;
+  successStatus: 200 | 201 | 204;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** Accepts an `Idempotency-Key` header (POSTs that create something). */
+  idempotent?: boolean;
+}
+
+export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Record<string, RouteDefinition>> {
+  /** Names the Lambda function and its log group. */
+  name: string;
+  /** The handler module, relative to the repository root; it exports `handler`. */
+  entry: string;
+  routes: Routes;
+  /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
+  catchAll?: boolean;
+}
+
+export function defineRouteGroup<const Routes extends Record<string, RouteDefinition>>(group: RouteGroup<Routes>): RouteGroup<Routes> {
+  return group;
+}
+
+export const routeKeyOf = (route: Pick<RouteDefinition, 'method' | 'path'>): string => `${route.method} ${route.path}`;
+
+/** Compiles an API Gateway path template into a matcher that returns its path parameters. */
+export function pathMatcher(path: string): (candidate: string) => Record<string, string> | undefined {
+  const names: string[] = [];
+  const source = path
+    .split('/')
+    .map((segment) => {
+      const parameter = /^\{([A-Za-z0-9_]+)\}$/.exec(segment);
+      if (!parameter) return segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+      names.push(parameter[1] as string);
+      return '([^/]+)';
+    })
+    .join('/');
+  const pattern = new RegExp(`^${source}/?$`);
+  return (candidate) => {
+    const match = pattern.exec(candidate);
+    if (!match) return undefined;
+    return Object.fromEntries(names.map((name, index) => [name, decodeURIComponent(match[index + 1] as string)]));
+  };
+}

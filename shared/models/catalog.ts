@@ -1,0 +1,50 @@
+import { v5 as uuidv5 } from 'uuid';
+import type { Config } from '../config.ts';
+import type { Model, ModelProvider, ModelType } from '../schemas/model.ts';
+
+/** Fixed namespace: a model's id is a UUIDv5 of `provider/type/name`, the same on every deployment. */
+const modelNamespace = '6f1c9b1e-3a0d-5b8e-9c4f-2d7e8a1b0c3d';
+
+export const builtinModels = {
+  llm: 'builtin-assistant',
+  stt: 'builtin-stt',
+  tts: 'builtin-tts',
+} as const;
+
+export function modelId(provider: ModelProvider, type: ModelType, name: string): string {
+  return uuidv5(`${provider}/${type}/${name}`, modelNamespace);
+}
+
+export interface ModelCatalog {
+  models: readonly Model[];
+  byId(id: string): Model | undefined;
+  defaultLlm: Model;
+}
+
+type CatalogConfig = Pick<Config, 'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'DEFAULT_LLM'>;
+
+/**
+ * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
+ * built-in STT and TTS entries let voice agents be configured and tested without a speech provider.
+ */
+export function createModelCatalog(config: CatalogConfig): ModelCatalog {
+  const entries: [ModelProvider, ModelType, string][] = [
+    ['builtin', 'LLM', builtinModels.llm],
+    ['builtin', 'STT', builtinModels.stt],
+    ['builtin', 'TTS', builtinModels.tts],
+    ...config.BEDROCK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'LLM', name]),
+    ...config.OPENAI_COMPATIBLE_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'LLM', name]),
+  ];
+  const defaultName = config.DEFAULT_LLM ?? `builtin/${builtinModels.llm}`;
+  const models = entries.map(([provider, type, name]) => ({
+    id: modelId(provider, type, name),
+    type,
+    provider,
+    name,
+    isDefault: type === 'LLM' && `${provider}/${name}` === defaultName,
+  }));
+  const defaultLlm = models.find((model) => model.isDefault);
+  if (!defaultLlm) throw new Error(`Invalid configuration: DEFAULT_LLM ${defaultName} is not in the model catalog`);
+  const index = new Map(models.map((model) => [model.id, model]));
+  return { models, byId: (id) => index.get(id), defaultLlm };
+}

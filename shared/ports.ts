@@ -1,0 +1,73 @@
+/**
+ * The storage ports the domain depends on. Their only implementation is DynamoDB (`shared/store/`); the
+ * interfaces keep domain code free of SDK details and make the dependencies of each use case explicit.
+ */
+import type { Agent } from './schemas/agent.ts';
+import type { ApiKey } from './schemas/api-key.ts';
+import type { Tool } from './schemas/tool.ts';
+
+export interface Organization {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface OrgStore {
+  /** Creates the organization unless it exists; returns the stored one either way. */
+  ensure(org: Organization): Promise<Organization>;
+}
+
+export interface KeyIdentity {
+  orgId: string;
+  keyId: string;
+  scopes: string[];
+  keyHash: string;
+}
+
+export interface ApiKeyStore {
+  /** Stores the key and its hash lookup together; false when that hash is already registered. */
+  create(key: ApiKey, keyHash: string): Promise<boolean>;
+  list(orgId: string): Promise<ApiKey[]>;
+  delete(orgId: string, keyId: string): Promise<boolean>;
+  findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
+  recordUse(orgId: string, keyId: string, at: string): Promise<void>;
+}
+
+export interface AgentStore {
+  /** Throws ToolsNotFoundError when an attached tool does not exist (checked in the same transaction). */
+  create(agent: Agent): Promise<void>;
+  get(orgId: string, agentId: string): Promise<Agent | undefined>;
+  list(orgId: string): Promise<Agent[]>;
+  /** Writes `next` if the stored agent is still `previous`; throws ConcurrentModificationError otherwise. */
+  replace(previous: Agent, next: Agent): Promise<void>;
+  delete(orgId: string, agentId: string): Promise<boolean>;
+}
+
+export interface ToolStore {
+  /** Throws ToolNameTakenError when the organization already has a tool of that name. */
+  create(tool: Tool): Promise<void>;
+  get(orgId: string, toolId: string): Promise<Tool | undefined>;
+  list(orgId: string): Promise<Tool[]>;
+  replace(previous: Tool, next: Tool): Promise<void>;
+  /** Deletes an unattached tool; 'attached' when an agent still uses it, 'missing' when there is none. */
+  delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'>;
+}
+
+export interface StoredResponse {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export type IdempotencyClaim =
+  | { outcome: 'claimed' }
+  | { outcome: 'replay'; response: StoredResponse }
+  | { outcome: 'mismatch' }
+  | { outcome: 'in-progress' };
+
+export interface IdempotencyStore {
+  /** Claims `key` for a request with this fingerprint, or says why it cannot be claimed. */
+  claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim>;
+  complete(orgId: string, key: string, response: StoredResponse): Promise<void>;
+  release(orgId: string, key: string): Promise<void>;
+}

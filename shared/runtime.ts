@@ -1,0 +1,49 @@
+import { createJwtVerifier } from './auth/jwt.ts';
+import type { Principal } from './auth/principal.ts';
+import { parseConfig, type Config } from './config.ts';
+import { systemClock, type Clock } from './domain/clock.ts';
+import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
+import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, ToolStore } from './ports.ts';
+import { DynamoAgentStore } from './store/agent-store.ts';
+import { DynamoApiKeyStore } from './store/api-key-store.ts';
+import { createDocumentClient } from './store/dynamo.ts';
+import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
+import { DynamoOrgStore } from './store/org-store.ts';
+import { DynamoToolStore } from './store/tool-store.ts';
+
+/** Everything a handler needs, built once per process from configuration. */
+export interface Runtime {
+  config: Config;
+  clock: Clock;
+  catalog: ModelCatalog;
+  orgs: OrgStore;
+  apiKeys: ApiKeyStore;
+  agents: AgentStore;
+  tools: ToolStore;
+  idempotency: IdempotencyStore;
+  verifyJwt: (token: string) => Promise<Principal>;
+}
+
+export function createRuntime(config: Config): Runtime {
+  const client = createDocumentClient(config);
+  const table = config.TABLE_NAME;
+  return {
+    config,
+    clock: systemClock,
+    catalog: createModelCatalog(config),
+    orgs: new DynamoOrgStore(client, table),
+    apiKeys: new DynamoApiKeyStore(client, table),
+    agents: new DynamoAgentStore(client, table),
+    tools: new DynamoToolStore(client, table),
+    idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
+    verifyJwt: createJwtVerifier(config),
+  };
+}
+
+let processRuntime: Runtime | undefined;
+
+/** The runtime of this process, from `process.env`; built on first use so that importing a handler is cheap. */
+export function runtime(): Runtime {
+  processRuntime ??= createRuntime(parseConfig());
+  return processRuntime;
+}

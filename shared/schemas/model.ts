@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { paginationQuery } from './common.ts';
+
+export const modelTypes = ['LLM', 'STT', 'TTS'] as const;
+export type ModelType = (typeof modelTypes)[number];
+export const modelProviders = ['builtin', 'bedrock', 'openai-compatible'] as const;
+export type ModelProvider = (typeof modelProviders)[number];
+
+export interface Model {
+  id: string;
+  type: ModelType;
+  provider: ModelProvider;
+  name: string;
+  /** True for the LLM an agent gets when it is created without `modelId`. */
+  isDefault: boolean;
+}
+
+export const listModelsQuery = paginationQuery.extend({
+  type: z.enum(modelTypes).optional(),
+  provider: z.enum(modelProviders).optional(),
+});

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import { optionalText, paginationQuery, requiredText, sortQuery } from './common.ts';
+
+export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
+export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export const toolNamePattern = /^[A-Za-z0-9]+(_[A-Za-z0-9]+)*$/;
+
+/** JSON Schema documents are bounded so that one tool cannot bloat every turn's prompt. */
+export const maxToolSchemaBytes = 16 * 1024;
+
+const toolUrl = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine(
+    (raw) => {
+      // Placeholders may sit anywhere, even in the host, so they are swapped for a harmless word before parsing.
+      try {
+        const url = new URL(raw.replace(/\{\{\s*[A-Za-z0-9_]+\s*\}\}/g, 'x'));
+        return url.protocol === 'http:' || url.protocol === 'https:';
+      } catch {
+        return false;
+      }
+    },
+    { error: 'must be an http or https URL; {{name}} placeholders are allowed' },
+  );
+
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const apiToolSchema = z.strictObject({
+  url: toolUrl,
+  method: z
+    .string()
+    .transform((method) => method.toUpperCase())
+    .pipe(z.enum(httpMethods, { error: `must be one of ${httpMethods.join(', ')}` })),
+  headers: z
+    .record(
+      z.string().regex(headerName, { error: 'header names must be HTTP tokens' }).max(256),
+      z.string().max(8192),
+    )
+    .refine((headers) => Object.keys(headers).length <= 50, { error: 'at most 50 headers' })
+    .default({}),
+});
+
+const jsonSchemaObject = z
+  .record(z.string(), z.unknown())
+  .refine((schema) => JSON.stringify(schema).length <= maxToolSchemaBytes, {
+    error: `must serialize to at most ${maxToolSchemaBytes} bytes`,
+  });
+
+export const createToolBody = z
+  .strictObject({
+    name: z.string().max(64).regex(toolNamePattern, {
+      error: 'must be letters and digits joined by single underscores, e.g. GET_WEATHER',
+    }),
+    description: requiredText(2000),
+    type: z.enum(toolTypes),
+    ajvPropertiesSchema: jsonSchemaObject.default({ type: 'object', properties: {} }),
+    preExecutionMessage: optionalText(1000).optional(),
+    apiTool: apiToolSchema.optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.type === 'API_TOOL' && !body.apiTool) {
+      ctx.addIssue({ code: 'custom', path: ['apiTool'], message: 'is required for API_TOOL' });
+    }
+    if (body.type === 'FUNCTION_TOOL' && body.apiTool) {
+      ctx.addIssue({ code: 'custom', path: ['apiTool'], message: 'is only for API_TOOL' });
+    }
+  });
+
+/** `name` and `type` are accepted by the parser only to answer that they cannot change. */
+export const updateToolBody = z
+  .strictObject({
+    name: z.unknown(),
+    type: z.unknown(),
+    description: requiredText(2000),
+    ajvPropertiesSchema: jsonSchemaObject,
+    preExecutionMessage: optionalText(1000).nullable(),
+    apiTool: apiToolSchema,
+  })
+  .partial()
+  .superRefine((body, ctx) => {
+    for (const field of ['name', 'type'] as const) {
+      if (field in body) ctx.addIssue({ code: 'custom', path: [field], message: 'cannot be changed; create a new tool' });
+    }
+    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'must change at least one field' });
+  })
+  .transform(({ name: _name, type: _type, ...changes }) => changes);
+
+export const listToolsQuery = paginationQuery.extend({
+  sort: sortQuery(['createdAt', 'updatedAt', 'name'], 'createdAt:desc'),
+  type: z.enum(toolTypes).optional(),
+});
+
+export const deleteToolQuery = z.object({
+  force: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+});
+
+export type CreateToolInput = z.output<typeof createToolBody>;
+export type UpdateToolInput = z.output<typeof updateToolBody>;
+export type ListToolsQuery = z.output<typeof listToolsQuery>;
+export type ApiToolConfig = z.output<typeof apiToolSchema>;
+
+export interface Tool {
+  id: string;
+  orgId: string;
+  name: string;
+  description: string;
+  type: (typeof toolTypes)[number];
+  ajvPropertiesSchema: Record<string, unknown>;
+  preExecutionMessage?: string | undefined;
+  apiTool?: ApiToolConfig | undefined;
+  createdAt: string;
+  updatedAt: string;
+}

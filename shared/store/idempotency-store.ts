@@ -1,0 +1,75 @@
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../ports.ts';
+import { isConditionFailure } from './dynamo.ts';
+import { keys } from './keys.ts';
+
+/** How long an in-progress claim blocks the key before a crashed request's claim may be taken over. */
+const inProgressLeaseSeconds = 60;
+
+/**
+ * Idempotency records, one item per organization and key, expiring by TTL. A conditional put claims the key,
+ * so of two concurrent requests exactly one runs; reads also check the expiry because TTL deletion lags.
+ */
+export class DynamoIdempotencyStore implements IdempotencyStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly ttlSeconds: number;
+  private readonly now: () => number;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string, ttlSeconds: number, now: () => number = Date.now) {
+    this.client = client;
+    this.tableName = tableName;
+    this.ttlSeconds = ttlSeconds;
+    this.now = now;
+  }
+
+  async claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const nowSeconds = Math.floor(this.now() / 1000);
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...keys.idempotency(orgId, key),
+            entity: 'idempotency',
+            status: 'IN_PROGRESS',
+            fingerprint,
+            leaseExpiresAt: nowSeconds + inProgressLeaseSeconds,
+            expiresAt: nowSeconds + this.ttlSeconds,
+          },
+          ConditionExpression:
+            'attribute_not_exists(pk) OR expiresAt < :now OR (#status = :inProgress AND leaseExpiresAt < :now)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':now': nowSeconds, ':inProgress': 'IN_PROGRESS' },
+        }),
+      );
+      return { outcome: 'claimed' };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+    const existing = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, key), ConsistentRead: true }),
+    );
+    const item = existing.Item;
+    if (!item) return this.claim(orgId, key, fingerprint);
+    if (item.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+    if (item.status === 'COMPLETED') return { outcome: 'replay', response: item.response as StoredResponse };
+    return { outcome: 'in-progress' };
+  }
+
+  async complete(orgId: string, key: string, response: StoredResponse): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.idempotency(orgId, key),
+        UpdateExpression: 'SET #status = :completed, #response = :response REMOVE leaseExpiresAt',
+        ExpressionAttributeNames: { '#status': 'status', '#response': 'response' },
+        ExpressionAttributeValues: { ':completed': 'COMPLETED', ':response': response },
+      }),
+    );
+  }
+
+  async release(orgId: string, key: string): Promise<void> {
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, key) }));
+  }
+}

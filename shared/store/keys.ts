@@ -1,0 +1,23 @@
+/**
+ * Key builders. Every item of a tenant lives under a partition key that starts with its organization, so no
+ * access path can reach another organization's data. The one exception is the API-key hash lookup, which is
+ * how a request finds its organization in the first place.
+ */
+export const keys = {
+  org: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: '#ORG' }),
+  apiKey: (orgId: string, keyId: string) => ({ pk: `ORG#${orgId}`, sk: `APIKEY#${keyId}` }),
+  apiKeyPrefix: 'APIKEY#',
+  apiKeyHash: (keyHash: string) => ({ pk: `APIKEYHASH#${keyHash}`, sk: '#APIKEYHASH' }),
+  agent: (orgId: string, agentId: string) => ({ pk: `ORG#${orgId}`, sk: `AGENT#${agentId}` }),
+  agentPrefix: 'AGENT#',
+  tool: (orgId: string, toolId: string) => ({ pk: `ORG#${orgId}`, sk: `TOOL#${toolId}` }),
+  toolPrefix: 'TOOL#',
+  toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
+  toolUse: (orgId: string, toolId: string, agentId: string) => ({
+    pk: `ORG#${orgId}`,
+    sk: `TOOLUSE#${toolId}#AGENT#${agentId}`,
+  }),
+  toolUsePrefix: (toolId: string) => `TOOLUSE#${toolId}#AGENT#`,
+  idempotency: (orgId: string, scopeKey: string) => ({ pk: `ORG#${orgId}#IDEM#${scopeKey}`, sk: '#IDEM' }),
+  orgPartition: (orgId: string) => `ORG#${orgId}`,
+} as const;

@@ -1,0 +1,32 @@
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Organization, OrgStore } from '../ports.ts';
+import { isConditionFailure } from './dynamo.ts';
+import { toRecord } from './items.ts';
+import { keys } from './keys.ts';
+
+export class DynamoOrgStore implements OrgStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.client = client;
+    this.tableName = tableName;
+  }
+
+  async ensure(org: Organization): Promise<Organization> {
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...keys.org(org.id), entity: 'org', ...org },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return org;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      const existing = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.org(org.id) }));
+      return toRecord<Organization>(existing.Item ?? {});
+    }
+  }
+}

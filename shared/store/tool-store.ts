@@ -1,0 +1,118 @@
+import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConcurrentModificationError, ToolNameTakenError } from '../errors.ts';
+import type { ToolStore } from '../ports.ts';
+import type { Tool } from '../schemas/tool.ts';
+import { isConditionFailure, transactionCancellationCodes } from './dynamo.ts';
+import { toRecord } from './items.ts';
+import { keys } from './keys.ts';
+import { queryAll } from './query-all.ts';
+
+/** Tools live in their organization's partition, with a claim item that makes names unique per organization. */
+export class DynamoToolStore implements ToolStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.client = client;
+    this.tableName = tableName;
+  }
+
+  async create(tool: Tool): Promise<void> {
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: { ...keys.toolName(tool.orgId, tool.name), entity: 'toolName', toolId: tool.id },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[1] === 'ConditionalCheckFailed') {
+        throw new ToolNameTakenError(`A tool named ${tool.name} already exists in this organization.`, {
+          details: [{ field: 'name', message: 'is already used by another tool' }],
+        });
+      }
+      throw error;
+    }
+  }
+
+  async get(orgId: string, toolId: string): Promise<Tool | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.tool(orgId, toolId) }));
+    return result.Item ? toRecord<Tool>(result.Item) : undefined;
+  }
+
+  async list(orgId: string): Promise<Tool[]> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.toolPrefix },
+    });
+    return items.map((item) => toRecord<Tool>(item));
+  }
+
+  async replace(previous: Tool, next: Tool): Promise<void> {
+    const fields = Object.entries(next).filter(([name]) => name !== 'id' && name !== 'orgId');
+    const removed = Object.keys(previous).filter((name) => !(name in next));
+    const names = Object.fromEntries([...fields.map(([name]) => name), ...removed].map((name) => [`#${name}`, name]));
+    const values = Object.fromEntries(fields.map(([name, value]) => [`:${name}`, value]));
+    const set = fields.map(([name]) => `#${name} = :${name}`).join(', ');
+    const remove = removed.length ? ` REMOVE ${removed.map((name) => `#${name}`).join(', ')}` : '';
+    try {
+      // An update rather than a put, so the attachment count maintained by agent writes is left alone.
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.tool(next.orgId, next.id),
+          UpdateExpression: `SET ${set}${remove}`,
+          ConditionExpression: 'updatedAt = :previousUpdatedAt',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ...values, ':previousUpdatedAt': previous.updatedAt },
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailure(error)) throw new ConcurrentModificationError('The tool changed while it was being updated; retry.');
+      throw error;
+    }
+  }
+
+  async delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'> {
+    const tool = await this.get(orgId, toolId);
+    if (!tool) return 'missing';
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: this.tableName,
+                Key: keys.tool(orgId, toolId),
+                ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(attachCount) OR attachCount = :zero)',
+                ExpressionAttributeValues: { ':zero': 0 },
+              },
+            },
+            { Delete: { TableName: this.tableName, Key: keys.toolName(orgId, tool.name) } },
+          ],
+        }),
+      );
+      return 'deleted';
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
+        return (await this.get(orgId, toolId)) ? 'attached' : 'missing';
+      }
+      throw error;
+    }
+  }
+}
