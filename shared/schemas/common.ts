@@ -6,8 +6,8 @@ export const maxPageSize = 100;
 
 /** Out-of-range or unparsable values fall back to the nearest valid one: pagination never answers 400. */
 function clampedInteger(fallback: number, min: number, max: number) {
-  return z.unknown().transform((raw) => {
-    const parsed = typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  return z.string().optional().transform((raw) => {
+    const parsed = raw !== undefined && /^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
     if (!Number.isSafeInteger(parsed)) return fallback;
     return Math.min(Math.max(parsed, min), max);
   });

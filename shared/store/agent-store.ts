@@ -11,6 +11,12 @@ import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
+const agentFieldOrder = [
+  'id', 'orgId', 'fullName', 'description', 'role', 'language', 'systemPrompt', 'specialInstructions', 'modelId',
+  'sttModelId', 'ttsModelId', 'voiceEnabled', 'voicePipelineMode', 'knowledgeStoreId', 'tools',
+  'welcomeAllowInterruptions', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
+];
+
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /**
@@ -45,7 +51,7 @@ export class DynamoAgentStore implements AgentStore {
 
   async get(orgId: string, agentId: string): Promise<Agent | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.agent(orgId, agentId) }));
-    return result.Item ? toRecord<Agent>(result.Item) : undefined;
+    return result.Item ? toRecord<Agent>(result.Item, agentFieldOrder) : undefined;
   }
 
   async list(orgId: string): Promise<Agent[]> {
@@ -54,7 +60,7 @@ export class DynamoAgentStore implements AgentStore {
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.agentPrefix },
     });
-    return items.map((item) => toRecord<Agent>(item));
+    return items.map((item) => toRecord<Agent>(item, agentFieldOrder));
   }
 
   async replace(previous: Agent, next: Agent): Promise<void> {

@@ -11,6 +11,8 @@ import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
+const apiKeyFieldOrder = ['id', 'orgId', 'name', 'scopes', 'prefix', 'createdAt', 'lastUsedAt'];
+
 export class DynamoApiKeyStore implements ApiKeyStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -56,7 +58,7 @@ export class DynamoApiKeyStore implements ApiKeyStore {
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.apiKeyPrefix },
     });
-    return items.map((item) => toRecord<ApiKey>(item));
+    return items.map((item) => toRecord<ApiKey>(item, apiKeyFieldOrder));
   }
 
   async delete(orgId: string, keyId: string): Promise<boolean> {

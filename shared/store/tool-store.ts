@@ -7,6 +7,10 @@ import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
+const toolFieldOrder = [
+  'id', 'orgId', 'name', 'description', 'type', 'ajvPropertiesSchema', 'preExecutionMessage', 'apiTool', 'createdAt', 'updatedAt',
+];
+
 /** Tools live in their organization's partition, with a claim item that makes names unique per organization. */
 export class DynamoToolStore implements ToolStore {
   private readonly client: DynamoDBDocumentClient;
@@ -51,7 +55,7 @@ export class DynamoToolStore implements ToolStore {
 
   async get(orgId: string, toolId: string): Promise<Tool | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.tool(orgId, toolId) }));
-    return result.Item ? toRecord<Tool>(result.Item) : undefined;
+    return result.Item ? toRecord<Tool>(result.Item, toolFieldOrder) : undefined;
   }
 
   async list(orgId: string): Promise<Tool[]> {
@@ -60,7 +64,7 @@ export class DynamoToolStore implements ToolStore {
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.toolPrefix },
     });
-    return items.map((item) => toRecord<Tool>(item));
+    return items.map((item) => toRecord<Tool>(item, toolFieldOrder));
   }
 
   async replace(previous: Tool, next: Tool): Promise<void> {

@@ -1,0 +1,108 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** AWS's DynamoDB Local, as shipped inside this npm package; pinned so every machine runs the same emulator. */
+const simulatorPackage = 'amplify-dynamodb-simulator@2.9.30';
+const repoRoot = resolve(import.meta.dirname, '../..');
+export const emulatorDir = join(repoRoot, '.cache', 'dynamodb-local', simulatorPackage.replace('@', '-'));
+
+/**
+ * Fetches the DynamoDB Local jar with `npm pack` (just the package tarball, not its large dependency tree) into a
+ * git-ignored cache; later starts need no network.
+ */
+export function ensureDynamoDbLocal(): string {
+  const jar = join(emulatorDir, 'DynamoDBLocal.jar');
+  if (existsSync(jar)) return jar;
+  const work = mkdtempSync(join(tmpdir(), 'dynamodb-local-'));
+  try {
+    const pack = spawnSync('npm', ['pack', simulatorPackage, '--silent', '--pack-destination', work], { encoding: 'utf8' });
+    if (pack.status !== 0) throw new Error(`npm pack ${simulatorPackage} failed: ${pack.stderr || pack.error?.message}`);
+    const tarball = join(work, pack.stdout.trim().split('\n').pop() as string);
+    const untar = spawnSync('tar', ['-xzf', tarball, '-C', work, 'package/emulator'], { encoding: 'utf8' });
+    if (untar.status !== 0) throw new Error(`could not unpack ${tarball}: ${untar.stderr}`);
+    mkdirSync(join(emulatorDir, '..'), { recursive: true });
+    renameSync(join(work, 'package', 'emulator'), emulatorDir);
+    return jar;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export function assertJavaAvailable(): void {
+  const probe = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error('DynamoDB Local needs Java 11 or newer on PATH (e.g. apt-get install openjdk-17-jre-headless).');
+  }
+}
+
+export interface DynamoDbLocal {
+  endpoint: string;
+  stop(): Promise<void>;
+}
+
+/** Starts DynamoDB Local on a free loopback port: on disk under `dataDir`, or in memory without one. */
+export async function startDynamoDbLocal(options: { dataDir?: string } = {}): Promise<DynamoDbLocal> {
+  assertJavaAvailable();
+  const jar = ensureDynamoDbLocal();
+  const port = await freePort();
+  const storage = options.dataDir ? ['-dbPath', options.dataDir] : ['-inMemory'];
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const child = spawn(
+    'java',
+    ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', ...storage],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const endpoint = `http://127.0.0.1:${port}`;
+  await waitUntilServing(child, endpoint);
+  return { endpoint, stop: () => stopChild(child) };
+}
+
+async function waitUntilServing(child: ChildProcess, endpoint: string): Promise<void> {
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with ${child.exitCode}: ${output.trim()}`);
+    try {
+      // Any HTTP answer (DynamoDB Local says 400 to a bare GET) means it is accepting requests.
+      await fetch(endpoint, { signal: AbortSignal.timeout(500) });
+      child.stdout?.removeAllListeners('data');
+      child.stderr?.removeAllListeners('data');
+      child.stdout?.resume();
+      child.stderr?.resume();
+      return;
+    } catch {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error(`DynamoDB Local did not start within 30 s: ${output.trim()}`);
+}
+
+/** SIGTERM lets DynamoDB Local close its SQLite file cleanly; SIGKILL only if it hangs. */
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolveStop) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolveStop();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { ensureTable } from './table.ts';
+
+export const defaultTableName = 'agent-platform';
+
+export function dataDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.DATA_DIR ?? '.data');
+}
+
+/** Written by a running `npm start` so that other commands on the same DATA_DIR reuse its database. */
+interface RunningInstance {
+  pid: number;
+  dynamodbEndpoint: string;
+  tableName: string;
+}
+
+const instanceFile = (dataDir: string) => join(dataDir, 'running.json');
+
+export function announceRunningInstance(dataDir: string, instance: RunningInstance): () => void {
+  writeFileSync(instanceFile(dataDir), JSON.stringify(instance));
+  return () => rmSync(instanceFile(dataDir), { force: true });
+}
+
+export function findRunningInstance(dataDir: string): RunningInstance | undefined {
+  const file = instanceFile(dataDir);
+  if (!existsSync(file)) return undefined;
+  const instance = JSON.parse(readFileSync(file, 'utf8')) as RunningInstance;
+  try {
+    process.kill(instance.pid, 0);
+    return instance;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LocalDatabase {
+  endpoint: string;
+  tableName: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * DynamoDB Local with the table in place: persisted under `dataDir`, or in memory when it is undefined. The
+ * handlers find it through the same variables they read on AWS (plus DYNAMODB_ENDPOINT).
+ */
+export async function startLocalDatabase(options: { dataDir?: string; tableName?: string }): Promise<LocalDatabase> {
+  const tableName = options.tableName ?? defaultTableName;
+  const emulator: DynamoDbLocal = await startDynamoDbLocal(options.dataDir ? { dataDir: join(options.dataDir, 'dynamodb') } : {});
+  try {
+    await prepareTable(emulator.endpoint, tableName);
+  } catch (error) {
+    await emulator.stop();
+    throw error;
+  }
+  return { endpoint: emulator.endpoint, tableName, stop: emulator.stop };
+}
+
+export async function prepareTable(endpoint: string, tableName: string): Promise<void> {
+  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  try {
+    await ensureTable(client, tableName);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Points this process's handlers at a local database, keeping anything the caller already configured. */
+export function useLocalDatabase(database: { endpoint: string; tableName: string }, env: NodeJS.ProcessEnv = process.env): void {
+  env.DYNAMODB_ENDPOINT = database.endpoint;
+  env.TABLE_NAME = database.tableName;
+  env.AWS_REGION ??= 'us-east-1';
+  env.ALLOW_LOOPBACK_EGRESS ??= 'true';
+}

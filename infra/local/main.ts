@@ -1,0 +1,73 @@
+/**
+ * `npm start`: the whole API on this machine. DynamoDB Local (persisted under DATA_DIR) and the Lambda handlers
+ * behind a local HTTP server that speaks API Gateway's event format.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { routeGroups } from '../../functions/route-groups.ts';
+import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
+import { newId } from '../../shared/domain/clock.ts';
+import { runtime } from '../../shared/runtime.ts';
+import {
+  announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { createLocalServer } from './server.ts';
+
+const port = Number(process.env.PORT ?? 3000);
+const host = process.env.HOST ?? '127.0.0.1';
+const dataDir = dataDirectory();
+mkdirSync(dataDir, { recursive: true });
+
+const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
+  console.error(error.message);
+  process.exit(1);
+});
+useLocalDatabase(database);
+await bootstrapOrganization();
+
+const { server, preload } = createLocalServer(routeGroups);
+await preload();
+const forgetInstance = announceRunningInstance(dataDir, {
+  pid: process.pid,
+  dynamodbEndpoint: database.endpoint,
+  tableName: database.tableName,
+});
+server.listen(port, host, () => console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`));
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  console.log(`${signal}: stopping`);
+  forgetInstance();
+  server.closeIdleConnections();
+  await new Promise((resolveClose) => server.close(resolveClose));
+  await database.stop();
+  process.exit(0);
+}
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+/**
+ * INIT_ORG_ID with INIT_API_KEY: make sure that organization and key exist (every start, idempotent). Otherwise
+ * the first start on a DATA_DIR creates an organization and prints a full-access key, once.
+ */
+async function bootstrapOrganization(): Promise<void> {
+  const deps = runtime();
+  const { INIT_ORG_ID: orgId, INIT_API_KEY: key } = process.env;
+  if (orgId && key) {
+    const { created } = await ensureOrgWithKey(deps, orgId, key);
+    console.log(`Organization ${orgId}: INIT_API_KEY ${created ? 'registered' : 'already registered'}.`);
+    return;
+  }
+  const marker = join(dataDir, 'bootstrap.json');
+  if (existsSync(marker)) {
+    const { orgId: existing } = JSON.parse(readFileSync(marker, 'utf8')) as { orgId: string };
+    console.log(`Organization ${existing}. More keys: npm run --silent keys -- create --org ${existing} --name NAME --scopes '*'`);
+    return;
+  }
+  const newOrgId = newId();
+  await deps.orgs.ensure({ id: newOrgId, name: 'Local organization', createdAt: deps.clock.now().toISOString() });
+  const created = await issueApiKey(deps, newOrgId, { name: 'bootstrap', scopes: ['*'] });
+  writeFileSync(marker, JSON.stringify({ orgId: newOrgId, keyId: created.id }));
+  console.log(`Created organization ${newOrgId} with a full-access API key (shown once):\n\n  ${created.key}\n`);
+}
