@@ -52,8 +52,9 @@ export async function startDynamoDbLocal(options: { dataDir?: string } = {}): Pr
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const child = spawn(
     'java',
-    ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', ...storage],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', '-disableTelemetry', ...storage],
+    // Its working directory receives a metadata file; keep that inside the git-ignored cache.
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: emulatorDir },
   );
   const endpoint = `http://127.0.0.1:${port}`;
   await waitUntilServing(child, endpoint);
