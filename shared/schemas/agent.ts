@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { booleanQuery, optionalText, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
 
 export const maxToolsPerAgent = 32;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { isScope, scopes } from '../auth/scopes.ts';
 import { paginationQuery, requiredText, sortQuery } from './common.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const idParams = z.object({ id: z.uuid({ error: 'must be a UUID' }) });
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { paginationQuery } from './common.ts';
 
 export const modelTypes = ['LLM', 'STT', 'TTS'] as const;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { optionalText, paginationQuery, requiredText, sortQuery } from './common.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
