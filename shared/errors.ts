@@ -92,3 +92,8 @@ export class InvalidToolSchemaError extends AppError {
 export class ScopeEscalationError extends AppError {
   readonly code = 'FORBIDDEN';
 }
+
+/** A service we depend on (the identity provider's JWKS, later model providers) could not be reached. */
+export class UpstreamUnavailableError extends AppError {
+  readonly code = 'UPSTREAM_UNAVAILABLE';
+}

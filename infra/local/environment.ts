@@ -67,7 +67,7 @@ export async function prepareTable(endpoint: string, tableName: string): Promise
   }
 }
 
-/** Points this process's handlers at a local database, keeping anything the caller already configured. */
+/** Points this process's handlers at a local database; region and loopback egress keep any value already set. */
 export function useLocalDatabase(database: { endpoint: string; tableName: string }, env: NodeJS.ProcessEnv = process.env): void {
   env.DYNAMODB_ENDPOINT = database.endpoint;
   env.TABLE_NAME = database.tableName;

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { routeGroups } from '../../functions/route-groups.ts';
+import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
 import { newId } from '../../shared/domain/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -22,10 +23,20 @@ const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
   process.exit(1);
 });
 useLocalDatabase(database);
-await bootstrapOrganization();
-
 const { server, preload } = createLocalServer(routeGroups);
-await preload();
+try {
+  await bootstrapOrganization();
+  await preload();
+} catch (error) {
+  console.error((error as Error).message);
+  await database.stop();
+  process.exit(1);
+}
+server.once('error', async (error) => {
+  console.error(`Cannot listen on ${host}:${port}: ${error.message}`);
+  await database.stop();
+  process.exit(1);
+});
 const forgetInstance = announceRunningInstance(dataDir, {
   pid: process.pid,
   dynamodbEndpoint: database.endpoint,
@@ -55,6 +66,8 @@ async function bootstrapOrganization(): Promise<void> {
   const deps = runtime();
   const { INIT_ORG_ID: orgId, INIT_API_KEY: key } = process.env;
   if (orgId && key) {
+    if (!orgIdPattern.test(orgId)) throw new Error('INIT_ORG_ID must be 1 to 128 letters, digits, dots, dashes or underscores.');
+    if (key.length < 16 || key.length > 256) throw new Error('INIT_API_KEY must be 16 to 256 characters.');
     const { created } = await ensureOrgWithKey(deps, orgId, key);
     console.log(`Organization ${orgId}: INIT_API_KEY ${created ? 'registered' : 'already registered'}.`);
     return;

@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Config } from '../config.ts';
-import { UnauthorizedError } from '../errors.ts';
-import type { Principal } from './principal.ts';
+import { UnauthorizedError, UpstreamUnavailableError } from '../errors.ts';
+import { orgIdPattern, type Principal } from './principal.ts';
 
 type JwtConfig = Pick<
   Config,
@@ -28,11 +28,12 @@ export function createJwtVerifier(config: JwtConfig): (token: string) => Promise
       }));
     } catch (error) {
       if (error instanceof joseErrors.JOSEError) throw new UnauthorizedError('Invalid or expired token.', { cause: error });
-      throw error;
+      // jose lets network failures through: the token may be fine, the identity provider is not reachable.
+      throw new UpstreamUnavailableError('The identity provider signing keys could not be fetched; retry.', { cause: error });
     }
     const orgId = payload[config.JWT_ORG_CLAIM];
-    if (typeof orgId !== 'string' || orgId.length === 0) {
-      throw new UnauthorizedError(`Token has no "${config.JWT_ORG_CLAIM}" claim.`);
+    if (typeof orgId !== 'string' || !orgIdPattern.test(orgId)) {
+      throw new UnauthorizedError(`Token has no valid "${config.JWT_ORG_CLAIM}" claim.`);
     }
     return { orgId, scopes: scopesOf(payload), via: { kind: 'jwt', subject: payload.sub } };
   };

@@ -5,3 +5,6 @@ export interface Principal {
   /** `apiKey` with the key's id, or `jwt` with the token's subject. */
   via: { kind: 'apiKey'; keyId: string } | { kind: 'jwt'; subject: string | undefined };
 }
+
+/** Organization ids become part of every key, so they are restricted to characters that cannot forge one. */
+export const orgIdPattern = /^[A-Za-z0-9._-]{1,128}$/;

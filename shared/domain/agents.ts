@@ -25,7 +25,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     createdAt: now,
     updatedAt: now,
   });
-  checkConfiguration(deps.catalog, agent);
+  checkConfiguration(deps.catalog, agent, modelFields);
   await deps.agents.create(agent);
   return agent;
 }
@@ -61,7 +61,8 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
     else merged[field] = value;
   }
   const next = merged as unknown as Agent;
-  checkConfiguration(deps.catalog, next);
+  // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
+  checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
   await deps.agents.replace(previous, next);
   return next;
 }
@@ -70,25 +71,24 @@ export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string
   if (!(await deps.agents.delete(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
 }
 
+const modelFields = ['modelId', 'sttModelId', 'ttsModelId'] as const;
+const modelTypeOf: Record<(typeof modelFields)[number], ModelType> = { modelId: 'LLM', sttModelId: 'STT', ttsModelId: 'TTS' };
+
 /** Rules that span fields, checked on the agent as it will be stored (after create defaults or a merge). */
-function checkConfiguration(catalog: ModelCatalog, agent: Agent): void {
+function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCheck: readonly (typeof modelFields)[number][]): void {
   if (agent.voiceEnabled && !agent.voicePipelineMode) {
     throw new ValidationError('voicePipelineMode is required when voiceEnabled is true.', {
       details: [{ field: 'voicePipelineMode', message: 'is required when voiceEnabled is true (pipeline, sts or hybrid)' }],
     });
   }
-  const expected: [keyof Agent, ModelType][] = [
-    ['modelId', 'LLM'],
-    ['sttModelId', 'STT'],
-    ['ttsModelId', 'TTS'],
-  ];
   const problems: FieldIssue[] = [];
-  for (const [field, type] of expected) {
-    const id = agent[field] as string | undefined;
+  for (const field of modelFieldsToCheck) {
+    const type = modelTypeOf[field];
+    const id = agent[field];
     if (id === undefined) continue;
     const model = catalog.byId(id);
     if (!model) problems.push({ field, message: `model ${id} is not in this organization's catalog` });
-    else if (model.type !== type) problems.push({ field, message: `model ${id} is an ${model.type} model, not ${type}` });
+    else if (model.type !== type) problems.push({ field, message: `model ${id} is of type ${model.type}, not ${type}` });
   }
   if (problems.length > 0) {
     throw new ModelsNotFoundError(problems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {

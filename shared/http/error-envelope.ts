@@ -16,6 +16,7 @@ const statusByCode: Record<string, number> = {
   MODELS_NOT_FOUND: 422,
   TOOLS_NOT_FOUND: 422,
   INVALID_TOOL_SCHEMA: 422,
+  UPSTREAM_UNAVAILABLE: 503,
 };
 
 export interface ErrorEnvelope {

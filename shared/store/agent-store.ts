@@ -39,7 +39,7 @@ export class DynamoAgentStore implements AgentStore {
       {
         Put: {
           TableName: this.tableName,
-          Item: { ...keys.agent(agent.orgId, agent.id), entity: 'agent', version: 1, ...agent },
+          Item: { ...keys.agent(agent.orgId, agent.id), entity: 'agent', ...agent },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
@@ -50,7 +50,7 @@ export class DynamoAgentStore implements AgentStore {
   }
 
   async get(orgId: string, agentId: string): Promise<Agent | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.agent(orgId, agentId) }));
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.agent(orgId, agentId), ConsistentRead: true }));
     return result.Item ? toRecord<Agent>(result.Item, agentFieldOrder) : undefined;
   }
 
@@ -59,6 +59,7 @@ export class DynamoAgentStore implements AgentStore {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.agentPrefix },
+      ConsistentRead: true,
     });
     return items.map((item) => toRecord<Agent>(item, agentFieldOrder));
   }

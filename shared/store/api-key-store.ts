@@ -57,6 +57,7 @@ export class DynamoApiKeyStore implements ApiKeyStore {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.apiKeyPrefix },
+      ConsistentRead: true,
     });
     return items.map((item) => toRecord<ApiKey>(item, apiKeyFieldOrder));
   }

@@ -1,3 +1,4 @@
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../ports.ts';
 import { isConditionFailure } from './dynamo.ts';
@@ -9,6 +10,10 @@ const inProgressLeaseSeconds = 60;
 /**
  * Idempotency records, one item per organization and key, expiring by TTL. A conditional put claims the key,
  * so of two concurrent requests exactly one runs; reads also check the expiry because TTL deletion lags.
+ *
+ * A stored response can hold a secret (a new API key is shown once), so the item keeps only a hash of the
+ * client's Idempotency-Key and the response encrypted with a key derived from it: replaying needs the
+ * Idempotency-Key itself, which the table never holds.
  */
 export class DynamoIdempotencyStore implements IdempotencyStore {
   private readonly client: DynamoDBDocumentClient;
@@ -30,7 +35,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         new PutCommand({
           TableName: this.tableName,
           Item: {
-            ...keys.idempotency(orgId, key),
+            ...keys.idempotency(orgId, keyDigest(key)),
             entity: 'idempotency',
             status: 'IN_PROGRESS',
             fingerprint,
@@ -48,12 +53,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       if (!isConditionFailure(error)) throw error;
     }
     const existing = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, key), ConsistentRead: true }),
+      new GetCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, keyDigest(key)), ConsistentRead: true }),
     );
     const item = existing.Item;
     if (!item) return this.claim(orgId, key, fingerprint);
     if (item.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-    if (item.status === 'COMPLETED') return { outcome: 'replay', response: item.response as StoredResponse };
+    if (item.status === 'COMPLETED') return { outcome: 'replay', response: decrypt(item.response as string, orgId, key) };
     return { outcome: 'in-progress' };
   }
 
@@ -61,15 +66,38 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     await this.client.send(
       new UpdateCommand({
         TableName: this.tableName,
-        Key: keys.idempotency(orgId, key),
+        Key: keys.idempotency(orgId, keyDigest(key)),
         UpdateExpression: 'SET #status = :completed, #response = :response REMOVE leaseExpiresAt',
         ExpressionAttributeNames: { '#status': 'status', '#response': 'response' },
-        ExpressionAttributeValues: { ':completed': 'COMPLETED', ':response': response },
+        ExpressionAttributeValues: { ':completed': 'COMPLETED', ':response': encrypt(response, orgId, key) },
       }),
     );
   }
 
   async release(orgId: string, key: string): Promise<void> {
-    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, key) }));
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, keyDigest(key)) }));
   }
+}
+
+function keyDigest(idempotencyKey: string): string {
+  return createHash('sha256').update(idempotencyKey).digest('base64url');
+}
+
+function responseKey(orgId: string, idempotencyKey: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', idempotencyKey, orgId, 'idempotent-response', 32));
+}
+
+/** AES-256-GCM; the stored string is base64url of iv, tag and ciphertext. */
+function encrypt(response: StoredResponse, orgId: string, idempotencyKey: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', responseKey(orgId, idempotencyKey), iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(response), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+function decrypt(stored: string, orgId: string, idempotencyKey: string): StoredResponse {
+  const bytes = Buffer.from(stored, 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', responseKey(orgId, idempotencyKey), bytes.subarray(0, 12));
+  decipher.setAuthTag(bytes.subarray(12, 28));
+  return JSON.parse(Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8')) as StoredResponse;
 }

@@ -13,11 +13,6 @@ export const keys = {
   tool: (orgId: string, toolId: string) => ({ pk: `ORG#${orgId}`, sk: `TOOL#${toolId}` }),
   toolPrefix: 'TOOL#',
   toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
-  toolUse: (orgId: string, toolId: string, agentId: string) => ({
-    pk: `ORG#${orgId}`,
-    sk: `TOOLUSE#${toolId}#AGENT#${agentId}`,
-  }),
-  toolUsePrefix: (toolId: string) => `TOOLUSE#${toolId}#AGENT#`,
-  idempotency: (orgId: string, scopeKey: string) => ({ pk: `ORG#${orgId}#IDEM#${scopeKey}`, sk: '#IDEM' }),
+  idempotency: (orgId: string, keyDigest: string) => ({ pk: `ORG#${orgId}#IDEM#${keyDigest}`, sk: '#IDEM' }),
   orgPartition: (orgId: string) => `ORG#${orgId}`,
 } as const;

@@ -54,7 +54,7 @@ export class DynamoToolStore implements ToolStore {
   }
 
   async get(orgId: string, toolId: string): Promise<Tool | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.tool(orgId, toolId) }));
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.tool(orgId, toolId), ConsistentRead: true }));
     return result.Item ? toRecord<Tool>(result.Item, toolFieldOrder) : undefined;
   }
 
@@ -63,6 +63,7 @@ export class DynamoToolStore implements ToolStore {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.toolPrefix },
+      ConsistentRead: true,
     });
     return items.map((item) => toRecord<Tool>(item, toolFieldOrder));
   }
