@@ -4,6 +4,7 @@
  * DATA_DIR, or starts DynamoDB Local on that DATA_DIR for the moment.
  */
 import { parseArgs } from 'node:util';
+import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { issueApiKey } from '../../shared/domain/api-keys.ts';
 import { createApiKeyBody } from '../../shared/schemas/api-key.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -16,13 +17,20 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: { org: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' } },
-});
+let parsed: { positionals: string[]; values: { org?: string | undefined; name?: string | undefined; scopes?: string | undefined } };
+try {
+  parsed = parseArgs({
+    allowPositionals: true,
+    options: { org: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' } },
+  });
+} catch (error) {
+  // An unknown option or a missing option value: say so with the usage, not with a stack trace.
+  fail(`${(error as Error).message}\n${usage}`);
+}
+const { positionals, values } = parsed;
 if (positionals[0] !== 'create' || !values.org || !values.name || !values.scopes) fail(usage);
 const orgId = values.org.trim();
-if (!/^[A-Za-z0-9._-]{1,128}$/.test(orgId)) fail('--org must be 1 to 128 letters, digits, dots, dashes or underscores');
+if (!orgIdPattern.test(orgId)) fail('--org must be 1 to 128 letters, digits, dots, dashes or underscores');
 const input = createApiKeyBody.safeParse({ name: values.name, scopes: values.scopes.split(',').map((scope) => scope.trim()) });
 if (!input.success) fail(input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('\n'));
 

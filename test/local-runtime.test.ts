@@ -1,0 +1,384 @@
+/**
+ * The local runtime as a user runs it: `node infra/local/main.ts` and `node infra/local/keys-cli.ts` in child
+ * processes, each on a temporary DATA_DIR with its own persisted DynamoDB Local.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const mainScript = join('infra', 'local', 'main.ts');
+const keysScript = join('infra', 'local', 'keys-cli.ts');
+
+const started = new Set<ChildProcess>();
+const tempDirs: string[] = [];
+
+const agentBody = { fullName: 'Persistent Agent', description: 'survives restarts', role: 'You are helpful.' };
+
+/** This process's environment without anything that would point a child at another database or identity. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES)$/.test(name)) delete env[name];
+  }
+  return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
+}
+
+/** Children get their own process group, so cleanup can also reach the DynamoDB Local (java) they start. */
+function spawnNode(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  started.add(child);
+  child.once('exit', () => started.delete(child));
+  return child;
+}
+
+function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Whether any process (the child or something it started) is left in the child's process group. */
+function groupAlive(child: ChildProcess): boolean {
+  try {
+    process.kill(-(child.pid as number), 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-(child.pid as number), signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function waitForExit(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
+  if (!isRunning(child)) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolveExit) => {
+    const timer = setTimeout(() => resolveExit('timeout'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolveExit({ code, signal });
+    });
+  });
+}
+
+async function waitForGroupToEnd(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (groupAlive(child)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+  return true;
+}
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+async function runKeysCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawnNode([keysScript, ...args], env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const closed = new Promise<void>((resolveClose) => child.once('close', () => resolveClose()));
+  const exit = await waitForExit(child, 60_000);
+  if (exit === 'timeout') {
+    killGroup(child, 'SIGKILL');
+    throw new Error(`keys CLI did not finish within 60 s; stderr: ${stderr}`);
+  }
+  await closed;
+  return { code: exit.code, stdout, stderr };
+}
+
+interface RunningServer {
+  child: ChildProcess;
+  baseUrl: string;
+  output(): { stdout: string; stderr: string };
+}
+
+async function startServer(env: NodeJS.ProcessEnv, port: number): Promise<RunningServer> {
+  const child = spawnNode([mainScript], env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (!isRunning(child)) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before serving: ${stderr}${stdout}`);
+    if (Date.now() > deadline) throw new Error(`server did not answer /health within 60 s: ${stderr}${stdout}`);
+    try {
+      const health = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+      // The listening message is written just before /health can answer; wait until it has arrived too.
+      if (health.status === 200 && stdout.includes('Agent platform API on')) break;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolveWait) => setTimeout(resolveWait, 150));
+  }
+  return { child, baseUrl, output: () => ({ stdout, stderr }) };
+}
+
+/** SIGTERM to the server process alone, as a container runtime sends it. */
+async function stopServer(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
+  server.child.kill('SIGTERM');
+  return waitForExit(server.child, 10_000);
+}
+
+async function call(server: RunningServer, method: string, path: string, options: { key?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (options.key) headers['x-api-key'] = options.key;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(server.baseUrl + path, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function tempDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-platform-local-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+afterAll(async () => {
+  const leftovers = [...started];
+  for (const child of leftovers) killGroup(child, 'SIGTERM');
+  await Promise.all(
+    leftovers.map(async (child) => {
+      if (!(await waitForGroupToEnd(child, 5_000))) killGroup(child, 'SIGKILL');
+    }),
+  );
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+}, 30_000);
+
+describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
+  let dataDir: string;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
+  const initKey = randomBytes(30).toString('base64url');
+  let cliKey: string;
+  let agentId: string;
+  let server: RunningServer | undefined;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    port = await freePort();
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey });
+  });
+
+  afterAll(async () => {
+    if (server && isRunning(server.child)) await stopServer(server);
+  }, 30_000);
+
+  it('keys CLI with nothing running prints exactly one JSON line and exits 0', async () => {
+    // Prepare
+    expect(initKey).toHaveLength(40);
+    const cliEnv = childEnv({ DATA_DIR: dataDir });
+
+    // Act
+    const result = await runKeysCli(['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read'], cliEnv);
+
+    // Assess
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.endsWith('\n')).toBe(true);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    const printed = JSON.parse(lines[0] as string);
+    expect(Object.keys(printed).sort()).toEqual(['id', 'key', 'name', 'orgId', 'scopes']);
+    expect(printed).toEqual({ id: expect.any(String), orgId: 'acme', name: 'ci', scopes: ['agents:read'], key: expect.stringMatching(/^apk_[A-Za-z0-9_-]{32,}$/) });
+    expect(existsSync(join(dataDir, 'running.json'))).toBe(false);
+    cliKey = printed.key;
+  }, 90_000);
+
+  it('serves the API with INIT_API_KEY holding every scope, and the key made before the start', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).toContain('acme');
+    const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([]);
+    const created = await call(server, 'POST', '/v2/chat/agents', { key: initKey, body: agentBody });
+    expect(created.status).toBe(201);
+    expect(created.body.orgId).toBe('acme');
+    agentId = created.body.id;
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'init']);
+    expect(keys.text).not.toContain(initKey);
+
+    const viaCliKey = await call(server, 'GET', '/v1/chat/agents', { key: cliKey });
+    expect(viaCliKey.status).toBe(200);
+    expect(viaCliKey.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
+    expect((await call(server, 'POST', '/v2/chat/agents', { key: cliKey, body: agentBody })).status).toBe(403);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: `${initKey.slice(0, -1)}x` })).status).toBe(401);
+  }, 120_000);
+
+  it('keys CLI while the server runs issues a key the server accepts at once', async () => {
+    // Prepare
+    expect(server && isRunning(server.child)).toBe(true);
+    const running = server as RunningServer;
+
+    // Act
+    const result = await runKeysCli(
+      ['create', '--org', 'acme', '--name', 'deploy', '--scopes', 'agents:read,agents:write'],
+      childEnv({ DATA_DIR: dataDir }),
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trimEnd().split('\n')).toHaveLength(1);
+    const printed = JSON.parse(result.stdout);
+    expect(printed).toMatchObject({ orgId: 'acme', name: 'deploy', scopes: ['agents:read', 'agents:write'] });
+    const listed = await call(running, 'GET', '/v1/chat/agents', { key: printed.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
+    expect(isRunning(running.child)).toBe(true);
+  }, 90_000);
+
+  it.each([
+    ['no arguments', []],
+    ['an unknown command', ['delete', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read']],
+    ['a missing --name and --scopes', ['create', '--org', 'acme']],
+    ['a missing option value', ['create', '--org', 'acme', '--name', 'ci', '--scopes']],
+    ['an unknown option', ['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read', '--bogus', '1']],
+  ])('keys CLI with %s exits non-zero with the usage on stderr and nothing on stdout', async (_label, args) => {
+    // Act
+    const result = await runKeysCli(args, childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    expect(result.code).not.toBe(0);
+    expect(result.code).not.toBeNull();
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/usage: .*create --org ID --name NAME --scopes/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 30_000);
+
+  it('keys CLI refuses an unknown scope and a bad org id without printing a key', async () => {
+    // Act
+    const badScope = await runKeysCli(['create', '--org', 'acme', '--name', 'x', '--scopes', 'agents:read,root'], childEnv({ DATA_DIR: dataDir }));
+    const badOrg = await runKeysCli(['create', '--org', 'a c/me', '--name', 'x', '--scopes', 'agents:read'], childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    for (const result of [badScope, badOrg]) {
+      expect(result.code).not.toBe(0);
+      expect(result.stdout).toBe('');
+      expect(result.stderr.length).toBeGreaterThan(0);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(badScope.stderr).toContain('scopes');
+    expect(badOrg.stderr).toContain('--org');
+    const keys = await call(server as RunningServer, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.body.pagination.total).toBe(3);
+  }, 30_000);
+
+  it('stops with exit code 0 within 10 s on SIGTERM, DynamoDB Local included', async () => {
+    // Prepare
+    const running = server as RunningServer;
+
+    // Act
+    const exit = await stopServer(running);
+
+    // Assess
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(await waitForGroupToEnd(running.child, 5_000)).toBe(true);
+    expect(existsSync(join(dataDir, 'running.json'))).toBe(false);
+    await expect(fetch(`${running.baseUrl}/health`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+  }, 30_000);
+
+  it('starts again on the same DATA_DIR with the data and keys intact', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).toMatch(/already registered/);
+    expect(server.output().stdout).not.toMatch(/apk_/);
+    const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([expect.objectContaining({ id: agentId, orgId: 'acme', fullName: agentBody.fullName })]);
+    expect((await call(server, 'GET', `/v1/chat/agents/${agentId}`, { key: cliKey })).status).toBe(200);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'deploy', 'init']);
+
+    // Assess: it still stops cleanly after a restart.
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});
+
+describe('first start without INIT_*', () => {
+  let dataDir: string;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
+  let printedKey: string;
+  let server: RunningServer | undefined;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    port = await freePort();
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+  });
+
+  afterAll(async () => {
+    if (server && isRunning(server.child)) await stopServer(server);
+  }, 30_000);
+
+  it('prints a full-access key once', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    const printed = server.output().stdout.match(/apk_[A-Za-z0-9_-]+/g) ?? [];
+    expect(printed).toHaveLength(1);
+    printedKey = printed[0] as string;
+    expect(printedKey.length).toBeGreaterThanOrEqual(36);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: printedKey })).status).toBe(200);
+    expect((await call(server, 'POST', '/v2/chat/agents', { key: printedKey, body: agentBody })).status).toBe(201);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: printedKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.pagination.total).toBe(1);
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
+  it('does not print a new key on the next start, and the first key still works', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).not.toMatch(/apk_/);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: printedKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.pagination.total).toBe(1);
+    expect(keys.body.data[0].orgId).toBe(server.output().stdout.match(/Organization ([0-9a-f-]{36})/)?.[1]);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: printedKey })).body.pagination.total).toBe(1);
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});

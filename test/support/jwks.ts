@@ -1,0 +1,61 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+
+export interface SignOptions {
+  issuer?: string;
+  audience?: string;
+  /** Seconds from now; negative for a token that has already expired. */
+  expiresIn?: number;
+  /** Sign with this key instead of the one the JWKS publishes. */
+  privateKey?: CryptoKey;
+  kid?: string;
+}
+
+export interface TestJwks {
+  /** Where the published key set is served. */
+  url: string;
+  issuer: string;
+  audience: string;
+  kid: string;
+  /** An RS256 token signed with the published key; claims and options override the defaults. */
+  sign(claims: JWTPayload, options?: SignOptions): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** An identity provider in miniature: one RS256 key pair, its public half served as a JWKS over loopback HTTP. */
+export async function startJwks(issuer = 'https://issuer.test', audience = 'agent-platform'): Promise<TestJwks> {
+  const kid = `test-${crypto.randomUUID()}`;
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+  const server = createServer((request, response) => {
+    response.setHeader('content-type', 'application/json');
+    response.end(JSON.stringify({ keys: [publicJwk] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
+
+  return {
+    url,
+    issuer,
+    audience,
+    kid,
+    async sign(claims, options = {}) {
+      const now = Math.floor(Date.now() / 1000);
+      const expiresIn = options.expiresIn ?? 300;
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? kid, typ: 'JWT' })
+        .setIssuer(options.issuer ?? issuer)
+        .setAudience(options.audience ?? audience)
+        .setSubject('user-1')
+        .setIssuedAt(now + Math.min(-5, expiresIn - 60))
+        .setExpirationTime(now + expiresIn)
+        .sign(options.privateKey ?? privateKey);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
