@@ -1,5 +1,5 @@
 import { Ajv } from 'ajv';
-import { InvalidToolSchemaError, NotFoundError, ToolInUseError } from '../errors.ts';
+import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ValidationError } from '../errors.ts';
 import type { AgentStore, ToolStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
@@ -11,7 +11,11 @@ export interface ToolDeps {
   clock: Clock;
 }
 
-const schemaCompiler = new Ajv({ strict: false, allErrors: true });
+/**
+ * Each schema is compiled on its own and then dropped: the shared instance keeps nothing, so one organization's
+ * `$id` can neither collide with nor be `$ref`erenced by another's, and memory does not grow with every schema.
+ */
+const schemaCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
 
 /**
  * A tool's parameters must be a JSON Schema that ajv compiles and that describes an object: models call tools
@@ -31,6 +35,8 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
       cause: error,
       details: [{ field: 'ajvPropertiesSchema', message: reason }],
     });
+  } finally {
+    schemaCompiler.removeSchema(schema);
   }
 }
 
@@ -59,7 +65,7 @@ export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, 
   const previous = await getTool(deps, orgId, toolId);
   if (changes.ajvPropertiesSchema) assertUsableToolSchema(changes.ajvPropertiesSchema);
   if (changes.apiTool && previous.type !== 'API_TOOL') {
-    throw new InvalidToolSchemaError('apiTool can only be set on an API_TOOL.', {
+    throw new ValidationError('apiTool can only be set on an API_TOOL.', {
       details: [{ field: 'apiTool', message: 'is only for API_TOOL' }],
     });
   }

@@ -42,10 +42,39 @@ export const apiToolSchema = z.strictObject({
     .default({}),
 });
 
+/** Nesting levels allowed in a schema document, itself included; DynamoDB stores at most 32 with the item. */
+const maxToolSchemaDepth = 20;
+
+/**
+ * The first part of a JSON value that DynamoDB cannot store as a nested map: a number outside what it and the SDK
+ * accept (0, or a magnitude from 1e-130 to Number.MAX_SAFE_INTEGER), an empty property name, or too deep a nesting.
+ */
+function unstorablePart(value: unknown, path: (string | number)[], depth: number): { path: (string | number)[]; message: string } | undefined {
+  if (typeof value === 'number') {
+    const magnitude = Math.abs(value);
+    if (magnitude > Number.MAX_SAFE_INTEGER || (magnitude !== 0 && magnitude < 1e-130)) {
+      return { path, message: `numbers must be 0 or between 1e-130 and ${Number.MAX_SAFE_INTEGER} in magnitude` };
+    }
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > maxToolSchemaDepth) return { path, message: `must not nest deeper than ${maxToolSchemaDepth} levels` };
+  for (const [key, child] of Object.entries(value)) {
+    if (key === '') return { path: [...path, key], message: 'property names must not be empty' };
+    const problem = unstorablePart(child, [...path, Array.isArray(value) ? Number(key) : key], depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
 const jsonSchemaObject = z
   .record(z.string(), z.unknown())
-  .refine((schema) => JSON.stringify(schema).length <= maxToolSchemaBytes, {
+  .refine((schema) => Buffer.byteLength(JSON.stringify(schema), 'utf8') <= maxToolSchemaBytes, {
     error: `must serialize to at most ${maxToolSchemaBytes} bytes`,
+  })
+  .superRefine((schema, ctx) => {
+    const problem = unstorablePart(schema, [], 1);
+    if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
   });
 
 export const createToolBody = z
