@@ -1,9 +1,19 @@
 import { agentRoutes } from './agents/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
+import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { modelRoutes } from './models/routes.ts';
+import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
-export const routeGroups: readonly RouteGroup[] = [edgeRoutes, apiKeyRoutes, agentRoutes, toolRoutes, modelRoutes];
+export const routeGroups: readonly RouteGroup[] = [
+  edgeRoutes,
+  apiKeyRoutes,
+  agentRoutes,
+  toolRoutes,
+  modelRoutes,
+  sessionRoutes,
+  chatMessageRoutes,
+];

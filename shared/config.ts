@@ -36,6 +36,14 @@ const configSchema = z.object({
   DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
   /** Seconds an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 60 * 60),
+  /** A session with no activity for this long is EXPIRED; enforced on every access. */
+  SESSION_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(1800),
+  /** Model calls per turn that may request tools before the turn must answer. */
+  MAX_TOOL_ROUNDS: z.coerce.number().int().min(0).max(20).default(5),
+  TOOL_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(10_000),
+  TOOL_MAX_RESPONSE_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  /** Upper bound of one turn; also how long the turn's lease holds the session. */
+  TURN_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(900).default(120),
   /** Loopback and private targets are refused for tools and webhooks unless allowed here (the local runtime allows loopback). */
   ALLOW_LOOPBACK_EGRESS: booleanFlag,
 });

@@ -97,3 +97,32 @@ export class ScopeEscalationError extends AppError {
 export class UpstreamUnavailableError extends AppError {
   readonly code = 'UPSTREAM_UNAVAILABLE';
 }
+
+export class SessionNotFoundError extends AppError {
+  readonly code = 'SESSION_NOT_FOUND';
+}
+
+export class SessionExpiredError extends AppError {
+  readonly code = 'SESSION_EXPIRED';
+}
+
+export class InvalidSessionError extends AppError {
+  readonly code = 'INVALID_SESSION';
+}
+
+export class SessionCreationError extends AppError {
+  readonly code = 'SESSION_CREATION_ERROR';
+}
+
+export class AgentInactiveError extends AppError {
+  readonly code = 'AGENT_INACTIVE';
+}
+
+export class MessagesHistoryError extends AppError {
+  readonly code = 'MESSAGES_HISTORY_ERROR';
+}
+
+/** Another turn of the session kept the session busy for longer than a send waits. */
+export class SessionBusyError extends AppError {
+  readonly code = 'SESSION_BUSY';
+}

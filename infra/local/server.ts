@@ -4,8 +4,11 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/http/route.ts';
+import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
 
 type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2 | string | object>;
+
+type StreamingHandler = (event: APIGatewayProxyEventV2, stream: LocalResponseStream, context: Context) => Promise<void>;
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 /** API Gateway HTTP API's own payload limit; our handlers enforce their smaller one. */
@@ -38,6 +41,7 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
     )
     // Like API Gateway, a literal segment wins over a path parameter.
     .sort((a, b) => b.literalSegments - a.literalSegments);
+  installAwsLambdaGlobal();
   const catchAll = groups.find((group) => group.catchAll);
   const handlers = new Map<RouteGroup, Promise<LambdaHandler>>();
   const load = (group: RouteGroup): Promise<LambdaHandler> => {
@@ -65,11 +69,18 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
       if (body === undefined) return sendGatewayError(response, 413, 'Request Entity Too Large');
       const event = toEvent(request, url, method, route?.routeKey ?? '$default', route ? pathParameters : undefined, body);
       const handler = await load(group);
-      const result = await handler(event, lambdaContext(group, event.requestContext.requestId));
-      writeResult(response, result);
+      const context = lambdaContext(group, event.requestContext.requestId);
+      if (streamingHandlerMarker in handler) {
+        const stream = new LocalResponseStream(response);
+        await (handler as unknown as StreamingHandler)(event, stream, context);
+        return;
+      }
+      writeResult(response, await handler(event, context));
     } catch (error) {
+      if ((error as { code?: string }).code === 'ABORT_ERROR') return;
       console.error(JSON.stringify({ level: 'ERROR', message: 'handler failed', error: String((error as Error)?.stack ?? error) }));
-      sendGatewayError(response, 500, 'Internal Server Error');
+      if (!response.headersSent) sendGatewayError(response, 500, 'Internal Server Error');
+      else response.destroy();
     }
   });
   server.keepAliveTimeout = 65_000;

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import middy, { type MiddlewareObj } from '@middy/core';
+import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { authenticate, type AuthDeps } from '../auth/authenticate.ts';
@@ -57,6 +59,28 @@ interface ApiState {
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
 
+/** An implementation returns this to stream its response (server-sent events) instead of one JSON body. */
+export class StreamingBody {
+  readonly stream: Readable;
+  readonly headers: Record<string, string>;
+
+  constructor(stream: Readable, headers: Record<string, string>) {
+    this.stream = stream;
+    this.headers = headers;
+  }
+}
+
+/** A result with a status other than the route's success status, for the few operations that need one. */
+export class StatusResult {
+  readonly status: number;
+  readonly body: unknown;
+
+  constructor(status: number, body: unknown) {
+    this.status = status;
+    this.body = body;
+  }
+}
+
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -83,7 +107,7 @@ const requestContext = (): Middleware => ({
 });
 
 async function finish(state: ApiState, event: APIGatewayProxyEventV2, response: Result | null | undefined): Promise<void> {
-  if (response) response.headers = { ...response.headers, 'x-request-id': state.requestId };
+  if (response) response.headers = { ...response.headers, ...deprecationHeaders(state.route), 'x-request-id': state.requestId };
   await Promise.allSettled(state.pending);
   logger.info('request', {
     requestId: state.requestId,
@@ -93,6 +117,16 @@ async function finish(state: ApiState, event: APIGatewayProxyEventV2, response: 
     durationMs: Math.round((performance.now() - state.startedAt) * 100) / 100,
     orgId: state.principal?.orgId,
   });
+}
+
+function deprecationHeaders(route: RouteDefinition | undefined): Record<string, string> {
+  if (!route?.deprecated) return {};
+  const { since, sunset, successor } = route.deprecated;
+  return {
+    deprecation: `@${Math.floor(Date.parse(since) / 1000)}`,
+    sunset: new Date(sunset).toUTCString(),
+    link: `<${successor}>; rel="successor-version"`,
+  };
 }
 
 /** Turns any error into the envelope; a 500 is logged with its cause and shows the client nothing of it. */
@@ -249,7 +283,9 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
   options: { unmatched?: readonly RouteDefinition[] } = {},
 ) {
   const routes = new Map(Object.entries(group.routes).map(([operation, route]) => [routeKeyOf(route), { operation, route }]));
-  return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>()
+  return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>(
+    group.streaming ? { executionMode: executionModeStreamifyResponse } : {},
+  )
     .use(requestContext())
     .use(errorEnvelope())
     .use(resolveRoute(routes, options.unmatched ?? []))
@@ -271,5 +307,7 @@ async function dispatch<Deps>(state: ApiState, implementations: Record<string, (
   const route = state.route as RouteDefinition;
   const implementation = implementations[state.operation as string] as (input: unknown) => Promise<unknown>;
   const body = await implementation({ ...state.input, principal: state.principal, deps: deps(), requestId: state.requestId });
+  if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof StatusResult) return jsonResponse(body.status, body.body);
   return jsonResponse(route.successStatus, body);
 }

@@ -21,6 +21,8 @@ export interface RouteDefinition {
   body?: z.ZodType;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
+  /** A deprecated route: every response carries `Deprecation`, `Sunset` and a `Link` to the successor. */
+  deprecated?: { since: string; sunset: string; successor: string };
 }
 
 export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Record<string, RouteDefinition>> {
@@ -29,6 +31,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   /** The handler module, relative to the repository root; it exports `handler`. */
   entry: string;
   routes: Routes;
+  /** Responds through Lambda response streaming (a Function URL or REST API streaming on AWS). */
+  streaming?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
 }

@@ -15,4 +15,16 @@ export const keys = {
   toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
   idempotency: (orgId: string, keyDigest: string) => ({ pk: `ORG#${orgId}#IDEM#${keyDigest}`, sk: '#IDEM' }),
   orgPartition: (orgId: string) => `ORG#${orgId}`,
+  sessionPartition: (orgId: string, sessionId: string) => `ORG#${orgId}#SES#${sessionId}`,
+  session: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#SESSION' }),
+  sessionsByOrg: (orgId: string) => `ORG#${orgId}#SESSIONS`,
+  sessionsByAgent: (orgId: string, agentId: string) => `ORG#${orgId}#AGENT#${agentId}#SESSIONS`,
+  sessionExpiry: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#EXPIRY' }),
+  /** Zero-padded so that the sort key orders messages numerically. */
+  message: (orgId: string, sessionId: string, seq: number) => ({
+    pk: `ORG#${orgId}#SES#${sessionId}`,
+    sk: `MSG#${String(seq).padStart(12, '0')}`,
+  }),
+  messagePrefix: 'MSG#',
+  outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
 } as const;

@@ -1,0 +1,67 @@
+import { PassThrough } from 'node:stream';
+import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
+import { createHttpHandler, StatusResult, StreamingBody } from '../../shared/http/handler.ts';
+import { logger } from '../../shared/logger.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { chatMessageRoutes } from './routes.ts';
+
+const ignoreDeltas: TurnSink = { delta: () => undefined, failed: () => undefined };
+
+export const handler = createHttpHandler(
+  chatMessageRoutes,
+  {
+    sendMessage: async ({ deps, principal, params, body, requestId }) => {
+      const turn = await prepareTurn(deps, principal.orgId, params.id, body);
+      if (!body.stream) {
+        const result = await runTurn(deps, turn, ignoreDeltas);
+        const assistantMessage = result.messages.at(-1);
+        const reply = { userMessage: turn.userMessage, toolMessages: result.messages.slice(0, -1), assistantMessage };
+        return result.failed ? new StatusResult(502, reply) : reply;
+      }
+      const events = new PassThrough();
+      const sse = serverSentEvents(events, requestId);
+      void runTurn(deps, turn, sse.sink).then(
+        () => sse.end(),
+        (error: unknown) => {
+          logger.error('turn failed after streaming began', { requestId, error: error as Error });
+          sse.sink.failed({ code: 'GENERIC_ERROR', message: `Internal error; quote request id ${requestId} to support.`, status: 500 });
+          sse.end();
+        },
+      );
+      return new StreamingBody(events, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+    },
+  },
+  runtime,
+);
+
+/**
+ * The SSE framing of a reply: `data: {"id","delta"}` events, an error event in the envelope shape if the turn
+ * fails, then `data: [DONE]`. A client that goes away does not stop the turn: it finishes and is persisted.
+ */
+function serverSentEvents(stream: PassThrough, requestId: string): { sink: TurnSink; end(): void } {
+  let aborted = false;
+  stream.on('error', () => undefined);
+  stream.on('close', () => {
+    if (!stream.writableFinished && !aborted) {
+      aborted = true;
+      logger.warn('client disconnected during the reply; the turn continues and is persisted', { requestId, code: 'ABORT_ERROR' });
+    }
+  });
+  const send = (data: string) => {
+    if (!stream.destroyed) stream.write(`data: ${data}\n\n`);
+  };
+  return {
+    sink: {
+      delta: (id, delta) => send(JSON.stringify({ id, delta })),
+      failed: (error) => send(JSON.stringify({ error, meta: { requestId, timestamp: new Date().toISOString() } })),
+    },
+    end: () => {
+      send('[DONE]');
+      stream.end();
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import { idParams } from '../../shared/schemas/common.ts';
+import { sendMessageBody } from '../../shared/schemas/session.ts';
+import { defineRouteGroup } from '../../shared/http/route.ts';
+
+/** Its own function because it streams: on AWS it sits behind a streaming integration, not the HTTP API. */
+export const chatMessageRoutes = defineRouteGroup({
+  name: 'chat-messages',
+  entry: 'functions/chat-messages/handler.ts',
+  streaming: true,
+  routes: {
+    sendMessage: {
+      method: 'POST',
+      path: '/v1/chat/chat/sessions/{id}/messages',
+      scope: 'chat:write',
+      summary: 'Send a message; the reply streams as server-sent events unless stream is false',
+      successStatus: 200,
+      params: idParams,
+      body: sendMessageBody,
+    },
+  },
+});

@@ -1,0 +1,17 @@
+import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/domain/sessions.ts';
+import { createHttpHandler } from '../../shared/http/handler.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { sessionRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  sessionRoutes,
+  {
+    createSession: ({ deps, principal, body }) => createSession(deps, principal.orgId, body),
+    createSessionLegacy: ({ deps, principal, body }) => createSession(deps, principal.orgId, body),
+    listSessions: ({ deps, principal, query }) => listSessions(deps, principal.orgId, query),
+    getSession: async ({ deps, principal, params }) => publicSession(await getSession(deps, principal.orgId, params.id)),
+    listMessages: ({ deps, principal, params, query }) => listMessages(deps, principal.orgId, params.id, query),
+    closeSession: ({ deps, principal, params }) => closeSession(deps, principal.orgId, params.id),
+  },
+  runtime,
+);

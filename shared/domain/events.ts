@@ -1,0 +1,78 @@
+import type { Message, Session } from '../schemas/session.ts';
+import { newId } from './clock.ts';
+
+/**
+ * Domain events, recorded in the same transaction as the change they report (a transactional outbox). The
+ * delivery side (EventBridge, webhooks, the SSE stream) reads them from there, so none can be lost.
+ */
+export interface DomainEvent {
+  eventId: string;
+  type: string;
+  orgId: string;
+  createdAt: string;
+  payload: Record<string, unknown>;
+}
+
+function event(orgId: string, type: string, createdAt: string, payload: Record<string, unknown>): DomainEvent {
+  const eventId = newId();
+  return { eventId, type, orgId, createdAt, payload: { ...payload, eventId } };
+}
+
+/** The flat `session.*` shape of the spec: the top-level `id` is the session id. */
+function sessionPayload(session: Session, eventType: string): Record<string, unknown> {
+  return {
+    id: session.id,
+    eventType,
+    type: session.type,
+    platform: session.platform,
+    direction: session.direction,
+    state: session.state,
+    agentId: session.agentId,
+    createdAt: session.createdAt,
+    updatedAt: session.updatedAt,
+    lastActivityAt: session.lastActivityAt,
+    ...(session.endedAt ? { endedAt: session.endedAt } : {}),
+    metadata: session.metadata,
+  };
+}
+
+export const events = {
+  sessionCreated: (session: Session) => event(session.orgId, 'session.created', session.createdAt, sessionPayload(session, 'session.created')),
+
+  /** A session left OPEN: `session.updated`, `session.ended` (once), and `session.closed` when closed rather than expired. */
+  sessionEnded(session: Session): DomainEvent[] {
+    const at = session.endedAt ?? session.updatedAt;
+    const ended = [
+      event(session.orgId, 'session.updated', at, { id: session.id, eventType: 'session.updated', createdAt: at, changedFields: ['state', 'endedAt'], state: session.state }),
+      event(session.orgId, 'session.ended', at, sessionPayload(session, 'session.ended')),
+    ];
+    if (session.state === 'CLOSED') ended.push(event(session.orgId, 'session.closed', at, sessionPayload(session, 'session.closed')));
+    return ended;
+  },
+
+  /** Every appended message; a user's message is also `session.message.created` (an incoming message). */
+  messageAdded(orgId: string, message: Message): DomainEvent[] {
+    const added = event(orgId, 'message.added', message.createdAt, {
+      type: 'message.added',
+      createdAt: message.createdAt,
+      data: {
+        sessionId: message.sessionId,
+        messageId: message.id,
+        role: message.role,
+        content: message.content,
+        ...(message.toolCall ? { toolCall: message.toolCall } : {}),
+      },
+    });
+    added.payload.id = added.eventId;
+    if (message.role !== 'USER') return [added];
+    const incoming = event(orgId, 'session.message.created', message.createdAt, {
+      id: message.sessionId,
+      eventType: 'session.message.created',
+      createdAt: message.createdAt,
+      messageId: message.id,
+      role: message.role,
+      content: message.content,
+    });
+    return [incoming, added];
+  },
+};

@@ -1,0 +1,135 @@
+import {
+  AgentInactiveError,
+  MessagesHistoryError,
+  NotFoundError,
+  SessionCreationError,
+  SessionExpiredError,
+  SessionNotFoundError,
+} from '../errors.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { AgentStore } from '../ports.ts';
+import { paginate, type Page } from '../schemas/common.ts';
+import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
+import type { DynamoSessionStore, StoredSession } from '../store/session-store.ts';
+import { newId, type Clock } from './clock.ts';
+import { events } from './events.ts';
+
+export interface SessionDeps {
+  sessions: DynamoSessionStore;
+  agents: AgentStore;
+  catalog: ModelCatalog;
+  clock: Clock;
+  config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
+}
+
+export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput): Promise<Session> {
+  const agent = await deps.agents.get(orgId, input.agentId);
+  if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
+  if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
+  if (!deps.catalog.byId(agent.modelId)) {
+    throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
+  }
+  const now = deps.clock.now();
+  const nowIso = now.toISOString();
+  const session: StoredSession = {
+    id: newId(),
+    orgId,
+    agentId: agent.id,
+    type: 'CHAT',
+    direction: 'INBOUND',
+    platform: input.platform,
+    state: 'OPEN',
+    metadata: { ...input.metadata, sessionVariables: input.sessionVariables },
+    createdAt: nowIso,
+    updatedAt: nowIso,
+    lastActivityAt: nowIso,
+    messageCount: 0,
+    nextSeq: 1,
+  };
+  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)]);
+  return publicSession(session);
+}
+
+/** The session, after making an idle OPEN session EXPIRED (exactly, on every access). */
+export async function getSession(deps: SessionDeps, orgId: string, sessionId: string): Promise<StoredSession> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
+  return expireIfIdle(deps, session);
+}
+
+export async function listSessions(deps: SessionDeps, orgId: string, query: ListSessionsQuery): Promise<Page<Session>> {
+  const nowMs = deps.clock.now().getTime();
+  // Idle sessions are shown as EXPIRED here without a write; the next access to each makes it durable.
+  const sessions = (await deps.sessions.list(orgId, { ...query, state: query.state === 'EXPIRED' || query.state === 'OPEN' ? undefined : query.state }))
+    .map((session) => (isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session))
+    .filter((session) => !query.state || session.state === query.state);
+  if (query.sort.direction === 'asc') sessions.reverse();
+  return paginate(sessions, query.page, query.limit);
+}
+
+/** OPEN → CLOSED by the user; closing an ended session changes nothing and returns it. */
+export async function closeSession(deps: SessionDeps, orgId: string, sessionId: string): Promise<Session> {
+  const session = await getSession(deps, orgId, sessionId);
+  if (session.state !== 'OPEN') return publicSession(session);
+  const ended = await endSession(deps, session, 'CLOSED', 'USER_CLOSED', deps.clock.now().toISOString());
+  return publicSession(ended ?? (await getSession(deps, orgId, sessionId)));
+}
+
+export async function listMessages(
+  deps: SessionDeps,
+  orgId: string,
+  sessionId: string,
+  query: { page: number; limit: number },
+): Promise<Page<Message>> {
+  await getSession(deps, orgId, sessionId);
+  let messages: Message[];
+  try {
+    messages = await deps.sessions.messages(orgId, sessionId);
+  } catch (error) {
+    throw new MessagesHistoryError('The message history could not be read; retry.', { cause: error });
+  }
+  return paginate(messages, query.page, query.limit);
+}
+
+/** Ends an OPEN session once, with its events; undefined when someone else ended it first. */
+export async function endSession(
+  deps: Pick<SessionDeps, 'sessions' | 'clock'>,
+  session: StoredSession,
+  state: 'CLOSED' | 'EXPIRED',
+  reason: 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED',
+  endedAt: string,
+  options: { unlessTurnActiveAt?: number } = {},
+): Promise<StoredSession | undefined> {
+  const ended: StoredSession = { ...session, state, endedAt, endedReason: reason, updatedAt: deps.clock.now().toISOString() };
+  delete ended.turnLeaseUntil;
+  return (await deps.sessions.end(session, ended, events.sessionEnded(ended), options)) ? ended : undefined;
+}
+
+export function isIdle(deps: Pick<SessionDeps, 'config'>, session: Session & { turnLeaseUntil?: number | undefined }, nowMs: number): boolean {
+  if (session.state !== 'OPEN') return false;
+  if (session.turnLeaseUntil !== undefined && session.turnLeaseUntil > nowMs) return false;
+  return nowMs - Date.parse(session.lastActivityAt) > deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000;
+}
+
+export function expiryEpochSeconds(deps: Pick<SessionDeps, 'config'>, fromMs: number): number {
+  return Math.ceil(fromMs / 1000) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS;
+}
+
+/** Throws SESSION_EXPIRED for an idle or expired session (after recording the expiry), for operations that need OPEN. */
+export function assertNotExpired(session: StoredSession): void {
+  if (session.state === 'EXPIRED') throw new SessionExpiredError(`Session ${session.id} expired after inactivity; open a new session.`);
+}
+
+async function expireIfIdle(deps: SessionDeps, session: StoredSession): Promise<StoredSession> {
+  const nowMs = deps.clock.now().getTime();
+  if (!isIdle(deps, session, nowMs)) return session;
+  const endedAt = new Date(Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString();
+  const expired = await endSession(deps, session, 'EXPIRED', 'EXPIRED', endedAt, { unlessTurnActiveAt: nowMs });
+  return expired ?? ((await deps.sessions.get(session.orgId, session.id)) as StoredSession);
+}
+
+/** The session as the API shows it, without the store's turn bookkeeping. */
+export function publicSession(session: StoredSession | Session): Session {
+  const { nextSeq: _nextSeq, turnLeaseUntil: _lease, ...visible } = session as StoredSession;
+  return visible;
+}

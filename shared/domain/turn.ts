@@ -1,0 +1,334 @@
+import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { InvalidSessionError, SessionBusyError } from '../errors.ts';
+import type { Agent } from '../schemas/agent.ts';
+import type { Model } from '../schemas/model.ts';
+import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
+import type { Tool } from '../schemas/tool.ts';
+import type { ToolStore } from '../ports.ts';
+import type { StoredSession } from '../store/session-store.ts';
+import type { ToolExecution } from '../tools/api-tool-executor.ts';
+import { fillPlaceholders } from '../tools/placeholders.ts';
+import { events } from './events.ts';
+import { assertNotExpired, endSession, expiryEpochSeconds, getSession, type SessionDeps } from './sessions.ts';
+
+/** Where the streamed side of a turn goes; a non-streamed send passes a sink that ignores deltas. */
+export interface TurnSink {
+  delta(messageId: string, text: string): void;
+  /** A failure after streaming began, as the error envelope's `error` object. */
+  failed(error: { code: string; message: string; status: number }): void;
+}
+
+export interface TurnDeps extends SessionDeps {
+  tools: ToolStore;
+  languageModel(model: Model): LanguageModelV3;
+  executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
+  config: SessionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
+}
+
+/** The model-visible name of the built-in tool that lets an agent end the conversation. */
+export const endConversationTool = 'end_conversation';
+
+export interface PreparedTurn {
+  session: StoredSession;
+  agent: Agent;
+  tools: Tool[];
+  history: Message[];
+  userMessage: Message;
+  assistantMessageId: string;
+  startedAt: number;
+}
+
+export interface TurnResult {
+  messages: Message[];
+  failed: boolean;
+}
+
+const busyRetryDelayMs = 20;
+
+export const newMessageId = (): string => `msg_${crypto.randomUUID().replaceAll('-', '')}`;
+
+/**
+ * Everything that can refuse a turn, before anything streams: the session must be OPEN (an idle one expires
+ * here), the agent and its tools are read afresh, and the user's message is appended under the turn lease. When
+ * another turn holds the session, this waits for it, so concurrent sends are answered one after the other.
+ */
+export async function prepareTurn(deps: TurnDeps, orgId: string, sessionId: string, input: SendMessageInput): Promise<PreparedTurn> {
+  const startedAt = performance.now();
+  const deadline = Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000;
+  for (;;) {
+    const session = await getSession(deps, orgId, sessionId);
+    assertNotExpired(session);
+    if (session.state !== 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is ${session.state}; open a new session.`);
+    const [agent, history] = await Promise.all([deps.agents.get(orgId, session.agentId), deps.sessions.messages(orgId, sessionId)]);
+    if (!agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
+    const tools = (await Promise.all(agent.tools.map((attached) => deps.tools.get(orgId, attached.toolId)))).filter(
+      (tool): tool is Tool => tool !== undefined,
+    );
+    const now = deps.clock.now();
+    const userMessage: Message = {
+      id: newMessageId(),
+      sessionId,
+      role: 'USER',
+      content: input.content,
+      metadata: input.metadata,
+      createdAt: now.toISOString(),
+    };
+    const outcome = await deps.sessions.beginTurn(
+      session,
+      userMessage,
+      {
+        now: now.getTime(),
+        nowIso: now.toISOString(),
+        leaseUntil: now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000,
+        expiresAt: expiryEpochSeconds(deps, now.getTime()) + deps.config.TURN_TIMEOUT_SECONDS,
+      },
+      events.messageAdded(orgId, userMessage),
+    );
+    if (outcome === 'started') {
+      return { session, agent, tools, history, userMessage, assistantMessageId: newMessageId(), startedAt };
+    }
+    if (Date.now() > deadline) throw new SessionBusyError(`Session ${sessionId} stayed busy with another message; retry.`);
+    await new Promise((resolve) => setTimeout(resolve, busyRetryDelayMs));
+  }
+}
+
+interface PendingCall {
+  toolCallId: string;
+  toolName: string;
+  input: string;
+}
+
+/**
+ * Runs the model and tool loop of a prepared turn, streaming text into `sink`, and persists every TOOL message
+ * as it completes and the ASSISTANT message at the end, with where the turn's time went. Never throws for a
+ * provider failure: the turn is recorded as failed and the sink told.
+ */
+export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+  const { session, agent } = turn;
+  const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
+  const languageModel = deps.languageModel(model);
+  const signal = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
+  const offeredTools = functionTools(agent, turn.tools);
+  const prompt: LanguageModelV3Prompt = [
+    { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
+    ...historyPrompt(turn.history),
+    { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
+  ];
+  const persisted: Message[] = [];
+  let seq = session.nextSeq + 1;
+  let content = '';
+  let modelMs = 0;
+  let firstTokenMs: number | undefined;
+  const toolTimings: { name: string; durationMs: number }[] = [];
+  let failure: { code: string; message: string; status: number } | undefined;
+  let agentEnded = false;
+  const say = (text: string) => {
+    content += text;
+    sink.delta(turn.assistantMessageId, text);
+  };
+
+  try {
+    for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
+      const calls: PendingCall[] = [];
+      let stepText = '';
+      const modelStart = performance.now();
+      const { stream } = await languageModel.doStream({
+        prompt,
+        // After the last allowed round the model must answer in text.
+        ...(round < deps.config.MAX_TOOL_ROUNDS ? { tools: offeredTools, toolChoice: { type: 'auto' } } : {}),
+        abortSignal: signal,
+      });
+      for await (const part of stream) {
+        if (part.type === 'text-delta') {
+          firstTokenMs ??= performance.now() - modelStart;
+          stepText += part.delta;
+          say(part.delta);
+        } else if (part.type === 'tool-call') {
+          calls.push(part);
+        } else if (part.type === 'error') {
+          throw part.error instanceof Error ? part.error : new Error(String(part.error));
+        }
+      }
+      modelMs += performance.now() - modelStart;
+      if (calls.length === 0) break;
+      prompt.push({
+        role: 'assistant',
+        content: [
+          ...(stepText ? [{ type: 'text' as const, text: stepText }] : []),
+          ...calls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.toolCallId, toolName: call.toolName, input: parseArguments(call.input) ?? {} })),
+        ],
+      });
+      const results: LanguageModelV3Message = { role: 'tool', content: [] };
+      for (const call of calls) {
+        if (call.toolName === endConversationTool) {
+          agentEnded = true;
+          results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
+          continue;
+        }
+        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, say);
+        toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
+        const message: Message = {
+          id: newMessageId(),
+          sessionId: session.id,
+          role: 'TOOL',
+          content: '',
+          toolCall: record,
+          metadata: {},
+          createdAt: deps.clock.now().toISOString(),
+        };
+        await deps.sessions.appendInTurn(session.orgId, seq, message, events.messageAdded(session.orgId, message));
+        seq += 1;
+        persisted.push(message);
+        results.content.push({
+          type: 'tool-result',
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: record.status === 'SUCCESS' ? { type: 'text', value: record.result } : { type: 'error-text', value: record.result },
+        });
+      }
+      prompt.push(results);
+    }
+  } catch (error) {
+    failure = {
+      code: 'MODEL_ERROR',
+      message: `The model failed during the turn: ${error instanceof Error ? error.message : String(error)}`,
+      status: 502,
+    };
+    sink.failed(failure);
+  }
+
+  const totalMs = performance.now() - turn.startedAt;
+  const toolsMs = toolTimings.reduce((sum, timing) => sum + timing.durationMs, 0);
+  const now = deps.clock.now();
+  const assistant: Message = {
+    id: turn.assistantMessageId,
+    sessionId: session.id,
+    role: 'ASSISTANT',
+    content,
+    metadata: {
+      model: { id: model.id, provider: model.provider, name: model.name },
+      timings: {
+        modelFirstTokenMs: round2(firstTokenMs),
+        modelTotalMs: round2(modelMs),
+        tools: toolTimings.map((timing) => ({ name: timing.name, durationMs: round2(timing.durationMs) })),
+        platformMs: round2(Math.max(0, totalMs - modelMs - toolsMs)),
+        totalMs: round2(totalMs),
+      },
+      ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
+    },
+    createdAt: now.toISOString(),
+  };
+  await deps.sessions.endTurn(
+    session,
+    { seq, message: assistant },
+    { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) },
+    { nextSeq: seq + 1, messagesAdded: persisted.length + 1 },
+    events.messageAdded(session.orgId, assistant),
+  );
+  persisted.push(assistant);
+  if (agentEnded) await endSession(deps, { ...session, nextSeq: seq + 1 }, 'CLOSED', 'AGENT_ENDED', now.toISOString());
+  return { messages: persisted, failed: failure !== undefined };
+}
+
+const validators = new Map<string, ValidateFunction>();
+const maxCachedValidators = 500;
+const validatorCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
+
+/** Compiled argument validators, shared by content so a PATCHed schema simply gets a new entry. */
+function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let validate = validators.get(key);
+  if (!validate) {
+    if (validators.size >= maxCachedValidators) validators.delete(validators.keys().next().value as string);
+    validate = validatorCompiler.compile(schema);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+/** Validates and runs one tool call; invalid arguments go back to the model as an error result, never a 500. */
+async function callTool(
+  deps: TurnDeps,
+  tool: Tool | undefined,
+  call: PendingCall,
+  session: StoredSession,
+  signal: AbortSignal,
+  say: (text: string) => void,
+): Promise<ToolCallRecord> {
+  const args = parseArguments(call.input);
+  const refuse = (result: string): ToolCallRecord => ({ id: call.toolCallId, name: call.toolName, arguments: args ?? {}, result, status: 'ERROR', durationMs: 0 });
+  if (!tool) return refuse(`No tool named ${call.toolName} is available.`);
+  if (!args) return refuse('The arguments are not a JSON object.');
+  const validate = validatorFor(tool.ajvPropertiesSchema);
+  if (!validate(args)) {
+    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message ?? 'is invalid'}`);
+    return refuse(`Invalid arguments: ${problems.join('; ')}`);
+  }
+  if (tool.preExecutionMessage) say(tool.preExecutionMessage);
+  const execution = await deps.executeTool(tool, args, {
+    toolCallId: call.toolCallId,
+    sessionVariables: session.metadata.sessionVariables,
+    signal,
+  });
+  return { id: call.toolCallId, name: tool.name, arguments: args, result: execution.result, status: execution.status, durationMs: round2(execution.durationMs) ?? 0 };
+}
+
+function parseArguments(input: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(input || '{}');
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Role first, then the system prompt, then special instructions (lowest priority); `{{key}}` from session variables. */
+export function systemPrompt(agent: Agent, sessionVariables: Record<string, unknown>): string {
+  const parts = [agent.role, agent.systemPrompt, agent.specialInstructions && `Lower-priority instructions: ${agent.specialInstructions}`];
+  if (agent.language) parts.push(`Answer in the language ${agent.language} unless the user asks otherwise.`);
+  return fillPlaceholders(parts.filter(Boolean).join('\n\n'), sessionVariables, (value) => value);
+}
+
+function functionTools(agent: Agent, tools: Tool[]): LanguageModelV3FunctionTool[] {
+  const overrides = new Map(agent.tools.map((attached) => [attached.toolId, attached.toolDescription]));
+  return [
+    ...tools.map((tool) => ({
+      type: 'function' as const,
+      name: tool.name,
+      description: overrides.get(tool.id) ?? tool.description,
+      inputSchema: tool.ajvPropertiesSchema,
+    })),
+    {
+      type: 'function',
+      name: endConversationTool,
+      description: 'End the conversation when the user is done, says goodbye, or nothing more can be done.',
+      inputSchema: { type: 'object', properties: { reason: { type: 'string' } } },
+    },
+  ];
+}
+
+/** Earlier turns as the model sees them: each TOOL message is its call and its result. */
+function historyPrompt(history: Message[]): LanguageModelV3Message[] {
+  const prompt: LanguageModelV3Message[] = [];
+  for (const message of history) {
+    if (message.role === 'USER') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+    else if (message.role === 'ASSISTANT' && message.content) prompt.push({ role: 'assistant', content: [{ type: 'text', text: message.content }] });
+    else if (message.role === 'TOOL' && message.toolCall) {
+      const call = message.toolCall;
+      prompt.push(
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.arguments }] },
+        {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: call.id, toolName: call.name, output: call.status === 'SUCCESS' ? { type: 'text', value: call.result } : { type: 'error-text', value: call.result } }],
+        },
+      );
+    }
+  }
+  return prompt;
+}
+
+function round2(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : Math.round(value * 100) / 100;
+}

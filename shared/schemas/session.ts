@@ -1,0 +1,78 @@
+import * as z from 'zod';
+import { paginationQuery, sortQuery, timestamp } from './common.ts';
+
+export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
+export const sessionStates = ['OPEN', 'CLOSED', 'EXPIRED'] as const;
+export const messageRoles = ['USER', 'ASSISTANT', 'TOOL', 'SYSTEM'] as const;
+export const maxMessageChars = 32_000;
+
+const jsonObject = z
+  .record(z.string().min(1).max(256), z.unknown())
+  .refine((value) => Buffer.byteLength(JSON.stringify(value), 'utf8') <= 16 * 1024, { error: 'must serialize to at most 16384 bytes' });
+
+export const createSessionBody = z.strictObject({
+  agentId: z.uuid({ error: 'must be a UUID' }),
+  metadata: jsonObject.default({}),
+  platform: z.enum(sessionPlatforms).default('SDK'),
+  sessionVariables: jsonObject.default({}),
+});
+
+export const sendMessageBody = z.strictObject({
+  content: z.string().refine((text) => text.trim().length > 0, { error: 'must not be empty' }).pipe(z.string().max(maxMessageChars)),
+  stream: z.boolean().default(true),
+  metadata: jsonObject.default({}),
+});
+
+export const listSessionsQuery = paginationQuery.extend({
+  sort: sortQuery(['createdAt'], 'createdAt:desc'),
+  agentId: z.uuid({ error: 'must be a UUID' }).optional(),
+  state: z.enum(sessionStates).optional(),
+  platform: z.enum(sessionPlatforms).optional(),
+  createdAfter: timestamp.optional(),
+});
+
+export const listMessagesQuery = paginationQuery;
+
+export type CreateSessionInput = z.output<typeof createSessionBody>;
+export type SendMessageInput = z.output<typeof sendMessageBody>;
+export type ListSessionsQuery = z.output<typeof listSessionsQuery>;
+
+export type SessionState = (typeof sessionStates)[number];
+export type MessageRole = (typeof messageRoles)[number];
+export type EndedReason = 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED';
+
+export interface Session {
+  id: string;
+  orgId: string;
+  agentId: string;
+  type: 'CHAT' | 'VOICE';
+  direction: 'INBOUND' | 'OUTBOUND';
+  platform: (typeof sessionPlatforms)[number];
+  state: SessionState;
+  metadata: Record<string, unknown> & { sessionVariables: Record<string, unknown> };
+  createdAt: string;
+  updatedAt: string;
+  lastActivityAt: string;
+  endedAt?: string | undefined;
+  endedReason?: EndedReason | undefined;
+  messageCount: number;
+}
+
+export interface ToolCallRecord {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  result: string;
+  status: 'SUCCESS' | 'ERROR';
+  durationMs: number;
+}
+
+export interface Message {
+  id: string;
+  sessionId: string;
+  role: MessageRole;
+  content: string;
+  toolCall?: ToolCallRecord | undefined;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+}
