@@ -128,6 +128,8 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
     content += text;
     sink.delta(turn.assistantMessageId, text);
   };
+  // A pre-execution message and the text after a tool round are separate utterances: start a new paragraph.
+  const sayParagraph = (text: string) => say(content && !/\s$/.test(content) ? `\n\n${text}` : text);
 
   try {
     for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
@@ -143,8 +145,9 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
       for await (const part of stream) {
         if (part.type === 'text-delta') {
           firstTokenMs ??= performance.now() - modelStart;
+          if (stepText) say(part.delta);
+          else sayParagraph(part.delta);
           stepText += part.delta;
-          say(part.delta);
         } else if (part.type === 'tool-call') {
           calls.push(part);
         } else if (part.type === 'error') {
@@ -167,7 +170,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
           results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
           continue;
         }
-        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, say);
+        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayParagraph);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),
