@@ -4,14 +4,17 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
 import { newId } from '../../shared/domain/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { createDocumentClient } from '../../shared/store/dynamo.ts';
 import {
   announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { createLocalServer } from './server.ts';
+import { startTtlSweeper } from './ttl-sweeper.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -32,6 +35,12 @@ try {
   await database.stop();
   process.exit(1);
 }
+const sweeper = startTtlSweeper({
+  client: createDocumentClient(runtime().config),
+  tableName: database.tableName,
+  consumers: tableStreamConsumers,
+  intervalMs: Number(process.env.TTL_SWEEP_INTERVAL_MS ?? 5_000),
+});
 server.once('error', async (error) => {
   console.error(`Cannot listen on ${host}:${port}: ${error.message}`);
   await database.stop();
@@ -50,6 +59,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   console.log(`${signal}: stopping`);
   forgetInstance();
+  sweeper.stop();
   server.closeIdleConnections();
   await new Promise((resolveClose) => server.close(resolveClose));
   await database.stop();

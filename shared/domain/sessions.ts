@@ -115,6 +115,12 @@ export function expiryEpochSeconds(deps: Pick<SessionDeps, 'config'>, fromMs: nu
   return Math.ceil(fromMs / 1000) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS;
 }
 
+/** Called when a session's expiry item lapsed: expires it if it is indeed idle; a missing session is ignored. */
+export async function expireAbandonedSession(deps: SessionDeps, orgId: string, sessionId: string): Promise<void> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (session) await expireIfIdle(deps, session);
+}
+
 /** Throws SESSION_EXPIRED for an idle or expired session (after recording the expiry), for operations that need OPEN. */
 export function assertNotExpired(session: StoredSession): void {
   if (session.state === 'EXPIRED') throw new SessionExpiredError(`Session ${session.id} expired after inactivity; open a new session.`);

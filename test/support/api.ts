@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { inject } from 'vitest';
 import type { Scope } from '../../shared/auth/scopes.ts';
+import type { Config } from '../../shared/config.ts';
 
 export interface ApiResponse<Body = any> {
   status: number;
@@ -31,7 +32,7 @@ export interface TestApi {
  * Starts the local runtime in this test process, on a free port, against the run's DynamoDB Local. `env` is
  * applied before the handlers read their configuration, so each test file can configure its own API.
  */
-export async function startApi(env: Record<string, string> = {}): Promise<TestApi> {
+export async function startApi(env: Record<string, string> = {}, options: { ttlSweepIntervalMs?: number } = {}): Promise<TestApi> {
   Object.assign(process.env, env);
   const [{ useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
     import('../../infra/local/environment.ts'),
@@ -45,6 +46,10 @@ export async function startApi(env: Record<string, string> = {}): Promise<TestAp
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const deps = runtime();
+  const sweeper =
+    options.ttlSweepIntervalMs === undefined
+      ? undefined
+      : await startSweeper(deps.config, inject('tableName'), options.ttlSweepIntervalMs);
 
   const newKey = async (orgId: string, scopes: Scope[]) => (await issueApiKey(deps, orgId, { name: 'test', scopes })).key;
 
@@ -77,8 +82,19 @@ export async function startApi(env: Record<string, string> = {}): Promise<TestAp
     newKey,
     close: () =>
       new Promise<void>((resolve) => {
+        sweeper?.stop();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+}
+
+/** The local runtime's TTL sweeper, for tests of what happens when DynamoDB deletes expired items. */
+async function startSweeper(config: Config, tableName: string, intervalMs: number) {
+  const [{ startTtlSweeper }, { tableStreamConsumers }, { createDocumentClient }] = await Promise.all([
+    import('../../infra/local/ttl-sweeper.ts'),
+    import('../../functions/consumers.ts'),
+    import('../../shared/store/dynamo.ts'),
+  ]);
+  return startTtlSweeper({ client: createDocumentClient(config), tableName, consumers: tableStreamConsumers, intervalMs });
 }
