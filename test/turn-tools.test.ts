@@ -188,3 +188,14 @@ describe('egress safety', () => {
     expect(response.body.toolMessages[0].toolCall.result).toMatch(/not allowed/i);
   });
 });
+
+describe('the built-in end_conversation tool', () => {
+  it('cannot be shadowed by a customer tool of that name', async () => {
+    const { key } = await api.newOrg();
+    for (const name of ['end_conversation', 'END_CONVERSATION']) {
+      const response = await api.request('POST', '/v1/chat/tools', { key, body: { name, description: 'x', type: 'FUNCTION_TOOL' } });
+      expect(response.status).toBe(400);
+      expect(response.body.error.details).toContainEqual({ field: 'name', message: 'is reserved for a built-in tool' });
+    }
+  });
+});

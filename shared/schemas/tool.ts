@@ -3,6 +3,9 @@ import { optionalText, paginationQuery, requiredText, sortQuery } from './common
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** Names of the platform's built-in tools (see shared/domain/turn.ts), which customer tools cannot shadow. */
+export const reservedToolNames: ReadonlySet<string> = new Set(['end_conversation']);
+
 export const toolNamePattern = /^[A-Za-z0-9]+(_[A-Za-z0-9]+)*$/;
 
 /** JSON Schema documents are bounded so that one tool cannot bloat every turn's prompt. */
@@ -89,6 +92,9 @@ export const createToolBody = z
     apiTool: apiToolSchema.optional(),
   })
   .superRefine((body, ctx) => {
+    if (reservedToolNames.has(body.name.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: ['name'], message: 'is reserved for a built-in tool' });
+    }
     if (body.type === 'API_TOOL' && !body.apiTool) {
       ctx.addIssue({ code: 'custom', path: ['apiTool'], message: 'is required for API_TOOL' });
     }
