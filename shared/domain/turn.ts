@@ -4,7 +4,7 @@ import { InvalidSessionError, SessionBusyError } from '../errors.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
-import type { Tool } from '../schemas/tool.ts';
+import { endConversationTool, type Tool } from '../schemas/tool.ts';
 import type { ToolStore } from '../ports.ts';
 import type { StoredSession } from '../store/session-store.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
@@ -25,9 +25,6 @@ export interface TurnDeps extends SessionDeps {
   executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
   config: SessionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
 }
-
-/** The model-visible name of the built-in tool that lets an agent end the conversation. */
-export const endConversationTool = 'end_conversation';
 
 export interface PreparedTurn {
   session: StoredSession;

@@ -3,8 +3,11 @@ import { optionalText, paginationQuery, requiredText, sortQuery } from './common
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-/** Names of the platform's built-in tools (see shared/domain/turn.ts), which customer tools cannot shadow. */
-export const reservedToolNames: ReadonlySet<string> = new Set(['end_conversation']);
+/** The model-visible name of the built-in tool that lets an agent end the conversation (shared/domain/turn.ts). */
+export const endConversationTool = 'end_conversation';
+
+/** Names of the platform's built-in tools, which customer tools cannot shadow. */
+export const reservedToolNames: ReadonlySet<string> = new Set([endConversationTool]);
 
 export const toolNamePattern = /^[A-Za-z0-9]+(_[A-Za-z0-9]+)*$/;
 
