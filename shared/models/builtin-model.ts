@@ -45,10 +45,10 @@ import type {
   LanguageModelV3ToolResultPart,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
+import { endConversationTool } from '../schemas/tool.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';
-export const endConversationTool = 'end_conversation';
 export const farewellText = 'Goodbye! Thanks for chatting.';
 export const endConversationInput = { reason: 'user said goodbye' } as const;
 const echoLimit = 200;
