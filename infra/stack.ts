@@ -1,8 +1,11 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
+import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,7 +13,7 @@ import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { routeGroups } from '../functions/route-groups.ts';
-import { routeKeyOf, type HttpMethod } from '../shared/http/route.ts';
+import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
 import { tableDefinition } from '../shared/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
 
@@ -39,6 +42,35 @@ const readWriteActions = [
 ];
 /** The edge group only serves health and the catch-all; it never writes. */
 const readOnlyActions = ['dynamodb:GetItem', 'dynamodb:Query'];
+/** Streaming groups run model turns; Converse/ConverseStream are authorized by these two actions. */
+const bedrockInvokeActions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+
+/** API Gateway HTTP API gives up on an integration after 30 s; its functions finish before it does. */
+const httpApiFunctionTimeout = Duration.seconds(29);
+/** The longest a REST API streaming integration may run; also Lambda's own maximum. */
+const streamingTimeout = Duration.minutes(15);
+/**
+ * CloudFront's wait for the first byte and between bytes from the streaming origin: the most the default quota
+ * allows. A non-streamed turn sends nothing until it is done, so the turn deadline of streaming functions stays below.
+ */
+const streamingOriginReadTimeout = Duration.seconds(120);
+const streamingTurnTimeout = Duration.seconds(110);
+/** The REST API stage that serves the streaming routes (CloudFront adds it as the origin path). */
+const streamingStageName = 'live';
+
+/** The CloudFront path pattern of a route: each `{param}` segment becomes `*`. */
+export function cloudFrontPathPattern(route: Pick<RouteDefinition, 'path'>): string {
+  return route.path
+    .split('/')
+    .map((segment) => (/^\{[^}]+\}$/.test(segment) ? '*' : segment))
+    .join('/');
+}
+
+/** Whether a CloudFront path pattern matches a path (`*` matches any run of characters, `/` included; `?` one). */
+export function matchesPathPattern(pattern: string, path: string): boolean {
+  const source = pattern.replace(/[.+^$()|[\]\\{}]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${source}$`).test(path);
+}
 
 const string = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.AttributeType.STRING });
 
@@ -67,6 +99,33 @@ export class AgentPlatformStack extends Stack {
 
     const httpApi = new apigwv2.HttpApi(this, 'HttpApi', { apiName: 'agent-platform' });
     const routes: apigwv2.HttpRoute[] = [];
+    const httpApiGroups = routeGroups.filter((group) => !group.streaming);
+    const streamingGroups = routeGroups.filter((group) => group.streaming);
+
+    // HTTP API cannot stream a Lambda response, so streaming groups are served by a REST API with response
+    // streaming instead, and CloudFront puts both behind one base address (docs/streaming.md).
+    const streamingApi = new apigateway.RestApi(this, 'StreamingApi', {
+      restApiName: 'agent-platform-streaming',
+      description: 'The streaming routes of the agent platform (Lambda response streaming); reached through CloudFront',
+      endpointConfiguration: { types: [apigateway.EndpointType.REGIONAL] },
+      // The account-wide CloudWatch role is not this stack's to own.
+      cloudWatchRole: false,
+      deployOptions: {
+        stageName: streamingStageName,
+        throttlingRateLimit: stageThrottle.rateLimit,
+        throttlingBurstLimit: stageThrottle.burstLimit,
+        methodOptions: Object.fromEntries(
+          streamingGroups.flatMap((group) =>
+            Object.values(group.routes).map((route) => [
+              `${route.path}/${route.method}`,
+              { throttlingRateLimit: routeThrottle[route.method].rateLimit, throttlingBurstLimit: routeThrottle[route.method].burstLimit },
+            ]),
+          ),
+        ),
+      },
+    });
+    // StreamingApiUrl below replaces the REST API's automatic `Endpoint` output.
+    streamingApi.node.tryRemoveChild('Endpoint');
 
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
@@ -77,14 +136,14 @@ export class AgentPlatformStack extends Stack {
         runtime: lambda.Runtime.NODEJS_22_X,
         architecture: lambda.Architecture.ARM_64,
         memorySize: 1024,
-        // API Gateway gives up on an integration after 30 s; finish before it does.
-        timeout: Duration.seconds(29),
+        timeout: group.streaming ? streamingTimeout : httpApiFunctionTimeout,
         // An explicit log group avoids CDK's log-retention custom resource.
         logGroup: new logs.LogGroup(groupScope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
         environment: {
           TABLE_NAME: table.tableName,
           NODE_OPTIONS: '--enable-source-maps',
           POWERTOOLS_SERVICE_NAME: 'agent-platform',
+          ...(group.streaming ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
         },
         // The esbuild options shared with `npm run bench`, in NodejsFunction's spelling.
         bundling: {
@@ -106,7 +165,38 @@ export class AgentPlatformStack extends Stack {
           resources: [table.tableArn, `${table.tableArn}/index/*`],
         }),
       );
+      if (group.streaming) {
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: bedrockInvokeActions,
+            resources: [
+              `arn:${this.partition}:bedrock:*::foundation-model/*`,
+              `arn:${this.partition}:bedrock:*:${this.account}:inference-profile/*`,
+              `arn:${this.partition}:bedrock:*:${this.account}:application-inference-profile/*`,
+            ],
+          }),
+        );
+      }
       this.functions.set(group.name, fn);
+
+      if (group.streaming) {
+        const integration = new apigateway.LambdaIntegration(fn, {
+          responseTransferMode: apigateway.ResponseTransferMode.STREAM,
+          timeout: streamingTimeout,
+          // Only the deployed stage may invoke the function; no permission for the console's test invoke.
+          allowTestInvoke: false,
+        });
+        for (const route of Object.values(group.routes)) {
+          const resource = resourceFor(streamingApi.root, route.path);
+          // No API Gateway authorizer: the function authenticates like every other handler.
+          resource.addMethod(route.method, integration, { authorizationType: apigateway.AuthorizationType.NONE });
+          // Other methods reach the function too, which answers them in the error envelope (as HTTP API's $default does).
+          if (!resource.node.tryFindChild('ANY')) {
+            resource.addMethod('ANY', integration, { authorizationType: apigateway.AuthorizationType.NONE });
+          }
+        }
+        continue;
+      }
 
       const integration = new HttpLambdaIntegration('Integration', fn, {
         payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
@@ -128,7 +218,7 @@ export class AgentPlatformStack extends Stack {
     };
     // `routeSettings` is raw JSON to CloudFormation, so its keys are spelled as the template wants them.
     stage.routeSettings = Object.fromEntries(
-      routeGroups.flatMap((group) =>
+      httpApiGroups.flatMap((group) =>
         Object.values(group.routes).map((route) => [
           routeKeyOf(route),
           {
@@ -155,7 +245,51 @@ export class AgentPlatformStack extends Stack {
       }),
     };
 
-    new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint });
+    // One public base address: the HTTP API by default, the streaming routes to the REST API. Nothing is cached.
+    const noCache = {
+      allowedMethods: cloudfront.AllowedMethods.ALLOW_ALL,
+      cachePolicy: cloudfront.CachePolicy.CACHING_DISABLED,
+      // Every viewer header (Authorization and x-api-key included, which CloudFront forwards when caching is off)
+      // and the query string; Host is the origin's, as API Gateway requires.
+      originRequestPolicy: cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+      viewerProtocolPolicy: cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+      // Compression would buffer the event stream; API responses are small anyway.
+      compress: false,
+    } satisfies Partial<cloudfront.BehaviorOptions>;
+    const streamingOrigin = new origins.RestApiOrigin(streamingApi, { readTimeout: streamingOriginReadTimeout });
+    const streamingPatterns = [
+      ...new Set(streamingGroups.flatMap((group) => Object.values(group.routes).map((route) => cloudFrontPathPattern(route)))),
+    ];
+    // A pattern that also caught an HTTP API route would send it to the REST API, where it does not exist.
+    for (const group of httpApiGroups) {
+      for (const route of Object.values(group.routes)) {
+        const example = route.path.replace(/\{[^}]+\}/g, 'x');
+        const pattern = streamingPatterns.find((candidate) => matchesPathPattern(candidate, example));
+        if (pattern) throw new Error(`${routeKeyOf(route)} (group ${group.name}) would be routed to the streaming API by ${pattern}`);
+      }
+    }
+    const distribution = new cloudfront.Distribution(this, 'Distribution', {
+      comment: 'agent-platform: one base address for the HTTP API and the streaming REST API',
+      defaultBehavior: {
+        origin: new origins.HttpOrigin(Fn.select(2, Fn.split('/', httpApi.apiEndpoint)), {
+          protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+        }),
+        ...noCache,
+      },
+      additionalBehaviors: Object.fromEntries(streamingPatterns.map((pattern) => [pattern, { origin: streamingOrigin, ...noCache }])),
+    });
+
+    new CfnOutput(this, 'ApiBaseUrl', { value: `https://${distribution.distributionDomainName}`, description: 'The public base address' });
+    new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
+    new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
   }
+}
+
+/** The REST API resource of a route path, created segment by segment (`{id}` becomes a path-parameter resource). */
+function resourceFor(root: apigateway.IResource, routePath: string): apigateway.IResource {
+  return routePath
+    .split('/')
+    .filter(Boolean)
+    .reduce((parent, segment) => parent.getResource(segment) ?? parent.addResource(segment), root);
 }

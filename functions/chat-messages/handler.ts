@@ -36,6 +36,8 @@ export const handler = createHttpHandler(
     },
   },
   runtime,
+  // The REST API sends every method of this path here: the others get 405 rather than 404.
+  { unmatched: Object.values(chatMessageRoutes.routes) },
 );
 
 /**

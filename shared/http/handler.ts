@@ -21,6 +21,7 @@ import {
 import { logger } from '../logger.ts';
 import type { IdempotencyStore, StoredResponse } from '../ports.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
+import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
 import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
 
 type Parsed<Schema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
@@ -94,6 +95,13 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
     body: JSON.stringify(body),
   };
 }
+
+/** The streaming path on AWS is a REST API, whose payload v1 events are turned into the v2 shape first. */
+const normalizeEvent = (): Middleware => ({
+  before: (request) => {
+    if (isRestApiEvent(request.event)) request.event = restToHttpApiEvent(request.event);
+  },
+});
 
 /** Request id, structured access log and the `x-request-id` header on every response, errors included. */
 const requestContext = (): Middleware => ({
@@ -286,6 +294,7 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
   return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>(
     group.streaming ? { executionMode: executionModeStreamifyResponse } : {},
   )
+    .use(normalizeEvent())
     .use(requestContext())
     .use(errorEnvelope())
     .use(resolveRoute(routes, options.unmatched ?? []))

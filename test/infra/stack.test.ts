@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
@@ -33,6 +34,18 @@ const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 const allRoutes = routeGroups.flatMap((group) => Object.values(group.routes).map((route) => ({ group, route })));
+/** Served by the HTTP API. */
+const httpRoutes = allRoutes.filter(({ group }) => !group.streaming);
+/** Served by the streaming REST API, behind the same CloudFront base address. */
+const streamingRoutes = allRoutes.filter(({ group }) => group.streaming);
+
+/** What CloudFront must route to the REST API: the route path with each `{param}` segment as `*`. */
+const pathPatternOf = (path: string) => path.replace(/\{[^/]+\}/g, '*');
+/** CloudFront path-pattern semantics: `*` is any run of characters (`/` included), `?` one character. */
+const matchesPattern = (pattern: string, path: string) =>
+  new RegExp(`^${pattern.replace(/[.+^$()|[\]\\{}]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`).test(path);
+/** A concrete path a route answers: each `{param}` filled in. */
+const examplePathOf = (path: string) => path.replace(/\{[^/]+\}/g, 'x');
 
 let stack: AgentPlatformStack;
 let template: Template;
@@ -73,13 +86,65 @@ function functionBehind(routeKey: string): string {
   return uri['Fn::GetAtt'][0];
 }
 
+/** The full path of a REST API resource, from its chain of parents up to the root resource. */
+function restResourcePath(resourceId: string): string {
+  const segments: string[] = [];
+  let current: unknown = { Ref: resourceId };
+  while ((current as { Ref?: string }).Ref) {
+    const found = resource((current as { Ref: string }).Ref, 'AWS::ApiGateway::Resource');
+    segments.unshift(found.Properties.PathPart as string);
+    current = found.Properties.ParentId;
+  }
+  expect((current as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt']?.[1]).toBe('RootResourceId');
+  return `/${segments.join('/')}`;
+}
+
+function restMethods(): { id: string; path: string; properties: Record<string, unknown> }[] {
+  return Object.entries(resources)
+    .filter(([, candidate]) => candidate.Type === 'AWS::ApiGateway::Method')
+    .map(([id, method]) => ({
+      id,
+      path: restResourcePath((method.Properties.ResourceId as { Ref: string }).Ref),
+      properties: method.Properties,
+    }));
+}
+
+/** The logical id of the function a REST API Lambda proxy integration invokes (with response streaming). */
+function functionBehindStreamingIntegration(integration: { Uri: unknown }): string {
+  const join = (integration.Uri as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+  const getAtt = join.find((part) => typeof part === 'object' && part !== null && 'Fn::GetAtt' in part) as { 'Fn::GetAtt': [string, string] };
+  expect(getAtt['Fn::GetAtt'][1]).toBe('Arn');
+  expect(join.at(-1)).toBe('/response-streaming-invocations');
+  return getAtt['Fn::GetAtt'][0];
+}
+
+function policyDocumentsOfFunction(group: RouteGroup): unknown[] {
+  const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
+  const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  return [
+    ...asArray(resource(roleId, 'AWS::IAM::Role').Properties.Policies as { PolicyDocument: unknown }[]).map((policy) => policy.PolicyDocument),
+    ...Object.values(resources)
+      .filter(
+        (policy) =>
+          policy.Type === 'AWS::IAM::Policy' &&
+          asArray(policy.Properties.Roles as unknown[]).some((role) => JSON.stringify(role) === JSON.stringify({ Ref: roleId })),
+      )
+      .map((policy) => policy.Properties.PolicyDocument),
+  ];
+}
+
 function statementsOf(document: unknown): Statement[] {
   return asArray((document as { Statement?: Statement | Statement[] } | undefined)?.Statement);
 }
 
 describe('AgentPlatformStack', () => {
   describe('routes', () => {
-    it.each(allRoutes.map(({ group, route }) => [`${route.method} ${route.path}`, group] as const))(
+    it('has streaming routes and HTTP API routes', () => {
+      expect(streamingRoutes.length).toBeGreaterThan(0);
+      expect(httpRoutes.length).toBeGreaterThan(0);
+    });
+
+    it.each(httpRoutes.map(({ group, route }) => [`${route.method} ${route.path}`, group] as const))(
       '%s invokes its group function',
       (routeKey, group) => {
         expect(functionBehind(routeKey)).toBe(functionIdOf(group));
@@ -93,7 +158,14 @@ describe('AgentPlatformStack', () => {
     });
 
     it('has no other routes', () => {
-      template.resourceCountIs('AWS::ApiGatewayV2::Route', allRoutes.length + 1);
+      template.resourceCountIs('AWS::ApiGatewayV2::Route', httpRoutes.length + 1);
+    });
+
+    it.each(streamingRoutes.map(({ route }) => [`${route.method} ${route.path}`] as const))('%s is not on the HTTP API', (routeKey) => {
+      const onHttpApi = Object.values(resources).filter(
+        (candidate) => candidate.Type === 'AWS::ApiGatewayV2::Route' && candidate.Properties.RouteKey === routeKey,
+      );
+      expect(onHttpApi).toEqual([]);
     });
 
     it('throttles every route on the default stage, writes harder than reads', () => {
@@ -109,9 +181,9 @@ describe('AgentPlatformStack', () => {
       expect(stage.DefaultRouteSettings.ThrottlingRateLimit).toBeGreaterThan(0);
       expect(stage.AccessLogSettings?.DestinationArn).toBeDefined();
 
-      const expectedKeys = allRoutes.map(({ route }) => `${route.method} ${route.path}`).sort();
+      const expectedKeys = httpRoutes.map(({ route }) => `${route.method} ${route.path}`).sort();
       expect(Object.keys(stage.RouteSettings).sort()).toEqual(expectedKeys);
-      const limits = allRoutes.map(({ route }) => ({
+      const limits = httpRoutes.map(({ route }) => ({
         write: writeMethods.has(route.method),
         ...stage.RouteSettings[`${route.method} ${route.path}`],
       }));
@@ -119,6 +191,143 @@ describe('AgentPlatformStack', () => {
       const minRead = Math.min(...limits.filter((limit) => !limit.write).map((limit) => limit.ThrottlingRateLimit ?? NaN));
       expect(maxWrite).toBeLessThan(minRead);
       for (const limit of limits) expect(limit.ThrottlingBurstLimit).toBeGreaterThanOrEqual(limit.ThrottlingRateLimit ?? Infinity);
+    });
+  });
+
+  describe('streaming API', () => {
+    it('is one regional REST API with a throttled `live` stage and no authorizer', () => {
+      template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+      const [api] = Object.values(template.findResources('AWS::ApiGateway::RestApi')) as Resource[];
+      expect(api?.Properties.EndpointConfiguration).toEqual({ Types: ['REGIONAL'] });
+      template.resourceCountIs('AWS::ApiGateway::Authorizer', 0);
+      // The account-wide CloudWatch role is left alone.
+      template.resourceCountIs('AWS::ApiGateway::Account', 0);
+
+      const stages = Object.values(template.findResources('AWS::ApiGateway::Stage')) as Resource[];
+      expect(stages).toHaveLength(1);
+      const settings = stages[0]?.Properties.MethodSettings as {
+        HttpMethod: string;
+        ResourcePath: string;
+        ThrottlingRateLimit: number;
+        ThrottlingBurstLimit: number;
+      }[];
+      expect(stages[0]?.Properties.StageName).toBe('live');
+      const stageDefault = settings.find((setting) => setting.ResourcePath === '/*' && setting.HttpMethod === '*');
+      expect(stageDefault?.ThrottlingRateLimit).toBeGreaterThan(0);
+      const httpStage = (Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[])[0]?.Properties as {
+        RouteSettings: Record<string, { ThrottlingRateLimit: number }>;
+      };
+      const httpWriteRate = Math.max(
+        ...httpRoutes
+          .filter(({ route }) => writeMethods.has(route.method))
+          .map(({ route }) => httpStage.RouteSettings[`${route.method} ${route.path}`]?.ThrottlingRateLimit ?? NaN),
+      );
+      for (const { route } of streamingRoutes) {
+        const setting = settings.find(
+          (candidate) => candidate.HttpMethod === route.method && candidate.ResourcePath === `/${route.path.replaceAll('/', '~1')}`,
+        );
+        expect(setting, `${route.method} ${route.path}`).toBeDefined();
+        // As strict as the HTTP API's write routes.
+        expect(setting?.ThrottlingRateLimit).toBeLessThanOrEqual(httpWriteRate);
+        expect(setting?.ThrottlingBurstLimit).toBeGreaterThanOrEqual(setting?.ThrottlingRateLimit ?? Infinity);
+      }
+    });
+
+    it.each(streamingRoutes.map(({ group, route }) => [`${route.method} ${route.path}`, group, route] as const))(
+      '%s streams from its group function',
+      (_routeKey, group, route) => {
+        const methods = restMethods().filter((method) => method.path === route.path && method.properties.HttpMethod === route.method);
+        expect(methods).toHaveLength(1);
+        const method = methods[0]?.properties as { AuthorizationType: string; Integration: Record<string, unknown> & { Uri: unknown } };
+        expect(method.AuthorizationType).toBe('NONE');
+        expect(method.Integration).toMatchObject({ Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST', ResponseTransferMode: 'STREAM' });
+        // Beyond the 29 s of a buffered integration, within the 15 minutes a stream may last.
+        expect(method.Integration.TimeoutInMillis).toBeGreaterThan(29_000);
+        expect(method.Integration.TimeoutInMillis).toBeLessThanOrEqual(900_000);
+        expect(functionBehindStreamingIntegration(method.Integration)).toBe(functionIdOf(group));
+      },
+    );
+
+    it('has methods only on streaming route paths, each streaming to that route group', () => {
+      const methods = restMethods();
+      expect(methods.length).toBeGreaterThanOrEqual(streamingRoutes.length);
+      for (const method of methods) {
+        const owners = streamingRoutes.filter(({ route }) => route.path === method.path);
+        expect(owners.length, method.path).toBeGreaterThan(0);
+        expect([...owners.map(({ route }) => route.method), 'ANY']).toContain(method.properties.HttpMethod);
+        const integration = method.properties.Integration as Record<string, unknown> & { Uri: unknown };
+        expect(integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM' });
+        expect(owners.map(({ group }) => functionIdOf(group))).toContain(functionBehindStreamingIntegration(integration));
+      }
+    });
+
+  });
+
+  describe('distribution', () => {
+    const cachingDisabled = cloudfront.CachePolicy.CACHING_DISABLED.cachePolicyId;
+    const allViewerExceptHost = cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER.originRequestPolicyId;
+    const allMethods = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'];
+
+    interface Behavior {
+      PathPattern?: string;
+      TargetOriginId: string;
+      CachePolicyId: string;
+      OriginRequestPolicyId: string;
+      AllowedMethods: string[];
+      ViewerProtocolPolicy: string;
+    }
+    interface Config {
+      DefaultCacheBehavior: Behavior;
+      CacheBehaviors?: Behavior[];
+      Origins: { Id: string; DomainName: unknown; OriginPath?: unknown }[];
+    }
+    const config = (): Config => {
+      const distributions = Object.values(template.findResources('AWS::CloudFront::Distribution')) as Resource[];
+      expect(distributions).toHaveLength(1);
+      return distributions[0]?.Properties.DistributionConfig as Config;
+    };
+    const originOf = (behavior: Behavior) => {
+      const origin = config().Origins.find((candidate) => candidate.Id === behavior.TargetOriginId);
+      expect(origin, behavior.TargetOriginId).toBeDefined();
+      return origin as Config['Origins'][number];
+    };
+    const expectNoCache = (behavior: Behavior) => {
+      expect(behavior.CachePolicyId).toBe(cachingDisabled);
+      expect(behavior.OriginRequestPolicyId).toBe(allViewerExceptHost);
+      expect([...behavior.AllowedMethods].sort()).toEqual(allMethods);
+      expect(behavior.ViewerProtocolPolicy).toBe('https-only');
+    };
+    const restApiId = () => Object.keys(template.findResources('AWS::ApiGateway::RestApi'))[0] as string;
+
+    it('sends everything by default to the HTTP API, uncached', () => {
+      const behavior = config().DefaultCacheBehavior;
+      expectNoCache(behavior);
+      expect(originOf(behavior).DomainName).toEqual({
+        'Fn::Select': [2, { 'Fn::Split': ['/', { 'Fn::GetAtt': [expect.stringMatching(/^HttpApi/), 'ApiEndpoint'] }] }],
+      });
+    });
+
+    it('sends each streaming route path to the REST API stage, uncached', () => {
+      const behaviors = config().CacheBehaviors ?? [];
+      const expected = [...new Set(streamingRoutes.map(({ route }) => pathPatternOf(route.path)))].sort();
+      expect(behaviors.map((behavior) => behavior.PathPattern).sort()).toEqual(expected);
+      for (const behavior of behaviors) {
+        expectNoCache(behavior);
+        const origin = originOf(behavior);
+        expect(JSON.stringify(origin.DomainName)).toContain(`{"Ref":"${restApiId()}"}`);
+        // The stage name is the origin path, so the public path is the route path.
+        expect(JSON.stringify(origin.OriginPath)).toMatch(/"Ref":"StreamingApiDeploymentStage/);
+      }
+    });
+
+    it('routes every streaming route to the REST API and no HTTP API route away from the HTTP API', () => {
+      const patterns = (config().CacheBehaviors ?? []).map((behavior) => behavior.PathPattern as string);
+      for (const { route } of streamingRoutes) {
+        expect(patterns.some((pattern) => matchesPattern(pattern, examplePathOf(route.path))), route.path).toBe(true);
+      }
+      for (const { route } of httpRoutes) {
+        expect(patterns.filter((pattern) => matchesPattern(pattern, examplePathOf(route.path))), route.path).toEqual([]);
+      }
     });
   });
 
@@ -133,10 +342,11 @@ describe('AgentPlatformStack', () => {
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         MemorySize: 1024,
-        Timeout: 29,
       });
       for (const group of routeGroups) {
         const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
+        // HTTP API integrations time out after 30 s; a streaming function may run as long as its stream (15 min).
+        expect(fn.Properties.Timeout, group.name).toBe(group.streaming ? 900 : 29);
         const logGroup = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
         expect(resource(logGroup, 'AWS::Logs::LogGroup').Properties.RetentionInDays).toBe(30);
       }
@@ -145,25 +355,32 @@ describe('AgentPlatformStack', () => {
     it.each(routeGroups.map((group) => [group.name, group] as const))(
       '%s may use only the DynamoDB actions it needs',
       (_name, group) => {
-        const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
-        const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-        const documents = [
-          ...asArray(resource(roleId, 'AWS::IAM::Role').Properties.Policies as { PolicyDocument: unknown }[]).map(
-            (policy) => policy.PolicyDocument,
-          ),
-          ...Object.values(resources)
-            .filter(
-              (policy) =>
-                policy.Type === 'AWS::IAM::Policy' &&
-                asArray(policy.Properties.Roles as unknown[]).some((role) => JSON.stringify(role) === JSON.stringify({ Ref: roleId })),
-            )
-            .map((policy) => policy.Properties.PolicyDocument),
-        ];
+        const documents = policyDocumentsOfFunction(group);
         const actions = documents
           .flatMap(statementsOf)
           .flatMap((statement) => asArray(statement.Action))
           .filter((action) => action.toLowerCase().startsWith('dynamodb:'));
         expect([...new Set(actions)].sort()).toEqual(group.catchAll ? readOnlyActions : readWriteActions);
+      },
+    );
+
+    it.each(routeGroups.map((group) => [group.name, group] as const))(
+      '%s may invoke Bedrock models only if it streams, in a statement of its own',
+      (_name, group) => {
+        const statements = policyDocumentsOfFunction(group).flatMap(statementsOf);
+        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')));
+        if (!group.streaming) {
+          expect(bedrock).toEqual([]);
+          return;
+        }
+        expect(bedrock).toHaveLength(1);
+        const [statement] = bedrock as [Statement];
+        expect(statement.Effect).toBe('Allow');
+        expect(asArray(statement.Action).sort()).toEqual(['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream']);
+        const targets = JSON.stringify(statement.Resource);
+        expect(targets).toContain(':bedrock:*::foundation-model/*');
+        expect(targets).toContain(':inference-profile/*');
+        expect(asArray(statement.Resource)).not.toContain('*');
       },
     );
 
@@ -228,7 +445,11 @@ describe('AgentPlatformStack', () => {
     });
   });
 
-  it('outputs the API URL and the table name', () => {
-    expect(Object.keys(template.findOutputs('*')).sort()).toEqual(['ApiUrl', 'TableName']);
+  it('outputs the public base address, both APIs for debugging and the table name', () => {
+    const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
+    expect(Object.keys(outputs).sort()).toEqual(['ApiBaseUrl', 'ApiUrl', 'StreamingApiUrl', 'TableName']);
+    expect(outputs.ApiBaseUrl?.Value).toEqual({
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [Object.keys(template.findResources('AWS::CloudFront::Distribution'))[0], 'DomainName'] }]],
+    });
   });
 });
