@@ -10,8 +10,11 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { tableStreamConsumers } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
 import { tableDefinition } from '../shared/store/table.ts';
@@ -75,7 +78,7 @@ export function matchesPathPattern(pattern: string, path: string): boolean {
 const string = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.AttributeType.STRING });
 
 export class AgentPlatformStack extends Stack {
-  /** The function of each route group, by group name. */
+  /** The function of each route group and stream consumer, by name. */
   readonly functions = new Map<string, NodejsFunction>();
 
   constructor(scope: Construct, id: string, props?: StackProps) {
@@ -129,34 +132,11 @@ export class AgentPlatformStack extends Stack {
 
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
-      const fn = new NodejsFunction(groupScope, 'Function', {
-        entry: path.join(repoRoot, group.entry),
-        handler: 'handler',
-        depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
-        runtime: lambda.Runtime.NODEJS_22_X,
-        architecture: lambda.Architecture.ARM_64,
-        memorySize: 1024,
+      const fn = bundledFunction(groupScope, group.entry, {
         timeout: group.streaming ? streamingTimeout : httpApiFunctionTimeout,
-        // An explicit log group avoids CDK's log-retention custom resource.
-        logGroup: new logs.LogGroup(groupScope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
         environment: {
           TABLE_NAME: table.tableName,
-          NODE_OPTIONS: '--enable-source-maps',
-          POWERTOOLS_SERVICE_NAME: 'agent-platform',
           ...(group.streaming ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
-        },
-        // The esbuild options shared with `npm run bench`, in NodejsFunction's spelling.
-        bundling: {
-          format: lambdaBundling.format as OutputFormat,
-          minify: lambdaBundling.minify,
-          // esbuild's default source map is the linked one lambdaBundling asks for.
-          sourceMap: true,
-          target: lambdaBundling.target,
-          mainFields: lambdaBundling.mainFields,
-          banner: lambdaBundling.banner.js,
-          externalModules: lambdaBundling.external,
-          // Bundle with the esbuild devDependency: synth must work without Docker.
-          forceDockerBundling: false,
         },
       });
       fn.addToRolePolicy(
@@ -207,6 +187,36 @@ export class AgentPlatformStack extends Stack {
       if (group.catchAll) {
         new apigwv2.HttpRoute(groupScope, 'DefaultRoute', { httpApi, routeKey: apigwv2.HttpRouteKey.DEFAULT, integration });
       }
+    }
+
+    // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
+    const streamFailures = new sqs.Queue(this, 'StreamFailures', { retentionPeriod: Duration.days(14), enforceSSL: true });
+    for (const consumer of tableStreamConsumers) {
+      const consumerScope = new Construct(this, consumer.name);
+      const fn = bundledFunction(consumerScope, consumer.entry, {
+        timeout: Duration.seconds(60),
+        environment: { TABLE_NAME: table.tableName },
+      });
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+      fn.addEventSource(
+        new DynamoEventSource(table, {
+          startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+          batchSize: 100,
+          bisectBatchOnError: true,
+          reportBatchItemFailures: true,
+          retryAttempts: 10,
+          onFailure: new SqsDlq(streamFailures),
+          filters: [
+            lambda.FilterCriteria.filter({
+              eventName: lambda.FilterRule.isEqual('REMOVE'),
+              // TTL deletions are made by the DynamoDB service itself.
+              userIdentity: { type: lambda.FilterRule.isEqual('Service'), principalId: lambda.FilterRule.isEqual('dynamodb.amazonaws.com') },
+              dynamodb: { OldImage: { entity: { S: lambda.FilterRule.or(...consumer.ttlDeletionsOf) } } },
+            }),
+          ],
+        }),
+      );
+      this.functions.set(consumer.name, fn);
     }
 
     const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
@@ -292,4 +302,36 @@ function resourceFor(root: apigateway.IResource, routePath: string): apigateway.
     .split('/')
     .filter(Boolean)
     .reduce((parent, segment) => parent.getResource(segment) ?? parent.addResource(segment), root);
+}
+
+/** A Lambda function bundled from a handler module with the esbuild options shared with `npm run bench`. */
+function bundledFunction(
+  scope: Construct,
+  entry: string,
+  options: { timeout: Duration; environment: Record<string, string> },
+): NodejsFunction {
+  return new NodejsFunction(scope, 'Function', {
+    entry: path.join(repoRoot, entry),
+    handler: 'handler',
+    depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
+    runtime: lambda.Runtime.NODEJS_22_X,
+    architecture: lambda.Architecture.ARM_64,
+    memorySize: 1024,
+    timeout: options.timeout,
+    // An explicit log group avoids CDK's log-retention custom resource.
+    logGroup: new logs.LogGroup(scope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
+    environment: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'agent-platform', ...options.environment },
+    bundling: {
+      format: lambdaBundling.format as OutputFormat,
+      minify: lambdaBundling.minify,
+      // esbuild's default source map is the linked one lambdaBundling asks for.
+      sourceMap: true,
+      target: lambdaBundling.target,
+      mainFields: lambdaBundling.mainFields,
+      banner: lambdaBundling.banner.js,
+      externalModules: lambdaBundling.external,
+      // Bundle with the esbuild devDependency: synth must work without Docker.
+      forceDockerBundling: false,
+    },
+  });
 }

@@ -3,6 +3,7 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import type { RouteGroup } from '../../shared/http/route.ts';
@@ -65,7 +66,7 @@ function resource(logicalId: string, type: string): Resource {
   return found as Resource;
 }
 
-function functionIdOf(group: RouteGroup): string {
+function functionIdOf(group: Pick<RouteGroup, 'name'>): string {
   const fn = stack.functions.get(group.name);
   expect(fn, group.name).toBeDefined();
   return stack.getLogicalId(fn?.node.defaultChild as CfnElement);
@@ -332,9 +333,32 @@ describe('AgentPlatformStack', () => {
   });
 
   describe('functions', () => {
-    it('has exactly one function per route group and no helper functions', () => {
-      template.resourceCountIs('AWS::Lambda::Function', routeGroups.length);
-      expect(new Set(routeGroups.map(functionIdOf)).size).toBe(routeGroups.length);
+    it('has exactly one function per route group and per stream consumer, and no helper functions', () => {
+      const owners = [...routeGroups, ...tableStreamConsumers];
+      template.resourceCountIs('AWS::Lambda::Function', owners.length);
+      expect(new Set(owners.map(functionIdOf)).size).toBe(owners.length);
+    });
+
+    it('subscribes each stream consumer to TTL deletions of its entities only, with retries and a dead-letter queue', () => {
+      for (const consumer of tableStreamConsumers) {
+        const mappings = template.findResources('AWS::Lambda::EventSourceMapping', {
+          Properties: { FunctionName: { Ref: functionIdOf(consumer) } },
+        });
+        const [mapping] = Object.values(mappings) as { Properties: Record<string, any> }[];
+        expect(Object.keys(mappings), consumer.name).toHaveLength(1);
+        expect(mapping?.Properties).toMatchObject({
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+          BisectBatchOnFunctionError: true,
+          DestinationConfig: { OnFailure: { Destination: expect.anything() } },
+        });
+        const pattern = JSON.parse(mapping?.Properties.FilterCriteria.Filters[0].Pattern);
+        expect(pattern).toEqual({
+          eventName: ['REMOVE'],
+          userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] },
+          dynamodb: { OldImage: { entity: { S: consumer.ttlDeletionsOf } } },
+        });
+        expect(JSON.stringify(mapping?.Properties.EventSourceArn)).toContain('StreamArn');
+      }
     });
 
     it('runs every function on Node.js 22 on arm64, with a month of logs', () => {
