@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createJwtVerifier } from './auth/jwt.ts';
 import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
@@ -30,7 +30,7 @@ export interface Runtime {
   idempotency: IdempotencyStore;
   sessions: DynamoSessionStore;
   verifyJwt: (token: string) => Promise<Principal>;
-  languageModel(model: Model): LanguageModelV3;
+  languageModel(model: Model): LanguageModelV4;
   executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
 }
 

@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError } from '../errors.ts';
 import type { Agent } from '../schemas/agent.ts';
@@ -21,7 +21,7 @@ export interface TurnSink {
 
 export interface TurnDeps extends SessionDeps {
   tools: ToolStore;
-  languageModel(model: Model): LanguageModelV3;
+  languageModel(model: Model): LanguageModelV4;
   executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
   config: SessionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
 }
@@ -108,7 +108,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
   const signal = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
   const offeredTools = functionTools(agent, turn.tools);
-  const prompt: LanguageModelV3Prompt = [
+  const prompt: LanguageModelV4Prompt = [
     { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
     ...historyPrompt(turn.history),
     { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
@@ -160,7 +160,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
           ...calls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.toolCallId, toolName: call.toolName, input: parseArguments(call.input) ?? {} })),
         ],
       });
-      const results: LanguageModelV3Message = { role: 'tool', content: [] };
+      const results: LanguageModelV4Message = { role: 'tool', content: [] };
       for (const call of calls) {
         if (call.toolName === endConversationTool) {
           agentEnded = true;
@@ -291,7 +291,7 @@ export function systemPrompt(agent: Agent, sessionVariables: Record<string, unkn
   return fillPlaceholders(parts.filter(Boolean).join('\n\n'), sessionVariables, (value) => value);
 }
 
-function functionTools(agent: Agent, tools: Tool[]): LanguageModelV3FunctionTool[] {
+function functionTools(agent: Agent, tools: Tool[]): LanguageModelV4FunctionTool[] {
   const overrides = new Map(agent.tools.map((attached) => [attached.toolId, attached.toolDescription]));
   return [
     ...tools.map((tool) => ({
@@ -310,8 +310,8 @@ function functionTools(agent: Agent, tools: Tool[]): LanguageModelV3FunctionTool
 }
 
 /** Earlier turns as the model sees them: each TOOL message is its call and its result. */
-function historyPrompt(history: Message[]): LanguageModelV3Message[] {
-  const prompt: LanguageModelV3Message[] = [];
+function historyPrompt(history: Message[]): LanguageModelV4Message[] {
+  const prompt: LanguageModelV4Message[] = [];
   for (const message of history) {
     if (message.role === 'USER') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
     else if (message.role === 'ASSISTANT' && message.content) prompt.push({ role: 'assistant', content: [{ type: 'text', text: message.content }] });

@@ -33,17 +33,17 @@
  * call ids are random (`call_<32 hex>`), as real providers' are, because tools receive them as Idempotency-Key.
  */
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3FinishReason,
-  LanguageModelV3FunctionTool,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
-  LanguageModelV3ToolResultPart,
-  LanguageModelV3Usage,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4FunctionTool,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4ToolResultPart,
+  LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { endConversationTool } from '../schemas/tool.ts';
 
@@ -64,10 +64,10 @@ interface Reply {
   toolCall?: { toolCallId: string; toolName: string; input: string };
 }
 
-export function createBuiltinModel(options: BuiltinModelOptions = {}): LanguageModelV3 {
+export function createBuiltinModel(options: BuiltinModelOptions = {}): LanguageModelV4 {
   const tokenDelayMs = Math.max(0, options.tokenDelayMs ?? 0);
-  const model: LanguageModelV3 = {
-    specificationVersion: 'v3',
+  const model: LanguageModelV4 = {
+    specificationVersion: 'v4',
     provider: builtinProvider,
     modelId: builtinModelName,
     supportedUrls: {},
@@ -84,8 +84,8 @@ export function createBuiltinModel(options: BuiltinModelOptions = {}): LanguageM
 }
 
 /** Decides the reply from the conversation and the offered tools; pure and deterministic. */
-export function decideReply(prompt: LanguageModelV3Prompt, tools: LanguageModelV3CallOptions['tools']): Reply {
-  const functionTools = (tools ?? []).filter((tool): tool is LanguageModelV3FunctionTool => tool.type === 'function');
+export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV4CallOptions['tools']): Reply {
+  const functionTools = (tools ?? []).filter((tool): tool is LanguageModelV4FunctionTool => tool.type === 'function');
   const last = prompt.at(-1);
   const toolCallId = `call_${crypto.randomUUID().replaceAll('-', '')}`;
 
@@ -116,7 +116,7 @@ function echoReply(text: string): string {
   return `You said: "${echoed}". I am the built-in offline model; connect a provider model for real answers.`;
 }
 
-function userText(message: LanguageModelV3Message): string {
+function userText(message: LanguageModelV4Message): string {
   if (typeof message.content === 'string') return message.content;
   return message.content
     .filter((part) => part.type === 'text')
@@ -125,8 +125,8 @@ function userText(message: LanguageModelV3Message): string {
 }
 
 /** The tool results of the messages after the last non-tool message, in order. */
-function trailingToolResults(prompt: LanguageModelV3Prompt): LanguageModelV3ToolResultPart[] {
-  const results: LanguageModelV3ToolResultPart[] = [];
+function trailingToolResults(prompt: LanguageModelV4Prompt): LanguageModelV4ToolResultPart[] {
+  const results: LanguageModelV4ToolResultPart[] = [];
   for (let index = prompt.length - 1; index >= 0; index--) {
     const message = prompt[index]!;
     if (message.role !== 'tool') break;
@@ -135,12 +135,12 @@ function trailingToolResults(prompt: LanguageModelV3Prompt): LanguageModelV3Tool
   return results;
 }
 
-function describeToolResults(results: LanguageModelV3ToolResultPart[]): string {
+function describeToolResults(results: LanguageModelV4ToolResultPart[]): string {
   const relevant = results.filter((result) => result.toolName !== endConversationTool);
   return relevant.map(describeToolResult).join('\n');
 }
 
-function describeToolResult({ toolName, output }: LanguageModelV3ToolResultPart): string {
+function describeToolResult({ toolName, output }: LanguageModelV4ToolResultPart): string {
   switch (output.type) {
     case 'text':
       return `The ${toolName} tool returned: ${output.value}`;
@@ -158,8 +158,8 @@ function describeToolResult({ toolName, output }: LanguageModelV3ToolResultPart)
 }
 
 /** The offered tool whose name appears first in `text` as a whole word, case-insensitive. */
-function firstNamedTool(text: string, tools: LanguageModelV3FunctionTool[]): LanguageModelV3FunctionTool | undefined {
-  let best: { tool: LanguageModelV3FunctionTool; index: number } | undefined;
+function firstNamedTool(text: string, tools: LanguageModelV4FunctionTool[]): LanguageModelV4FunctionTool | undefined {
+  let best: { tool: LanguageModelV4FunctionTool; index: number } | undefined;
   for (const tool of tools) {
     const match = new RegExp(`(?<![A-Za-z0-9_])${escapeRegExp(tool.name)}(?![A-Za-z0-9_])`, 'i').exec(text);
     if (match && (!best || match.index < best.index || (match.index === best.index && tool.name.length > best.tool.name.length))) {
@@ -223,7 +223,7 @@ function countWords(text: string): number {
   return text.match(/\S+/g)?.length ?? 0;
 }
 
-function promptWords(prompt: LanguageModelV3Prompt): number {
+function promptWords(prompt: LanguageModelV4Prompt): number {
   let words = 0;
   for (const message of prompt) {
     if (typeof message.content === 'string') {
@@ -239,7 +239,7 @@ function promptWords(prompt: LanguageModelV3Prompt): number {
   return words;
 }
 
-function usage(inputTokens: number, outputTokens: number): LanguageModelV3Usage {
+function usage(inputTokens: number, outputTokens: number): LanguageModelV4Usage {
   return {
     inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
     outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
@@ -247,8 +247,8 @@ function usage(inputTokens: number, outputTokens: number): LanguageModelV3Usage 
 }
 
 /** The stream parts of a reply, each flagged when it is a delta (a delay goes between two deltas). */
-function replyParts(prompt: LanguageModelV3Prompt, reply: Reply): { part: LanguageModelV3StreamPart; delta: boolean }[] {
-  const parts: { part: LanguageModelV3StreamPart; delta: boolean }[] = [
+function replyParts(prompt: LanguageModelV4Prompt, reply: Reply): { part: LanguageModelV4StreamPart; delta: boolean }[] {
+  const parts: { part: LanguageModelV4StreamPart; delta: boolean }[] = [
     { part: { type: 'stream-start', warnings: [] }, delta: false },
     { part: { type: 'response-metadata', modelId: builtinModelName }, delta: false },
   ];
@@ -270,14 +270,14 @@ function replyParts(prompt: LanguageModelV3Prompt, reply: Reply): { part: Langua
     );
     deltas += 1;
   }
-  const finishReason: LanguageModelV3FinishReason = reply.toolCall
+  const finishReason: LanguageModelV4FinishReason = reply.toolCall
     ? { unified: 'tool-calls', raw: 'tool_calls' }
     : { unified: 'stop', raw: 'stop' };
   parts.push({ part: { type: 'finish', finishReason, usage: usage(promptWords(prompt), deltas) }, delta: false });
   return parts;
 }
 
-function replyStream(call: LanguageModelV3CallOptions, tokenDelayMs: number): ReadableStream<LanguageModelV3StreamPart> {
+function replyStream(call: LanguageModelV4CallOptions, tokenDelayMs: number): ReadableStream<LanguageModelV4StreamPart> {
   const parts = replyParts(call.prompt, decideReply(call.prompt, call.tools));
   const signal = call.abortSignal;
   let next = 0;
@@ -285,7 +285,7 @@ function replyStream(call: LanguageModelV3CallOptions, tokenDelayMs: number): Re
   let pending: { timer: NodeJS.Timeout; reject: (reason: unknown) => void } | undefined;
   const onAbort = () => pending?.reject(signal?.reason);
 
-  return new ReadableStream<LanguageModelV3StreamPart>(
+  return new ReadableStream<LanguageModelV4StreamPart>(
     {
       start() {
         signal?.addEventListener('abort', onAbort, { once: true });
@@ -338,10 +338,10 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-async function collect(stream: ReadableStream<LanguageModelV3StreamPart>): Promise<LanguageModelV3GenerateResult> {
-  const content: LanguageModelV3Content[] = [];
+async function collect(stream: ReadableStream<LanguageModelV4StreamPart>): Promise<LanguageModelV4GenerateResult> {
+  const content: LanguageModelV4Content[] = [];
   let text = '';
-  let finishReason: LanguageModelV3FinishReason = { unified: 'other', raw: undefined };
+  let finishReason: LanguageModelV4FinishReason = { unified: 'other', raw: undefined };
   let finalUsage = usage(0, 0);
   for await (const part of stream) {
     switch (part.type) {

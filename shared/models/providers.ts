@@ -1,5 +1,5 @@
 /**
- * One interface for every LLM in the catalog: a catalog `Model` becomes an AI SDK `LanguageModelV3`, which
+ * One interface for every LLM in the catalog: a catalog `Model` becomes an AI SDK `LanguageModelV4`, which
  * `streamText`/`generateText` drive the same way whatever the provider.
  *
  * - `builtin`: the offline built-in model (`builtin-model.ts`).
@@ -19,7 +19,7 @@
  * adds nothing: the DynamoDB client already bundles it. Standalone: `ai` 447 KiB / ~40 ms, openai-compatible
  * 574 KiB / ~40 ms, amazon-bedrock 647 KiB / ~65 ms, this module with its providers 1001 KiB / ~135 ms.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
@@ -32,15 +32,15 @@ type ProviderConfig = Pick<Config, 'AWS_REGION' | 'OPENAI_COMPATIBLE_BASE_URL' |
 interface CachedProvider<P> {
   key: string;
   provider: P;
-  models: Map<string, LanguageModelV3>;
+  models: Map<string, LanguageModelV4>;
 }
 
-let builtin: LanguageModelV3 | undefined;
+let builtin: LanguageModelV4 | undefined;
 let openAICompatible: CachedProvider<OpenAICompatibleProvider> | undefined;
 let bedrock: CachedProvider<AmazonBedrockProvider> | undefined;
 
 /** The language model of a catalog LLM; throws for a model of another type or an unconfigured provider. */
-export function createLanguageModel(model: Model, config: ProviderConfig): LanguageModelV3 {
+export function createLanguageModel(model: Model, config: ProviderConfig): LanguageModelV4 {
   if (model.type !== 'LLM') {
     throw new Error(`Model ${model.provider}/${model.name} is a ${model.type} model, not an LLM: it cannot generate a reply`);
   }
@@ -75,7 +75,7 @@ export function createLanguageModel(model: Model, config: ProviderConfig): Langu
   }
 }
 
-function cachedModel<P extends (name: string) => LanguageModelV3>(cache: CachedProvider<P>, name: string): LanguageModelV3 {
+function cachedModel<P extends (name: string) => LanguageModelV4>(cache: CachedProvider<P>, name: string): LanguageModelV4 {
   let languageModel = cache.models.get(name);
   if (!languageModel) {
     languageModel = cache.provider(name);

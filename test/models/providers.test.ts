@@ -48,7 +48,7 @@ describe('createLanguageModel', () => {
     const second = createLanguageModel(catalogModel('builtin', builtinModels.llm), parseConfig({}));
 
     // Assess
-    expect(first).toMatchObject({ specificationVersion: 'v3', provider: 'builtin', modelId: 'builtin-assistant' });
+    expect(first).toMatchObject({ specificationVersion: 'v4', provider: 'builtin', modelId: 'builtin-assistant' });
     expect(second).toBe(first);
   });
 
@@ -73,7 +73,7 @@ describe('createLanguageModel', () => {
     const again = createLanguageModel(catalogModel('bedrock', 'anthropic.claude-3-5-haiku-20241022-v1:0'), config);
 
     // Assess
-    expect(model.specificationVersion).toBe('v3');
+    expect(model.specificationVersion).toBe('v4');
     expect(model.provider).toContain('bedrock');
     expect(model.modelId).toBe('anthropic.claude-3-5-haiku-20241022-v1:0');
     expect(again).toBe(model);
