@@ -126,3 +126,8 @@ export class MessagesHistoryError extends AppError {
 export class SessionBusyError extends AppError {
   readonly code = 'SESSION_BUSY';
 }
+
+/** The model provider failed during a reply; the turn is recorded as failed. */
+export class ModelError extends AppError {
+  readonly code = 'MODEL_ERROR';
+}

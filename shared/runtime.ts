@@ -1,14 +1,8 @@
-import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { createJwtVerifier } from './auth/jwt.ts';
 import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import { createLanguageModel } from './models/providers.ts';
-import { egressPolicyFromConfig } from './net/egress-guard.ts';
-import type { Model } from './schemas/model.ts';
-import type { Tool } from './schemas/tool.ts';
-import { executeApiTool, type ToolExecution } from './tools/api-tool-executor.ts';
 import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, ToolStore } from './ports.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
@@ -30,8 +24,6 @@ export interface Runtime {
   idempotency: IdempotencyStore;
   sessions: DynamoSessionStore;
   verifyJwt: (token: string) => Promise<Principal>;
-  languageModel(model: Model): LanguageModelV4;
-  executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
 }
 
 export function createRuntime(config: Config): Runtime {
@@ -48,29 +40,6 @@ export function createRuntime(config: Config): Runtime {
     idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
     sessions: new DynamoSessionStore(client, table),
     verifyJwt: createJwtVerifier(config),
-    languageModel: (model) => createLanguageModel(model, config),
-    executeTool: (tool, args, context) => executeTool(config, tool, args, context),
-  };
-}
-
-async function executeTool(
-  config: Config,
-  tool: Tool,
-  args: Record<string, unknown>,
-  context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal },
-): Promise<ToolExecution> {
-  if (tool.type === 'API_TOOL' && tool.apiTool) {
-    return executeApiTool({ name: tool.name, apiTool: tool.apiTool }, args, context, {
-      timeoutMs: config.TOOL_TIMEOUT_MS,
-      maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
-      policy: egressPolicyFromConfig(config),
-    });
-  }
-  return {
-    status: 'ERROR',
-    result: `${tool.name} is a FUNCTION_TOOL, which this deployment cannot execute yet.`,
-    durationMs: 0,
-    error: { code: 'TOOL_NOT_EXECUTABLE', message: 'FUNCTION_TOOL execution is not available' },
   };
 }
 

@@ -41,11 +41,14 @@ describe('a provider failing mid-stream', () => {
     expect(again.body.state).toBe('OPEN');
   });
 
-  it('answers 502 with the persisted messages when the send was not streamed', async () => {
+  it('answers 502 MODEL_ERROR when the send was not streamed, with the failed turn in the history', async () => {
     const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'A', modelId } });
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
     const response = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'hello', stream: false } });
     expect(response.status).toBe(502);
-    expect(response.body.assistantMessage.metadata.status).toBe('FAILED');
+    expect(response.body.error).toMatchObject({ code: 'MODEL_ERROR', status: 502 });
+    const history = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key });
+    expect(history.body.data.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT']);
+    expect(history.body.data[1].metadata.status).toBe('FAILED');
   });
 });

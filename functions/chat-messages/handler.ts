@@ -1,8 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
-import { createHttpHandler, StatusResult, StreamingBody } from '../../shared/http/handler.ts';
+import { ModelError } from '../../shared/errors.ts';
+import { createHttpHandler, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
-import { runtime } from '../../shared/runtime.ts';
+import { conversationRuntime } from '../../shared/conversation-runtime.ts';
 import { chatMessageRoutes } from './routes.ts';
 
 const ignoreDeltas: TurnSink = { delta: () => undefined, failed: () => undefined };
@@ -14,9 +15,9 @@ export const handler = createHttpHandler(
       const turn = await prepareTurn(deps, principal.orgId, params.id, body);
       if (!body.stream) {
         const result = await runTurn(deps, turn, ignoreDeltas);
-        const assistantMessage = result.messages.at(-1);
-        const reply = { userMessage: turn.userMessage, toolMessages: result.messages.slice(0, -1), assistantMessage };
-        return result.failed ? new StatusResult(502, reply) : reply;
+        if (result.failure?.code === 'MODEL_ERROR') throw new ModelError(result.failure.message);
+        if (result.failure) throw new Error(`turn failed: ${result.failure.message}`);
+        return { userMessage: turn.userMessage, toolMessages: result.messages.slice(0, -1), assistantMessage: result.messages.at(-1) };
       }
       const events = new PassThrough();
       const sse = serverSentEvents(events, requestId);
@@ -35,7 +36,7 @@ export const handler = createHttpHandler(
       });
     },
   },
-  runtime,
+  conversationRuntime,
   // The REST API sends every method of this path here: the others get 405 rather than 404.
   { unmatched: Object.values(chatMessageRoutes.routes) },
 );

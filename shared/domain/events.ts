@@ -1,5 +1,5 @@
 import type { Message, Session } from '../schemas/session.ts';
-import { newId } from './clock.ts';
+import { v7 as uuidv7 } from 'uuid';
 
 /**
  * Domain events, recorded in the same transaction as the change they report (a transactional outbox). The
@@ -13,8 +13,9 @@ export interface DomainEvent {
   payload: Record<string, unknown>;
 }
 
+/** Event ids are UUIDv7, so they sort by time: the outbox and the event stream can resume after an id. */
 function event(orgId: string, type: string, createdAt: string, payload: Record<string, unknown>): DomainEvent {
-  const eventId = newId();
+  const eventId = uuidv7();
   return { eventId, type, orgId, createdAt, payload: { ...payload, eventId } };
 }
 

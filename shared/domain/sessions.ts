@@ -61,7 +61,7 @@ export async function listSessions(deps: SessionDeps, orgId: string, query: List
   const nowMs = deps.clock.now().getTime();
   // Idle sessions are shown as EXPIRED here without a write; the next access to each makes it durable.
   const sessions = (await deps.sessions.list(orgId, { ...query, state: query.state === 'EXPIRED' || query.state === 'OPEN' ? undefined : query.state }))
-    .map((session) => (isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session))
+    .map((session) => publicSession(isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session))
     .filter((session) => !query.state || session.state === query.state);
   if (query.sort.direction === 'asc') sessions.reverse();
   return paginate(sessions, query.page, query.limit);

@@ -9,6 +9,7 @@ import type { ToolStore } from '../ports.ts';
 import type { StoredSession } from '../store/session-store.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
+import { logger } from '../logger.ts';
 import { events } from './events.ts';
 import { assertNotExpired, endSession, expiryEpochSeconds, getSession, type SessionDeps } from './sessions.ts';
 
@@ -38,10 +39,12 @@ export interface PreparedTurn {
 
 export interface TurnResult {
   messages: Message[];
-  failed: boolean;
+  /** Set when the turn failed after it began; its messages are persisted all the same. */
+  failure?: { code: string; message: string; status: number } | undefined;
 }
 
 const busyRetryDelayMs = 20;
+const leaseMarginMs = 30_000;
 
 export const newMessageId = (): string => `msg_${crypto.randomUUID().replaceAll('-', '')}`;
 
@@ -77,7 +80,8 @@ export async function prepareTurn(deps: TurnDeps, orgId: string, sessionId: stri
       {
         now: now.getTime(),
         nowIso: now.toISOString(),
-        leaseUntil: now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000,
+        // Outlives the turn's own timeout (which starts later) by a margin, so no other turn can start meanwhile.
+        leaseUntil: now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000 + leaseMarginMs,
         expiresAt: expiryEpochSeconds(deps, now.getTime()) + deps.config.TURN_TIMEOUT_SECONDS,
       },
       events.messageAdded(orgId, userMessage),
@@ -121,6 +125,8 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
   const toolTimings: { name: string; durationMs: number }[] = [];
   let failure: { code: string; message: string; status: number } | undefined;
   let agentEnded = false;
+  // Errors while the provider streams are the model's (502); any other is ours (500).
+  let inModelCall = false;
   const say = (text: string) => {
     content += text;
     sink.delta(turn.assistantMessageId, text);
@@ -133,6 +139,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
       const calls: PendingCall[] = [];
       let stepText = '';
       const modelStart = performance.now();
+      inModelCall = true;
       const { stream } = await languageModel.doStream({
         prompt,
         // After the last allowed round the model must answer in text.
@@ -151,8 +158,10 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
           throw part.error instanceof Error ? part.error : new Error(String(part.error));
         }
       }
+      inModelCall = false;
       modelMs += performance.now() - modelStart;
-      if (calls.length === 0) break;
+      // No tools were offered in the last round; calls the model makes anyway are not run.
+      if (calls.length === 0 || round === deps.config.MAX_TOOL_ROUNDS) break;
       prompt.push({
         role: 'assistant',
         content: [
@@ -191,11 +200,10 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
       prompt.push(results);
     }
   } catch (error) {
-    failure = {
-      code: 'MODEL_ERROR',
-      message: `The model failed during the turn: ${error instanceof Error ? error.message : String(error)}`,
-      status: 502,
-    };
+    failure = inModelCall
+      ? { code: 'MODEL_ERROR', message: 'The model provider failed during the reply; retry.', status: 502 }
+      : { code: 'GENERIC_ERROR', message: 'The reply failed; retry.', status: 500 };
+    logger.error('turn failed', { sessionId: session.id, code: failure.code, error: error as Error });
     sink.failed(failure);
   }
 
@@ -228,8 +236,11 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
     events.messageAdded(session.orgId, assistant),
   );
   persisted.push(assistant);
-  if (agentEnded) await endSession(deps, { ...session, nextSeq: seq + 1 }, 'CLOSED', 'AGENT_ENDED', now.toISOString());
-  return { messages: persisted, failed: failure !== undefined };
+  if (agentEnded) {
+    const active = { ...session, nextSeq: seq + 1, lastActivityAt: now.toISOString(), messageCount: session.messageCount + 1 + persisted.length };
+    await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
+  }
+  return { messages: persisted, failure };
 }
 
 const validators = new Map<string, ValidateFunction>();

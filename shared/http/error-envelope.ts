@@ -24,6 +24,7 @@ const statusByCode: Record<string, number> = {
   AGENT_INACTIVE: 422,
   SESSION_CREATION_ERROR: 503,
   MESSAGES_HISTORY_ERROR: 503,
+  MODEL_ERROR: 502,
 };
 
 export interface ErrorEnvelope {

@@ -71,17 +71,6 @@ export class StreamingBody {
   }
 }
 
-/** A result with a status other than the route's success status, for the few operations that need one. */
-export class StatusResult {
-  readonly status: number;
-  readonly body: unknown;
-
-  constructor(status: number, body: unknown) {
-    this.status = status;
-    this.body = body;
-  }
-}
-
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -317,6 +306,5 @@ async function dispatch<Deps>(state: ApiState, implementations: Record<string, (
   const implementation = implementations[state.operation as string] as (input: unknown) => Promise<unknown>;
   const body = await implementation({ ...state.input, principal: state.principal, deps: deps(), requestId: state.requestId });
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
-  if (body instanceof StatusResult) return jsonResponse(body.status, body.body);
   return jsonResponse(route.successStatus, body);
 }

@@ -1,6 +1,6 @@
 /**
- * One interface for every LLM in the catalog: a catalog `Model` becomes an AI SDK `LanguageModelV4`, which
- * `streamText`/`generateText` drive the same way whatever the provider.
+ * One interface for every LLM in the catalog: a catalog `Model` becomes an AI SDK `LanguageModelV4`, whose
+ * `doStream` the turn engine (shared/domain/turn.ts) drives the same way whatever the provider.
  *
  * - `builtin`: the offline built-in model (`builtin-model.ts`).
  * - `openai-compatible`: any Chat Completions endpoint (OpenAI, Ollama, vLLM…) at `OPENAI_COMPATIBLE_BASE_URL`,

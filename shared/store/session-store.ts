@@ -81,8 +81,10 @@ export class DynamoSessionStore {
     const result = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.session(orgId, sessionId), ConsistentRead: true }),
     );
-    if (!result.Item) return undefined;
-    const item = result.Item;
+    return result.Item ? this.toStoredSession(result.Item) : undefined;
+  }
+
+  private toStoredSession(item: Record<string, unknown>): StoredSession {
     return {
       ...toRecord<Session>(item, sessionFieldOrder),
       nextSeq: item.nextSeq as number,
@@ -90,8 +92,8 @@ export class DynamoSessionStore {
     };
   }
 
-  /** Every session of the organization matching the filter, newest first. */
-  async list(orgId: string, filter: SessionFilter): Promise<Session[]> {
+  /** Every session of the organization matching the filter, newest first, with its turn lease. */
+  async list(orgId: string, filter: SessionFilter): Promise<StoredSession[]> {
     const input: QueryCommandInput = filter.agentId
       ? {
           TableName: this.tableName,
@@ -108,8 +110,10 @@ export class DynamoSessionStore {
     if (filter.createdAfter) {
       const sortKey = filter.agentId ? 'gsi2sk' : 'gsi1sk';
       input.KeyConditionExpression += ` AND ${sortKey} > :after`;
-      // `~` sorts after every id character, so sessions created exactly at createdAfter are excluded.
-      input.ExpressionAttributeValues = { ...input.ExpressionAttributeValues, ':after': `${filter.createdAfter}#~` };
+      // Sort keys hold createdAt as UTC with milliseconds; `~` sorts after every id character, so sessions
+      // created exactly at createdAfter are excluded.
+      const after = new Date(filter.createdAfter).toISOString();
+      input.ExpressionAttributeValues = { ...input.ExpressionAttributeValues, ':after': `${after}#~` };
     }
     const conditions: string[] = [];
     const names: Record<string, string> = {};
@@ -129,7 +133,7 @@ export class DynamoSessionStore {
     }
     input.ScanIndexForward = false;
     const items = await queryAll(this.client, input);
-    return items.map((item) => toRecord<Session>(item, sessionFieldOrder));
+    return items.map((item) => this.toStoredSession(item));
   }
 
   async messages(orgId: string, sessionId: string): Promise<Message[]> {
