@@ -1,0 +1,241 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { BundleResult, InputShare } from './bundles.ts';
+import type { CpuShare } from './cpu.ts';
+import type { LocalRuntimeResult } from './http-load.ts';
+import type { InitTimeResult } from './init-time.ts';
+import type { TurnBenchResult } from './turns.ts';
+
+export const targets = {
+  bundleBytes: 300_000,
+  initImportMs: 60,
+  p50Ms: 10,
+  errors: 0,
+};
+
+/** The conversation engine's targets (issue 3). */
+export const turnTargets = {
+  overheadP50Ms: 4,
+  overheadP99Ms: 12,
+  nonStreamedTurnsPerSecond: 250,
+  cpuMsPerTurn: 4,
+  roundTripsBeforeFirstDelta: 2,
+  rssMb: 250,
+};
+
+/** Other processes' CPU above which the report warns that its timings are not trustworthy. */
+const busyMachineCores = 0.25;
+
+export interface Check {
+  figure: string;
+  value: number;
+  unit: string;
+  /** Passes when value < target (or, for errors, value <= target). */
+  target: number;
+  pass: boolean;
+}
+
+export interface BenchResults {
+  generatedAt: string;
+  environment: { node: string; platform: string; arch: string; cpus: number; cpuModel: string; loadAverageAtStart: number[] };
+  bundles: BundleResult[];
+  initTime: InitTimeResult[];
+  /** Where the CPU went while the init times were taken (Linux only). */
+  initTimeCpu?: CpuShare;
+  localRuntime: LocalRuntimeResult;
+  turns: TurnBenchResult;
+  checks: Check[];
+  pass: boolean;
+  durationMs: number;
+}
+
+export function evaluate(
+  bundles: readonly BundleResult[],
+  initTime: readonly InitTimeResult[],
+  localRuntime: LocalRuntimeResult,
+  measuredConcurrency: number,
+  turns: TurnBenchResult,
+): Check[] {
+  const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
+  const checks: Check[] = [];
+  for (const bundle of bundles) checks.push(below(`bundle ${bundle.group}`, bundle.bytes, 'B', targets.bundleBytes));
+  for (const init of initTime) {
+    checks.push(below(`init ${init.group} (${init.variant}) median import`, round(init.importMs.median), 'ms', targets.initImportMs));
+  }
+  for (const group of new Set(initTime.map((init) => init.group))) {
+    // Importing a handler must neither open a socket nor leave anything that keeps the process alive.
+    const sideEffects = initTime.filter((init) => init.group === group).reduce((sum, init) => sum + init.connects + init.stuck, 0);
+    checks.push({ figure: `init ${group}: sockets opened + runs not exiting`, value: sideEffects, unit: '', target: 0, pass: sideEffects === 0 });
+  }
+  for (const run of localRuntime.runs) {
+    const label = `${localRuntime.route} c=${run.concurrency}`;
+    if (run.concurrency === measuredConcurrency) checks.push(below(`${label} p50`, round(run.result.latencyMs.p50), 'ms', targets.p50Ms));
+    checks.push({ figure: `${label} errors`, value: run.result.errors, unit: '', target: targets.errors, pass: run.result.errors <= targets.errors });
+  }
+  const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value <= target });
+  checks.push(below('turn overhead p50 (streamed)', round(turns.streamedOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
+  checks.push(below('turn overhead p99 (streamed)', round(turns.streamedOverheadMs.p99), 'ms', turnTargets.overheadP99Ms));
+  checks.push(below('turn overhead p50 (one tool call)', round(turns.toolTurnOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
+  checks.push(below('turn overhead p99 (one tool call)', round(turns.toolTurnOverheadMs.p99), 'ms', turnTargets.overheadP99Ms));
+  checks.push({
+    figure: `non-streamed turns/s at c=${turns.nonStreamed.concurrency}`,
+    value: round(turns.nonStreamed.turnsPerSecond),
+    unit: '/s',
+    target: turnTargets.nonStreamedTurnsPerSecond,
+    pass: turns.nonStreamed.turnsPerSecond >= turnTargets.nonStreamedTurnsPerSecond && turns.nonStreamed.errors === 0,
+  });
+  checks.push(below('API CPU per turn', round(turns.apiCpuMsPerTurn), 'ms', turnTargets.cpuMsPerTurn));
+  checks.push(atMost('DynamoDB round trips before first delta', turns.dynamodb.roundTripsBeforeFirstDelta, '', turnTargets.roundTripsBeforeFirstDelta));
+  checks.push(below('API RSS after load', round(turns.apiRssMb), 'MB', turnTargets.rssMb));
+  return checks;
+}
+
+export function writeJson(file: string, results: BenchResults): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+export function formatReport(results: BenchResults): string {
+  const lines: string[] = [];
+  const { environment: env } = results;
+  lines.push(
+    `Bench ${results.generatedAt} — Node ${env.node}, ${env.platform}/${env.arch}, ${env.cpus} × ${env.cpuModel}, ` +
+      `load average at start ${env.loadAverageAtStart.map((load) => load.toFixed(2)).join(' ')}`,
+    '',
+  );
+
+  lines.push(`1. Lambda bundles (infra/bundling.ts; minified ESM, source map not counted) — target < ${kb(targets.bundleBytes)} each`);
+  lines.push(
+    table(
+      ['group', 'bytes', 'KB', 'gzip KB', 'build ms', 'largest package', 'result'],
+      results.bundles.map((bundle) => [
+        bundle.group,
+        String(bundle.bytes),
+        kb(bundle.bytes, false),
+        kb(bundle.gzipBytes, false),
+        bundle.buildMs.toFixed(0),
+        share(bundle.topPackages[0], bundle.bytes),
+        verdict(bundle.bytes < targets.bundleBytes),
+      ]),
+    ),
+  );
+  const largest = [...results.bundles].sort((a, b) => b.bytes - a.bytes)[0];
+  if (largest) {
+    lines.push('', `   Largest bundle: ${largest.group} (${largest.bytes} B). Top 5 inputs by bytes in output:`);
+    for (const input of largest.topInputs.slice(0, 5)) lines.push(`     ${share(input, largest.bytes)}`);
+    lines.push('   Top 5 packages:');
+    for (const pkg of largest.topPackages.slice(0, 5)) lines.push(`     ${share(pkg, largest.bytes)}`);
+  }
+
+  lines.push('', `2. Module init: median of ${results.initTime[0]?.runs ?? 0} fresh processes importing each bundle (TABLE_NAME set) — target < ${targets.initImportMs} ms`);
+  lines.push(
+    table(
+      ['group', 'variant', 'import ms (median)', 'min', 'max', 'import CPU ms', 'since process start ms', 'sockets', 'result'],
+      results.initTime.map((init) => [
+        init.group,
+        init.variant,
+        init.importMs.median.toFixed(1),
+        init.importMs.min.toFixed(1),
+        init.importMs.max.toFixed(1),
+        init.importCpuMs.median.toFixed(1),
+        init.sinceStartMs.median.toFixed(1),
+        String(init.connects),
+        verdict(init.importMs.median < targets.initImportMs && init.connects === 0 && init.stuck === 0),
+      ]),
+    ),
+  );
+  if (results.initTimeCpu) lines.push(`   CPU meanwhile: ${cpuLine(results.initTimeCpu, 'bench process', 'import processes')}`);
+
+  lines.push('', `3. Local runtime: ${results.localRuntime.route} (in-memory DynamoDB Local, load from a worker thread) — target p50 < ${targets.p50Ms} ms, 0 errors`);
+  lines.push(
+    table(
+      ['concurrency', 'measured s', 'requests', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors'],
+      results.localRuntime.runs.map(({ concurrency, result }) => [
+        String(concurrency),
+        (result.elapsedMs / 1000).toFixed(1),
+        String(result.requests),
+        result.requestsPerSecond.toFixed(0),
+        result.latencyMs.p50.toFixed(2),
+        result.latencyMs.p90.toFixed(2),
+        result.latencyMs.p99.toFixed(2),
+        result.latencyMs.max.toFixed(2),
+        String(result.errors),
+      ]),
+    ),
+  );
+  for (const { concurrency, cpu, result } of results.localRuntime.runs) {
+    if (!cpu) continue;
+    const perRequest = (cores: number) => ((cores * 1000) / result.requestsPerSecond).toFixed(2);
+    lines.push(
+      `   c=${concurrency} CPU: ${cpuLine(cpu, 'server + load worker', 'DynamoDB Local')}; server event loop busy ` +
+        `${(cpu.serverEventLoopUtilization * 100).toFixed(0)}%; CPU ms per request: ${perRequest(cpu.thisProcessCores)} here + ` +
+        `${perRequest(cpu.childProcessCores)} DynamoDB Local`,
+    );
+  }
+  for (const { concurrency, result } of results.localRuntime.runs) {
+    for (const sample of result.errorSamples) lines.push(`   c=${concurrency} error: ${sample}`);
+  }
+
+  const turns = results.turns;
+  lines.push('', '4. Conversation turns against a stub OpenAI-compatible model streaming 20 tokens with no delay (API alone in a child process; DynamoDB Local in memory)');
+  lines.push(
+    table(
+      ['figure', 'p50', 'p99', 'max', 'turns'],
+      [
+        ['overhead ms, streamed turn (first delta minus the stub’s own first token)', ...fixed(turns.streamedOverheadMs), String(turns.streamedOverheadMs.turns)],
+        ['overhead ms, turn with one tool call (minus model and tool time)', ...fixed(turns.toolTurnOverheadMs), String(turns.toolTurnOverheadMs.turns)],
+      ],
+    ),
+  );
+  const load = turns.nonStreamed;
+  lines.push(
+    `   non-streamed: ${load.turnsPerSecond.toFixed(1)} turns/s at c=${load.concurrency} over ${load.durationMs / 1000} s (p50 ${load.p50Ms.toFixed(1)} ms, p99 ${load.p99Ms.toFixed(1)} ms, ${load.errors} errors)`,
+    `   API process: ${turns.apiCpuMsPerTurn.toFixed(2)} ms CPU per turn, ${turns.apiRssMb.toFixed(0)} MB RSS after the load`,
+    `   DynamoDB per streamed turn: ${turns.dynamodb.callsPerTurn.toFixed(1)} calls (${Object.entries(turns.dynamodb.operations).map(([name, count]) => `${name} ${count.toFixed(1)}`).join(', ')}), ` +
+      `${turns.dynamodb.callsBeforeFirstDelta.toFixed(1)} before the first delta in ${turns.dynamodb.roundTripsBeforeFirstDelta} sequential round trips`,
+  );
+
+  const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
+    (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,
+  );
+  if (contended) {
+    lines.push('', `   WARNING: other processes used more than ${busyMachineCores} cores during a measurement; timings are inflated. Re-run on an idle machine.`);
+  }
+
+  const failed = results.checks.filter((check) => !check.pass);
+  lines.push('', `Summary (${results.checks.length} checks, ${failed.length} failed, ${(results.durationMs / 1000).toFixed(1)} s)`);
+  lines.push(
+    table(
+      ['figure', 'value', 'target', 'result'],
+      results.checks.map((check) => [
+        check.figure,
+        `${check.value}${check.unit ? ` ${check.unit}` : ''}`,
+        check.target === 0 ? '= 0' : `< ${check.target}${check.unit ? ` ${check.unit}` : ''}`,
+        verdict(check.pass),
+      ]),
+    ),
+  );
+  lines.push('', results.pass ? 'PASS: every figure is within its target.' : `FAIL: ${failed.map((check) => check.figure).join('; ')}`);
+  return lines.join('\n');
+}
+
+const cpuLine = (cpu: CpuShare, self: string, children: string) =>
+  `${self} ${cpu.thisProcessCores}, ${children} ${cpu.childProcessCores}, other processes ${cpu.otherProcessCores} (cores, of ${cpu.cores})`;
+const round = (value: number) => Math.round(value * 100) / 100;
+const fixed = (figures: { p50: number; p99: number; max: number }) => [figures.p50, figures.p99, figures.max].map((value) => value.toFixed(2));
+const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
+const kb = (bytes: number, unit = true) => `${(bytes / 1000).toFixed(1)}${unit ? ' KB' : ''}`;
+const share = (input: InputShare | undefined, total: number) =>
+  input ? `${input.name} ${kb(input.bytes)} (${((100 * input.bytes) / total).toFixed(0)}%)` : '-';
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const numeric = header.map((_, column) => rows.length > 0 && rows.every((row) => /^-?[\d.]+$/.test(row[column] ?? '')));
+  const line = (cells: string[], isHeader = false) =>
+    '   ' +
+    cells
+      .map((cell, column) => (numeric[column] && !isHeader ? cell.padStart(widths[column] as number) : cell.padEnd(widths[column] as number)))
+      .join('  ')
+      .trimEnd();
+  return [line(header, true), '   ' + widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map((row) => line(row))].join('\n');
+}

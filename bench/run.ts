@@ -1,0 +1,89 @@
+/**
+ * `npm run bench`: Lambda bundle sizes and module-init time of each function, and the latency of the local runtime.
+ * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { tableStreamConsumers } from '../functions/consumers.ts';
+import { routeGroups } from '../functions/route-groups.ts';
+import { buildBundles } from './bundles.ts';
+import { cpuShare, cpuSnapshot } from './cpu.ts';
+import { measureLocalRuntime, type LoadRun } from './http-load.ts';
+import { measureTurns } from './turns.ts';
+import { startLocalDatabase } from '../infra/local/environment.ts';
+import { measureInitTimes, type InitVariant } from './init-time.ts';
+import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
+
+/** Every Lambda function the stack bundles: the route groups, then the table stream consumers. */
+const functions = [...routeGroups, ...tableStreamConsumers.map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry }))];
+const resultsFile = resolve(import.meta.dirname, 'results', 'latest.json');
+const initRuns = 10;
+const initVariants: InitVariant[] = [
+  { name: 'plain', execArgv: [] },
+  // What the stack sets in NODE_OPTIONS: Node then reads the linked source map while loading the bundle.
+  { name: 'source maps', execArgv: ['--enable-source-maps'] },
+];
+const measuredConcurrency = 16;
+const loadRuns: LoadRun[] = [
+  { concurrency: measuredConcurrency, warmupMs: 2_000, durationMs: 10_000 },
+  // Context only: latency without queueing behind other requests.
+  { concurrency: 1, warmupMs: 1_000, durationMs: 3_000 },
+];
+
+const log = (line: string) => console.log(`[bench] ${line}`);
+const started = performance.now();
+const loadAverageAtStart = loadavg();
+
+const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
+const localRuntime = await measureLocalRuntime(loadRuns, log);
+const turns = await measureConversationTurns();
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns);
+const results: BenchResults = {
+  generatedAt: new Date().toISOString(),
+  environment: {
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    loadAverageAtStart,
+  },
+  bundles: bundles.map(({ file: _file, ...bundle }) => ({ ...bundle, file: bundle.group + '/index.mjs' })),
+  initTime,
+  ...(initTimeCpu ? { initTimeCpu } : {}),
+  localRuntime,
+  turns,
+  checks,
+  pass: checks.every((check) => check.pass),
+  durationMs: performance.now() - started,
+};
+writeJson(resultsFile, results);
+console.log(`\n${formatReport(results)}\n\nFigures written to ${resultsFile}`);
+if (!results.pass) process.exitCode = 1;
+
+/** Bundles into a temporary directory, imports each bundle from there, and removes it. */
+async function bundlesAndInitTimes() {
+  const bundleDir = mkdtempSync(join(tmpdir(), 'bench-bundles-'));
+  try {
+    log(`bundling ${routeGroups.length} route groups and ${tableStreamConsumers.length} stream consumer(s) into ${bundleDir}`);
+    const bundles = await buildBundles(functions, bundleDir);
+    log(`importing each bundle ${initRuns} × ${initVariants.length} times in fresh processes`);
+    const before = cpuSnapshot();
+    const initTime = await measureInitTimes(bundles, initVariants, initRuns);
+    return { bundles, initTime, initTimeCpu: cpuShare(before, cpuSnapshot()) };
+  } finally {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+}
+
+async function measureConversationTurns() {
+  log('starting DynamoDB Local (in memory) for the turn benchmarks');
+  const database = await startLocalDatabase({ tableName: 'bench-turns' });
+  try {
+    return await measureTurns(database.endpoint, database.tableName, log);
+  } finally {
+    await database.stop();
+  }
+}
