@@ -11,8 +11,8 @@ const ignoreDeltas: TurnSink = { delta: () => undefined, failed: () => undefined
 export const handler = createHttpHandler(
   chatMessageRoutes,
   {
-    sendMessage: async ({ deps, principal, params, body, requestId }) => {
-      const turn = await prepareTurn(deps, principal.orgId, params.id, body);
+    sendMessage: async ({ deps, principal, verified, params, body, requestId }) => {
+      const turn = await prepareTurn(deps, principal.orgId, params.id, body, verified);
       if (!body.stream) {
         const result = await runTurn(deps, turn, ignoreDeltas);
         if (result.failure?.code === 'MODEL_ERROR') throw new ModelError(result.failure.message);

@@ -16,6 +16,8 @@ export const chatMessageRoutes = defineRouteGroup({
       successStatus: 200,
       params: idParams,
       body: sendMessageBody,
+      // The turn's reads start while the key is confirmed: one round trip fewer before the first token.
+      overlapAuthentication: true,
     },
   },
 });

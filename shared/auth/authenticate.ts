@@ -21,6 +21,22 @@ const lastUseWriteIntervalMs = 60_000;
 const lastUseWrittenAt = new Map<string, number>();
 
 /**
+ * Which organization a key hash belongs to never changes, so it may be remembered; whether the key is still valid
+ * may not, and is looked up on every request.
+ */
+const organizationOfKey = new Map<string, { orgId: string; keyId: string }>();
+const maxRememberedKeys = 10_000;
+
+/**
+ * The organization a request's API key belongs to, if this process has seen the key before: lets a route start
+ * its reads while `authenticate` confirms the key. Not a credential check.
+ */
+export function rememberedOrganization(headers: Record<string, string | undefined>): { orgId: string; keyId: string } | undefined {
+  const apiKey = headers['x-api-key']?.trim();
+  return apiKey ? organizationOfKey.get(hashApiKey(apiKey)) : undefined;
+}
+
+/**
  * Resolves the caller from `x-api-key` or `Authorization: Bearer`. The key wins when both are sent, so a
  * server-side caller cannot be shadowed by a stray browser token.
  */
@@ -40,6 +56,10 @@ async function authenticateApiKey(deps: AuthDeps, key: string): Promise<Authenti
   const identity = await deps.apiKeys.findByHash(keyHash);
   if (!identity || !hashesEqual(identity.keyHash, keyHash)) throw new UnauthorizedError('Invalid API key.');
   const principal: Principal = { orgId: identity.orgId, scopes: identity.scopes, via: { kind: 'apiKey', keyId: identity.keyId } };
+  if (!organizationOfKey.has(keyHash)) {
+    if (organizationOfKey.size >= maxRememberedKeys) organizationOfKey.delete(organizationOfKey.keys().next().value as string);
+    organizationOfKey.set(keyHash, { orgId: identity.orgId, keyId: identity.keyId });
+  }
   const now = deps.clock.now();
   const last = lastUseWrittenAt.get(identity.keyId);
   if (last !== undefined && now.getTime() - last < lastUseWriteIntervalMs) return { principal };

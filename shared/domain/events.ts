@@ -1,9 +1,10 @@
-import type { Message, Session } from '../schemas/session.ts';
+import type { Session } from '../schemas/session.ts';
 import { v7 as uuidv7 } from 'uuid';
 
 /**
  * Domain events, recorded in the same transaction as the change they report (a transactional outbox). The
- * delivery side (EventBridge, webhooks, the SSE stream) reads them from there, so none can be lost.
+ * delivery side (EventBridge, webhooks, the SSE stream) reads them from there, so none can be lost. Messages need
+ * no outbox record: each message item is written once and is itself the record of its `message.added` event.
  */
 export interface DomainEvent {
   eventId: string;
@@ -49,31 +50,5 @@ export const events = {
     ];
     if (session.state === 'CLOSED') ended.push(event(session.orgId, 'session.closed', at, sessionPayload(session, 'session.closed')));
     return ended;
-  },
-
-  /** Every appended message; a user's message is also `session.message.created` (an incoming message). */
-  messageAdded(orgId: string, message: Message): DomainEvent[] {
-    const added = event(orgId, 'message.added', message.createdAt, {
-      type: 'message.added',
-      createdAt: message.createdAt,
-      data: {
-        sessionId: message.sessionId,
-        messageId: message.id,
-        role: message.role,
-        content: message.content,
-        ...(message.toolCall ? { toolCall: message.toolCall } : {}),
-      },
-    });
-    added.payload.id = added.eventId;
-    if (message.role !== 'USER') return [added];
-    const incoming = event(orgId, 'session.message.created', message.createdAt, {
-      id: message.sessionId,
-      eventType: 'session.message.created',
-      createdAt: message.createdAt,
-      messageId: message.id,
-      role: message.role,
-      content: message.content,
-    });
-    return [incoming, added];
   },
 };

@@ -98,16 +98,17 @@ export async function endSession(
   state: 'CLOSED' | 'EXPIRED',
   reason: 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED',
   endedAt: string,
-  options: { unlessTurnActiveAt?: number } = {},
+  options: { unlessActiveSince?: string } = {},
 ): Promise<StoredSession | undefined> {
   const ended: StoredSession = { ...session, state, endedAt, endedReason: reason, updatedAt: deps.clock.now().toISOString() };
-  delete ended.turnLeaseUntil;
+  delete ended.activeUntil;
   return (await deps.sessions.end(session, ended, events.sessionEnded(ended), options)) ? ended : undefined;
 }
 
-export function isIdle(deps: Pick<SessionDeps, 'config'>, session: Session & { turnLeaseUntil?: number | undefined }, nowMs: number): boolean {
+/** Idle: OPEN, no activity within the window, and no running turn holding it (see `holdForTurn`). */
+export function isIdle(deps: Pick<SessionDeps, 'config'>, session: Session & { activeUntil?: number | undefined }, nowMs: number): boolean {
   if (session.state !== 'OPEN') return false;
-  if (session.turnLeaseUntil !== undefined && session.turnLeaseUntil > nowMs) return false;
+  if (session.activeUntil !== undefined && session.activeUntil > nowMs) return false;
   return nowMs - Date.parse(session.lastActivityAt) > deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000;
 }
 
@@ -126,16 +127,16 @@ export function assertNotExpired(session: StoredSession): void {
   if (session.state === 'EXPIRED') throw new SessionExpiredError(`Session ${session.id} expired after inactivity; open a new session.`);
 }
 
-async function expireIfIdle(deps: SessionDeps, session: StoredSession): Promise<StoredSession> {
+export async function expireIfIdle(deps: SessionDeps, session: StoredSession): Promise<StoredSession> {
   const nowMs = deps.clock.now().getTime();
   if (!isIdle(deps, session, nowMs)) return session;
   const endedAt = new Date(Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString();
-  const expired = await endSession(deps, session, 'EXPIRED', 'EXPIRED', endedAt, { unlessTurnActiveAt: nowMs });
+  const expired = await endSession(deps, session, 'EXPIRED', 'EXPIRED', endedAt, { unlessActiveSince: session.lastActivityAt });
   return expired ?? ((await deps.sessions.get(session.orgId, session.id)) as StoredSession);
 }
 
 /** The session as the API shows it, without the store's turn bookkeeping. */
 export function publicSession(session: StoredSession | Session): Session {
-  const { nextSeq: _nextSeq, turnLeaseUntil: _lease, ...visible } = session as StoredSession;
+  const { nextSeq: _nextSeq, activeUntil: _activeUntil, ...visible } = session as StoredSession;
   return visible;
 }

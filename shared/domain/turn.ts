@@ -1,17 +1,17 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { InvalidSessionError, SessionBusyError } from '../errors.ts';
+import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../errors.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
 import { endConversationTool, type Tool } from '../schemas/tool.ts';
 import type { ToolStore } from '../ports.ts';
-import type { StoredSession } from '../store/session-store.ts';
+import type { StoredSession, TurnContext } from '../store/session-store.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { logger } from '../logger.ts';
-import { events } from './events.ts';
-import { assertNotExpired, endSession, expiryEpochSeconds, getSession, type SessionDeps } from './sessions.ts';
+import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
+import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 
 /** Where the streamed side of a turn goes; a non-streamed send passes a sink that ignores deltas. */
 export interface TurnSink {
@@ -35,6 +35,8 @@ export interface PreparedTurn {
   userMessage: Message;
   assistantMessageId: string;
   startedAt: number;
+  /** Lets the session's next turn in this process begin; called once the turn is written. */
+  release(): void;
 }
 
 export interface TurnResult {
@@ -43,55 +45,95 @@ export interface TurnResult {
   failure?: { code: string; message: string; status: number } | undefined;
 }
 
-const busyRetryDelayMs = 20;
-const leaseMarginMs = 30_000;
 
 export const newMessageId = (): string => `msg_${crypto.randomUUID().replaceAll('-', '')}`;
 
 /**
- * Everything that can refuse a turn, before anything streams: the session must be OPEN (an idle one expires
- * here), the agent and its tools are read afresh, and the user's message is appended under the turn lease. When
- * another turn holds the session, this waits for it, so concurrent sends are answered one after the other.
+ * Everything that can refuse a turn, before anything streams: the session must be OPEN (an idle one expires here);
+ * the agent and its tools are read afresh. In the common case that is one round trip (the session, agent and
+ * tools in one batch, alongside the credential check) and no write: the turn's messages are written together
+ * when it ends. Turns of one session wait for each other in this process.
  */
-export async function prepareTurn(deps: TurnDeps, orgId: string, sessionId: string, input: SendMessageInput): Promise<PreparedTurn> {
+export async function prepareTurn(
+  deps: TurnDeps,
+  orgId: string,
+  sessionId: string,
+  input: SendMessageInput,
+  verified: Promise<void> = Promise.resolve(),
+): Promise<PreparedTurn> {
   const startedAt = performance.now();
-  const deadline = Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000;
-  for (;;) {
-    const session = await getSession(deps, orgId, sessionId);
+  const sessionKey = `${orgId}/${sessionId}`;
+  const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  if (!queued.acquired) {
+    await verified;
+    throw new SessionBusyError(`Session ${sessionId} stayed busy with another message; retry.`);
+  }
+  try {
+    const [context] = await Promise.all([readTurnContext(deps, orgId, sessionId), verified]);
+    const session = context.session ? await expireIfIdle(deps, context.session) : undefined;
+    if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
     assertNotExpired(session);
     if (session.state !== 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is ${session.state}; open a new session.`);
-    const [agent, history] = await Promise.all([deps.agents.get(orgId, session.agentId), deps.sessions.messages(orgId, sessionId)]);
-    if (!agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
-    const tools = (await Promise.all(agent.tools.map((attached) => deps.tools.get(orgId, attached.toolId)))).filter(
-      (tool): tool is Tool => tool !== undefined,
-    );
+    if (!context.agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
+    const cached = histories.get(sessionKey);
+    const history = cached?.nextSeq === session.nextSeq ? cached.messages : await deps.sessions.messages(orgId, sessionId);
     const now = deps.clock.now();
-    const userMessage: Message = {
-      id: newMessageId(),
-      sessionId,
-      role: 'USER',
-      content: input.content,
-      metadata: input.metadata,
-      createdAt: now.toISOString(),
-    };
-    const outcome = await deps.sessions.beginTurn(
-      session,
-      userMessage,
-      {
-        now: now.getTime(),
-        nowIso: now.toISOString(),
-        // Outlives the turn's own timeout (which starts later) by a margin, so no other turn can start meanwhile.
-        leaseUntil: now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000 + leaseMarginMs,
-        expiresAt: expiryEpochSeconds(deps, now.getTime()) + deps.config.TURN_TIMEOUT_SECONDS,
-      },
-      events.messageAdded(orgId, userMessage),
-    );
-    if (outcome === 'started') {
-      return { session, agent, tools, history, userMessage, assistantMessageId: newMessageId(), startedAt };
+    // A turn counts as activity: if the window could run out before the turn does, record activity now.
+    const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
+    if (windowLeftMs < deps.config.TURN_TIMEOUT_SECONDS * 1000) {
+      const activeUntil = now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000;
+      const expiresAt = expiryEpochSeconds(deps, activeUntil);
+      if (!(await deps.sessions.holdForTurn(session, { nowIso: now.toISOString(), activeUntil, expiresAt }))) {
+        throw new InvalidSessionError(`Session ${sessionId} was closed meanwhile; open a new session.`);
+      }
     }
-    if (Date.now() > deadline) throw new SessionBusyError(`Session ${sessionId} stayed busy with another message; retry.`);
-    await new Promise((resolve) => setTimeout(resolve, busyRetryDelayMs));
+    const userMessage: Message = { id: newMessageId(), sessionId, role: 'USER', content: input.content, metadata: input.metadata, createdAt: now.toISOString() };
+    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, release: queued.release };
+  } catch (error) {
+    queued.release();
+    throw error;
   }
+}
+
+/** The session, its agent and the agent's tools: one batch when this process has seen the session before. */
+async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string): Promise<TurnContext> {
+  const sessionKey = `${orgId}/${sessionId}`;
+  let agentId = agentOfSession.get(sessionKey);
+  if (!agentId) {
+    const session = await deps.sessions.get(orgId, sessionId);
+    if (!session) return { session: undefined, agent: undefined, tools: [] };
+    agentId = session.agentId;
+    agentOfSession.set(sessionKey, agentId);
+  }
+  const guessed = lastKnownTools.get(agentId) ?? [];
+  const context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  if (!context.agent) return context;
+  const attached = context.agent.tools.map((tool) => tool.toolId);
+  lastKnownTools.set(agentId, attached);
+  const missing = attached.filter((toolId) => !guessed.includes(toolId));
+  const fetched = (await Promise.all(missing.map((toolId) => deps.tools.get(orgId, toolId)))).filter((tool): tool is Tool => tool !== undefined);
+  const byId = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
+  return { ...context, tools: attached.map((toolId) => byId.get(toolId)).filter((tool): tool is Tool => tool !== undefined) };
+}
+
+/**
+ * Writes the turn's messages after the last ones of the session, in order, in one transaction; when another
+ * process appended meanwhile, the session is read again and the messages go after those.
+ */
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<void> {
+  const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
+  const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
+  let session: StoredSession | undefined = turn.session;
+  for (let attempt = 0; session; attempt += 1) {
+    if ((await deps.sessions.commitTurn(session, messages, at)) === 'committed') {
+      // After a conflict the history has others' messages too: the next turn reads it whole.
+      if (attempt === 0) histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, messages: [...turn.history, ...messages] });
+      else histories.delete(sessionKey);
+      return;
+    }
+    session = await deps.sessions.get(turn.session.orgId, turn.session.id);
+  }
+  throw new SessionNotFoundError(`Session ${turn.session.id} disappeared during the turn.`);
 }
 
 interface PendingCall {
@@ -117,8 +159,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
     ...historyPrompt(turn.history),
     { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
   ];
-  const persisted: Message[] = [];
-  let seq = session.nextSeq + 1;
+  const toolMessages: Message[] = [];
   let content = '';
   let modelMs = 0;
   let firstTokenMs: number | undefined;
@@ -187,9 +228,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
           metadata: {},
           createdAt: deps.clock.now().toISOString(),
         };
-        await deps.sessions.appendInTurn(session.orgId, seq, message, events.messageAdded(session.orgId, message));
-        seq += 1;
-        persisted.push(message);
+        toolMessages.push(message);
         results.content.push({
           type: 'tool-result',
           toolCallId: call.toolCallId,
@@ -228,19 +267,17 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
     },
     createdAt: now.toISOString(),
   };
-  await deps.sessions.endTurn(
-    session,
-    { seq, message: assistant },
-    { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) },
-    { nextSeq: seq + 1, messagesAdded: persisted.length + 1 },
-    events.messageAdded(session.orgId, assistant),
-  );
-  persisted.push(assistant);
+  const messages = [turn.userMessage, ...toolMessages, assistant];
+  try {
+    await commitTurn(deps, turn, messages, now);
+  } finally {
+    turn.release();
+  }
   if (agentEnded) {
-    const active = { ...session, nextSeq: seq + 1, lastActivityAt: now.toISOString(), messageCount: session.messageCount + 1 + persisted.length };
+    const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: persisted, failure };
+  return { messages: [...toolMessages, assistant], failure };
 }
 
 const validators = new Map<string, ValidateFunction>();

@@ -4,7 +4,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { authenticate, type AuthDeps } from '../auth/authenticate.ts';
+import { authenticate, rememberedOrganization, type AuthDeps } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
 import { grants } from '../auth/scopes.ts';
 import {
@@ -31,6 +31,8 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   query: Parsed<Route['query']>;
   body: Parsed<Route['body']>;
   principal: Route['scope'] extends 'public' ? undefined : Principal;
+  /** Settles when the credential is confirmed; already settled unless the route overlaps authentication. */
+  verified: Promise<void>;
   deps: Deps;
   requestId: string;
 }
@@ -53,6 +55,7 @@ interface ApiState {
   route?: RouteDefinition;
   operation?: string;
   principal?: Principal;
+  verified: Promise<void>;
   input?: { params: unknown; query: unknown; body: unknown };
   pending: Promise<unknown>[];
   idempotency?: { orgId: string; key: string; replay?: StoredResponse };
@@ -96,7 +99,7 @@ const normalizeEvent = (): Middleware => ({
 const requestContext = (): Middleware => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId || crypto.randomUUID();
-    request.internal.api = { requestId, startedAt: performance.now(), pending: [] };
+    request.internal.api = { requestId, startedAt: performance.now(), pending: [], verified: Promise.resolve() };
     stateByContext.set(request.context, request.internal.api);
   },
   after: async (request) => finish(request.internal.api, request.event, request.response),
@@ -128,8 +131,12 @@ function deprecationHeaders(route: RouteDefinition | undefined): Record<string, 
 
 /** Turns any error into the envelope; a 500 is logged with its cause and shows the client nothing of it. */
 const errorEnvelope = (): Middleware => ({
-  onError: (request) => {
+  onError: async (request) => {
     const state = request.internal.api;
+    // An unconfirmed credential answers for itself first: nothing about the resource may reach it.
+    await state?.verified.catch((authError: Error) => {
+      request.error = authError;
+    });
     const requestId = state?.requestId ?? crypto.randomUUID();
     const envelope = toErrorEnvelope(request.error, requestId);
     if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
@@ -172,10 +179,25 @@ const authorize = (deps: () => AuthDeps): Middleware => ({
     const state = request.internal.api;
     const scope = state.route?.scope;
     if (!scope || scope === 'public') return;
-    const { principal, pending } = await authenticate(deps(), request.event.headers ?? {});
-    state.principal = principal;
-    if (pending) state.pending.push(pending);
-    if (!grants(principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
+    const headers = request.event.headers ?? {};
+    const verify = async () => {
+      const { principal, pending } = await authenticate(deps(), headers);
+      if (pending) state.pending.push(pending);
+      if (!grants(principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
+      return principal;
+    };
+    const remembered = state.route?.overlapAuthentication ? rememberedOrganization(headers) : undefined;
+    if (!remembered) {
+      state.principal = await verify();
+      return;
+    }
+    // The organization is known; the key itself is confirmed while the implementation reads.
+    state.principal = { orgId: remembered.orgId, scopes: [], via: { kind: 'apiKey', keyId: remembered.keyId } };
+    const confirmation = verify().then((principal) => {
+      state.principal = principal;
+    });
+    confirmation.catch(() => undefined);
+    state.verified = confirmation;
   },
 });
 
@@ -304,7 +326,15 @@ async function dispatch<Deps>(state: ApiState, implementations: Record<string, (
   }
   const route = state.route as RouteDefinition;
   const implementation = implementations[state.operation as string] as (input: unknown) => Promise<unknown>;
-  const body = await implementation({ ...state.input, principal: state.principal, deps: deps(), requestId: state.requestId });
+  const body = await implementation({
+    ...state.input,
+    principal: state.principal,
+    verified: state.verified,
+    deps: deps(),
+    requestId: state.requestId,
+  });
+  // Nothing leaves before the credential is confirmed, whatever the implementation did.
+  await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
   return jsonResponse(route.successStatus, body);
 }

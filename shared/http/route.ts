@@ -21,6 +21,11 @@ export interface RouteDefinition {
   body?: z.ZodType;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
+  /**
+   * The implementation may start reading while the API key is confirmed (when this process knows the key's
+   * organization); it must await `verified` before it writes anything or answers.
+   */
+  overlapAuthentication?: boolean;
   /** A deprecated route: every response carries `Deprecation`, `Sunset` and a `Link` to the successor. */
   deprecated?: { since: string; sunset: string; successor: string };
 }

@@ -17,6 +17,8 @@ const agentFieldOrder = [
   'welcomeAllowInterruptions', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
 ];
 
+export const toAgent = (item: Record<string, unknown>): Agent => toRecord<Agent>(item, agentFieldOrder);
+
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /**
@@ -51,7 +53,7 @@ export class DynamoAgentStore implements AgentStore {
 
   async get(orgId: string, agentId: string): Promise<Agent | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.agent(orgId, agentId), ConsistentRead: true }));
-    return result.Item ? toRecord<Agent>(result.Item, agentFieldOrder) : undefined;
+    return result.Item ? toAgent(result.Item) : undefined;
   }
 
   async list(orgId: string): Promise<Agent[]> {
@@ -61,7 +63,7 @@ export class DynamoAgentStore implements AgentStore {
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.agentPrefix },
       ConsistentRead: true,
     });
-    return items.map((item) => toRecord<Agent>(item, agentFieldOrder));
+    return items.map((item) => toAgent(item));
   }
 
   async replace(previous: Agent, next: Agent): Promise<void> {

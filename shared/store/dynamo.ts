@@ -4,12 +4,18 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
 
 /** One document client per process; on DynamoDB Local the endpoint and placeholder credentials come from config. */
 export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMODB_ENDPOINT'>): DynamoDBDocumentClient {
   const client = new DynamoDBClient({
     region: config.AWS_REGION,
+    // Measured per call: less CPU than the defaults. The regional endpoint needs no account id, and sockets are
+    // kept alive with room for a busy function's parallel calls.
+    accountIdEndpointMode: 'disabled',
+    requestHandler: { httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 64 }), httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) },
     ...(config.DYNAMODB_ENDPOINT
       ? { endpoint: config.DYNAMODB_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),

@@ -1,16 +1,22 @@
 import {
+  BatchGetCommand,
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
+  type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
+import type { Agent } from '../schemas/agent.ts';
 import type { Message, Session, SessionState } from '../schemas/session.ts';
+import type { Tool } from '../schemas/tool.ts';
+import { toAgent } from './agent-store.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
+import { toTool } from './tool-store.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
@@ -18,8 +24,14 @@ type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteComman
 export interface StoredSession extends Session {
   /** Sequence number the next message gets. */
   nextSeq: number;
-  /** Epoch ms until which a turn holds the session; a held session counts as active. */
-  turnLeaseUntil?: number | undefined;
+  /** Epoch ms until which a running turn keeps the session active; set only when it could outlast the window. */
+  activeUntil?: number | undefined;
+}
+
+export interface TurnContext {
+  session: StoredSession | undefined;
+  agent: Agent | undefined;
+  tools: Tool[];
 }
 
 export interface SessionFilter {
@@ -85,11 +97,7 @@ export class DynamoSessionStore {
   }
 
   private toStoredSession(item: Record<string, unknown>): StoredSession {
-    return {
-      ...toRecord<Session>(item, sessionFieldOrder),
-      nextSeq: item.nextSeq as number,
-      turnLeaseUntil: item.turnLeaseUntil as number | undefined,
-    };
+    return { ...toRecord<Session>(item, sessionFieldOrder), nextSeq: item.nextSeq as number, activeUntil: item.activeUntil as number | undefined };
   }
 
   /** Every session of the organization matching the filter, newest first, with its turn lease. */
@@ -148,10 +156,11 @@ export class DynamoSessionStore {
 
   /**
    * Moves an OPEN session to CLOSED or EXPIRED with its events, exactly once: false when it was no longer OPEN
-   * (someone else ended it first), or when a turn holds it and `unlessTurnActive` is set.
+   * (someone else ended it first), or, with `unlessActiveSince`, when it saw activity after that moment.
    */
-  async end(session: StoredSession, ended: Session, events: DomainEvent[], options: { unlessTurnActiveAt?: number } = {}): Promise<boolean> {
-    const leaseCondition = options.unlessTurnActiveAt === undefined ? '' : ' AND (attribute_not_exists(turnLeaseUntil) OR turnLeaseUntil < :now)';
+  async end(session: StoredSession, ended: Session, events: DomainEvent[], options: { unlessActiveSince?: string } = {}): Promise<boolean> {
+    // Expiry must not win over activity recorded after the session was read.
+    const activityCondition = options.unlessActiveSince === undefined ? '' : ' AND lastActivityAt = :seenActivity';
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -160,8 +169,8 @@ export class DynamoSessionStore {
               Update: {
                 TableName: this.tableName,
                 Key: keys.session(session.orgId, session.id),
-                UpdateExpression: 'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE turnLeaseUntil',
-                ConditionExpression: `#state = :open${leaseCondition}`,
+                UpdateExpression: 'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE activeUntil',
+                ConditionExpression: `#state = :open${activityCondition}`,
                 ExpressionAttributeNames: { '#state': 'state' },
                 ExpressionAttributeValues: {
                   ':state': ended.state,
@@ -169,7 +178,7 @@ export class DynamoSessionStore {
                   ':reason': ended.endedReason,
                   ':updatedAt': ended.updatedAt,
                   ':open': 'OPEN',
-                  ...(options.unlessTurnActiveAt === undefined ? {} : { ':now': options.unlessTurnActiveAt }),
+                  ...(options.unlessActiveSince === undefined ? {} : { ':seenActivity': options.unlessActiveSince }),
                 },
               },
             },
@@ -186,15 +195,67 @@ export class DynamoSessionStore {
   }
 
   /**
-   * Starts a turn: appends the user's message at the sequence number last seen and takes the turn lease, if the
-   * session is still OPEN, unchanged since it was read, and not held by another turn. 'busy' otherwise.
+   * Everything a turn reads, in one strongly consistent round trip: the session, its agent and the agent's tools
+   * (ids as last known; the caller fetches any the agent turns out to have besides).
    */
-  async beginTurn(
-    session: StoredSession,
-    userMessage: Message,
-    at: { now: number; nowIso: string; leaseUntil: number; expiresAt: number },
-    events: DomainEvent[],
-  ): Promise<'started' | 'busy'> {
+  async readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext> {
+    const wanted = [keys.session(orgId, sessionId), keys.agent(orgId, agentId), ...toolIds.map((toolId) => keys.tool(orgId, toolId))];
+    const items: Record<string, unknown>[] = [];
+    let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = {
+      [this.tableName]: { Keys: wanted, ConsistentRead: true },
+    };
+    while (request && Object.keys(request).length > 0) {
+      const result: BatchGetCommandOutput = await this.client.send(new BatchGetCommand({ RequestItems: request }));
+      items.push(...(result.Responses?.[this.tableName] ?? []));
+      request = result.UnprocessedKeys as typeof request;
+    }
+    const byKey = new Map(items.map((item) => [`${item.pk}|${item.sk}`, item]));
+    const find = (key: { pk: string; sk: string }) => byKey.get(`${key.pk}|${key.sk}`);
+    const session = find(keys.session(orgId, sessionId));
+    const agent = find(keys.agent(orgId, agentId));
+    return {
+      session: session ? this.toStoredSession(session) : undefined,
+      agent: agent ? toAgent(agent) : undefined,
+      tools: toolIds.map((toolId) => find(keys.tool(orgId, toolId))).filter((item) => item !== undefined).map(toTool),
+    };
+  }
+
+  /**
+   * Marks the session active for the length of a turn, so it cannot expire meanwhile: only needed when the
+   * inactivity window could run out before the turn does. False when the session is no longer OPEN.
+   */
+  async holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: keys.session(session.orgId, session.id),
+                UpdateExpression: 'SET lastActivityAt = :now, activeUntil = :activeUntil',
+                ConditionExpression: '#state = :open',
+                ExpressionAttributeNames: { '#state': 'state' },
+                ExpressionAttributeValues: { ':now': at.nowIso, ':activeUntil': at.activeUntil, ':open': 'OPEN' },
+              },
+            },
+            this.expiryPut(session.orgId, session.id, at.expiresAt),
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Appends a turn's messages after the sequence number last seen, with the session's bookkeeping, in one
+   * transaction; 'conflict' when another turn appended first (read again and retry after it). Each message item
+   * is also the record of its `message.added` event.
+   */
+  async commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'> {
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -204,69 +265,26 @@ export class DynamoSessionStore {
                 TableName: this.tableName,
                 Key: keys.session(session.orgId, session.id),
                 UpdateExpression:
-                  'SET nextSeq = :next, turnLeaseUntil = :lease, lastActivityAt = :nowIso, updatedAt = :nowIso, messageCount = messageCount + :one',
-                ConditionExpression:
-                  '#state = :open AND nextSeq = :seen AND (attribute_not_exists(turnLeaseUntil) OR turnLeaseUntil < :now)',
-                ExpressionAttributeNames: { '#state': 'state' },
+                  'SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added REMOVE activeUntil',
+                ConditionExpression: 'nextSeq = :seen',
                 ExpressionAttributeValues: {
-                  ':next': session.nextSeq + 1,
+                  ':next': session.nextSeq + messages.length,
                   ':seen': session.nextSeq,
-                  ':lease': at.leaseUntil,
-                  ':now': at.now,
-                  ':nowIso': at.nowIso,
-                  ':open': 'OPEN',
-                  ':one': 1,
+                  ':now': at.nowIso,
+                  ':added': messages.length,
                 },
               },
             },
-            this.messagePut(session.orgId, session.nextSeq, userMessage),
+            ...messages.map((message, index) => this.messagePut(session.orgId, session.nextSeq + index, message)),
             this.expiryPut(session.orgId, session.id, at.expiresAt),
-            ...this.outboxPuts(session.orgId, session.id, events),
           ],
         }),
       );
-      return 'started';
+      return 'committed';
     } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return 'busy';
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return 'conflict';
       throw error;
     }
-  }
-
-  /** Appends a message inside a turn this process holds; the lease makes it the only writer of the sequence. */
-  async appendInTurn(orgId: string, seq: number, message: Message, events: DomainEvent[]): Promise<void> {
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [this.messagePut(orgId, seq, message), ...this.outboxPuts(orgId, message.sessionId, events)],
-      }),
-    );
-  }
-
-  /** Ends a turn: its last message, the sequence and activity bookkeeping, and the lease released, together. */
-  async endTurn(
-    session: StoredSession,
-    final: { seq: number; message: Message } | undefined,
-    at: { nowIso: string; expiresAt: number },
-    bookkeeping: { nextSeq: number; messagesAdded: number },
-    events: DomainEvent[],
-  ): Promise<void> {
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: this.tableName,
-              Key: keys.session(session.orgId, session.id),
-              UpdateExpression:
-                'SET nextSeq = :next, lastActivityAt = :nowIso, updatedAt = :nowIso, messageCount = messageCount + :added REMOVE turnLeaseUntil',
-              ExpressionAttributeValues: { ':next': bookkeeping.nextSeq, ':nowIso': at.nowIso, ':added': bookkeeping.messagesAdded },
-            },
-          },
-          ...(final ? [this.messagePut(session.orgId, final.seq, final.message)] : []),
-          this.expiryPut(session.orgId, session.id, at.expiresAt),
-          ...this.outboxPuts(session.orgId, session.id, events),
-        ],
-      }),
-    );
   }
 
   private messagePut(orgId: string, seq: number, message: Message): TransactItem {

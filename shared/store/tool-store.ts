@@ -11,6 +11,8 @@ const toolFieldOrder = [
   'id', 'orgId', 'name', 'description', 'type', 'ajvPropertiesSchema', 'preExecutionMessage', 'apiTool', 'createdAt', 'updatedAt',
 ];
 
+export const toTool = (item: Record<string, unknown>): Tool => toRecord<Tool>(item, toolFieldOrder);
+
 /** Tools live in their organization's partition, with a claim item that makes names unique per organization. */
 export class DynamoToolStore implements ToolStore {
   private readonly client: DynamoDBDocumentClient;
@@ -55,7 +57,7 @@ export class DynamoToolStore implements ToolStore {
 
   async get(orgId: string, toolId: string): Promise<Tool | undefined> {
     const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.tool(orgId, toolId), ConsistentRead: true }));
-    return result.Item ? toRecord<Tool>(result.Item, toolFieldOrder) : undefined;
+    return result.Item ? toTool(result.Item) : undefined;
   }
 
   async list(orgId: string): Promise<Tool[]> {
@@ -65,7 +67,7 @@ export class DynamoToolStore implements ToolStore {
       ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.toolPrefix },
       ConsistentRead: true,
     });
-    return items.map((item) => toRecord<Tool>(item, toolFieldOrder));
+    return items.map((item) => toTool(item));
   }
 
   async replace(previous: Tool, next: Tool): Promise<void> {
