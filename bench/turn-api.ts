@@ -11,3 +11,4 @@ const { server, preload } = createLocalServer(routeGroups);
 await preload();
 server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
 process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));

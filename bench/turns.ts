@@ -204,15 +204,17 @@ async function sequentialTurns(
   };
 }
 
-/** The model's own share before the first delta: every finished model call, plus the first chunk time of the last. */
+/**
+ * The model's own share before the first delta: every model call that finished before it, plus the time to first
+ * chunk of the one that produced it. The stub records epoch milliseconds; this converts to the performance clock.
+ */
 function modelTime(requests: RecordedRequest[], firstDelta: number): number {
+  const clock = (epochMs: number | undefined) => (epochMs === undefined ? undefined : epochMs - performance.timeOrigin);
   return sum(
     requests
-      .filter((recorded) => recorded.timings.received < firstDelta)
-      .map((recorded) => {
-        const streamEnd = recorded.timings.end !== undefined && recorded.timings.end < firstDelta ? recorded.timings.end : recorded.timings.firstChunk;
-        return (streamEnd ?? recorded.timings.received) - recorded.timings.received;
-      }),
+      .map((recorded) => ({ received: clock(recorded.timings.received) as number, firstChunk: clock(recorded.timings.firstChunk), end: clock(recorded.timings.end) }))
+      .filter((timings) => timings.received < firstDelta)
+      .map((timings) => ((timings.end !== undefined && timings.end < firstDelta ? timings.end : timings.firstChunk) ?? timings.received) - timings.received),
   );
 }
 

@@ -13,6 +13,7 @@ import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '..
 import type { DynamoSessionStore, StoredSession } from '../store/session-store.ts';
 import { newId, type Clock } from './clock.ts';
 import { events } from './events.ts';
+import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
 export interface SessionDeps {
   sessions: DynamoSessionStore;
@@ -47,6 +48,11 @@ export async function createSession(deps: SessionDeps, orgId: string, input: Cre
     nextSeq: 1,
   };
   await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)]);
+  // What the first turn would read is known now; a turn in this process then needs one read round trip.
+  const sessionKey = `${orgId}/${session.id}`;
+  agentOfSession.set(sessionKey, agent.id);
+  lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
+  histories.set(sessionKey, { nextSeq: session.nextSeq, messages: [] });
   return publicSession(session);
 }
 
