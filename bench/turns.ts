@@ -107,10 +107,13 @@ async function startToolServer(): Promise<{ server: Server; url: string; handled
 }
 
 async function setUp(baseUrl: string, endpoint: string, tableName: string, toolUrl: string) {
-  process.env.DYNAMODB_ENDPOINT = endpoint;
-  process.env.TABLE_NAME = tableName;
-  const [{ runtime }, { issueApiKey }] = await Promise.all([import('../shared/runtime.ts'), import('../shared/domain/api-keys.ts')]);
-  const deps = runtime();
+  // A runtime of its own: this process may already hold one bound to another database.
+  const [{ createRuntime }, { parseConfig }, { issueApiKey }] = await Promise.all([
+    import('../shared/runtime.ts'),
+    import('../shared/config.ts'),
+    import('../shared/domain/api-keys.ts'),
+  ]);
+  const deps = createRuntime(parseConfig({ ...process.env, DYNAMODB_ENDPOINT: endpoint, TABLE_NAME: tableName }));
   const orgId = crypto.randomUUID();
   await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
   const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
