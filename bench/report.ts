@@ -30,8 +30,9 @@ export interface Check {
   figure: string;
   value: number;
   unit: string;
-  /** Passes when value < target (or, for errors, value <= target). */
   target: number;
+  /** How value must compare with target; `<` unless said otherwise. */
+  comparison?: '<' | '<=' | '>=';
   pass: boolean;
 }
 
@@ -72,7 +73,7 @@ export function evaluate(
     if (run.concurrency === measuredConcurrency) checks.push(below(`${label} p50`, round(run.result.latencyMs.p50), 'ms', targets.p50Ms));
     checks.push({ figure: `${label} errors`, value: run.result.errors, unit: '', target: targets.errors, pass: run.result.errors <= targets.errors });
   }
-  const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value <= target });
+  const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, comparison: '<=', pass: value <= target });
   checks.push(below('turn overhead p50 (streamed)', round(turns.streamedOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
   checks.push(below('turn overhead p99 (streamed)', round(turns.streamedOverheadMs.p99), 'ms', turnTargets.overheadP99Ms));
   checks.push(below('turn overhead p50 (one tool call)', round(turns.toolTurnOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
@@ -82,6 +83,7 @@ export function evaluate(
     value: round(turns.nonStreamed.turnsPerSecond),
     unit: '/s',
     target: turnTargets.nonStreamedTurnsPerSecond,
+    comparison: '>=',
     pass: turns.nonStreamed.turnsPerSecond >= turnTargets.nonStreamedTurnsPerSecond && turns.nonStreamed.errors === 0,
   });
   checks.push(below('API CPU per turn', round(turns.apiCpuMsPerTurn), 'ms', turnTargets.cpuMsPerTurn));
@@ -210,7 +212,7 @@ export function formatReport(results: BenchResults): string {
       results.checks.map((check) => [
         check.figure,
         `${check.value}${check.unit ? ` ${check.unit}` : ''}`,
-        check.target === 0 ? '= 0' : `< ${check.target}${check.unit ? ` ${check.unit}` : ''}`,
+        check.target === 0 ? '= 0' : `${check.comparison ?? '<'} ${check.target}${check.unit ? ` ${check.unit}` : ''}`,
         verdict(check.pass),
       ]),
     ),

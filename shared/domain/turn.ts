@@ -46,6 +46,9 @@ export interface TurnResult {
 }
 
 
+/** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
+const maxToolCallsPerRound = 4;
+
 export const newMessageId = (): string => `msg_${crypto.randomUUID().replaceAll('-', '')}`;
 
 /**
@@ -143,9 +146,9 @@ interface PendingCall {
 }
 
 /**
- * Runs the model and tool loop of a prepared turn, streaming text into `sink`, and persists every TOOL message
- * as it completes and the ASSISTANT message at the end, with where the turn's time went. Never throws for a
- * provider failure: the turn is recorded as failed and the sink told.
+ * Runs the model and tool loop of a prepared turn, streaming text into `sink`, then writes the turn's messages
+ * (USER, TOOL, ASSISTANT with where the turn's time went) in one transaction. Never throws for a provider
+ * failure: the turn is recorded as failed and the sink told.
  */
 export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
   const { session, agent } = turn;
@@ -211,7 +214,12 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
         ],
       });
       const results: LanguageModelV4Message = { role: 'tool', content: [] };
-      for (const call of calls) {
+      for (const [index, call] of calls.entries()) {
+        if (index >= maxToolCallsPerRound) {
+          // Keeps every turn within one transaction of DynamoDB's 100 items; the model is told, nothing runs.
+          results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'error-text', value: `Not run: at most ${maxToolCallsPerRound} tool calls per step.` } });
+          continue;
+        }
         if (call.toolName === endConversationTool) {
           agentEnded = true;
           results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });

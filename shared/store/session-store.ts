@@ -100,7 +100,7 @@ export class DynamoSessionStore {
     return { ...toRecord<Session>(item, sessionFieldOrder), nextSeq: item.nextSeq as number, activeUntil: item.activeUntil as number | undefined };
   }
 
-  /** Every session of the organization matching the filter, newest first, with its turn lease. */
+  /** Every session of the organization matching the filter, newest first, with its turn bookkeeping. */
   async list(orgId: string, filter: SessionFilter): Promise<StoredSession[]> {
     const input: QueryCommandInput = filter.agentId
       ? {
@@ -161,37 +161,27 @@ export class DynamoSessionStore {
   async end(session: StoredSession, ended: Session, events: DomainEvent[], options: { unlessActiveSince?: string } = {}): Promise<boolean> {
     // Expiry must not win over activity recorded after the session was read.
     const activityCondition = options.unlessActiveSince === undefined ? '' : ' AND lastActivityAt = :seenActivity';
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: keys.session(session.orgId, session.id),
-                UpdateExpression: 'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE activeUntil',
-                ConditionExpression: `#state = :open${activityCondition}`,
-                ExpressionAttributeNames: { '#state': 'state' },
-                ExpressionAttributeValues: {
-                  ':state': ended.state,
-                  ':endedAt': ended.endedAt,
-                  ':reason': ended.endedReason,
-                  ':updatedAt': ended.updatedAt,
-                  ':open': 'OPEN',
-                  ...(options.unlessActiveSince === undefined ? {} : { ':seenActivity': options.unlessActiveSince }),
-                },
-              },
-            },
-            { Delete: { TableName: this.tableName, Key: keys.sessionExpiry(session.orgId, session.id) } },
-            ...this.outboxPuts(session.orgId, session.id, events),
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+    return this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.session(session.orgId, session.id),
+          UpdateExpression: 'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE activeUntil',
+          ConditionExpression: `#state = :open${activityCondition}`,
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':state': ended.state,
+            ':endedAt': ended.endedAt,
+            ':reason': ended.endedReason,
+            ':updatedAt': ended.updatedAt,
+            ':open': 'OPEN',
+            ...(options.unlessActiveSince === undefined ? {} : { ':seenActivity': options.unlessActiveSince }),
+          },
+        },
+      },
+      { Delete: { TableName: this.tableName, Key: keys.sessionExpiry(session.orgId, session.id) } },
+      ...this.outboxPuts(session.orgId, session.id, events),
+    ]);
   }
 
   /**
@@ -225,29 +215,19 @@ export class DynamoSessionStore {
    * inactivity window could run out before the turn does. False when the session is no longer OPEN.
    */
   async holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean> {
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: keys.session(session.orgId, session.id),
-                UpdateExpression: 'SET lastActivityAt = :now, activeUntil = :activeUntil',
-                ConditionExpression: '#state = :open',
-                ExpressionAttributeNames: { '#state': 'state' },
-                ExpressionAttributeValues: { ':now': at.nowIso, ':activeUntil': at.activeUntil, ':open': 'OPEN' },
-              },
-            },
-            this.expiryPut(session.orgId, session.id, at.expiresAt),
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+    return this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.session(session.orgId, session.id),
+          UpdateExpression: 'SET lastActivityAt = :now, activeUntil = :activeUntil',
+          ConditionExpression: '#state = :open',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':now': at.nowIso, ':activeUntil': at.activeUntil, ':open': 'OPEN' },
+        },
+      },
+      this.expiryPut(session.orgId, session.id, at.expiresAt),
+    ]);
   }
 
   /**
@@ -256,33 +236,35 @@ export class DynamoSessionStore {
    * is also the record of its `message.added` event.
    */
   async commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'> {
+    const committed = await this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.session(session.orgId, session.id),
+          UpdateExpression:
+            'SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added REMOVE activeUntil',
+          ConditionExpression: 'nextSeq = :seen',
+          ExpressionAttributeValues: {
+            ':next': session.nextSeq + messages.length,
+            ':seen': session.nextSeq,
+            ':now': at.nowIso,
+            ':added': messages.length,
+          },
+        },
+      },
+      ...messages.map((message, index) => this.messagePut(session.orgId, session.nextSeq + index, message)),
+      this.expiryPut(session.orgId, session.id, at.expiresAt),
+    ]);
+    return committed ? 'committed' : 'conflict';
+  }
+
+  /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */
+  private async writeIfFirstHolds(items: TransactItem[]): Promise<boolean> {
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: keys.session(session.orgId, session.id),
-                UpdateExpression:
-                  'SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added REMOVE activeUntil',
-                ConditionExpression: 'nextSeq = :seen',
-                ExpressionAttributeValues: {
-                  ':next': session.nextSeq + messages.length,
-                  ':seen': session.nextSeq,
-                  ':now': at.nowIso,
-                  ':added': messages.length,
-                },
-              },
-            },
-            ...messages.map((message, index) => this.messagePut(session.orgId, session.nextSeq + index, message)),
-            this.expiryPut(session.orgId, session.id, at.expiresAt),
-          ],
-        }),
-      );
-      return 'committed';
+      await this.client.send(new TransactWriteCommand({ TransactItems: items }));
+      return true;
     } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return 'conflict';
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
       throw error;
     }
   }
