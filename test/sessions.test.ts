@@ -234,3 +234,22 @@ describe('GET /v1/chat/chat/sessions', () => {
     expect((await api.request('GET', '/v1/chat/chat/sessions', { key: agentsOnly })).status).toBe(403);
   });
 });
+
+describe('sending with a key this process has seen before', () => {
+  it('refuses the key the moment it is deleted: 401, never a reply or a 404', async () => {
+    const { orgId, key } = await api.newOrg();
+    const session = await newSession(key, (await newAgent(key)).id);
+    const sender = await api.newKey(orgId, ['chat:write']);
+    expect((await send(sender, session.id, { content: 'first', stream: false })).status).toBe(200);
+    const keys = await api.request('GET', '/v1/chat/api-keys?limit=100', { key });
+    const senderId = keys.body.data.find((entry: { prefix: string }) => sender.startsWith(entry.prefix)).id;
+    expect((await api.request('DELETE', `/v1/chat/api-keys/${senderId}`, { key })).status).toBe(204);
+    for (const sessionId of [session.id, crypto.randomUUID()]) {
+      const refused = await send(sender, sessionId, { content: 'after deletion' });
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('UNAUTHORIZED');
+    }
+    const history = await api.request('GET', `/api/v1/chat/sessions/${session.id}/messages`, { key });
+    expect(history.body.data.map((message: { content: string }) => message.content)).not.toContain('after deletion');
+  });
+});
