@@ -4,8 +4,10 @@ import { createLanguageModel } from './models/providers.ts';
 import { egressPolicyFromConfig } from './net/egress-guard.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import type { Model } from './schemas/model.ts';
-import type { Tool } from './schemas/tool.ts';
+import type { ToolCallContext } from './domain/turn.ts';
+import type { ExecutableTool } from './schemas/tool.ts';
 import { executeApiTool, type ToolExecution } from './tools/api-tool-executor.ts';
+import { executeFunctionTool } from './tools/function-tool-executor.ts';
 
 /**
  * The runtime plus what a conversation turn needs: model providers and tool execution. Only the functions that
@@ -13,11 +15,7 @@ import { executeApiTool, type ToolExecution } from './tools/api-tool-executor.ts
  */
 export interface ConversationRuntime extends Runtime {
   languageModel(model: Model): LanguageModelV4;
-  executeTool(
-    tool: Tool,
-    args: Record<string, unknown>,
-    context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal },
-  ): Promise<ToolExecution>;
+  executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
 }
 
 let processRuntime: ConversationRuntime | undefined;
@@ -34,23 +32,12 @@ export function conversationRuntime(): ConversationRuntime {
   return processRuntime;
 }
 
-async function executeTool(
-  config: Config,
-  tool: Tool,
-  args: Record<string, unknown>,
-  context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal },
-): Promise<ToolExecution> {
-  if (tool.type === 'API_TOOL' && tool.apiTool) {
-    return executeApiTool({ name: tool.name, apiTool: tool.apiTool }, args, context, {
-      timeoutMs: config.TOOL_TIMEOUT_MS,
-      maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
-      policy: egressPolicyFromConfig(config),
-    });
+async function executeTool(config: Config, tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution> {
+  const options = { timeoutMs: config.TOOL_TIMEOUT_MS, maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES, policy: egressPolicyFromConfig(config) };
+  if (tool.type === 'API_TOOL' && tool.apiTool) return executeApiTool({ name: tool.name, apiTool: tool.apiTool }, args, context, options);
+  if (tool.type === 'FUNCTION_TOOL' && tool.functionTool && tool.functionSecret) {
+    return executeFunctionTool({ name: tool.name, functionTool: tool.functionTool, functionSecret: tool.functionSecret }, args, context, options);
   }
-  return {
-    status: 'ERROR',
-    result: `${tool.name} is a FUNCTION_TOOL, which this deployment cannot execute yet.`,
-    durationMs: 0,
-    error: { code: 'TOOL_NOT_EXECUTABLE', message: 'FUNCTION_TOOL execution is not available' },
-  };
+  const message = `${tool.name} has no endpoint to run it: give the tool a functionTool.url.`;
+  return { status: 'ERROR', result: message, durationMs: 0, error: { code: 'TOOL_NOT_EXECUTABLE', message } };
 }

@@ -4,7 +4,7 @@
  */
 import type { Agent } from './schemas/agent.ts';
 import type { ApiKey } from './schemas/api-key.ts';
-import type { Tool } from './schemas/tool.ts';
+import type { ExecutableTool, Tool } from './schemas/tool.ts';
 
 export interface Organization {
   id: string;
@@ -45,10 +45,13 @@ export interface AgentStore {
 
 export interface ToolStore {
   /** Throws ToolNameTakenError when the organization already has a tool of that name. */
-  create(tool: Tool): Promise<void>;
+  create(tool: Tool, functionSecret?: string): Promise<void>;
   get(orgId: string, toolId: string): Promise<Tool | undefined>;
+  /** Tools by id with the secret their FUNCTION_TOOL requests are signed with, for running them. */
+  executableTools(orgId: string, toolIds: readonly string[]): Promise<ExecutableTool[]>;
   list(orgId: string): Promise<Tool[]>;
-  replace(previous: Tool, next: Tool): Promise<void>;
+  /** `functionSecret`, when given, becomes the tool's new signing secret. */
+  replace(previous: Tool, next: Tool, functionSecret?: string): Promise<void>;
   /** Deletes an unattached tool; 'attached' when an agent still uses it, 'missing' when there is none. */
   delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'>;
 }

@@ -1,5 +1,6 @@
 import { Ajv } from 'ajv';
 import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ValidationError } from '../errors.ts';
+import { generateSigningSecret } from '../net/standard-webhooks.ts';
 import type { AgentStore, ToolStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
@@ -40,12 +41,14 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
   }
 }
 
+/** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput): Promise<Tool> {
   assertUsableToolSchema(input.ajvPropertiesSchema);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
-  await deps.tools.create(tool);
-  return tool;
+  const secret = tool.functionTool ? generateSigningSecret() : undefined;
+  await deps.tools.create(tool, secret);
+  return secret && tool.functionTool ? { ...tool, functionTool: { ...tool.functionTool, signingSecret: secret } } : tool;
 }
 
 export async function getTool(deps: Pick<ToolDeps, 'tools'>, orgId: string, toolId: string): Promise<Tool> {
@@ -69,12 +72,19 @@ export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, 
       details: [{ field: 'apiTool', message: 'is only for API_TOOL' }],
     });
   }
+  if (changes.functionTool && previous.type !== 'FUNCTION_TOOL') {
+    throw new ValidationError('functionTool can only be set on a FUNCTION_TOOL.', {
+      details: [{ field: 'functionTool', message: 'is only for FUNCTION_TOOL' }],
+    });
+  }
   const { preExecutionMessage, ...rest } = changes;
   const next: Tool = { ...previous, ...rest, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (preExecutionMessage === null) delete next.preExecutionMessage;
   else if (preExecutionMessage !== undefined) next.preExecutionMessage = preExecutionMessage;
-  await deps.tools.replace(previous, next);
-  return next;
+  // The first endpoint of a FUNCTION_TOOL brings its signing secret; a changed endpoint keeps the secret.
+  const secret = changes.functionTool && !previous.functionTool ? generateSigningSecret() : undefined;
+  await deps.tools.replace(previous, next, secret);
+  return secret && next.functionTool ? { ...next, functionTool: { ...next.functionTool, signingSecret: secret } } : next;
 }
 
 /** Refuses while agents use the tool; with `force`, detaches it from each of them first. */

@@ -4,7 +4,7 @@ import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../
 import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
-import { endConversationTool, type Tool } from '../schemas/tool.ts';
+import { endConversationTool, type ExecutableTool, type Tool } from '../schemas/tool.ts';
 import type { ToolStore } from '../ports.ts';
 import type { StoredSession, TurnContext } from '../store/session-store.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
@@ -20,17 +20,25 @@ export interface TurnSink {
   failed(error: { code: string; message: string; status: number }): void;
 }
 
+export interface ToolCallContext {
+  toolCallId: string;
+  sessionId: string;
+  agentId: string;
+  sessionVariables: Record<string, unknown>;
+  signal: AbortSignal;
+}
+
 export interface TurnDeps extends SessionDeps {
   tools: ToolStore;
   languageModel(model: Model): LanguageModelV4;
-  executeTool(tool: Tool, args: Record<string, unknown>, context: { toolCallId: string; sessionVariables: Record<string, unknown>; signal: AbortSignal }): Promise<ToolExecution>;
+  executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
   config: SessionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
 }
 
 export interface PreparedTurn {
   session: StoredSession;
   agent: Agent;
-  tools: Tool[];
+  tools: ExecutableTool[];
   history: Message[];
   userMessage: Message;
   assistantMessageId: string;
@@ -113,10 +121,9 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
   if (!context.agent) return context;
   const attached = context.agent.tools.map((tool) => tool.toolId);
   lastKnownTools.set(agentId, attached);
-  const missing = attached.filter((toolId) => !guessed.includes(toolId));
-  const fetched = (await Promise.all(missing.map((toolId) => deps.tools.get(orgId, toolId)))).filter((tool): tool is Tool => tool !== undefined);
+  const fetched = await deps.tools.executableTools(orgId, attached.filter((toolId) => !guessed.includes(toolId)));
   const byId = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
-  return { ...context, tools: attached.map((toolId) => byId.get(toolId)).filter((tool): tool is Tool => tool !== undefined) };
+  return { ...context, tools: attached.map((toolId) => byId.get(toolId)).filter((tool) => tool !== undefined) };
 }
 
 /**
@@ -307,7 +314,7 @@ function validatorFor(schema: Record<string, unknown>): ValidateFunction {
 /** Validates and runs one tool call; invalid arguments go back to the model as an error result, never a 500. */
 async function callTool(
   deps: TurnDeps,
-  tool: Tool | undefined,
+  tool: ExecutableTool | undefined,
   call: PendingCall,
   session: StoredSession,
   signal: AbortSignal,
@@ -325,6 +332,8 @@ async function callTool(
   if (tool.preExecutionMessage) say(tool.preExecutionMessage);
   const execution = await deps.executeTool(tool, args, {
     toolCallId: call.toolCallId,
+    sessionId: session.id,
+    agentId: session.agentId,
     sessionVariables: session.metadata.sessionVariables,
     signal,
   });

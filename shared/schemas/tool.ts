@@ -73,6 +73,14 @@ function unstorablePart(value: unknown, path: (string | number)[], depth: number
   return undefined;
 }
 
+/** A FUNCTION_TOOL's endpoint: our signed `tool.call` request goes there (docs/sessions.md). */
+export const functionToolSchema = z.strictObject({
+  url: z
+    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+    .max(2048),
+  timeoutMs: z.number().int().min(100).max(30_000).optional(),
+});
+
 const jsonSchemaObject = z
   .record(z.string(), z.unknown())
   .refine((schema) => Buffer.byteLength(JSON.stringify(schema), 'utf8') <= maxToolSchemaBytes, {
@@ -93,6 +101,7 @@ export const createToolBody = z
     ajvPropertiesSchema: jsonSchemaObject.default({ type: 'object', properties: {} }),
     preExecutionMessage: optionalText(1000).optional(),
     apiTool: apiToolSchema.optional(),
+    functionTool: functionToolSchema.optional(),
   })
   .superRefine((body, ctx) => {
     if (reservedToolNames.has(body.name.toLowerCase())) {
@@ -103,6 +112,9 @@ export const createToolBody = z
     }
     if (body.type === 'FUNCTION_TOOL' && body.apiTool) {
       ctx.addIssue({ code: 'custom', path: ['apiTool'], message: 'is only for API_TOOL' });
+    }
+    if (body.type === 'API_TOOL' && body.functionTool) {
+      ctx.addIssue({ code: 'custom', path: ['functionTool'], message: 'is only for FUNCTION_TOOL' });
     }
   });
 
@@ -115,6 +127,7 @@ export const updateToolBody = z
     ajvPropertiesSchema: jsonSchemaObject,
     preExecutionMessage: optionalText(1000).nullable(),
     apiTool: apiToolSchema,
+    functionTool: functionToolSchema,
   })
   .partial()
   .superRefine((body, ctx) => {
@@ -138,6 +151,10 @@ export type CreateToolInput = z.output<typeof createToolBody>;
 export type UpdateToolInput = z.output<typeof updateToolBody>;
 export type ListToolsQuery = z.output<typeof listToolsQuery>;
 export type ApiToolConfig = z.output<typeof apiToolSchema>;
+export type FunctionToolConfig = z.output<typeof functionToolSchema> & { signingSecret?: string };
+
+/** A tool as a turn runs it: with the secret its FUNCTION_TOOL requests are signed with. */
+export type ExecutableTool = Tool & { functionSecret?: string | undefined };
 
 export interface Tool {
   id: string;
@@ -148,6 +165,8 @@ export interface Tool {
   ajvPropertiesSchema: Record<string, unknown>;
   preExecutionMessage?: string | undefined;
   apiTool?: ApiToolConfig | undefined;
+  /** On the responses that create it, also `signingSecret`, shown only then. */
+  functionTool?: FunctionToolConfig | undefined;
   createdAt: string;
   updatedAt: string;
 }

@@ -1,5 +1,5 @@
 /** Attributes that exist only for storage and never reach an API response. */
-const internalAttributes = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'entity', 'version', 'expiresAt', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq'] as const;
+const internalAttributes = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'entity', 'version', 'expiresAt', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret'] as const;
 
 /**
  * An item as the API shows it: storage attributes dropped, and fields in `fieldOrder` first, because DynamoDB

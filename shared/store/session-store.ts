@@ -10,13 +10,13 @@ import {
 import type { DomainEvent } from '../domain/events.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { Message, Session, SessionState } from '../schemas/session.ts';
-import type { Tool } from '../schemas/tool.ts';
+import type { ExecutableTool } from '../schemas/tool.ts';
 import { toAgent } from './agent-store.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
-import { toTool } from './tool-store.ts';
+import { toExecutableTool } from './tool-store.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
@@ -31,7 +31,7 @@ export interface StoredSession extends Session {
 export interface TurnContext {
   session: StoredSession | undefined;
   agent: Agent | undefined;
-  tools: Tool[];
+  tools: ExecutableTool[];
 }
 
 export interface SessionFilter {
@@ -206,7 +206,7 @@ export class DynamoSessionStore {
     return {
       session: session ? this.toStoredSession(session) : undefined,
       agent: agent ? toAgent(agent) : undefined,
-      tools: toolIds.map((toolId) => find(keys.tool(orgId, toolId))).filter((item) => item !== undefined).map(toTool),
+      tools: toolIds.map((toolId) => find(keys.tool(orgId, toolId))).filter((item) => item !== undefined).map(toExecutableTool),
     };
   }
 

@@ -1,7 +1,7 @@
-import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, ToolNameTakenError } from '../errors.ts';
 import type { ToolStore } from '../ports.ts';
-import type { Tool } from '../schemas/tool.ts';
+import type { ExecutableTool, Tool } from '../schemas/tool.ts';
 import { isConditionFailure, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
@@ -13,6 +13,12 @@ const toolFieldOrder = [
 
 export const toTool = (item: Record<string, unknown>): Tool => toRecord<Tool>(item, toolFieldOrder);
 
+/** The tool with its signing secret, for the turn that runs it; never for a response. */
+export const toExecutableTool = (item: Record<string, unknown>): ExecutableTool => ({
+  ...toTool(item),
+  ...(typeof item.functionSecret === 'string' ? { functionSecret: item.functionSecret } : {}),
+});
+
 /** Tools live in their organization's partition, with a claim item that makes names unique per organization. */
 export class DynamoToolStore implements ToolStore {
   private readonly client: DynamoDBDocumentClient;
@@ -23,7 +29,7 @@ export class DynamoToolStore implements ToolStore {
     this.tableName = tableName;
   }
 
-  async create(tool: Tool): Promise<void> {
+  async create(tool: Tool, functionSecret?: string): Promise<void> {
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -31,7 +37,7 @@ export class DynamoToolStore implements ToolStore {
             {
               Put: {
                 TableName: this.tableName,
-                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool },
+                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool, functionSecret },
                 ConditionExpression: 'attribute_not_exists(pk)',
               },
             },
@@ -60,6 +66,15 @@ export class DynamoToolStore implements ToolStore {
     return result.Item ? toTool(result.Item) : undefined;
   }
 
+  /** Tools by id with their secrets, in one batch; missing ones are left out. */
+  async executableTools(orgId: string, toolIds: readonly string[]): Promise<ExecutableTool[]> {
+    if (toolIds.length === 0) return [];
+    const result = await this.client.send(
+      new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: toolIds.map((toolId) => keys.tool(orgId, toolId)), ConsistentRead: true } } }),
+    );
+    return (result.Responses?.[this.tableName] ?? []).map(toExecutableTool);
+  }
+
   async list(orgId: string): Promise<Tool[]> {
     const items = await queryAll(this.client, {
       TableName: this.tableName,
@@ -70,8 +85,8 @@ export class DynamoToolStore implements ToolStore {
     return items.map((item) => toTool(item));
   }
 
-  async replace(previous: Tool, next: Tool): Promise<void> {
-    const fields = Object.entries(next).filter(([name]) => name !== 'id' && name !== 'orgId');
+  async replace(previous: Tool, next: Tool, functionSecret?: string): Promise<void> {
+    const fields = Object.entries({ ...next, ...(functionSecret ? { functionSecret } : {}) }).filter(([name]) => name !== 'id' && name !== 'orgId');
     const removed = Object.keys(previous).filter((name) => !(name in next));
     const names = Object.fromEntries([...fields.map(([name]) => name), ...removed].map((name) => [`#${name}`, name]));
     const values = Object.fromEntries(fields.map(([name, value]) => [`:${name}`, value]));

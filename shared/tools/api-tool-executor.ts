@@ -125,7 +125,6 @@ export async function executeApiTool(
   const built = buildUrl(tool.apiTool.url, values);
   if (typeof built === 'string') return failure('TOOL_INVALID_URL', `The URL of tool ${tool.name} ${built}.`);
   const url = built;
-  const hostname = bareHostname(url);
 
   const headers: Record<string, string> = { 'user-agent': toolUserAgent, accept: defaultAccept };
   const setHeader = (name: string, value: string): void => {
@@ -147,15 +146,34 @@ export async function executeApiTool(
   }
   setHeader('Idempotency-Key', wireHeaderValue(context.toolCallId));
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  return sendToolRequest(url, { method, headers, ...(body === undefined ? {} : { body }) }, context, options, start);
+}
 
+/**
+ * Sends a tool's request through the egress guard and turns whatever happens into what the model gets back: the
+ * response text (binary bodies described, long ones truncated), or an error result. Never throws.
+ */
+export async function sendToolRequest(
+  url: URL,
+  request: { method: string; headers: Record<string, string>; body?: string },
+  context: Pick<ApiToolContext, 'signal'>,
+  options: ApiToolOptions,
+  start = performance.now(),
+): Promise<ToolExecution> {
+  const hostname = bareHostname(url);
+  const failure = (code: ToolExecutionErrorCode, message: string, httpStatus?: number): ToolExecution => ({
+    status: 'ERROR',
+    result: message,
+    ...(httpStatus === undefined ? {} : { httpStatus }),
+    durationMs: elapsed(start),
+    error: { code, message },
+  });
   let response: GuardedResponse;
   try {
     response = await guardedRequest(
       url,
       {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body }),
+        ...request,
         timeoutMs: options.timeoutMs,
         maxResponseBytes: options.maxResponseBytes,
         ...(context.signal ? { signal: context.signal } : {}),
