@@ -2,8 +2,10 @@
  * The storage ports the domain depends on. Their only implementation is DynamoDB (`shared/store/`); the
  * interfaces keep domain code free of SDK details and make the dependencies of each use case explicit.
  */
+import type { DomainEvent } from './domain/events.ts';
 import type { Agent } from './schemas/agent.ts';
 import type { ApiKey } from './schemas/api-key.ts';
+import type { Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 
 export interface Organization {
@@ -73,4 +75,39 @@ export interface IdempotencyStore {
   claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim>;
   complete(orgId: string, key: string, response: StoredResponse): Promise<void>;
   release(orgId: string, key: string): Promise<void>;
+}
+
+/** A session as stored: the record plus the turn bookkeeping that never leaves the store and the domain. */
+export interface StoredSession extends Session {
+  /** Sequence number the next message gets. */
+  nextSeq: number;
+  /** Epoch ms until which a running turn keeps the session active; set only when it could outlast the window. */
+  activeUntil?: number | undefined;
+}
+
+export interface TurnContext {
+  session: StoredSession | undefined;
+  agent: Agent | undefined;
+  tools: ExecutableTool[];
+}
+
+export interface SessionFilter {
+  agentId?: string | undefined;
+  state?: SessionState | undefined;
+  platform?: string | undefined;
+  createdAfter?: string | undefined;
+}
+
+export interface SessionStore {
+  /** The session with its expiry item and its `session.created` event, together. */
+  create(session: StoredSession, expiresAt: number, events: DomainEvent[]): Promise<void>;
+  get(orgId: string, sessionId: string): Promise<StoredSession | undefined>;
+  list(orgId: string, filter: SessionFilter): Promise<StoredSession[]>;
+  messages(orgId: string, sessionId: string): Promise<Message[]>;
+  /** OPEN → CLOSED/EXPIRED with its events, exactly once; false when it was no longer OPEN or active since. */
+  end(session: StoredSession, ended: Session, events: DomainEvent[], options?: { unlessActiveSince?: string }): Promise<boolean>;
+  readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
+  holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
+  /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
+  commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'>;
 }

@@ -3,7 +3,7 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, ToolStore } from './ports.ts';
+import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, SessionStore, ToolStore } from './ports.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
@@ -22,7 +22,7 @@ export interface Runtime {
   agents: AgentStore;
   tools: ToolStore;
   idempotency: IdempotencyStore;
-  sessions: DynamoSessionStore;
+  sessions: SessionStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 

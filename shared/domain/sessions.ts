@@ -7,16 +7,15 @@ import {
   SessionNotFoundError,
 } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { AgentStore } from '../ports.ts';
 import { paginate, type Page } from '../schemas/common.ts';
 import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
-import type { DynamoSessionStore, StoredSession } from '../store/session-store.ts';
+import type { AgentStore, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
 import { events } from './events.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
 export interface SessionDeps {
-  sessions: DynamoSessionStore;
+  sessions: SessionStore;
   agents: AgentStore;
   catalog: ModelCatalog;
   clock: Clock;

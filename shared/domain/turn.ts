@@ -5,8 +5,7 @@ import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
 import { endConversationTool, type ExecutableTool, type Tool } from '../schemas/tool.ts';
-import type { ToolStore } from '../ports.ts';
-import type { StoredSession, TurnContext } from '../store/session-store.ts';
+import type { StoredSession, ToolStore, TurnContext } from '../ports.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { logger } from '../logger.ts';
@@ -52,7 +51,6 @@ export interface TurnResult {
   /** Set when the turn failed after it began; its messages are persisted all the same. */
   failure?: { code: string; message: string; status: number } | undefined;
 }
-
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
 const maxToolCallsPerRound = 4;

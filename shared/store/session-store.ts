@@ -8,9 +8,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import type { Agent } from '../schemas/agent.ts';
-import type { Message, Session, SessionState } from '../schemas/session.ts';
-import type { ExecutableTool } from '../schemas/tool.ts';
+import type { SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
@@ -19,27 +18,6 @@ import { queryAll } from './query-all.ts';
 import { toExecutableTool } from './tool-store.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
-
-/** A session as stored: the record plus the turn bookkeeping that never leaves the store and the domain. */
-export interface StoredSession extends Session {
-  /** Sequence number the next message gets. */
-  nextSeq: number;
-  /** Epoch ms until which a running turn keeps the session active; set only when it could outlast the window. */
-  activeUntil?: number | undefined;
-}
-
-export interface TurnContext {
-  session: StoredSession | undefined;
-  agent: Agent | undefined;
-  tools: ExecutableTool[];
-}
-
-export interface SessionFilter {
-  agentId?: string | undefined;
-  state?: SessionState | undefined;
-  platform?: string | undefined;
-  createdAfter?: string | undefined;
-}
 
 /** Outbox events live a week in the partition of what they describe; the stream relays them when written. */
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
@@ -54,7 +32,7 @@ const messageFieldOrder = ['id', 'sessionId', 'role', 'content', 'toolCall', 'me
  * Sessions get a partition each (`ORG#<org>#SES#<id>`): the session item, its messages in sequence order, its
  * expiry item and its outbox events. Organization-wide listings go through gsi1 (by creation) and gsi2 (by agent).
  */
-export class DynamoSessionStore {
+export class DynamoSessionStore implements SessionStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
 
