@@ -156,6 +156,14 @@ interface PendingCall {
  * failure: the turn is recorded as failed and the sink told.
  */
 export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+  try {
+    return await runPreparedTurn(deps, turn, sink);
+  } finally {
+    turn.release();
+  }
+}
+
+async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
   const { session, agent } = turn;
   const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
   const languageModel = deps.languageModel(model);
@@ -281,11 +289,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
     createdAt: now.toISOString(),
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
-  try {
-    await commitTurn(deps, turn, messages, now);
-  } finally {
-    turn.release();
-  }
+  await commitTurn(deps, turn, messages, now);
   if (agentEnded) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
