@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
@@ -52,10 +54,14 @@ let stack: AgentPlatformStack;
 let template: Template;
 let resources: Record<string, Resource>;
 
+/** The synthesized assembly (with every bundle) goes to a directory of this run, removed afterwards. */
+const outdir = mkdtempSync(join(tmpdir(), 'stack-test-'));
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
 beforeAll(() => {
   // The same feature flags as `cdk synth`, so the template under test is the one that deploys.
   const { context } = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as { context: Record<string, unknown> };
-  stack = new AgentPlatformStack(new App({ context }), 'Test');
+  stack = new AgentPlatformStack(new App({ context, outdir }), 'Test');
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources as Record<string, Resource>;
 }, 120_000);
