@@ -172,3 +172,29 @@ describe('lastUsedAt', () => {
     expect((await listedKey(adminKey, key))?.lastUsedAt).toBe(firstUse);
   });
 });
+
+describe('reads that start before the key is confirmed', () => {
+  it('still answer 401 the moment a key this process has seen is deleted, and never show the data', async () => {
+    const { orgId, key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Secret agent', description: 'd', role: 'r' } });
+    const reader = await api.newKey(orgId, ['agents:read']);
+    expect((await api.request('GET', `/v1/chat/agents/${agent.body.id}`, { key: reader })).status).toBe(200);
+    const listed = await api.request('GET', '/v1/chat/api-keys?limit=100', { key });
+    const readerId = listed.body.data.find((entry: { prefix: string }) => reader.startsWith(entry.prefix)).id;
+    expect((await api.request('DELETE', `/v1/chat/api-keys/${readerId}`, { key })).status).toBe(204);
+    for (const path of [`/v1/chat/agents/${agent.body.id}`, '/v1/chat/agents', `/v1/chat/agents/${crypto.randomUUID()}`]) {
+      const refused = await api.request('GET', path, { key: reader });
+      expect(refused.status, path).toBe(401);
+      expect(refused.text).not.toContain('Secret agent');
+    }
+  });
+
+  it('still refuse a remembered key without the scope with 403', async () => {
+    const { orgId } = await api.newOrg();
+    const agentsOnly = await api.newKey(orgId, ['agents:read']);
+    expect((await api.request('GET', '/v1/chat/agents', { key: agentsOnly })).status).toBe(200);
+    const refused = await api.request('GET', '/v1/chat/tools', { key: agentsOnly });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('FORBIDDEN');
+  });
+});

@@ -31,6 +31,7 @@ export const agentRoutes = defineRouteGroup({
       summary: 'List agents',
       successStatus: 200,
       query: listAgentsQuery,
+      overlapAuthentication: true,
     },
     getAgent: {
       method: 'GET',
@@ -39,6 +40,7 @@ export const agentRoutes = defineRouteGroup({
       summary: 'Get an agent',
       successStatus: 200,
       params: idParams,
+      overlapAuthentication: true,
     },
     deleteAgent: {
       method: 'DELETE',

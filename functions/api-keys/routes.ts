@@ -22,6 +22,7 @@ export const apiKeyRoutes = defineRouteGroup({
       summary: 'List API keys (never the key itself)',
       successStatus: 200,
       query: listApiKeysQuery,
+      overlapAuthentication: true,
     },
     deleteApiKey: {
       method: 'DELETE',

@@ -22,6 +22,7 @@ export const toolRoutes = defineRouteGroup({
       summary: 'List tools',
       successStatus: 200,
       query: listToolsQuery,
+      overlapAuthentication: true,
     },
     getTool: {
       method: 'GET',
@@ -30,6 +31,7 @@ export const toolRoutes = defineRouteGroup({
       summary: 'Get a tool',
       successStatus: 200,
       params: idParams,
+      overlapAuthentication: true,
     },
     updateTool: {
       method: 'PATCH',

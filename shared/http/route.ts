@@ -23,7 +23,8 @@ export interface RouteDefinition {
   idempotent?: boolean;
   /**
    * The implementation may start reading while the API key is confirmed (when this process knows the key's
-   * organization); it must await `verified` before it writes anything or answers.
+   * organization): for reads, one round trip instead of two. It must await `verified` before it writes anything;
+   * the pipeline itself holds back every answer, success or error, until the key is confirmed.
    */
   overlapAuthentication?: boolean;
   /** A deprecated route: every response carries `Deprecation`, `Sunset` and a `Link` to the successor. */
