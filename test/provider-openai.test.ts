@@ -57,4 +57,33 @@ describe('an agent on an OpenAI-compatible model', () => {
     expect(followUp).toMatchObject({ role: 'tool' });
     expect(response.body.assistantMessage.content).toBe(stubText(20));
   });
+
+  it('builds the system prompt: role, then system prompt, then special instructions, with session variables filled', async () => {
+    const { key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: {
+        fullName: 'A',
+        description: 'A',
+        role: 'You help {{name}} with order {{order}}.',
+        systemPrompt: 'Be brief. {{missing}} stays.',
+        specialInstructions: 'Use metric units.',
+        language: 'fr-FR',
+        modelId,
+      },
+    });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', {
+      key,
+      body: { agentId: agent.body.id, sessionVariables: { name: 'Ada', order: 42 } },
+    });
+    await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'hi', stream: false } });
+    const system = stub.requests.at(-1)?.body.messages[0];
+    expect(system?.role).toBe('system');
+    const text = String(system?.content);
+    expect(text).toContain('You help Ada with order 42.');
+    expect(text).toContain('Be brief. {{missing}} stays.');
+    expect(text.indexOf('You help Ada')).toBeLessThan(text.indexOf('Be brief.'));
+    expect(text.indexOf('Be brief.')).toBeLessThan(text.indexOf('Use metric units.'));
+    expect(text).toContain('fr-FR');
+  });
 });
