@@ -7,6 +7,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -14,7 +15,7 @@ import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources'
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { tableStreamConsumers } from '../functions/consumers.ts';
+import { tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
 import { tableDefinition } from '../shared/store/table.ts';
@@ -189,15 +190,19 @@ export class AgentPlatformStack extends Stack {
       }
     }
 
+    // Domain events, relayed from the table's stream; customers route them with EventBridge rules of their own.
+    const eventBus = new events.EventBus(this, 'Events');
     // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
     const streamFailures = new sqs.Queue(this, 'StreamFailures', { retentionPeriod: Duration.days(14), enforceSSL: true });
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
       const fn = bundledFunction(consumerScope, consumer.entry, {
         timeout: Duration.seconds(60),
-        environment: { TABLE_NAME: table.tableName },
+        environment: { TABLE_NAME: table.tableName, ...(consumer.publishesEvents ? { EVENT_BUS_NAME: eventBus.eventBusName } : {}) },
       });
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+      if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
+      // The relay reads only the stream records it is handed; the others work on the table.
+      else fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
       fn.addEventSource(
         new DynamoEventSource(table, {
           startingPosition: lambda.StartingPosition.TRIM_HORIZON,
@@ -206,14 +211,7 @@ export class AgentPlatformStack extends Stack {
           reportBatchItemFailures: true,
           retryAttempts: 10,
           onFailure: new SqsDlq(streamFailures),
-          filters: [
-            lambda.FilterCriteria.filter({
-              eventName: lambda.FilterRule.isEqual('REMOVE'),
-              // TTL deletions are made by the DynamoDB service itself.
-              userIdentity: { type: lambda.FilterRule.isEqual('Service'), principalId: lambda.FilterRule.isEqual('dynamodb.amazonaws.com') },
-              dynamodb: { OldImage: { entity: { S: lambda.FilterRule.or(...consumer.ttlDeletionsOf) } } },
-            }),
-          ],
+          filters: [lambda.FilterCriteria.filter(streamFilter(consumer))],
         }),
       );
       this.functions.set(consumer.name, fn);
@@ -293,6 +291,7 @@ export class AgentPlatformStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: eventBus.eventBusName, description: 'Domain events (source agent-platform) for your own EventBridge rules' });
   }
 }
 
@@ -302,6 +301,18 @@ function resourceFor(root: apigateway.IResource, routePath: string): apigateway.
     .split('/')
     .filter(Boolean)
     .reduce((parent, segment) => parent.getResource(segment) ?? parent.addResource(segment), root);
+}
+
+/** The event-source-mapping filter that selects a consumer's records. */
+function streamFilter(consumer: TableStreamConsumer): Record<string, unknown> {
+  const entities = lambda.FilterRule.or(...consumer.select.entities);
+  if (consumer.select.records === 'inserts') return { eventName: lambda.FilterRule.isEqual('INSERT'), dynamodb: { NewImage: { entity: { S: entities } } } };
+  return {
+    eventName: lambda.FilterRule.isEqual('REMOVE'),
+    // TTL deletions are made by the DynamoDB service itself.
+    userIdentity: { type: lambda.FilterRule.isEqual('Service'), principalId: lambda.FilterRule.isEqual('dynamodb.amazonaws.com') },
+    dynamodb: { OldImage: { entity: { S: entities } } },
+  };
 }
 
 /** A Lambda function bundled from a handler module with the esbuild options shared with `npm run bench`. */

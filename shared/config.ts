@@ -34,6 +34,8 @@ const configSchema = z.object({
   OPENAI_COMPATIBLE_MODELS: commaList,
   /** `provider/name` of the LLM an agent gets when created without `modelId`; the built-in model otherwise. */
   DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
+  /** The EventBridge bus domain events are published to; unset, they go to the in-process bus (local runtime). */
+  EVENT_BUS_NAME: z.string().min(1).optional(),
   /** Seconds an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 60 * 60),
   /** A session with no activity for this long is EXPIRED; enforced on every access. */

@@ -14,6 +14,7 @@ import { createDocumentClient } from '../../shared/store/dynamo.ts';
 import {
   announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { createLocalServer } from './server.ts';
+import { startStreamPoller } from './stream-poller.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -41,6 +42,12 @@ const sweeper = startTtlSweeper({
   consumers: tableStreamConsumers,
   intervalMs: Number(process.env.TTL_SWEEP_INTERVAL_MS ?? 5_000),
 });
+const poller = startStreamPoller({
+  endpoint: database.endpoint,
+  tableName: database.tableName,
+  consumers: tableStreamConsumers,
+  idleDelayMs: 25,
+});
 server.once('error', async (error) => {
   console.error(`Cannot listen on ${host}:${port}: ${error.message}`);
   await database.stop();
@@ -60,6 +67,7 @@ async function shutdown(signal: string): Promise<void> {
   console.log(`${signal}: stopping`);
   forgetInstance();
   sweeper.stop();
+  await poller.stop();
   server.closeIdleConnections();
   await new Promise((resolveClose) => server.close(resolveClose));
   await database.stop();

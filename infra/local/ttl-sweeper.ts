@@ -1,14 +1,11 @@
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { DeleteCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { TableStreamConsumer } from '../../functions/consumers.ts';
 import { isConditionFailure } from '../../shared/store/dynamo.ts';
 import { tableDefinition } from '../../shared/store/table.ts';
+import { consumerHandlers } from './consumer-handlers.ts';
 
-const repoRoot = resolve(import.meta.dirname, '../..');
-type StreamHandler = (event: DynamoDBStreamEvent) => Promise<unknown>;
 
 /**
  * DynamoDB Local never deletes expired items, so this does what DynamoDB's TTL and Streams do together: it deletes
@@ -21,15 +18,7 @@ export function startTtlSweeper(options: {
   consumers: readonly TableStreamConsumer[];
   intervalMs: number;
 }): { sweep(): Promise<void>; stop(): void } {
-  const handlers = new Map<TableStreamConsumer, Promise<StreamHandler>>();
-  const handlerOf = (consumer: TableStreamConsumer) => {
-    let loaded = handlers.get(consumer);
-    if (!loaded) {
-      loaded = import(pathToFileURL(join(repoRoot, consumer.entry)).href).then((module: { handler: StreamHandler }) => module.handler);
-      handlers.set(consumer, loaded);
-    }
-    return loaded;
-  };
+  const handlerOf = consumerHandlers();
   const ttl = tableDefinition.timeToLiveAttribute;
 
   async function sweep(): Promise<void> {
@@ -80,7 +69,9 @@ export function startTtlSweeper(options: {
       },
     };
     for (const consumer of options.consumers) {
-      if (consumer.ttlDeletionsOf.includes(String(item.entity))) await (await handlerOf(consumer))({ Records: [record] });
+      if (consumer.select.records === 'ttl-deletions' && consumer.select.entities.includes(String(item.entity))) {
+        await (await handlerOf(consumer))({ Records: [record] });
+      }
     }
   }
 

@@ -345,7 +345,7 @@ describe('AgentPlatformStack', () => {
       expect(new Set(owners.map(functionIdOf)).size).toBe(owners.length);
     });
 
-    it('subscribes each stream consumer to TTL deletions of its entities only, with retries and a dead-letter queue', () => {
+    it('subscribes each stream consumer to exactly the records it selects, with retries and a dead-letter queue', () => {
       for (const consumer of tableStreamConsumers) {
         const mappings = template.findResources('AWS::Lambda::EventSourceMapping', {
           Properties: { FunctionName: { Ref: functionIdOf(consumer) } },
@@ -358,13 +358,32 @@ describe('AgentPlatformStack', () => {
           DestinationConfig: { OnFailure: { Destination: expect.anything() } },
         });
         const pattern = JSON.parse(mapping?.Properties.FilterCriteria.Filters[0].Pattern);
-        expect(pattern).toEqual({
-          eventName: ['REMOVE'],
-          userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] },
-          dynamodb: { OldImage: { entity: { S: consumer.ttlDeletionsOf } } },
-        });
+        expect(pattern).toEqual(
+          consumer.select.records === 'inserts'
+            ? { eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: consumer.select.entities } } } }
+            : {
+                eventName: ['REMOVE'],
+                userIdentity: { type: ['Service'], principalId: ['dynamodb.amazonaws.com'] },
+                dynamodb: { OldImage: { entity: { S: consumer.select.entities } } },
+              },
+        );
         expect(JSON.stringify(mapping?.Properties.EventSourceArn)).toContain('StreamArn');
       }
+    });
+
+    it('lets the event publishers, and only them, put events on the platform bus', () => {
+      template.resourceCountIs('AWS::Events::EventBus', 1);
+      const [busId] = Object.keys(template.findResources('AWS::Events::EventBus'));
+      for (const consumer of tableStreamConsumers) {
+        const fn = resource(functionIdOf(consumer), 'AWS::Lambda::Function');
+        const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        if (consumer.publishesEvents) expect(variables.EVENT_BUS_NAME, consumer.name).toEqual({ Ref: busId });
+        else expect(variables.EVENT_BUS_NAME, consumer.name).toBeUndefined();
+      }
+      const putters = Object.values(template.findResources('AWS::IAM::Policy')).filter((policy) =>
+        JSON.stringify(policy).includes('events:PutEvents'),
+      );
+      expect(putters).toHaveLength(tableStreamConsumers.filter((consumer) => consumer.publishesEvents).length);
     });
 
     it('runs every function on Node.js 22 on arm64, with a month of logs', () => {
@@ -475,9 +494,10 @@ describe('AgentPlatformStack', () => {
     });
   });
 
-  it('outputs the public base address, both APIs for debugging and the table name', () => {
+  it('outputs the public base address, both APIs for debugging, the table and the event bus', () => {
     const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(['ApiBaseUrl', 'ApiUrl', 'StreamingApiUrl', 'TableName']);
+    expect(Object.keys(outputs).sort()).toEqual(['ApiBaseUrl', 'ApiUrl', 'EventBusName', 'StreamingApiUrl', 'TableName']);
+    expect(outputs.EventBusName?.Value).toEqual({ Ref: Object.keys(template.findResources('AWS::Events::EventBus'))[0] });
     expect(outputs.ApiBaseUrl?.Value).toEqual({
       'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [Object.keys(template.findResources('AWS::CloudFront::Distribution'))[0], 'DomainName'] }]],
     });

@@ -32,7 +32,10 @@ export interface TestApi {
  * Starts the local runtime in this test process, on a free port, against the run's DynamoDB Local. `env` is
  * applied before the handlers read their configuration, so each test file can configure its own API.
  */
-export async function startApi(env: Record<string, string> = {}, options: { ttlSweepIntervalMs?: number } = {}): Promise<TestApi> {
+export async function startApi(
+  env: Record<string, string> = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean } = {},
+): Promise<TestApi> {
   Object.assign(process.env, env);
   const [{ useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
     import('../../infra/local/environment.ts'),
@@ -50,6 +53,7 @@ export async function startApi(env: Record<string, string> = {}, options: { ttlS
     options.ttlSweepIntervalMs === undefined
       ? undefined
       : await startSweeper(deps.config, inject('tableName'), options.ttlSweepIntervalMs);
+  const poller = options.streamPoller ? await startPoller(inject('dynamodbEndpoint'), inject('tableName')) : undefined;
 
   const newKey = async (orgId: string, scopes: Scope[]) => (await issueApiKey(deps, orgId, { name: 'test', scopes })).key;
 
@@ -80,12 +84,14 @@ export async function startApi(env: Record<string, string> = {}, options: { ttlS
       return { orgId, key: await newKey(orgId, scopes) };
     },
     newKey,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await poller?.stop();
+      await new Promise<void>((resolve) => {
         sweeper?.stop();
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 }
 
@@ -97,4 +103,13 @@ async function startSweeper(config: Config, tableName: string, intervalMs: numbe
     import('../../shared/store/dynamo.ts'),
   ]);
   return startTtlSweeper({ client: createDocumentClient(config), tableName, consumers: tableStreamConsumers, intervalMs });
+}
+
+/** The local runtime's stream poller: hands new outbox and message items to the event relay, as Lambda would. */
+async function startPoller(endpoint: string, tableName: string) {
+  const [{ startStreamPoller }, { tableStreamConsumers }] = await Promise.all([
+    import('../../infra/local/stream-poller.ts'),
+    import('../../functions/consumers.ts'),
+  ]);
+  return startStreamPoller({ endpoint, tableName, consumers: tableStreamConsumers, idleDelayMs: 10 });
 }

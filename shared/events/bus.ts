@@ -1,0 +1,57 @@
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { EventEmitter } from 'node:events';
+import type { DomainEvent } from '../domain/events.ts';
+
+/** Where domain events are published. Throws when any event could not be published, so the caller retries. */
+export interface EventBus {
+  publish(events: readonly DomainEvent[]): Promise<void>;
+}
+
+/** Every event goes to the bus with this source; its detail type is the event type. */
+export const eventSource = 'agent-platform';
+const maxEntriesPerCall = 10;
+
+/**
+ * The EventBridge custom bus, where AWS customers route events with rules of their own: detail type = event type,
+ * detail = `{orgId, event}` with the event's payload as in webhooks.
+ */
+export class EventBridgeBus implements EventBus {
+  private readonly client: EventBridgeClient;
+  private readonly busName: string;
+
+  constructor(busName: string, client = new EventBridgeClient({})) {
+    this.client = client;
+    this.busName = busName;
+  }
+
+  async publish(events: readonly DomainEvent[]): Promise<void> {
+    for (let start = 0; start < events.length; start += maxEntriesPerCall) {
+      const entries: PutEventsRequestEntry[] = events.slice(start, start + maxEntriesPerCall).map((event) => ({
+        EventBusName: this.busName,
+        Source: eventSource,
+        DetailType: event.type,
+        Time: new Date(event.createdAt),
+        Detail: JSON.stringify({ orgId: event.orgId, event: event.payload }),
+      }));
+      const result = await this.client.send(new PutEventsCommand({ Entries: entries }));
+      if (result.FailedEntryCount) {
+        const reasons = (result.Entries ?? []).flatMap((entry) => (entry.ErrorCode ? [`${entry.ErrorCode}: ${entry.ErrorMessage}`] : []));
+        throw new Error(`EventBridge refused ${result.FailedEntryCount} event(s): ${reasons.join('; ')}`);
+      }
+    }
+  }
+}
+
+/** The local runtime's bus: an in-process emitter that the local webhook router and event stream subscribe to. */
+export class LocalEventBus extends EventEmitter implements EventBus {
+  async publish(events: readonly DomainEvent[]): Promise<void> {
+    for (const event of events) this.emit('event', event);
+  }
+}
+
+export const localEventBus = new LocalEventBus();
+
+/** EventBridge when the deployment names a bus, the in-process bus otherwise (local runtime, tests). */
+export function eventBusFrom(config: { EVENT_BUS_NAME?: string | undefined }): EventBus {
+  return config.EVENT_BUS_NAME ? new EventBridgeBus(config.EVENT_BUS_NAME) : localEventBus;
+}
