@@ -111,3 +111,36 @@ export interface SessionStore {
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
   commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'>;
 }
+
+/** A webhook endpoint as the API shows it; its signing secrets never appear after creation or rotation. */
+export interface WebhookEndpoint {
+  id: string;
+  orgId: string;
+  url: string;
+  /** Event types it receives; `*` for all. */
+  events: string[];
+  description?: string | undefined;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** An endpoint as delivery uses it: with the secrets to sign with (the previous one while a rotation overlaps). */
+export interface DeliverableEndpoint extends WebhookEndpoint {
+  secrets: string[];
+}
+
+export interface WebhookStore {
+  /** Stores the endpoint with its first signing secret. */
+  create(endpoint: WebhookEndpoint, secret: string): Promise<void>;
+  get(orgId: string, endpointId: string): Promise<WebhookEndpoint | undefined>;
+  list(orgId: string): Promise<WebhookEndpoint[]>;
+  replace(previous: WebhookEndpoint, next: WebhookEndpoint): Promise<void>;
+  delete(orgId: string, endpointId: string): Promise<boolean>;
+  /** Makes `secret` the signing secret; the old one keeps signing too until `previousValidUntil` (epoch ms). */
+  rotateSecret(orgId: string, endpointId: string, secret: string, previousValidUntil: number): Promise<boolean>;
+  /** The organization's enabled endpoints subscribed to this event type, with their current secrets. */
+  deliverableFor(orgId: string, eventType: string, nowMs: number): Promise<DeliverableEndpoint[]>;
+  /** One endpoint with its current secrets, for a delivery attempt (undefined when deleted). */
+  deliverable(orgId: string, endpointId: string, nowMs: number): Promise<DeliverableEndpoint | undefined>;
+}
