@@ -5,6 +5,7 @@ import { edgeRoutes } from './edge/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
@@ -16,4 +17,5 @@ export const routeGroups: readonly RouteGroup[] = [
   modelRoutes,
   sessionRoutes,
   chatMessageRoutes,
+  webhookRoutes,
 ];

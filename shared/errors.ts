@@ -88,6 +88,11 @@ export class InvalidToolSchemaError extends AppError {
   readonly code = 'INVALID_TOOL_SCHEMA';
 }
 
+/** A webhook URL whose host is, or resolves to, an address outbound requests may not reach, or does not resolve. */
+export class WebhookUrlNotAllowedError extends AppError {
+  readonly code = 'WEBHOOK_URL_NOT_ALLOWED';
+}
+
 /** A key cannot be given scopes that the caller creating it does not hold. */
 export class ScopeEscalationError extends AppError {
   readonly code = 'FORBIDDEN';

@@ -3,7 +3,7 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, SessionStore, ToolStore } from './ports.ts';
+import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
@@ -11,6 +11,7 @@ import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
 import { DynamoToolStore } from './store/tool-store.ts';
+import { DynamoWebhookStore } from './store/webhook-store.ts';
 
 /** Everything a handler needs, built once per process from configuration. */
 export interface Runtime {
@@ -23,6 +24,7 @@ export interface Runtime {
   tools: ToolStore;
   idempotency: IdempotencyStore;
   sessions: SessionStore;
+  webhooks: WebhookStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
@@ -39,6 +41,7 @@ export function createRuntime(config: Config): Runtime {
     tools: new DynamoToolStore(client, table),
     idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
     sessions: new DynamoSessionStore(client, table),
+    webhooks: new DynamoWebhookStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

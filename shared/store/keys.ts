@@ -13,6 +13,8 @@ export const keys = {
   tool: (orgId: string, toolId: string) => ({ pk: `ORG#${orgId}`, sk: `TOOL#${toolId}` }),
   toolPrefix: 'TOOL#',
   toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
+  webhook: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `WEBHOOK#${endpointId}` }),
+  webhookPrefix: 'WEBHOOK#',
   idempotency: (orgId: string, keyDigest: string) => ({ pk: `ORG#${orgId}#IDEM#${keyDigest}`, sk: '#IDEM' }),
   orgPartition: (orgId: string) => `ORG#${orgId}`,
   sessionPartition: (orgId: string, sessionId: string) => `ORG#${orgId}#SES#${sessionId}`,

@@ -1,9 +1,10 @@
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConcurrentModificationError, ToolNameTakenError } from '../errors.ts';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ToolNameTakenError } from '../errors.ts';
 import type { ToolStore } from '../ports.ts';
 import type { ExecutableTool, Tool } from '../schemas/tool.ts';
-import { isConditionFailure, transactionCancellationCodes } from './dynamo.ts';
+import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
+import { replaceFields } from './replace-fields.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
@@ -86,28 +87,14 @@ export class DynamoToolStore implements ToolStore {
   }
 
   async replace(previous: Tool, next: Tool, functionSecret?: string): Promise<void> {
-    const fields = Object.entries({ ...next, ...(functionSecret ? { functionSecret } : {}) }).filter(([name]) => name !== 'id' && name !== 'orgId');
-    const removed = Object.keys(previous).filter((name) => !(name in next));
-    const names = Object.fromEntries([...fields.map(([name]) => name), ...removed].map((name) => [`#${name}`, name]));
-    const values = Object.fromEntries(fields.map(([name, value]) => [`:${name}`, value]));
-    const set = fields.map(([name]) => `#${name} = :${name}`).join(', ');
-    const remove = removed.length ? ` REMOVE ${removed.map((name) => `#${name}`).join(', ')}` : '';
-    try {
-      // An update rather than a put, so the attachment count maintained by agent writes is left alone.
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: keys.tool(next.orgId, next.id),
-          UpdateExpression: `SET ${set}${remove}`,
-          ConditionExpression: 'updatedAt = :previousUpdatedAt',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ...values, ':previousUpdatedAt': previous.updatedAt },
-        }),
-      );
-    } catch (error) {
-      if (isConditionFailure(error)) throw new ConcurrentModificationError('The tool changed while it was being updated; retry.');
-      throw error;
-    }
+    // An update rather than a put, so the attachment count maintained by agent writes is left alone.
+    await replaceFields(
+      this.client,
+      { tableName: this.tableName, key: keys.tool(next.orgId, next.id), what: 'tool' },
+      previous,
+      next,
+      functionSecret ? { functionSecret } : {},
+    );
   }
 
   async delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'> {

@@ -1,0 +1,80 @@
+import * as z from 'zod';
+import { eventTypes } from '../events/catalog.ts';
+import type { WebhookEndpoint } from '../ports.ts';
+import { booleanQuery, optionalText, paginationQuery, sortQuery } from './common.ts';
+
+/** Subscribes an endpoint to every event type, present and future; it must then be the only entry. */
+export const allEvents = '*';
+
+const knownEventTypes: ReadonlySet<string> = new Set(eventTypes);
+
+/**
+ * The URL's form only: http or https. Whether http is allowed (loopback hosts, where the deployment allows
+ * loopback egress) and whether the host may be reached depend on configuration and DNS, so the domain checks them
+ * (`shared/domain/webhooks.ts`).
+ */
+export const webhookUrl = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine(
+    (raw) => {
+      try {
+        const url = new URL(raw);
+        return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    },
+    { error: 'must be an https URL (http only for loopback hosts where the deployment allows it)' },
+  );
+
+/** Event types of `shared/events/catalog.ts`, or exactly `["*"]`; duplicates removed, first occurrence kept. */
+export const webhookEvents = z
+  .array(z.string().refine((type) => type === allEvents || knownEventTypes.has(type), { error: `must be "*" or one of ${eventTypes.join(', ')}` }))
+  .min(1, { error: 'must name at least one event type, or "*"' })
+  .max(100)
+  .transform((list) => [...new Set(list)])
+  .superRefine((list, ctx) => {
+    if (list.includes(allEvents) && list.length > 1) ctx.addIssue({ code: 'custom', message: 'must be exactly ["*"] when "*" is used' });
+  });
+
+export const createWebhookBody = z.strictObject({
+  url: webhookUrl,
+  events: webhookEvents,
+  description: optionalText(500).optional(),
+  enabled: z.boolean().default(true),
+});
+
+export const updateWebhookBody = z
+  .strictObject({
+    url: webhookUrl,
+    events: webhookEvents,
+    /** `null` clears it. */
+    description: optionalText(500).nullable(),
+    enabled: z.boolean(),
+  })
+  .partial()
+  .superRefine((body, ctx) => {
+    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'must change at least one field' });
+  });
+
+export const listWebhooksQuery = paginationQuery.extend({
+  sort: sortQuery(['createdAt', 'updatedAt', 'url'], 'createdAt:desc'),
+  enabled: booleanQuery.optional(),
+});
+
+export type CreateWebhookInput = z.output<typeof createWebhookBody>;
+export type UpdateWebhookInput = z.output<typeof updateWebhookBody>;
+export type ListWebhooksQuery = z.output<typeof listWebhooksQuery>;
+
+/** The create response: the endpoint with its signing secret, shown only here (and in idempotent replays). */
+export type CreatedWebhookEndpoint = WebhookEndpoint & { secret: string };
+
+/** The rotate-secret response. */
+export interface RotatedWebhookSecret {
+  id: string;
+  secret: string;
+  /** RFC 3339: until then the previous secret keeps signing too. */
+  previousSecretValidUntil: string;
+}

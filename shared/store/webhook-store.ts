@@ -1,0 +1,131 @@
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DeliverableEndpoint, WebhookEndpoint, WebhookStore } from '../ports.ts';
+import { allEvents } from '../schemas/webhook.ts';
+import { isConditionFailure } from './dynamo.ts';
+import { toRecord } from './items.ts';
+import { replaceFields } from './replace-fields.ts';
+import { keys } from './keys.ts';
+import { queryAll } from './query-all.ts';
+
+const webhookFieldOrder = ['id', 'orgId', 'url', 'events', 'description', 'enabled', 'createdAt', 'updatedAt'];
+
+export const toWebhookEndpoint = (item: Record<string, unknown>): WebhookEndpoint => toRecord<WebhookEndpoint>(item, webhookFieldOrder);
+
+/**
+ * The endpoint with the secrets that sign its deliveries now: the current one, then the previous one while the
+ * rotation overlap lasts (`previousSecretValidUntil`, epoch ms, still ahead of `nowMs`).
+ */
+export function toDeliverableEndpoint(item: Record<string, unknown>, nowMs: number): DeliverableEndpoint {
+  const secrets = typeof item.secret === 'string' ? [item.secret] : [];
+  const validUntil = item.previousSecretValidUntil;
+  if (typeof item.previousSecret === 'string' && typeof validUntil === 'number' && validUntil > nowMs) secrets.push(item.previousSecret);
+  return { ...toWebhookEndpoint(item), secrets };
+}
+
+/**
+ * Webhook endpoints live in their organization's partition (`WEBHOOK#<id>`), with their signing secrets as internal
+ * attributes (`secret`, `previousSecret`, `previousSecretValidUntil`) that `toRecord` never lets out.
+ */
+export class DynamoWebhookStore implements WebhookStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.client = client;
+    this.tableName = tableName;
+  }
+
+  async create(endpoint: WebhookEndpoint, secret: string): Promise<void> {
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...keys.webhook(endpoint.orgId, endpoint.id), entity: 'webhook', ...endpoint, secret },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  }
+
+  async get(orgId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {
+    const item = await this.item(orgId, endpointId);
+    return item ? toWebhookEndpoint(item) : undefined;
+  }
+
+  async list(orgId: string): Promise<WebhookEndpoint[]> {
+    return (await this.items(orgId)).map(toWebhookEndpoint);
+  }
+
+  /** Writes the visible fields only, so a rotation that lands meanwhile is kept; conditioned on `updatedAt`. */
+  async replace(previous: WebhookEndpoint, next: WebhookEndpoint): Promise<void> {
+    await replaceFields(this.client, { tableName: this.tableName, key: keys.webhook(next.orgId, next.id), what: 'webhook endpoint' }, previous, next);
+  }
+
+
+  async delete(orgId: string, endpointId: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new DeleteCommand({ TableName: this.tableName, Key: keys.webhook(orgId, endpointId), ConditionExpression: 'attribute_exists(pk)' }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * One conditional update, no read first: the current secret moves to `previousSecret` (DynamoDB evaluates every
+   * path of an update against the item as it was before it), the new one takes its place. Visible fields and
+   * `updatedAt` are left alone, so a rotation never conflicts with a PATCH.
+   */
+  async rotateSecret(orgId: string, endpointId: string, secret: string, previousValidUntil: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.webhook(orgId, endpointId),
+          UpdateExpression: 'SET #previousSecret = #secret, #secret = :secret, #previousSecretValidUntil = :validUntil',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_exists(#secret)',
+          ExpressionAttributeNames: { '#secret': 'secret', '#previousSecret': 'previousSecret', '#previousSecretValidUntil': 'previousSecretValidUntil' },
+          ExpressionAttributeValues: { ':secret': secret, ':validUntil': previousValidUntil },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async deliverableFor(orgId: string, eventType: string, nowMs: number): Promise<DeliverableEndpoint[]> {
+    const items = await this.items(orgId, {
+      FilterExpression: '#enabled = :enabled AND (contains(#events, :type) OR contains(#events, :all))',
+      ExpressionAttributeNames: { '#enabled': 'enabled', '#events': 'events' },
+      ExpressionAttributeValues: { ':enabled': true, ':type': eventType, ':all': allEvents },
+    });
+    return items.map((item) => toDeliverableEndpoint(item, nowMs));
+  }
+
+  async deliverable(orgId: string, endpointId: string, nowMs: number): Promise<DeliverableEndpoint | undefined> {
+    const item = await this.item(orgId, endpointId);
+    return item ? toDeliverableEndpoint(item, nowMs) : undefined;
+  }
+
+  private async item(orgId: string, endpointId: string): Promise<Record<string, unknown> | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.webhook(orgId, endpointId), ConsistentRead: true }));
+    return result.Item;
+  }
+
+  /** Every endpoint item of the organization (strongly consistent), optionally narrowed by a filter. */
+  private items(
+    orgId: string,
+    filter?: { FilterExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> },
+  ): Promise<Record<string, unknown>[]> {
+    return queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ConsistentRead: true,
+      ...(filter ? { FilterExpression: filter.FilterExpression, ExpressionAttributeNames: filter.ExpressionAttributeNames } : {}),
+      ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.webhookPrefix, ...filter?.ExpressionAttributeValues },
+    });
+  }
+}
