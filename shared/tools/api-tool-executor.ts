@@ -111,13 +111,7 @@ export async function executeApiTool(
   options: ApiToolOptions,
 ): Promise<ToolExecution> {
   const start = performance.now();
-  const failure = (code: ToolExecutionErrorCode, message: string, httpStatus?: number): ToolExecution => ({
-    status: 'ERROR',
-    result: message,
-    ...(httpStatus === undefined ? {} : { httpStatus }),
-    durationMs: elapsed(start),
-    error: { code, message },
-  });
+  const failure = (code: ToolExecutionErrorCode, message: string, httpStatus?: number) => failedExecution(start, code, message, httpStatus);
 
   const values: Record<string, unknown> = { ...context.sessionVariables, ...args };
   const method = tool.apiTool.method.toUpperCase();
@@ -161,13 +155,7 @@ export async function sendToolRequest(
   start = performance.now(),
 ): Promise<ToolExecution> {
   const hostname = bareHostname(url);
-  const failure = (code: ToolExecutionErrorCode, message: string, httpStatus?: number): ToolExecution => ({
-    status: 'ERROR',
-    result: message,
-    ...(httpStatus === undefined ? {} : { httpStatus }),
-    durationMs: elapsed(start),
-    error: { code, message },
-  });
+  const failure = (code: ToolExecutionErrorCode, message: string, httpStatus?: number) => failedExecution(start, code, message, httpStatus);
   let response: GuardedResponse;
   try {
     response = await guardedRequest(
@@ -208,6 +196,11 @@ export async function sendToolRequest(
   const location = response.headers.location;
   if (response.status >= 300 && response.status < 400 && location) detail += ` (redirect to ${location} not followed)`;
   return failure('TOOL_HTTP_ERROR', `HTTP ${response.status}: ${detail}`, response.status);
+}
+
+/** An error result for the model, timed from `start`. */
+function failedExecution(start: number, code: ToolExecutionErrorCode, message: string, httpStatus?: number): ToolExecution {
+  return { status: 'ERROR', result: message, ...(httpStatus === undefined ? {} : { httpStatus }), durationMs: elapsed(start), error: { code, message } };
 }
 
 /** Scheme (with the slashes or backslashes after it), authority (up to the first / \\ ? #), and the rest. */
