@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -39,12 +39,6 @@ async function catalogModel(key: string, type: 'LLM' | 'STT' | 'TTS'): Promise<a
   const model = response.body.data.find((entry: any) => (type === 'LLM' ? entry.isDefault : entry.provider === 'builtin'));
   expect(model).toBeDefined();
   return model;
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status).toBe(status);
-  expect(response.body.error).toMatchObject({ code, status });
-  if (field !== undefined) expect(response.body.error.details.map((detail: any) => detail.field)).toContain(field);
 }
 
 async function listAgents(key: string, query = ''): Promise<ApiResponse> {

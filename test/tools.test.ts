@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -38,12 +38,6 @@ async function createTool(key: string, overrides: Record<string, unknown> = {}):
   const response = await api.request('POST', '/v1/chat/tools', { key, body: validTool(overrides) });
   expect(response.status).toBe(201);
   return response.body;
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status).toBe(status);
-  expect(response.body.error).toMatchObject({ code, status });
-  if (field !== undefined) expect(response.body.error.details.map((detail: any) => detail.field)).toContain(field);
 }
 
 async function toolTotal(key: string): Promise<number> {

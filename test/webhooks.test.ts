@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertDeliverableUrl } from '../shared/domain/webhooks.ts';
 import type { Resolver } from '../shared/net/egress-guard.ts';
 import type { WebhookStore } from '../shared/ports.ts';
-import { startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 let store: WebhookStore;
@@ -29,12 +29,6 @@ async function createWebhook(key: string, overrides: Record<string, unknown> = {
   const response = await api.request('POST', '/v1/chat/webhooks', { key, body: validWebhook(overrides) });
   expect(response.status, response.text).toBe(201);
   return response.body;
-}
-
-function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
-  expect(response.status, response.text).toBe(status);
-  expect(response.body.error).toMatchObject({ code, status });
-  if (field !== undefined) expect(response.body.error.details.map((detail: any) => detail.field)).toContain(field);
 }
 
 async function webhookTotal(key: string): Promise<number> {

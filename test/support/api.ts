@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
 
@@ -112,4 +112,11 @@ async function startPoller(endpoint: string, tableName: string) {
     import('../../functions/consumers.ts'),
   ]);
   return startStreamPoller({ endpoint, tableName, consumers: tableStreamConsumers, idleDelayMs: 10 });
+}
+
+/** Asserts an error envelope: status, stable code, and (when given) that the details name the field. */
+export function expectError(response: ApiResponse, status: number, code: string, field?: string): void {
+  expect(response.status, response.text).toBe(status);
+  expect(response.body.error).toMatchObject({ code, status });
+  if (field !== undefined) expect(response.body.error.details.map((detail: { field: string }) => detail.field)).toContain(field);
 }
