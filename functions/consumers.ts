@@ -1,3 +1,5 @@
+import { eventSource } from '../shared/events/bus.ts';
+
 /**
  * The asynchronous consumers of the table's stream, declared once: the CDK stack subscribes each to the stream
  * with its filter, and the local runtime hands them the same records (the stream poller and the TTL sweeper).
@@ -15,4 +17,62 @@ export interface TableStreamConsumer {
 export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   { name: 'session-expiry', entry: 'functions/session-expiry/handler.ts', select: { records: 'ttl-deletions', entities: ['sessionExpiry'] } },
   { name: 'event-relay', entry: 'functions/event-relay/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, publishesEvents: true },
+];
+
+/** An SQS queue of the platform: the stack creates it (with a dead-letter queue), the local runtime creates it in its SQS emulator. */
+export interface QueueDefinition {
+  name: string;
+  /** How long a received message stays hidden; AWS asks for at least six times the consumer's timeout. */
+  visibilityTimeoutSeconds: number;
+  /** Receives after which a message that keeps failing its consumer moves to the queue's dead-letter queue. */
+  maxReceiveCount: number;
+}
+
+/** A Lambda fed by an SQS queue (reporting partial batch failures); the local runtime polls the emulator for it. */
+export interface QueueConsumer {
+  name: string;
+  /** Handler module, relative to the repository root; it exports `handler(event: SQSEvent): Promise<SQSBatchResponse>`. */
+  entry: string;
+  queue: QueueDefinition;
+  batchSize: number;
+  timeoutSeconds: number;
+  /** The consumer learns its own queue's URL from this variable, to schedule later work on it. */
+  queueUrlVariable?: string;
+}
+
+/** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
+export interface EventRule {
+  name: string;
+  description: string;
+  /** An EventBridge event pattern; the local router implements exactly the fields used here. */
+  pattern: { source: string[]; 'detail-type'?: string[] };
+  target: QueueDefinition;
+}
+
+const webhookDeliveryTimeoutSeconds = 60;
+
+export const webhookDeliveryQueue: QueueDefinition = {
+  name: 'webhook-deliveries',
+  visibilityTimeoutSeconds: 6 * webhookDeliveryTimeoutSeconds,
+  maxReceiveCount: 10,
+};
+
+export const queueConsumers: readonly QueueConsumer[] = [
+  {
+    name: 'webhook-delivery',
+    entry: 'functions/webhook-delivery/handler.ts',
+    queue: webhookDeliveryQueue,
+    batchSize: 10,
+    timeoutSeconds: webhookDeliveryTimeoutSeconds,
+    queueUrlVariable: 'WEBHOOK_QUEUE_URL',
+  },
+];
+
+export const eventRules: readonly EventRule[] = [
+  {
+    name: 'events-to-webhook-deliveries',
+    description: 'Every domain event, for delivery to the webhook endpoints subscribed to it',
+    pattern: { source: [eventSource] },
+    target: webhookDeliveryQueue,
+  },
 ];

@@ -36,6 +36,23 @@ const configSchema = z.object({
   DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
   /** The EventBridge bus domain events are published to; unset, they go to the in-process bus (local runtime). */
   EVENT_BUS_NAME: z.string().min(1).optional(),
+  /** Set only for the local SQS emulator; on AWS the SDK finds the regional endpoint. */
+  SQS_ENDPOINT: z.url().optional(),
+  /** The webhook delivery queue, where the delivery function schedules its retries. */
+  WEBHOOK_QUEUE_URL: z.string().min(1).optional(),
+  /**
+   * Seconds between delivery attempts (each one shortened by up to 20% of jitter); after the last one fails the
+   * delivery is dead-lettered. The default spans 23.7 hours: 11 attempts.
+   */
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: commaList.pipe(
+    z
+      .array(z.coerce.number<string>().positive().max(12 * 60 * 60))
+      .transform((list) => (list.length ? list : [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 28800])),
+  ),
+  /** A receiver must answer 2xx within this long; anything slower is a failed attempt. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(15_000).default(15_000),
+  /** How long delivery records (and the payload kept for replays) are retained. */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().positive().max(365).default(30),
   /** Seconds an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 60 * 60),
   /** A session with no activity for this long is EXPIRED; enforced on every access. */

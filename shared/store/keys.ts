@@ -15,6 +15,15 @@ export const keys = {
   toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
   webhook: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `WEBHOOK#${endpointId}` }),
   webhookPrefix: 'WEBHOOK#',
+  /** Deliveries of one endpoint; delivery ids are time-ordered, so the sort key lists them oldest first. */
+  webhookDelivery: (orgId: string, endpointId: string, deliveryId: string) => ({
+    pk: `ORG#${orgId}#WEBHOOK#${endpointId}`,
+    sk: `DELIVERY#${deliveryId}`,
+  }),
+  webhookDeliveries: (orgId: string, endpointId: string) => `ORG#${orgId}#WEBHOOK#${endpointId}`,
+  webhookDeliveryPrefix: 'DELIVERY#',
+  /** The organization's recent events, in the order they were logged, for the SSE event stream. */
+  eventLog: (orgId: string) => `ORG#${orgId}#EVENTS`,
   idempotency: (orgId: string, keyDigest: string) => ({ pk: `ORG#${orgId}#IDEM#${keyDigest}`, sk: '#IDEM' }),
   orgPartition: (orgId: string) => `ORG#${orgId}`,
   sessionPartition: (orgId: string, sessionId: string) => `ORG#${orgId}#SES#${sessionId}`,
