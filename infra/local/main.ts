@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tableStreamConsumers } from '../../functions/consumers.ts';
+import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
@@ -13,6 +13,9 @@ import { runtime } from '../../shared/runtime.ts';
 import { createDocumentClient } from '../../shared/store/dynamo.ts';
 import {
   announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { startEventRouter } from './event-router.ts';
+import { startQueuePollers } from './queue-poller.ts';
+import { startLocalQueues } from './queues.ts';
 import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
@@ -27,6 +30,14 @@ const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
   process.exit(1);
 });
 useLocalDatabase(database);
+// Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
+const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, dataDir: join(dataDir, 'queues') }).catch(
+  async (error: Error) => {
+    console.error(`Cannot start the local SQS emulator: ${error.message}`);
+    await database.stop();
+    process.exit(1);
+  },
+);
 const { server, preload } = createLocalServer(routeGroups);
 try {
   await bootstrapOrganization();
@@ -42,6 +53,8 @@ const sweeper = startTtlSweeper({
   consumers: tableStreamConsumers,
   intervalMs: Number(process.env.TTL_SWEEP_INTERVAL_MS ?? 5_000),
 });
+const router = startEventRouter({ queues, rules: eventRules });
+const queuePollers = startQueuePollers({ queues, consumers: queueConsumers });
 const poller = startStreamPoller({
   endpoint: database.endpoint,
   tableName: database.tableName,
@@ -68,6 +81,9 @@ async function shutdown(signal: string): Promise<void> {
   forgetInstance();
   sweeper.stop();
   await poller.stop();
+  await router.stop();
+  await queuePollers.stop();
+  await queues.stop();
   server.closeIdleConnections();
   await new Promise((resolveClose) => server.close(resolveClose));
   await database.stop();

@@ -1,5 +1,7 @@
 import type { AddressInfo } from 'node:net';
+import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { expect, inject } from 'vitest';
+import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
 
@@ -25,7 +27,29 @@ export interface TestApi {
   newOrg(scopes?: Scope[]): Promise<{ orgId: string; key: string }>;
   /** Another key of an existing organization. */
   newKey(orgId: string, scopes: Scope[]): Promise<string>;
+  /** The local SQS side, when started with the `queues` option. */
+  queues?: TestQueues;
   close(): Promise<void>;
+}
+
+/** How to run the local SQS emulator, event router and queue pollers (`docs/local-runtime.md#queues-and-event-rules`). */
+export interface TestQueueOptions {
+  /** Every queue's visibility timeout, instead of the declared one: keep it short to see failures come back. */
+  visibilityTimeoutSeconds?: number;
+  /** Pollers per consumer (default 4). */
+  concurrency?: number;
+  /** Instead of `queueConsumers` and `eventRules`, e.g. a fixture consumer. */
+  consumers?: readonly QueueConsumer[];
+  rules?: readonly EventRule[];
+}
+
+export interface TestQueues {
+  /** Queue URLs by name, dead-letter queues (`<name>-dlq`) included. */
+  urls: Readonly<Record<string, string>>;
+  /** For an SQSClient of the test's own. */
+  clientConfig: SQSClientConfig;
+  /** Kills the consumer's execution environment mid-invocation; its next invocation starts a new one. */
+  crash(consumerName: string): Promise<void>;
 }
 
 /**
@@ -34,7 +58,7 @@ export interface TestApi {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   const [{ useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
@@ -45,6 +69,8 @@ export async function startApi(
     import('../../shared/domain/api-keys.ts'),
   ]);
   useLocalDatabase({ endpoint: inject('dynamodbEndpoint'), tableName: inject('tableName') });
+  // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
   const { server } = createLocalServer(routeGroups);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -84,8 +110,10 @@ export async function startApi(
       return { orgId, key: await newKey(orgId, scopes) };
     },
     newKey,
+    queues: queues?.handle,
     close: async () => {
       await poller?.stop();
+      await queues?.stop();
       await new Promise<void>((resolve) => {
         sweeper?.stop();
         server.closeAllConnections();
@@ -112,6 +140,29 @@ async function startPoller(endpoint: string, tableName: string) {
     import('../../functions/consumers.ts'),
   ]);
   return startStreamPoller({ endpoint, tableName, consumers: tableStreamConsumers, idleDelayMs: 10 });
+}
+
+/** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
+async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
+  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules }] = await Promise.all([
+    import('../../infra/local/queues.ts'),
+    import('../../infra/local/event-router.ts'),
+    import('../../infra/local/queue-poller.ts'),
+    import('../../functions/consumers.ts'),
+  ]);
+  const consumers = options.consumers ?? queueConsumers;
+  const rules = options.rules ?? eventRules;
+  const queues = await startLocalQueues({ consumers, rules, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  const router = startEventRouter({ queues, rules });
+  const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
+  return {
+    handle: { urls: queues.urls, clientConfig: queues.clientConfig, crash: pollers.crash },
+    stop: async () => {
+      await router.stop();
+      await pollers.stop();
+      await queues.stop();
+    },
+  };
 }
 
 /** Asserts an error envelope: status, stable code, and (when given) that the details name the field. */

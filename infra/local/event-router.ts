@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import type { EventRule } from '../../functions/consumers.ts';
+import type { DomainEvent } from '../../shared/domain/events.ts';
+import { eventSource, localEventBus } from '../../shared/events/bus.ts';
+import { logger } from '../../shared/logger.ts';
+import { localAccountId, type LocalQueues } from './queues.ts';
+
+/** The event as EventBridge hands it to a rule's target: for an SQS target, the message body. */
+export interface EventBridgeEnvelope {
+  version: '0';
+  id: string;
+  'detail-type': string;
+  source: string;
+  account: string;
+  time: string;
+  region: string;
+  resources: string[];
+  detail: { orgId: string; event: Record<string, unknown> };
+}
+
+/**
+ * What EventBridge makes of an event `EventBridgeBus.publish` puts: a fresh id, and `time` to the second (EventBridge
+ * drops the milliseconds of the entry's Time).
+ */
+export function eventBridgeEnvelope(event: DomainEvent, where: { account: string; region: string }): EventBridgeEnvelope {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': event.type,
+    source: eventSource,
+    account: where.account,
+    time: new Date(event.createdAt).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: where.region,
+    resources: [],
+    detail: { orgId: event.orgId, event: event.payload },
+  };
+}
+
+/** EventBridge pattern matching for the patterns rules use: each field named must equal one of its listed values. */
+function matchesPattern(pattern: EventRule['pattern'], envelope: EventBridgeEnvelope): boolean {
+  return Object.entries(pattern).every(([field, allowed]) => !allowed || allowed.includes(envelope[field as keyof EventBridgeEnvelope] as string));
+}
+
+const maxEntriesPerBatch = 10;
+/** SendMessageBatch's classic limit on the sum of the bodies; EventBridge events are at most 256 KB each. */
+const maxBatchBytes = 256 * 1024;
+const maxRetryDelayMs = 2_000;
+/** How long stop() keeps retrying sends that fail, before it gives them up. */
+const stopGraceMs = 5_000;
+
+interface Delivery {
+  body: string;
+  eventId: string;
+}
+
+/**
+ * The local stand-in for EventBridge rules with SQS targets: every event on the local bus that a rule's pattern
+ * matches is sent to the rule's queue as EventBridge would deliver it. Events published together go in batches;
+ * a send that fails is retried with backoff for as long as the process lives (EventBridge retries for 24 h).
+ */
+export function startEventRouter(options: {
+  queues: Pick<LocalQueues, 'clientConfig' | 'urlOf' | 'region'>;
+  rules: readonly EventRule[];
+  bus?: EventEmitter;
+}): { stop(): Promise<void> } {
+  const bus = options.bus ?? localEventBus;
+  const client = new SQSClient(options.queues.clientConfig);
+  const targets = options.rules.map((rule) => ({ pattern: rule.pattern, queueUrl: options.queues.urlOf(rule.target.name) }));
+  const waiting = new Map<string, Delivery[]>();
+  const inFlight = new Set<Promise<void>>();
+  let giveUpAt: number | undefined;
+
+  function route(event: DomainEvent): void {
+    const envelope = eventBridgeEnvelope(event, { account: localAccountId, region: options.queues.region });
+    const body = JSON.stringify(envelope);
+    for (const target of targets) {
+      if (matchesPattern(target.pattern, envelope)) enqueue(target.queueUrl, { body, eventId: event.eventId });
+    }
+  }
+
+  /** The bus emits the events of one publish in one synchronous loop: sending after it batches them together. */
+  function enqueue(queueUrl: string, delivery: Delivery): void {
+    const batch = waiting.get(queueUrl);
+    if (batch) {
+      batch.push(delivery);
+      return;
+    }
+    waiting.set(queueUrl, [delivery]);
+    track(
+      new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        const deliveries = waiting.get(queueUrl) ?? [];
+        waiting.delete(queueUrl);
+        await Promise.all(batches(deliveries).map((batch) => send(queueUrl, batch)));
+      }),
+    );
+  }
+
+  function track(work: Promise<void>): void {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  }
+
+  async function send(queueUrl: string, deliveries: Delivery[]): Promise<void> {
+    let entries: (SendMessageBatchRequestEntry & { eventId: string })[] = deliveries.map((delivery, index) => ({
+      Id: String(index),
+      MessageBody: delivery.body,
+      eventId: delivery.eventId,
+    }));
+    for (let attempt = 0; ; attempt += 1) {
+      let problem: string | undefined;
+      try {
+        const result = await client.send(
+          new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map(({ Id, MessageBody }) => ({ Id, MessageBody })) }),
+        );
+        const failed = result.Failed ?? [];
+        const refused = failed.filter((failure) => failure.SenderFault);
+        if (refused.length > 0) {
+          const refusedIds = new Set(refused.map((failure) => failure.Id));
+          logger.error('Event router: the queue refused events, they are dropped', {
+            queueUrl,
+            eventIds: entries.filter((entry) => refusedIds.has(entry.Id)).map((entry) => entry.eventId),
+            reasons: refused.map((failure) => `${failure.Code}: ${failure.Message}`),
+          });
+        }
+        const retryIds = new Set(failed.filter((failure) => !failure.SenderFault).map((failure) => failure.Id));
+        entries = entries.filter((entry) => retryIds.has(entry.Id));
+        problem = failed.find((failure) => !failure.SenderFault)?.Message;
+      } catch (error) {
+        problem = String(error);
+      }
+      if (entries.length === 0) return;
+      if (giveUpAt !== undefined && Date.now() >= giveUpAt) {
+        logger.error('Event router stopped before it could send events, they are lost', {
+          queueUrl,
+          eventIds: entries.map((entry) => entry.eventId),
+          error: problem,
+        });
+        return;
+      }
+      if (attempt === 0) logger.warn('Event router: send failed, retrying', { queueUrl, error: problem });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(maxRetryDelayMs, 50 * 2 ** attempt)));
+    }
+  }
+
+  bus.on('event', route);
+  return {
+    stop: async () => {
+      bus.off('event', route);
+      giveUpAt = Date.now() + stopGraceMs;
+      while (inFlight.size > 0) await Promise.all(inFlight);
+      client.destroy();
+    },
+  };
+}
+
+/** At most ten entries and `maxBatchBytes` per call (one larger event goes alone). */
+function batches(deliveries: Delivery[]): Delivery[][] {
+  const result: Delivery[][] = [];
+  let current: Delivery[] = [];
+  let bytes = 0;
+  for (const delivery of deliveries) {
+    const size = Buffer.byteLength(delivery.body);
+    if (current.length === maxEntriesPerBatch || (current.length > 0 && bytes + size > maxBatchBytes)) {
+      result.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(delivery);
+    bytes += size;
+  }
+  if (current.length > 0) result.push(current);
+  return result;
+}

@@ -1,0 +1,223 @@
+/**
+ * A Lambda execution environment for the local runtime: a worker thread that loads one handler module once and
+ * runs invocations in it. Being a thread, it can really die — killed by `crash()`, by the function's timeout, or by
+ * an exception nothing caught — and what it was running fails; the next invocation starts a new one, as Lambda
+ * starts a new environment. This module is both sides: the parent's handle and, in the worker, the runtime loop.
+ */
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
+import type { Context } from 'aws-lambda';
+import { logger } from '../../shared/logger.ts';
+
+const repoRoot = resolve(import.meta.dirname, '../..');
+const environmentRole = 'local-lambda-environment';
+
+interface EnvironmentData {
+  role: typeof environmentRole;
+  moduleUrl: string;
+  functionName: string;
+}
+
+interface Invocation {
+  id: string;
+  event: unknown;
+  awsRequestId: string;
+  deadline: number;
+}
+
+interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string | undefined;
+}
+
+type FromEnvironment =
+  | { kind: 'ready' }
+  | { kind: 'load-failed'; error: string }
+  | { kind: 'result'; id: string; result: unknown }
+  | { kind: 'failed'; id: string; error: SerializedError };
+
+/** The handler threw (or its promise rejected); the environment lives on. */
+export class HandlerError extends Error {
+  override name = 'HandlerError';
+
+  constructor(error: SerializedError) {
+    super(`${error.name}: ${error.message}`);
+    if (error.stack) this.stack = error.stack;
+  }
+}
+
+/** The environment could not load the handler, or ended mid-invocation; it has been logged already. */
+export class EnvironmentError extends Error {
+  override name = 'EnvironmentError';
+}
+
+export interface LocalFunction {
+  /** Runs one invocation, in the current environment or in a new one. */
+  invoke(event: unknown): Promise<unknown>;
+  /** Starts an environment ahead of the first invocation, so that a module that cannot load shows at once. */
+  warm(): Promise<void>;
+  /** Kills the environment mid-invocation, as if its host died: what it runs fails. */
+  crash(): Promise<void>;
+  /** Kills the environment for good, quietly; later invocations fail. */
+  stop(): Promise<void>;
+}
+
+interface Environment {
+  ready: Promise<void>;
+  run(event: unknown): Promise<unknown>;
+  end(reason: string, level: 'warn' | 'error' | 'silent'): Promise<void>;
+}
+
+/**
+ * @example
+ * const delivery = createLocalFunction({ name: 'webhook-delivery', entry: 'functions/webhook-delivery/handler.ts', timeoutSeconds: 60 });
+ * const response = await delivery.invoke(sqsEvent);
+ */
+export function createLocalFunction(definition: { name: string; entry: string; timeoutSeconds: number }): LocalFunction {
+  const moduleUrl = pathToFileURL(join(repoRoot, definition.entry)).href;
+  let current: Environment | undefined;
+  let stopped = false;
+
+  function environment(): Environment {
+    if (stopped) throw new EnvironmentError(`${definition.name} is stopped`);
+    if (!current) {
+      const started = startEnvironment(definition, moduleUrl, () => {
+        if (current === started) current = undefined;
+      });
+      current = started;
+    }
+    return current;
+  }
+
+  return {
+    async invoke(event) {
+      const target = environment();
+      await target.ready;
+      return target.run(event);
+    },
+    warm: async () => environment().ready.catch(() => undefined),
+    crash: async () => current?.end('terminated by crash()', 'warn'),
+    stop: async () => {
+      stopped = true;
+      await current?.end('stopped', 'silent');
+    },
+  };
+}
+
+function startEnvironment(
+  definition: { name: string; entry: string; timeoutSeconds: number },
+  moduleUrl: string,
+  onExit: () => void,
+): Environment {
+  const worker = new Worker(new URL(import.meta.url), {
+    workerData: { role: environmentRole, moduleUrl, functionName: `local-${definition.name}` } satisfies EnvironmentData,
+    // Variables are fixed when the environment starts, as on Lambda.
+    env: { ...process.env },
+  });
+  const pending = new Map<string, { resolve(result: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  let ending: { reason: string; level: 'warn' | 'error' | 'silent' } | undefined;
+  let exited = false;
+  const timeoutMs = definition.timeoutSeconds * 1000;
+
+  async function end(reason: string, level: 'warn' | 'error' | 'silent'): Promise<void> {
+    ending ??= { reason, level };
+    await worker.terminate();
+  }
+
+  const ready = new Promise<void>((resolveReady, rejectReady) => {
+    worker.on('message', (message: FromEnvironment) => {
+      if (message.kind === 'ready') resolveReady();
+      else if (message.kind === 'load-failed') void end(`cannot load ${definition.entry}: ${message.error}`, 'error');
+      else {
+        const invocation = pending.get(message.id);
+        if (!invocation) return;
+        pending.delete(message.id);
+        clearTimeout(invocation.timer);
+        if (message.kind === 'result') invocation.resolve(message.result);
+        else invocation.reject(new HandlerError(message.error));
+      }
+    });
+    worker.on('error', (error) => {
+      ending ??= { reason: `died: ${error.stack ?? String(error)}`, level: 'error' };
+    });
+    worker.on('exit', (code) => {
+      exited = true;
+      onExit();
+      const { reason, level } = ending ?? { reason: `exited with code ${code}`, level: 'error' as const };
+      if (level !== 'silent') {
+        logger[level](`${definition.name}: execution environment ${reason}`, { function: definition.name, invocationsFailed: pending.size });
+      }
+      for (const invocation of pending.values()) {
+        clearTimeout(invocation.timer);
+        invocation.reject(new EnvironmentError(`${definition.name}: execution environment ${reason}`));
+      }
+      pending.clear();
+      rejectReady(new EnvironmentError(`${definition.name}: execution environment ${reason}`));
+    });
+  });
+  ready.catch(() => undefined);
+
+  return {
+    ready,
+    end,
+    run: (event) =>
+      new Promise((resolveRun, rejectRun) => {
+        if (exited) {
+          rejectRun(new EnvironmentError(`${definition.name}: execution environment ended`));
+          return;
+        }
+        const id = randomUUID();
+        // Lambda ends an invocation that outlives its timeout by ending its environment.
+        const timer = setTimeout(() => void end(`timed out: Task timed out after ${definition.timeoutSeconds.toFixed(2)} seconds`, 'error'), timeoutMs);
+        pending.set(id, { resolve: resolveRun, reject: rejectRun, timer });
+        worker.postMessage({ id, event, awsRequestId: randomUUID(), deadline: Date.now() + timeoutMs } satisfies Invocation);
+      }),
+  };
+}
+
+/** Inside the worker: load the handler once, then run each invocation the parent sends. */
+async function runEnvironment(data: EnvironmentData, port: MessagePort): Promise<void> {
+  let handler: (event: unknown, context: Context) => Promise<unknown>;
+  try {
+    const module = (await import(data.moduleUrl)) as { handler?: unknown };
+    if (typeof module.handler !== 'function') throw new Error('the module does not export a handler function');
+    handler = module.handler as typeof handler;
+  } catch (error) {
+    port.postMessage({ kind: 'load-failed', error: error instanceof Error ? error.message : String(error) } satisfies FromEnvironment);
+    return;
+  }
+  port.on('message', async (invocation: Invocation) => {
+    try {
+      const result = await handler(invocation.event, lambdaContext(data.functionName, invocation));
+      port.postMessage({ kind: 'result', id: invocation.id, result } satisfies FromEnvironment);
+    } catch (error) {
+      const { name, message, stack } = error instanceof Error ? error : new Error(String(error));
+      port.postMessage({ kind: 'failed', id: invocation.id, error: { name, message, stack } } satisfies FromEnvironment);
+    }
+  });
+  port.postMessage({ kind: 'ready' } satisfies FromEnvironment);
+}
+
+function lambdaContext(functionName: string, invocation: Invocation): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: invocation.awsRequestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+if (!isMainThread && parentPort && (workerData as Partial<EnvironmentData> | null)?.role === environmentRole) {
+  void runEnvironment(workerData as EnvironmentData, parentPort);
+}

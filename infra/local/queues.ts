@@ -1,0 +1,105 @@
+import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { startFauxqs } from 'fauxqs';
+import type { EventRule, QueueConsumer, QueueDefinition } from '../../functions/consumers.ts';
+
+/** The account id fauxqs puts in queue ARNs. */
+export const localAccountId = '000000000000';
+
+export interface LocalQueues {
+  /** The emulator's endpoint, as handlers find it in SQS_ENDPOINT. */
+  endpoint: string;
+  region: string;
+  /** Queue URLs by queue name, dead-letter queues (`<name>-dlq`) included. */
+  urls: Readonly<Record<string, string>>;
+  urlOf(queueName: string): string;
+  arnOf(queueName: string): string;
+  /** For SQS clients of the local runtime and tests: the endpoint, the region and placeholder credentials. */
+  clientConfig: SQSClientConfig;
+  stop(): Promise<void>;
+}
+
+/**
+ * The local runtime's SQS: fauxqs in this process, with every queue the declarations name, each with its
+ * dead-letter queue, and the handlers pointed at it through the variables they read on AWS. Persisted under
+ * `dataDir` when given (messages survive restarts), in memory otherwise.
+ *
+ * @example
+ * const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, dataDir: join(dataDir, 'queues') });
+ */
+export async function startLocalQueues(options: {
+  consumers: readonly QueueConsumer[];
+  rules: readonly EventRule[];
+  dataDir?: string;
+  /** Replaces every queue's visibility timeout, so that tests see failed messages come back quickly. */
+  visibilityTimeoutSeconds?: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<LocalQueues> {
+  const env = options.env ?? process.env;
+  const region = env.AWS_REGION ?? 'us-east-1';
+  const definitions = distinctQueues([...options.consumers.map((consumer) => consumer.queue), ...options.rules.map((rule) => rule.target)]);
+  const server = await startFauxqs({ port: 0, logger: false, defaultRegion: region, dataDir: options.dataDir });
+  const endpoint = `http://127.0.0.1:${server.port}`;
+  const clientConfig: SQSClientConfig = { endpoint, region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  // fauxqs's own URLs name sqs.<region>.localhost, which does not resolve everywhere, and keep the port of the run
+  // that created a persisted queue; fauxqs finds a queue by the last path segment, so this URL always reaches it.
+  const urlOf = (queueName: string) => `${endpoint}/${localAccountId}/${queueName}`;
+  const arnOf = (queueName: string) => `arn:aws:sqs:${region}:${localAccountId}:${queueName}`;
+  const client = new SQSClient(clientConfig);
+  const urls: Record<string, string> = {};
+  try {
+    for (const definition of definitions) {
+      const deadLetterName = `${definition.name}-dlq`;
+      await client.send(new CreateQueueCommand({ QueueName: deadLetterName }));
+      // Create, then set: a persisted queue takes the current declaration, as a deployment would.
+      await client.send(new CreateQueueCommand({ QueueName: definition.name }));
+      await client.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: urlOf(definition.name),
+          Attributes: {
+            VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? definition.visibilityTimeoutSeconds),
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arnOf(deadLetterName), maxReceiveCount: definition.maxReceiveCount }),
+          },
+        }),
+      );
+      urls[definition.name] = urlOf(definition.name);
+      urls[deadLetterName] = urlOf(deadLetterName);
+    }
+  } catch (error) {
+    await server.stop();
+    throw error;
+  } finally {
+    client.destroy();
+  }
+
+  env.SQS_ENDPOINT = endpoint;
+  for (const consumer of options.consumers) {
+    if (consumer.queueUrlVariable) env[consumer.queueUrlVariable] = urlOf(consumer.queue.name);
+  }
+
+  return {
+    endpoint,
+    region,
+    urls,
+    urlOf: (queueName) => {
+      const url = urls[queueName];
+      if (!url) throw new Error(`No local queue named ${queueName}`);
+      return url;
+    },
+    arnOf,
+    clientConfig,
+    stop: () => server.stop(),
+  };
+}
+
+/** Each queue once; one name declared with two different settings is a mistake in the declarations. */
+function distinctQueues(definitions: readonly QueueDefinition[]): QueueDefinition[] {
+  const byName = new Map<string, QueueDefinition>();
+  for (const definition of definitions) {
+    const known = byName.get(definition.name);
+    if (known && (known.visibilityTimeoutSeconds !== definition.visibilityTimeoutSeconds || known.maxReceiveCount !== definition.maxReceiveCount)) {
+      throw new Error(`Queue ${definition.name} is declared twice with different settings`);
+    }
+    byName.set(definition.name, definition);
+  }
+  return [...byName.values()];
+}
