@@ -17,6 +17,7 @@ export interface TableStreamConsumer {
 export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   { name: 'session-expiry', entry: 'functions/session-expiry/handler.ts', select: { records: 'ttl-deletions', entities: ['sessionExpiry'] } },
   { name: 'event-relay', entry: 'functions/event-relay/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, publishesEvents: true },
+  { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] } },
 ];
 
 /** An SQS queue of the platform: the stack creates it (with a dead-letter queue), the local runtime creates it in its SQS emulator. */

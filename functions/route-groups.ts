@@ -2,6 +2,7 @@ import { agentRoutes } from './agents/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
+import { eventRoutes } from './events/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
@@ -17,5 +18,6 @@ export const routeGroups: readonly RouteGroup[] = [
   modelRoutes,
   sessionRoutes,
   chatMessageRoutes,
+  eventRoutes,
   webhookRoutes,
 ];

@@ -8,14 +8,15 @@ import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
+import { eventRules, queueConsumers, tableStreamConsumers, type QueueDefinition, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
 import { tableDefinition } from '../shared/store/table.ts';
@@ -101,6 +102,33 @@ export class AgentPlatformStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // The platform's queues, each with a dead-letter queue for messages that keep failing their consumer.
+    const queues = new Map<string, sqs.Queue>();
+    const queueFor = (definition: QueueDefinition): sqs.Queue => {
+      let queue = queues.get(definition.name);
+      if (!queue) {
+        const queueScope = new Construct(this, `Queue-${definition.name}`);
+        const deadLetters = new sqs.Queue(queueScope, 'DeadLetters', { retentionPeriod: Duration.days(14), enforceSSL: true });
+        queue = new sqs.Queue(queueScope, 'Queue', {
+          visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
+          retentionPeriod: Duration.days(4),
+          enforceSSL: true,
+          deadLetterQueue: { queue: deadLetters, maxReceiveCount: definition.maxReceiveCount },
+        });
+        queues.set(definition.name, queue);
+      }
+      return queue;
+    };
+    const queueNamed = (name: string): sqs.Queue => {
+      const definition = [...queueConsumers.map((consumer) => consumer.queue), ...eventRules.map((rule) => rule.target)].find(
+        (candidate) => candidate.name === name,
+      );
+      if (!definition) throw new Error(`No queue named ${name} is declared in functions/consumers.ts`);
+      return queueFor(definition);
+    };
+    const queueUrlEnvironment = (urls: Record<string, { name: string }> = {}): Record<string, string> =>
+      Object.fromEntries(Object.entries(urls).map(([variable, definition]) => [variable, queueNamed(definition.name).queueUrl]));
+
     const httpApi = new apigwv2.HttpApi(this, 'HttpApi', { apiName: 'agent-platform' });
     const routes: apigwv2.HttpRoute[] = [];
     const httpApiGroups = routeGroups.filter((group) => !group.streaming);
@@ -138,8 +166,10 @@ export class AgentPlatformStack extends Stack {
         environment: {
           TABLE_NAME: table.tableName,
           ...(group.streaming ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
+          ...queueUrlEnvironment(group.queueUrls),
         },
       });
+      for (const definition of Object.values(group.queueUrls ?? {})) queueNamed(definition.name).grantSendMessages(fn);
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: group.catchAll ? readOnlyActions : readWriteActions,
@@ -214,6 +244,29 @@ export class AgentPlatformStack extends Stack {
           filters: [lambda.FilterCriteria.filter(streamFilter(consumer))],
         }),
       );
+      this.functions.set(consumer.name, fn);
+    }
+
+    // Each rule sends the events it matches to a queue; EventBridge retries a failed send for 24 hours.
+    const ruleFailures = new sqs.Queue(this, 'EventRuleFailures', { retentionPeriod: Duration.days(14), enforceSSL: true });
+    for (const rule of eventRules) {
+      new events.Rule(this, `Rule-${rule.name}`, {
+        eventBus,
+        description: rule.description,
+        eventPattern: { source: rule.pattern.source, ...(rule.pattern['detail-type'] ? { detailType: rule.pattern['detail-type'] } : {}) },
+        targets: [new eventTargets.SqsQueue(queueFor(rule.target), { deadLetterQueue: ruleFailures, maxEventAge: Duration.hours(24), retryAttempts: 185 })],
+      });
+    }
+    // Queue consumers report partial batch failures, so one failing message does not send its whole batch back.
+    for (const consumer of queueConsumers) {
+      const queue = queueFor(consumer.queue);
+      const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, {
+        timeout: Duration.seconds(consumer.timeoutSeconds),
+        environment: { TABLE_NAME: table.tableName, ...(consumer.queueUrlVariable ? { [consumer.queueUrlVariable]: queue.queueUrl } : {}) },
+      });
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+      if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
+      fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
     }
 

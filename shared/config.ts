@@ -53,6 +53,19 @@ const configSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(15_000).default(15_000),
   /** How long delivery records (and the payload kept for replays) are retained. */
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().positive().max(365).default(30),
+  /** How long the SSE event stream can resume from: events stay in the organization's event log this long. */
+  EVENT_LOG_RETENTION_HOURS: z.coerce.number().int().positive().max(7 * 24).default(24),
+  /** How often an open event stream reads the event log. */
+  EVENT_STREAM_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /**
+   * How far back each read of the event log reaches before what was already read, because concurrent log writes
+   * become visible out of order; a log write slower than a third of it is repeated (docs/event-stream.md).
+   */
+  EVENT_STREAM_OVERLAP_MS: z.coerce.number().int().min(100).max(30_000).default(3000),
+  /** An idle event stream sends a comment this often; CloudFront drops an origin silent for 120 s. */
+  EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
+  /** An event stream ends itself after this long (the client resumes with Last-Event-ID), before Lambda's 15 minutes. */
+  EVENT_STREAM_MAX_SECONDS: z.coerce.number().int().positive().max(890).default(840),
   /** Seconds an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().positive().default(24 * 60 * 60),
   /** A session with no activity for this long is EXPIRED; enforced on every access. */

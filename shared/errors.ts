@@ -136,3 +136,13 @@ export class SessionBusyError extends AppError {
 export class ModelError extends AppError {
   readonly code = 'MODEL_ERROR';
 }
+
+/** A replay was asked for a delivery that is still being attempted. */
+export class DeliveryPendingError extends AppError {
+  readonly code = 'DELIVERY_PENDING';
+}
+
+/** A replay was asked for a delivery whose endpoint is disabled; enable it first. */
+export class WebhookDisabledError extends AppError {
+  readonly code = 'WEBHOOK_DISABLED';
+}

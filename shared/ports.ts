@@ -7,6 +7,7 @@ import type { Agent } from './schemas/agent.ts';
 import type { ApiKey } from './schemas/api-key.ts';
 import type { Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
+import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 
 export interface Organization {
   id: string;
@@ -143,4 +144,67 @@ export interface WebhookStore {
   deliverableFor(orgId: string, eventType: string, nowMs: number): Promise<DeliverableEndpoint[]>;
   /** One endpoint with its current secrets, for a delivery attempt (undefined when deleted). */
   deliverable(orgId: string, endpointId: string, nowMs: number): Promise<DeliverableEndpoint | undefined>;
+  /** Turns the endpoint off (its receiver answered 410 Gone); false when it no longer exists. */
+  disable(orgId: string, endpointId: string, at: string): Promise<boolean>;
+}
+
+/** A delivery with the request body every attempt sends: the event's payload, serialized once. */
+export interface StoredDelivery {
+  orgId: string;
+  delivery: WebhookDelivery;
+  body: string;
+}
+
+/** The fields an attempt's outcome changes; `undefined` removes a field. */
+export type DeliveryChanges = Partial<Omit<WebhookDelivery, 'id' | 'endpointId' | 'eventId' | 'eventType' | 'createdAt'>>;
+
+export interface WebhookDeliveryStore {
+  /** Records a delivery after its first attempt; false when it is already recorded (the event was handled before). */
+  create(stored: StoredDelivery, expiresAt: number): Promise<boolean>;
+  get(orgId: string, endpointId: string, deliveryId: string): Promise<StoredDelivery | undefined>;
+  /** Applies an attempt's outcome if the delivery is still PENDING after `expectedAttempts`; false otherwise. */
+  recordAttempt(orgId: string, endpointId: string, deliveryId: string, expectedAttempts: number, changes: DeliveryChanges): Promise<boolean>;
+  /** DELIVERED or DEAD_LETTERED back to PENDING for a replay; the reopened delivery, 'pending' or 'missing'. */
+  reopen(orgId: string, endpointId: string, deliveryId: string, at: string): Promise<WebhookDelivery | 'pending' | 'missing'>;
+  /** Up to `limit` deliveries of the endpoint in `createdAt` order, optionally of one state only. */
+  list(orgId: string, endpointId: string, options: { state?: DeliveryState | undefined; direction: 'asc' | 'desc'; limit: number }): Promise<WebhookDelivery[]>;
+}
+
+/** One attempt of a delivery, scheduled on the delivery queue. */
+export interface AttemptRequest {
+  kind: 'webhook.attempt';
+  orgId: string;
+  endpointId: string;
+  deliveryId: string;
+  /** The attempt's number; it goes ahead only if the delivery has had exactly `attempt - 1`. */
+  attempt: number;
+  /** Position in the retry schedule: the delay after this attempt fails is the schedule's entry at this index. */
+  step: number;
+  /** Epoch ms before which the attempt must not be made. */
+  notBefore: number;
+}
+
+/** Where later attempts wait until they are due (SQS; its delay limit is the adapter's concern). */
+export interface DeliveryQueue {
+  schedule(requests: readonly AttemptRequest[]): Promise<void>;
+}
+
+/** Where an entry sits in its organization's event log: ordered by the time it was logged (epoch ms), then event id. */
+export interface LogPosition {
+  loggedAt: number;
+  /** Without it, the position is after every entry logged in that millisecond. */
+  eventId?: string | undefined;
+}
+
+/** A domain event as its organization's event log holds it, for the SSE event stream. */
+export interface LoggedEvent {
+  loggedAt: number;
+  event: DomainEvent;
+}
+
+export interface EventLogStore {
+  /** Adds the event to its organization's log at `loggedAt`; the entry is kept until `expiresAt` (epoch s). */
+  append(entry: LoggedEvent, expiresAt: number): Promise<void>;
+  /** Up to `limit` entries after `after`, in log order, strongly consistent; `more` when others may follow. */
+  read(orgId: string, after: LogPosition, limit: number): Promise<{ entries: LoggedEvent[]; more: boolean }>;
 }

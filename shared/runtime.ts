@@ -3,10 +3,11 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
+import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
+import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
@@ -25,6 +26,7 @@ export interface Runtime {
   idempotency: IdempotencyStore;
   sessions: SessionStore;
   webhooks: WebhookStore;
+  eventLog: EventLogStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
@@ -42,6 +44,7 @@ export function createRuntime(config: Config): Runtime {
     idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
     sessions: new DynamoSessionStore(client, table),
     webhooks: new DynamoWebhookStore(client, table),
+    eventLog: new DynamoEventLogStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

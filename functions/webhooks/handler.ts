@@ -1,6 +1,7 @@
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from '../../shared/domain/webhooks.ts';
+import { getDelivery, listDeliveries, replayDelivery } from '../../shared/domain/webhook-delivery.ts';
 import { createHttpHandler } from '../../shared/http/handler.ts';
-import { runtime } from '../../shared/runtime.ts';
+import { webhookRuntime } from '../../shared/webhook-runtime.ts';
 import { webhookRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(
@@ -12,6 +13,9 @@ export const handler = createHttpHandler(
     updateWebhook: ({ deps, principal, params, body }) => updateWebhook(deps, principal.orgId, params.id, body),
     deleteWebhook: ({ deps, principal, params }) => deleteWebhook(deps, principal.orgId, params.id),
     rotateWebhookSecret: ({ deps, principal, params }) => rotateWebhookSecret(deps, principal.orgId, params.id),
+    listDeliveries: ({ deps, principal, params, query }) => listDeliveries(deps, principal.orgId, params.id, query),
+    getDelivery: ({ deps, principal, params }) => getDelivery(deps, principal.orgId, params.id, params.deliveryId),
+    retryDelivery: ({ deps, principal, params }) => replayDelivery(deps, principal.orgId, params.id, params.deliveryId),
   },
-  runtime,
+  webhookRuntime,
 );

@@ -1,10 +1,13 @@
 import { idParams } from '../../shared/schemas/common.ts';
-import { createWebhookBody, listWebhooksQuery, updateWebhookBody } from '../../shared/schemas/webhook.ts';
+import { createWebhookBody, deliveryParams, listDeliveriesQuery, listWebhooksQuery, updateWebhookBody } from '../../shared/schemas/webhook.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
+import { webhookDeliveryQueue } from '../consumers.ts';
 
 export const webhookRoutes = defineRouteGroup({
   name: 'webhooks',
   entry: 'functions/webhooks/handler.ts',
+  // Replays are queued for the delivery function.
+  queueUrls: { WEBHOOK_QUEUE_URL: webhookDeliveryQueue },
   routes: {
     createWebhook: {
       method: 'POST',
@@ -57,6 +60,33 @@ export const webhookRoutes = defineRouteGroup({
       summary: 'Rotate the signing secret; the previous one keeps signing for 24 hours',
       successStatus: 200,
       params: idParams,
+    },
+    listDeliveries: {
+      method: 'GET',
+      path: '/v1/chat/webhooks/{id}/deliveries',
+      scope: 'webhooks:read',
+      summary: 'List the deliveries of events to a webhook endpoint, newest first',
+      successStatus: 200,
+      params: idParams,
+      query: listDeliveriesQuery,
+      overlapAuthentication: true,
+    },
+    getDelivery: {
+      method: 'GET',
+      path: '/v1/chat/webhooks/{id}/deliveries/{deliveryId}',
+      scope: 'webhooks:read',
+      summary: 'Get one delivery',
+      successStatus: 200,
+      params: deliveryParams,
+      overlapAuthentication: true,
+    },
+    retryDelivery: {
+      method: 'POST',
+      path: '/v1/chat/webhooks/{id}/deliveries/{deliveryId}/retry',
+      scope: 'webhooks:write',
+      summary: 'Send a delivered or dead-lettered event to the endpoint again, once',
+      successStatus: 202,
+      params: deliveryParams,
     },
   },
 });

@@ -35,6 +35,8 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   verified: Promise<void>;
   deps: Deps;
   requestId: string;
+  /** The request's headers, names lower-cased (for the few routes that read one, such as Last-Event-ID). */
+  headers: Readonly<Record<string, string | undefined>>;
 }
 
 /** What each operation of a group does: it returns the response body, sent with the route's success status. */
@@ -312,14 +314,19 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     .use(authorize(deps))
     .use(parseInput(deps))
     .use(idempotency(deps))
-    .handler(async (_event, context) => {
+    .handler(async (event, context) => {
       const state = stateByContext.get(context);
       if (!state) throw new Error('pipeline state missing');
-      return dispatch(state, implementations, deps);
+      return dispatch(state, implementations, deps, event.headers ?? {});
     });
 }
 
-async function dispatch<Deps>(state: ApiState, implementations: Record<string, (input: never) => Promise<unknown>>, deps: () => Deps): Promise<Result> {
+async function dispatch<Deps>(
+  state: ApiState,
+  implementations: Record<string, (input: never) => Promise<unknown>>,
+  deps: () => Deps,
+  requestHeaders: Readonly<Record<string, string | undefined>>,
+): Promise<Result> {
   if (state.idempotency?.replay) {
     const { status, body, headers } = state.idempotency.replay;
     return { statusCode: status, headers: { ...headers, 'idempotent-replayed': 'true' }, ...(body ? { body } : {}) };
@@ -332,6 +339,7 @@ async function dispatch<Deps>(state: ApiState, implementations: Record<string, (
     verified: state.verified,
     deps: deps(),
     requestId: state.requestId,
+    headers: requestHeaders,
   });
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;

@@ -15,7 +15,7 @@ export interface RouteDefinition {
   /** The scope a caller needs; `public` routes need no credentials. */
   scope: Scope | 'public';
   summary: string;
-  successStatus: 200 | 201 | 204;
+  successStatus: 200 | 201 | 202 | 204;
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
@@ -41,6 +41,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   streaming?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
+  /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
+  queueUrls?: Record<string, { name: string }>;
 }
 
 export function defineRouteGroup<const Routes extends Record<string, RouteDefinition>>(group: RouteGroup<Routes>): RouteGroup<Routes> {

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { eventTypes } from '../events/catalog.ts';
 import type { WebhookEndpoint } from '../ports.ts';
-import { booleanQuery, optionalText, paginationQuery, sortQuery } from './common.ts';
+import { booleanQuery, idParams, optionalText, paginationQuery, sortQuery } from './common.ts';
 
 /** Subscribes an endpoint to every event type, present and future; it must then be the only entry. */
 export const allEvents = '*';
@@ -77,4 +77,50 @@ export interface RotatedWebhookSecret {
   secret: string;
   /** RFC 3339: until then the previous secret keeps signing too. */
   previousSecretValidUntil: string;
+}
+
+export const deliveryStates = ['PENDING', 'DELIVERED', 'DEAD_LETTERED'] as const;
+export type DeliveryState = (typeof deliveryStates)[number];
+
+/** One event's delivery to one endpoint: every attempt of it, retries and replays included. */
+export interface WebhookDelivery {
+  /** Ordered by the event's time; the same event and endpoint always give the same id. */
+  id: string;
+  endpointId: string;
+  /** Sent as `webhook-id`; also the payload's `eventId`. */
+  eventId: string;
+  eventType: string;
+  state: DeliveryState;
+  /** Requests made so far. */
+  attempts: number;
+  /** HTTP status of the last attempt; absent when it got no response (timeout, network error, refused address). */
+  lastStatusCode?: number | undefined;
+  /** Why the last attempt failed; absent once delivered. */
+  lastError?: string | undefined;
+  lastAttemptAt?: string | undefined;
+  /** When the next attempt is due; PENDING only. */
+  nextAttemptAt?: string | undefined;
+  deliveredAt?: string | undefined;
+  deadLetteredAt?: string | undefined;
+  /** When the event happened. */
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const deliveryParams = idParams.extend({ deliveryId: z.uuid({ error: 'must be a UUID' }) });
+
+export const listDeliveriesQuery = paginationQuery.extend({
+  sort: sortQuery(['createdAt'], 'createdAt:desc'),
+  state: z.enum(deliveryStates, { error: `must be one of ${deliveryStates.join(', ')}` }).optional(),
+});
+
+export type ListDeliveriesQuery = z.output<typeof listDeliveriesQuery>;
+
+/**
+ * A page of deliveries. An endpoint can have hundreds of thousands of them, and counting would read them all, so
+ * this list says whether more follow instead of giving totals.
+ */
+export interface DeliveryPage {
+  data: WebhookDelivery[];
+  pagination: { page: number; limit: number; hasMore: boolean };
 }

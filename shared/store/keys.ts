@@ -24,6 +24,12 @@ export const keys = {
   webhookDeliveryPrefix: 'DELIVERY#',
   /** The organization's recent events, in the order they were logged, for the SSE event stream. */
   eventLog: (orgId: string) => `ORG#${orgId}#EVENTS`,
+  /** The entries logged in one millisecond share this sort-key prefix (epoch ms, zero-padded so text order is time order). */
+  eventLogTime: (loggedAt: number) => String(loggedAt).padStart(13, '0'),
+  eventLogEntry: (orgId: string, loggedAt: number, eventId: string) => ({
+    pk: `ORG#${orgId}#EVENTS`,
+    sk: `${String(loggedAt).padStart(13, '0')}#${eventId}`,
+  }),
   idempotency: (orgId: string, keyDigest: string) => ({ pk: `ORG#${orgId}#IDEM#${keyDigest}`, sk: '#IDEM' }),
   orgPartition: (orgId: string) => `ORG#${orgId}`,
   sessionPartition: (orgId: string, sessionId: string) => `ORG#${orgId}#SES#${sessionId}`,

@@ -59,7 +59,6 @@ export class DynamoWebhookStore implements WebhookStore {
     await replaceFields(this.client, { tableName: this.tableName, key: keys.webhook(next.orgId, next.id), what: 'webhook endpoint' }, previous, next);
   }
 
-
   async delete(orgId: string, endpointId: string): Promise<boolean> {
     try {
       await this.client.send(
@@ -87,6 +86,25 @@ export class DynamoWebhookStore implements WebhookStore {
           ConditionExpression: 'attribute_exists(pk) AND attribute_exists(#secret)',
           ExpressionAttributeNames: { '#secret': 'secret', '#previousSecret': 'previousSecret', '#previousSecretValidUntil': 'previousSecretValidUntil' },
           ExpressionAttributeValues: { ':secret': secret, ':validUntil': previousValidUntil },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async disable(orgId: string, endpointId: string, at: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.webhook(orgId, endpointId),
+          UpdateExpression: 'SET #enabled = :false, #updatedAt = :at',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#enabled': 'enabled', '#updatedAt': 'updatedAt' },
+          ExpressionAttributeValues: { ':false': false, ':at': at },
         }),
       );
       return true;

@@ -5,7 +5,7 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tableStreamConsumers } from '../../functions/consumers.ts';
+import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import type { RouteGroup } from '../../shared/http/route.ts';
@@ -224,18 +224,19 @@ describe('AgentPlatformStack', () => {
       const httpStage = (Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[])[0]?.Properties as {
         RouteSettings: Record<string, { ThrottlingRateLimit: number }>;
       };
-      const httpWriteRate = Math.max(
-        ...httpRoutes
-          .filter(({ route }) => writeMethods.has(route.method))
-          .map(({ route }) => httpStage.RouteSettings[`${route.method} ${route.path}`]?.ThrottlingRateLimit ?? NaN),
-      );
+      const httpRate = (writes: boolean) =>
+        Math.max(
+          ...httpRoutes
+            .filter(({ route }) => writeMethods.has(route.method) === writes)
+            .map(({ route }) => httpStage.RouteSettings[`${route.method} ${route.path}`]?.ThrottlingRateLimit ?? NaN),
+        );
       for (const { route } of streamingRoutes) {
         const setting = settings.find(
           (candidate) => candidate.HttpMethod === route.method && candidate.ResourcePath === `/${route.path.replaceAll('/', '~1')}`,
         );
         expect(setting, `${route.method} ${route.path}`).toBeDefined();
-        // As strict as the HTTP API's write routes.
-        expect(setting?.ThrottlingRateLimit).toBeLessThanOrEqual(httpWriteRate);
+        // As strict as the HTTP API's routes of the same kind: writes as its writes, reads (the event stream) as its reads.
+        expect(setting?.ThrottlingRateLimit).toBeLessThanOrEqual(httpRate(writeMethods.has(route.method)));
         expect(setting?.ThrottlingBurstLimit).toBeGreaterThanOrEqual(setting?.ThrottlingRateLimit ?? Infinity);
       }
     });
@@ -339,8 +340,8 @@ describe('AgentPlatformStack', () => {
   });
 
   describe('functions', () => {
-    it('has exactly one function per route group and per stream consumer, and no helper functions', () => {
-      const owners = [...routeGroups, ...tableStreamConsumers];
+    it('has exactly one function per route group, per stream consumer and per queue consumer, and no helper functions', () => {
+      const owners = [...routeGroups, ...tableStreamConsumers, ...queueConsumers];
       template.resourceCountIs('AWS::Lambda::Function', owners.length);
       expect(new Set(owners.map(functionIdOf)).size).toBe(owners.length);
     });
@@ -384,6 +385,65 @@ describe('AgentPlatformStack', () => {
         JSON.stringify(policy).includes('events:PutEvents'),
       );
       expect(putters).toHaveLength(tableStreamConsumers.filter((consumer) => consumer.publishesEvents).length);
+    });
+
+    it('feeds each queue consumer from its queue, with partial batch failures, a dead-letter queue, and the right to requeue', () => {
+      for (const consumer of queueConsumers) {
+        const mappings = Object.values(
+          template.findResources('AWS::Lambda::EventSourceMapping', { Properties: { FunctionName: { Ref: functionIdOf(consumer) } } }),
+        ) as { Properties: Record<string, any> }[];
+        expect(mappings, consumer.name).toHaveLength(1);
+        expect(mappings[0]?.Properties).toMatchObject({ BatchSize: consumer.batchSize, FunctionResponseTypes: ['ReportBatchItemFailures'] });
+        const queueId = mappings[0]?.Properties.EventSourceArn['Fn::GetAtt'][0] as string;
+        const queue = resource(queueId, 'AWS::SQS::Queue');
+        expect(queue.Properties.VisibilityTimeout).toBe(consumer.queue.visibilityTimeoutSeconds);
+        expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * consumer.timeoutSeconds);
+        expect(queue.Properties.RedrivePolicy).toMatchObject({ maxReceiveCount: consumer.queue.maxReceiveCount });
+        const fn = resource(functionIdOf(consumer), 'AWS::Lambda::Function');
+        expect(fn.Properties.Timeout).toBe(consumer.timeoutSeconds);
+        const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        if (consumer.queueUrlVariable) {
+          expect(variables[consumer.queueUrlVariable]).toEqual({ Ref: queueId });
+          const sends = policyDocumentsOfFunction(consumer as unknown as RouteGroup)
+            .flatMap(statementsOf)
+            .filter((statement) => asArray(statement.Action).includes('sqs:SendMessage'));
+          expect(JSON.stringify(sends.map((statement) => statement.Resource))).toContain(queueId);
+        }
+      }
+    });
+
+    it('routes the bus events each rule matches to its queue, retrying for 24 hours before a dead-letter queue', () => {
+      const [busId] = Object.keys(template.findResources('AWS::Events::EventBus'));
+      const rules = Object.values(template.findResources('AWS::Events::Rule')) as { Properties: Record<string, any> }[];
+      expect(rules).toHaveLength(eventRules.length);
+      for (const rule of eventRules) {
+        const found = rules.find((candidate) => candidate.Properties.Description === rule.description);
+        expect(found?.Properties.EventBusName).toEqual({ Ref: busId });
+        expect(found?.Properties.EventPattern).toEqual({ source: rule.pattern.source });
+        const [target] = found?.Properties.Targets as Record<string, any>[];
+        expect(target).toMatchObject({ RetryPolicy: { MaximumEventAgeInSeconds: 86_400 }, DeadLetterConfig: { Arn: expect.anything() } });
+        const queueId = target?.Arn['Fn::GetAtt'][0] as string;
+        expect(resource(queueId, 'AWS::SQS::Queue').Properties.VisibilityTimeout).toBe(rule.target.visibilityTimeoutSeconds);
+        // The queue's policy lets EventBridge send to it.
+        const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy')).filter((policy) => JSON.stringify(policy).includes(queueId));
+        expect(JSON.stringify(policies)).toContain('events.amazonaws.com');
+      }
+    });
+
+    it('gives a route group the URL of each queue it sends to, and the right to send there only', () => {
+      for (const group of routeGroups) {
+        const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
+        const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        const sends = policyDocumentsOfFunction(group)
+          .flatMap(statementsOf)
+          .filter((statement) => asArray(statement.Action).some((action) => action.startsWith('sqs:')));
+        const declared = Object.keys(group.queueUrls ?? {});
+        if (declared.length === 0) expect(sends, group.name).toEqual([]);
+        for (const variable of declared) {
+          expect(variables[variable], `${group.name} ${variable}`).toEqual({ Ref: expect.any(String) });
+          expect(JSON.stringify(sends.map((statement) => statement.Resource))).toContain((variables[variable] as { Ref: string }).Ref);
+        }
+      }
     });
 
     it('runs every function on Node.js 22 on arm64, with a month of logs', () => {

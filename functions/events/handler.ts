@@ -1,0 +1,47 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/domain/event-stream.ts';
+import { createHttpHandler, StreamingBody } from '../../shared/http/handler.ts';
+import { logger } from '../../shared/logger.ts';
+import { runtime } from '../../shared/runtime.ts';
+import { eventRoutes } from './routes.ts';
+
+export const handler = createHttpHandler(
+  eventRoutes,
+  {
+    streamEvents: async ({ deps, principal, query, headers, requestId }) => {
+      const settings = eventStreamSettings(deps.config);
+      // Validated here, so that a bad cursor is answered in the error envelope before the stream begins.
+      const lastEventId = headers['last-event-id']?.trim() || query.lastEventId;
+      const start = startOfEventStream(lastEventId, deps.clock.now().getTime(), settings);
+      const { stream, output } = sseOutput();
+      void streamEvents(deps, { orgId: principal.orgId, start, types: query.types }, settings, output)
+        .catch(async (error: unknown) => {
+          logger.error('event stream failed; the client resumes with Last-Event-ID', { requestId, error: error as Error });
+          await output.send(sseFrame.comment('the stream failed; reconnect with Last-Event-ID'));
+        })
+        .finally(() => stream.end());
+      return new StreamingBody(stream, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+    },
+  },
+  runtime,
+  // The REST API sends every method of this path here: the others get 405 rather than 404.
+  { unmatched: Object.values(eventRoutes.routes) },
+);
+
+/** The response stream, with the signal that stops polling when the client goes away. */
+function sseOutput(): { stream: PassThrough; output: EventStreamOutput } {
+  const stream = new PassThrough();
+  const disconnected = new AbortController();
+  stream.on('error', () => undefined);
+  stream.on('close', () => disconnected.abort());
+  const send = async (frame: string) => {
+    if (stream.destroyed || stream.writableEnded) return;
+    if (!stream.write(frame)) await once(stream, 'drain', { signal: disconnected.signal }).catch(() => undefined);
+  };
+  return { stream, output: { send, signal: disconnected.signal } };
+}

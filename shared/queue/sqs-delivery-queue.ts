@@ -1,0 +1,55 @@
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Config } from '../config.ts';
+import type { AttemptRequest, DeliveryQueue } from '../ports.ts';
+
+/** SQS delays a message by at most 15 minutes; an attempt due later hops through the queue until it is due. */
+export const maxQueueDelaySeconds = 900;
+const maxEntriesPerBatch = 10;
+
+export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOINT'>): SQSClient {
+  return new SQSClient({
+    region: config.AWS_REGION,
+    requestHandler: { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) },
+    ...(config.SQS_ENDPOINT ? { endpoint: config.SQS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
+}
+
+/** Seconds to delay a message so that it arrives when `notBefore` (epoch ms) is due, or as near as SQS allows. */
+export function queueDelaySeconds(notBefore: number, nowMs: number): number {
+  return Math.min(maxQueueDelaySeconds, Math.max(0, Math.ceil((notBefore - nowMs) / 1000)));
+}
+
+/** The delivery queue on SQS: each attempt is one message, delayed until it is due (or for the 15 minutes SQS allows). */
+export class SqsDeliveryQueue implements DeliveryQueue {
+  private readonly client: SQSClient;
+  private readonly queueUrl: string;
+  private readonly now: () => number;
+
+  constructor(client: SQSClient, queueUrl: string, now: () => number = Date.now) {
+    this.client = client;
+    this.queueUrl = queueUrl;
+    this.now = now;
+  }
+
+  async schedule(requests: readonly AttemptRequest[]): Promise<void> {
+    for (let start = 0; start < requests.length; start += maxEntriesPerBatch) {
+      const batch = requests.slice(start, start + maxEntriesPerBatch);
+      const result = await this.client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: batch.map((request, index) => ({
+            Id: String(index),
+            MessageBody: JSON.stringify(request),
+            DelaySeconds: queueDelaySeconds(request.notBefore, this.now()),
+          })),
+        }),
+      );
+      if (result.Failed?.length) {
+        const reasons = result.Failed.map((failure) => `${failure.Code}: ${failure.Message}`).join('; ');
+        throw new Error(`SQS refused ${result.Failed.length} attempt(s): ${reasons}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,35 @@
+import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
+import { createSqsClient, SqsDeliveryQueue } from './queue/sqs-delivery-queue.ts';
+import { runtime, type Runtime } from './runtime.ts';
+import { createDocumentClient } from './store/dynamo.ts';
+import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
+
+/**
+ * The runtime plus webhook delivery: delivery records and the delivery queue. Only the webhooks routes and the
+ * delivery function import this, so the others do not load the SQS client.
+ */
+export interface WebhookRuntime extends Runtime {
+  deliveries: WebhookDeliveryStore;
+  queue: DeliveryQueue;
+}
+
+let processRuntime: WebhookRuntime | undefined;
+
+export function webhookRuntime(): WebhookRuntime {
+  if (!processRuntime) {
+    const base = runtime();
+    const queueUrl = base.config.WEBHOOK_QUEUE_URL;
+    processRuntime = {
+      ...base,
+      deliveries: new DynamoWebhookDeliveryStore(createDocumentClient(base.config), base.config.TABLE_NAME),
+      queue: queueUrl
+        ? new SqsDeliveryQueue(createSqsClient(base.config), queueUrl)
+        : {
+            schedule: async () => {
+              throw new Error('WEBHOOK_QUEUE_URL is not set: this deployment has no webhook delivery queue');
+            },
+          },
+    };
+  }
+  return processRuntime;
+}
