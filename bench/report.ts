@@ -5,6 +5,7 @@ import type { CpuShare } from './cpu.ts';
 import type { LocalRuntimeResult } from './http-load.ts';
 import type { InitTimeResult } from './init-time.ts';
 import type { TurnBenchResult } from './turns.ts';
+import type { WebhookBenchResult } from './webhooks.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -21,6 +22,12 @@ export const turnTargets = {
   cpuMsPerTurn: 4,
   roundTripsBeforeFirstDelta: 2,
   rssMb: 250,
+};
+
+/** Webhook delivery's targets (issue 4). */
+export const webhookTargets = {
+  deliveriesPerSecond: 300,
+  eventToReceiptP50Ms: 50,
 };
 
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
@@ -45,6 +52,7 @@ export interface BenchResults {
   initTimeCpu?: CpuShare;
   localRuntime: LocalRuntimeResult;
   turns: TurnBenchResult;
+  webhooks: WebhookBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -56,6 +64,7 @@ export function evaluate(
   localRuntime: LocalRuntimeResult,
   measuredConcurrency: number,
   turns: TurnBenchResult,
+  webhooks: WebhookBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -89,6 +98,15 @@ export function evaluate(
   checks.push(below('API CPU per turn', round(turns.apiCpuMsPerTurn), 'ms', turnTargets.cpuMsPerTurn));
   checks.push(atMost('DynamoDB round trips before first delta', turns.dynamodb.roundTripsBeforeFirstDelta, '', turnTargets.roundTripsBeforeFirstDelta));
   checks.push(below('API RSS after load', round(turns.apiRssMb), 'MB', turnTargets.rssMb));
+  checks.push({
+    figure: `webhook deliveries/s (burst of ${webhooks.throughput.events})`,
+    value: round(webhooks.throughput.deliveriesPerSecond),
+    unit: '/s',
+    target: webhookTargets.deliveriesPerSecond,
+    comparison: '>=',
+    pass: webhooks.throughput.deliveriesPerSecond >= webhookTargets.deliveriesPerSecond,
+  });
+  checks.push(below('webhook event-to-receipt p50', round(webhooks.eventToReceiptMs.p50), 'ms', webhookTargets.eventToReceiptP50Ms));
   return checks;
 }
 
@@ -195,6 +213,13 @@ export function formatReport(results: BenchResults): string {
     `   API process: ${turns.apiCpuMsPerTurn.toFixed(2)} ms CPU per turn, ${turns.apiRssMb.toFixed(0)} MB RSS after the load`,
     `   DynamoDB per streamed turn: ${turns.dynamodb.callsPerTurn.toFixed(1)} calls (${Object.entries(turns.dynamodb.operations).map(([name, count]) => `${name} ${count.toFixed(1)}`).join(', ')}), ` +
       `${turns.dynamodb.callsBeforeFirstDelta.toFixed(1)} before the first delta in ${turns.dynamodb.roundTripsBeforeFirstDelta} sequential round trips`,
+  );
+
+  const { throughput, eventToReceiptMs } = results.webhooks;
+  lines.push('', '5. Webhook delivery on the local runtime (API, relay, router, SQS emulator and delivery function in a child process; receiver answering 204)');
+  lines.push(
+    `   throughput: ${throughput.events} events published at once, all received in ${throughput.durationMs} ms: ${throughput.deliveriesPerSecond.toFixed(0)} deliveries/s (${throughput.duplicates} duplicates)`,
+    `   event to receipt (session createdAt → receiver), ${eventToReceiptMs.events} sessions: p50 ${eventToReceiptMs.p50} ms, p99 ${eventToReceiptMs.p99} ms, max ${eventToReceiptMs.max} ms`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

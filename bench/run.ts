@@ -1,22 +1,27 @@
 /**
- * `npm run bench`: Lambda bundle sizes and module-init time of each function, and the latency of the local runtime.
+ * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
+ * conversation turns and webhook delivery.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { tableStreamConsumers } from '../functions/consumers.ts';
+import { queueConsumers, tableStreamConsumers } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { buildBundles } from './bundles.ts';
 import { cpuShare, cpuSnapshot } from './cpu.ts';
 import { measureLocalRuntime, type LoadRun } from './http-load.ts';
 import { measureTurns } from './turns.ts';
+import { measureWebhooks } from './webhooks.ts';
 import { startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
 
-/** Every Lambda function the stack bundles: the route groups, then the table stream consumers. */
-const functions = [...routeGroups, ...tableStreamConsumers.map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry }))];
+/** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
+const functions = [
+  ...routeGroups,
+  ...[...tableStreamConsumers, ...queueConsumers].map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry })),
+];
 const resultsFile = resolve(import.meta.dirname, 'results', 'latest.json');
 const initRuns = 10;
 const initVariants: InitVariant[] = [
@@ -38,8 +43,9 @@ const loadAverageAtStart = loadavg();
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const localRuntime = await measureLocalRuntime(loadRuns, log);
 const turns = await measureConversationTurns();
+const webhooks = await measureWebhookDelivery();
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns);
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -55,6 +61,7 @@ const results: BenchResults = {
   ...(initTimeCpu ? { initTimeCpu } : {}),
   localRuntime,
   turns,
+  webhooks,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
@@ -67,7 +74,7 @@ if (!results.pass) process.exitCode = 1;
 async function bundlesAndInitTimes() {
   const bundleDir = mkdtempSync(join(tmpdir(), 'bench-bundles-'));
   try {
-    log(`bundling ${routeGroups.length} route groups and ${tableStreamConsumers.length} stream consumer(s) into ${bundleDir}`);
+    log(`bundling ${routeGroups.length} route groups and ${functions.length - routeGroups.length} consumers into ${bundleDir}`);
     const bundles = await buildBundles(functions, bundleDir);
     log(`importing each bundle ${initRuns} × ${initVariants.length} times in fresh processes`);
     const before = cpuSnapshot();
@@ -83,6 +90,16 @@ async function measureConversationTurns() {
   const database = await startLocalDatabase({ tableName: 'bench-turns' });
   try {
     return await measureTurns(database.endpoint, database.tableName, log);
+  } finally {
+    await database.stop();
+  }
+}
+
+async function measureWebhookDelivery() {
+  log('starting DynamoDB Local (in memory) for the webhook benchmarks');
+  const database = await startLocalDatabase({ tableName: 'bench-webhooks' });
+  try {
+    return await measureWebhooks(database.endpoint, database.tableName, log);
   } finally {
     await database.stop();
   }

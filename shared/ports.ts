@@ -161,6 +161,11 @@ export type DeliveryChanges = Partial<Omit<WebhookDelivery, 'id' | 'endpointId' 
 export interface WebhookDeliveryStore {
   /** Records a delivery after its first attempt; false when it is already recorded (the event was handled before). */
   create(stored: StoredDelivery, expiresAt: number): Promise<boolean>;
+  /**
+   * Records first attempts that succeeded, together and unconditionally: whatever a duplicate of the event recorded
+   * before, the event has now been delivered.
+   */
+  recordDelivered(stored: readonly StoredDelivery[], expiresAt: number): Promise<void>;
   get(orgId: string, endpointId: string, deliveryId: string): Promise<StoredDelivery | undefined>;
   /** Applies an attempt's outcome if the delivery is still PENDING after `expectedAttempts`; false otherwise. */
   recordAttempt(orgId: string, endpointId: string, deliveryId: string, expectedAttempts: number, changes: DeliveryChanges): Promise<boolean>;

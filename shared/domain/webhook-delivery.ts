@@ -8,6 +8,7 @@ import type {
   DeliverableEndpoint,
   DeliveryChanges,
   DeliveryQueue,
+  StoredDelivery,
   WebhookDeliveryStore,
   WebhookStore,
 } from '../ports.ts';
@@ -70,7 +71,8 @@ interface AttemptOutcome {
 /**
  * Handles one batch from the delivery queue: for each item, undefined when done with it (delivered, scheduled for
  * a retry, or nothing left to do), or the error for which it must go back to the queue. The organization's
- * endpoints are read once per event type in the batch.
+ * endpoints are read once per event type in the batch, and the first attempts that succeeded are recorded in one
+ * write at the end (before the queue forgets their messages).
  */
 export async function processDeliveryWork(deps: DeliveryDeps, work: readonly DeliveryWork[]): Promise<unknown[]> {
   const endpoints = new Map<string, Promise<DeliverableEndpoint[]>>();
@@ -83,40 +85,67 @@ export async function processDeliveryWork(deps: DeliveryDeps, work: readonly Del
     }
     return found;
   };
+  const delivered: { index: number; stored: StoredDelivery }[] = [];
   const results = await Promise.allSettled(
-    work.map(async (item) => {
+    work.map(async (item, index) => {
       if (item.kind === 'attempt') return attemptDelivery(deps, item.request);
       const subscribed = await endpointsFor(item.event);
-      await Promise.all(subscribed.map((endpoint) => deliverEvent(deps, item.event, endpoint, item.redelivered)));
+      await Promise.all(
+        subscribed.map(async (endpoint) => {
+          const stored = await deliverEvent(deps, item.event, endpoint, item.redelivered);
+          if (stored) delivered.push({ index, stored });
+        }),
+      );
     }),
   );
-  return results.map((result) => (result.status === 'rejected' ? (result.reason ?? new Error('failed')) : undefined));
+  const errors = results.map((result) => (result.status === 'rejected' ? (result.reason ?? new Error('failed')) : undefined));
+  try {
+    await deps.deliveries.recordDelivered(
+      delivered.filter(({ index }) => errors[index] === undefined).map(({ stored }) => stored),
+      expiresAt(deps, deps.clock.now()),
+    );
+  } catch (error) {
+    // Unrecorded, their events go back to the queue; they are sent again (receivers deduplicate on webhook-id).
+    for (const { index } of delivered) errors[index] ??= error;
+  }
+  return errors;
 }
 
+const expiresAt = (deps: DeliveryDeps, now: Date): number =>
+  Math.floor(now.getTime() / 1000) + deps.config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400;
+
 /**
- * The first attempt of an event at one endpoint, made before anything is written: the delivery is recorded with
- * its outcome, after its retry (if any) is scheduled, so a crash anywhere before the record means the queue hands
- * the event over again and the attempt is repeated. A redelivered event skips endpoints that already have it.
+ * The first attempt of an event at one endpoint, made before anything is written. A success is returned for the
+ * batch to record; a failure is recorded here, after its retry is scheduled, so a crash anywhere before the record
+ * means the queue hands the event over again and the attempt is repeated. A redelivered event skips endpoints that
+ * already have it.
  */
-async function deliverEvent(deps: DeliveryDeps, event: DomainEvent, endpoint: DeliverableEndpoint, redelivered: boolean): Promise<void> {
+async function deliverEvent(
+  deps: DeliveryDeps,
+  event: DomainEvent,
+  endpoint: DeliverableEndpoint,
+  redelivered: boolean,
+): Promise<StoredDelivery | undefined> {
   const id = deliveryIdFor(event, endpoint.id);
-  if (redelivered && (await deps.deliveries.get(event.orgId, endpoint.id, id))) return;
+  if (redelivered && (await deps.deliveries.get(event.orgId, endpoint.id, id))) return undefined;
   const body = JSON.stringify(event.payload);
   const outcome = await sendAttempt(deps, endpoint, event.eventId, body);
   const now = deps.clock.now();
   const { changes, next } = settle(deps, outcome, 1, 0, now);
-  if (next) await deps.queue.schedule([{ kind: 'webhook.attempt', orgId: event.orgId, endpointId: endpoint.id, deliveryId: id, ...next }]);
-  const delivery = {
+  const delivery = stripUndefined({
     id,
     endpointId: endpoint.id,
     eventId: event.eventId,
     eventType: event.type,
     createdAt: event.createdAt,
     ...changes,
-  } as WebhookDelivery;
-  const expiresAt = Math.floor(now.getTime() / 1000) + deps.config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400;
-  await deps.deliveries.create({ orgId: event.orgId, delivery: stripUndefined(delivery), body }, expiresAt);
+  } as WebhookDelivery);
+  const stored = { orgId: event.orgId, delivery, body };
+  if (outcome.delivered) return stored;
+  if (next) await deps.queue.schedule([{ kind: 'webhook.attempt', orgId: event.orgId, endpointId: endpoint.id, deliveryId: id, ...next }]);
+  await deps.deliveries.create(stored, expiresAt(deps, now));
   if (outcome.gone) await deps.webhooks.disable(event.orgId, endpoint.id, now.toISOString());
+  return undefined;
 }
 
 /**

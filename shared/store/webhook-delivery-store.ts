@@ -1,9 +1,12 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from '../ports.ts';
 import type { DeliveryState, WebhookDelivery } from '../schemas/webhook.ts';
 import { isConditionFailure } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
+
+const maxItemsPerBatchWrite = 25;
+const maxBatchWriteAttempts = 5;
 
 const deliveryFieldOrder = [
   'id',
@@ -42,12 +45,12 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
     this.tableName = tableName;
   }
 
-  async create({ orgId, delivery, body }: StoredDelivery, expiresAt: number): Promise<boolean> {
+  async create(stored: StoredDelivery, expiresAt: number): Promise<boolean> {
     try {
       await this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...keys.webhookDelivery(orgId, delivery.endpointId, delivery.id), entity: 'webhookDelivery', ...delivery, orgId, body, expiresAt },
+          Item: this.itemOf(stored, expiresAt),
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
@@ -56,6 +59,22 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
       if (isConditionFailure(error)) return false;
       throw error;
     }
+  }
+
+  async recordDelivered(stored: readonly StoredDelivery[], expiresAt: number): Promise<void> {
+    for (let start = 0; start < stored.length; start += maxItemsPerBatchWrite) {
+      let requests: Record<string, unknown>[] = stored.slice(start, start + maxItemsPerBatchWrite).map((one) => ({ PutRequest: { Item: this.itemOf(one, expiresAt) } }));
+      for (let attempt = 0; requests.length > 0; attempt += 1) {
+        if (attempt === maxBatchWriteAttempts) throw new Error(`DynamoDB left ${requests.length} delivery record(s) unwritten`);
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
+        const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }));
+        requests = (result.UnprocessedItems?.[this.tableName] ?? []) as Record<string, unknown>[];
+      }
+    }
+  }
+
+  private itemOf({ orgId, delivery, body }: StoredDelivery, expiresAt: number): Record<string, unknown> {
+    return { ...keys.webhookDelivery(orgId, delivery.endpointId, delivery.id), entity: 'webhookDelivery', ...delivery, orgId, body, expiresAt };
   }
 
   async get(orgId: string, endpointId: string, deliveryId: string): Promise<StoredDelivery | undefined> {
