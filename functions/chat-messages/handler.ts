@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
 import { ModelError } from '../../shared/errors.ts';
-import { createHttpHandler, StreamingBody } from '../../shared/http/handler.ts';
+import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
 import { conversationRuntime } from '../../shared/conversation-runtime.ts';
 import { chatMessageRoutes } from './routes.ts';
@@ -29,11 +29,7 @@ export const handler = createHttpHandler(
           sse.end();
         },
       );
-      return new StreamingBody(events, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-      });
+      return new StreamingBody(events, { ...serverSentEventHeaders });
     },
   },
   conversationRuntime,

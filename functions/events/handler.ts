@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/domain/event-stream.ts';
-import { createHttpHandler, StreamingBody } from '../../shared/http/handler.ts';
+import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { eventRoutes } from './routes.ts';
@@ -21,11 +21,7 @@ export const handler = createHttpHandler(
           await output.send(sseFrame.comment('the stream failed; reconnect with Last-Event-ID'));
         })
         .finally(() => stream.end());
-      return new StreamingBody(stream, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-      });
+      return new StreamingBody(stream, { ...serverSentEventHeaders });
     },
   },
   runtime,

@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type { Context } from 'aws-lambda';
 import { logger } from '../../shared/logger.ts';
+import { localLambdaContext } from './lambda-context.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 const environmentRole = 'local-lambda-environment';
@@ -191,7 +192,7 @@ async function runEnvironment(data: EnvironmentData, port: MessagePort): Promise
   }
   port.on('message', async (invocation: Invocation) => {
     try {
-      const result = await handler(invocation.event, lambdaContext(data.functionName, invocation));
+      const result = await handler(invocation.event, localLambdaContext(data.functionName, invocation.awsRequestId, invocation.deadline));
       port.postMessage({ kind: 'result', id: invocation.id, result } satisfies FromEnvironment);
     } catch (error) {
       const { name, message, stack } = error instanceof Error ? error : new Error(String(error));
@@ -199,23 +200,6 @@ async function runEnvironment(data: EnvironmentData, port: MessagePort): Promise
     }
   });
   port.postMessage({ kind: 'ready' } satisfies FromEnvironment);
-}
-
-function lambdaContext(functionName: string, invocation: Invocation): Context {
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
-    awsRequestId: invocation.awsRequestId,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, invocation.deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 if (!isMainThread && parentPort && (workerData as Partial<EnvironmentData> | null)?.role === environmentRole) {

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/http/route.ts';
 import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
+import { localLambdaContext } from './lambda-context.ts';
 
 type LambdaHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2 | string | object>;
 
@@ -69,7 +70,7 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
       if (body === undefined) return sendGatewayError(response, 413, 'Request Entity Too Large');
       const event = toEvent(request, url, method, route?.routeKey ?? '$default', route ? pathParameters : undefined, body);
       const handler = await load(group);
-      const context = lambdaContext(group, event.requestContext.requestId);
+      const context = localLambdaContext(`local-${group.name}`, event.requestContext.requestId, Date.now() + functionTimeoutMs);
       if (streamingHandlerMarker in handler) {
         const stream = new LocalResponseStream(response);
         await (handler as unknown as StreamingHandler)(event, stream, context);
@@ -147,25 +148,6 @@ function toEvent(
     },
     ...(body.length > 0 ? { body: isText ? body.toString('utf8') : body.toString('base64') } : {}),
     isBase64Encoded: body.length > 0 && !isText,
-  };
-}
-
-function lambdaContext(group: RouteGroup, requestId: string): Context {
-  const deadline = Date.now() + functionTimeoutMs;
-  const functionName = `local-${group.name}`;
-  return {
-    callbackWaitsForEmptyEventLoop: true,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
-    awsRequestId: requestId,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
   };
 }
 

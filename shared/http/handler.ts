@@ -65,6 +65,13 @@ interface ApiState {
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
 
+/** The response headers of a server-sent event stream: never cached, never buffered by a proxy. */
+export const serverSentEventHeaders: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
 /** An implementation returns this to stream its response (server-sent events) instead of one JSON body. */
 export class StreamingBody {
   readonly stream: Readable;

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { deliveryIdFor } from '../../shared/domain/webhook-delivery.ts';
+import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/domain/webhook-delivery.ts';
 import { generateSigningSecret, signatureHeaders } from '../../shared/net/standard-webhooks.ts';
+import type { AttemptRequest } from '../../shared/ports.ts';
 import { maxQueueDelaySeconds, queueDelaySeconds } from '../../shared/queue/sqs-delivery-queue.ts';
 import { deliveryParams } from '../../shared/schemas/webhook.ts';
 
@@ -55,5 +56,32 @@ describe('signatures', () => {
     expect(headers['webhook-signature']?.split(' ')).toHaveLength(2);
     for (const secret of [current, previous]) expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
     expect(() => new Webhook(generateSigningSecret()).verify(body, headers)).toThrow();
+  });
+});
+
+describe('attempts due later than SQS can delay', () => {
+  it('go back on the queue, unchanged, until they are due; nothing is read or sent meanwhile', async () => {
+    const now = Date.parse('2026-11-21T12:00:00Z');
+    const scheduled: AttemptRequest[] = [];
+    const untouched = new Proxy({}, { get: (_, name) => () => Promise.reject(new Error(`${String(name)} was called`)) });
+    const deps = {
+      webhooks: untouched as DeliveryDeps['webhooks'],
+      deliveries: untouched as DeliveryDeps['deliveries'],
+      queue: { schedule: async (requests: readonly AttemptRequest[]) => void scheduled.push(...requests) },
+      clock: { now: () => new Date(now) },
+      config: { WEBHOOK_RETRY_SCHEDULE_SECONDS: [28_800], WEBHOOK_TIMEOUT_MS: 15_000, WEBHOOK_DELIVERY_RETENTION_DAYS: 30, ALLOW_LOOPBACK_EGRESS: false },
+    };
+    const request: AttemptRequest = {
+      kind: 'webhook.attempt',
+      orgId: 'acme',
+      endpointId: crypto.randomUUID(),
+      deliveryId: crypto.randomUUID(),
+      attempt: 9,
+      step: 8,
+      notBefore: now + 8 * 3600_000,
+    };
+    expect(await processDeliveryWork(deps, [{ kind: 'attempt', request }])).toEqual([undefined]);
+    expect(scheduled).toEqual([request]);
+    expect(queueDelaySeconds(request.notBefore, now)).toBe(maxQueueDelaySeconds);
   });
 });
