@@ -214,6 +214,13 @@ export function formatReport(results: BenchResults): string {
     `   DynamoDB per streamed turn: ${turns.dynamodb.callsPerTurn.toFixed(1)} calls (${Object.entries(turns.dynamodb.operations).map(([name, count]) => `${name} ${count.toFixed(1)}`).join(', ')}), ` +
       `${turns.dynamodb.callsBeforeFirstDelta.toFixed(1)} before the first delta in ${turns.dynamodb.roundTripsBeforeFirstDelta} sequential round trips`,
   );
+  if (turns.sdkFloor) {
+    const floor = turns.sdkFloor;
+    lines.push(
+      `   SDK floor (a server making only those three calls with the AWS SDK): ${floor.requestsPerSecond.toFixed(1)} requests/s at c=${floor.concurrency}, ` +
+        `${floor.cpuMsPerRequest.toFixed(2)} ms CPU per request, p50 ${floor.p50Ms.toFixed(1)} ms; the two reads before a first delta alone, one client: p50 ${floor.readsAloneP50Ms.toFixed(2)} ms`,
+    );
+  }
 
   const { throughput, eventToReceiptMs } = results.webhooks;
   lines.push('', '5. Webhook delivery on the local runtime (API, relay, router, SQS emulator and delivery function in a child process; receiver answering 204)');

@@ -11,6 +11,7 @@ import { routeGroups } from '../functions/route-groups.ts';
 import { buildBundles } from './bundles.ts';
 import { cpuShare, cpuSnapshot } from './cpu.ts';
 import { measureLocalRuntime, type LoadRun } from './http-load.ts';
+import { measureSdkFloor } from './sdk-floor.ts';
 import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { startLocalDatabase } from '../infra/local/environment.ts';
@@ -89,7 +90,9 @@ async function measureConversationTurns() {
   log('starting DynamoDB Local (in memory) for the turn benchmarks');
   const database = await startLocalDatabase({ tableName: 'bench-turns' });
   try {
-    return await measureTurns(database.endpoint, database.tableName, log);
+    const turns = await measureTurns(database.endpoint, database.tableName, log);
+    log('the SDK floor: a server making only a turn\'s three DynamoDB calls, at the same concurrency');
+    return { ...turns, sdkFloor: await measureSdkFloor(database.endpoint, database.tableName) };
   } finally {
     await database.stop();
   }

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { startOpenAIStub, type OpenAIStub, type RecordedRequest } from '../test/support/openai-stub.ts';
 import { sequentialRoundTrips, startDynamoDbProxy, type ProxiedCall } from './dynamodb-proxy.ts';
+import type { SdkFloorResult } from './sdk-floor.ts';
 
 export interface Percentiles {
   p50: number;
@@ -19,6 +20,8 @@ export interface TurnBenchResult {
   nonStreamed: { concurrency: number; durationMs: number; turns: number; turnsPerSecond: number; errors: number; p50Ms: number; p99Ms: number; allTurns: number };
   apiCpuMsPerTurn: number;
   apiRssMb: number;
+  /** What the three DynamoDB calls of a turn cost alone (`sdk-floor.ts`); filled in by the bench after the turns. */
+  sdkFloor?: SdkFloorResult;
 }
 
 /** BENCH_TURNS and BENCH_LOAD_MS shorten a run while working on the engine; the figures reported use the defaults. */

@@ -1,0 +1,70 @@
+import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+export interface SdkFloorResult {
+  concurrency: number;
+  requestsPerSecond: number;
+  cpuMsPerRequest: number;
+  p50Ms: number;
+  /** One client, the two reads before a turn's first delta, in sequence. */
+  readsAloneP50Ms: number;
+}
+
+const concurrency = 16;
+const warmupMs = 3_000;
+const durationMs = 10_000;
+
+/**
+ * Context for the turn targets: requests/s and CPU per request of `sdk-floor-server.ts`, which makes a turn's three
+ * DynamoDB calls with the AWS SDK and does nothing else, at the turn load's concurrency; and, with one client, the
+ * latency of the two reads a turn makes before its first delta (HTTP to the floor server included).
+ */
+export async function measureSdkFloor(dynamodbEndpoint: string, tableName: string): Promise<SdkFloorResult> {
+  const child = fork(resolve(import.meta.dirname, 'sdk-floor-server.ts'), {
+    env: { ...process.env, DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  try {
+    const port = await new Promise<number>((done) => child.once('message', (message: { port: number }) => done(message.port)));
+    const url = `http://127.0.0.1:${port}/`;
+    const started = performance.now();
+    const measureFrom = started + warmupMs;
+    const stopAt = measureFrom + durationMs;
+    const latencies: number[] = [];
+    let cpuBefore = Number.NaN;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < stopAt) {
+          const start = performance.now();
+          if (start >= measureFrom && Number.isNaN(cpuBefore)) cpuBefore = processCpuMs(child.pid as number);
+          await (await fetch(url, { method: 'POST', body: '{}' })).arrayBuffer();
+          if (start >= measureFrom) latencies.push(performance.now() - start);
+        }
+      }),
+    );
+    const cpuMs = processCpuMs(child.pid as number) - cpuBefore;
+    latencies.sort((a, b) => a - b);
+    const reads: number[] = [];
+    for (let index = 0; index < 300; index += 1) {
+      const start = performance.now();
+      await (await fetch(`${url}reads`, { method: 'POST', body: '{}' })).arrayBuffer();
+      if (index >= 100) reads.push(performance.now() - start);
+    }
+    reads.sort((a, b) => a - b);
+    return {
+      concurrency,
+      requestsPerSecond: latencies.length / (durationMs / 1000),
+      cpuMsPerRequest: cpuMs / latencies.length,
+      p50Ms: latencies[Math.floor(latencies.length / 2)] ?? Number.NaN,
+      readsAloneP50Ms: reads[Math.floor(reads.length / 2)] ?? Number.NaN,
+    };
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
