@@ -47,7 +47,7 @@ const readWriteActions = [
 ];
 /** The edge group only serves health and the catch-all; it never writes. */
 const readOnlyActions = ['dynamodb:GetItem', 'dynamodb:Query'];
-/** Streaming groups run model turns; Converse/ConverseStream are authorized by these two actions. */
+/** Groups that run turns invoke models; Converse/ConverseStream are authorized by these two actions. */
 const bedrockInvokeActions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
 
 /** API Gateway HTTP API gives up on an integration after 30 s; its functions finish before it does. */
@@ -165,7 +165,7 @@ export class AgentPlatformStack extends Stack {
         timeout: group.streaming ? streamingTimeout : httpApiFunctionTimeout,
         environment: {
           TABLE_NAME: table.tableName,
-          ...(group.streaming ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
+          ...(group.runsTurns ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
           ...queueUrlEnvironment(group.queueUrls),
         },
       });
@@ -176,7 +176,7 @@ export class AgentPlatformStack extends Stack {
           resources: [table.tableArn, `${table.tableArn}/index/*`],
         }),
       );
-      if (group.streaming) {
+      if (group.runsTurns) {
         fn.addToRolePolicy(
           new iam.PolicyStatement({
             actions: bedrockInvokeActions,

@@ -7,6 +7,7 @@ export const chatMessageRoutes = defineRouteGroup({
   name: 'chat-messages',
   entry: 'functions/chat-messages/handler.ts',
   streaming: true,
+  runsTurns: true,
   routes: {
     sendMessage: {
       method: 'POST',

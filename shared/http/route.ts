@@ -39,6 +39,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   routes: Routes;
   /** Responds through Lambda response streaming (a Function URL or REST API streaming on AWS). */
   streaming?: boolean;
+  /** Runs conversation turns: may invoke Bedrock models, and gets the turn deadline. */
+  runsTurns?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */

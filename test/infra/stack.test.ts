@@ -474,11 +474,14 @@ describe('AgentPlatformStack', () => {
     );
 
     it.each(routeGroups.map((group) => [group.name, group] as const))(
-      '%s may invoke Bedrock models only if it streams, in a statement of its own',
+      '%s may invoke Bedrock models only if it runs turns, in a statement of its own',
       (_name, group) => {
         const statements = policyDocumentsOfFunction(group).flatMap(statementsOf);
         const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')));
-        if (!group.streaming) {
+        const variables = (resource(functionIdOf(group), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        // The turn deadline stays under CloudFront's 120 s wait for a first byte, for the functions that run turns.
+        expect(variables.TURN_TIMEOUT_SECONDS, group.name).toBe(group.runsTurns ? '110' : undefined);
+        if (!group.runsTurns) {
           expect(bedrock).toEqual([]);
           return;
         }
