@@ -140,7 +140,7 @@ describe('local queues', () => {
       time: '2026-03-04T05:06:07Z',
       region,
       resources: [],
-      detail: { orgId: event.orgId, event: event.payload },
+      detail: { orgId: event.orgId, occurredAt: event.createdAt, event: event.payload },
     });
   });
 

@@ -128,7 +128,7 @@ async function deliveriesOf(key: string, endpointId: string, query = ''): Promis
 describe('webhook delivery', () => {
   it('delivers a session created and closed as exactly its session events, signed, each once by webhook-id', async () => {
     const { key } = await api.newOrg();
-    await register(key, '/ok/lifecycle', ['session.created', 'session.closed', 'session.ended']);
+    const endpointId = await register(key, '/ok/lifecycle', ['session.created', 'session.closed', 'session.ended']);
     const sessionId = await openSession(key, await newAgent(key));
     await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'hello', stream: false } });
     await api.request('PATCH', `/v1/chat/chat/sessions/${sessionId}/close`, { key });
@@ -139,12 +139,18 @@ describe('webhook delivery', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     const unique = [...new Map(receiver.for('/ok/lifecycle').map((receipt) => [receipt.webhookId, receipt])).values()];
-    // In createdAt order; closing is what ends the session, so those two events share their time.
-    const ordered = unique.sort((a, b) => a.body.createdAt.localeCompare(b.body.createdAt));
+    // In the order of the events' times (docs/events.md: `updatedAt` in the session-shaped events); closing is what
+    // ends the session, so those two share theirs.
+    const ordered = unique.sort((a, b) => a.body.updatedAt.localeCompare(b.body.updatedAt));
     expect(ordered.map((receipt) => receipt.body.eventType)).toEqual(['session.created', expect.any(String), expect.any(String)]);
     expect(ordered.slice(1).map((receipt) => receipt.body.eventType).sort()).toEqual(['session.closed', 'session.ended']);
-    expect(ordered[1]!.body.createdAt).toBe(ordered[2]!.body.createdAt);
-    expect(ordered[0]!.body.createdAt <= ordered[1]!.body.createdAt).toBe(true);
+    expect(ordered[1]!.body.updatedAt).toBe(ordered[2]!.body.updatedAt);
+    expect(ordered[0]!.body.updatedAt < ordered[1]!.body.updatedAt).toBe(true);
+    expect(new Set(ordered.map((receipt) => receipt.body.createdAt)).size).toBe(1);
+    // Each delivery is dated by its event's time, so the newest-first list starts with the close.
+    const deliveries = await deliveriesOf(key, endpointId);
+    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.updatedAt).reverse());
+    expect(deliveries.at(-1)).toMatchObject({ eventType: 'session.created', eventId: ordered[0]!.webhookId });
     for (const receipt of receipts) {
       expect(receipt.verified).toBe(true);
       expect(receipt.body.id).toBe(sessionId);

@@ -5,13 +5,14 @@ import { eventSource } from '../../shared/events/bus.ts';
 import { logger } from '../../shared/logger.ts';
 import { webhookRuntime } from '../../shared/webhook-runtime.ts';
 
-/** What the event rule puts on the queue: the EventBridge event, whose detail is `{orgId, event}`. */
+/** What the event rule puts on the queue: the EventBridge event, whose detail is `{orgId, occurredAt, event}`. */
 const publishedEvent = z.object({
   source: z.literal(eventSource),
   'detail-type': z.string().min(1),
   detail: z.object({
     orgId: z.string().min(1),
-    event: z.looseObject({ eventId: z.string().min(1), createdAt: z.string().min(1) }),
+    occurredAt: z.string().min(1),
+    event: z.looseObject({ eventId: z.string().min(1) }),
   }),
 });
 
@@ -39,10 +40,10 @@ function toWork(record: SQSRecord): DeliveryWork | undefined {
   if (!parsed.success) return undefined;
   const message = parsed.data;
   if ('kind' in message) return { kind: 'attempt', request: message };
-  const { orgId, event } = message.detail;
+  const { orgId, occurredAt, event } = message.detail;
   return {
     kind: 'event',
-    event: { eventId: event.eventId, type: message['detail-type'], orgId, createdAt: event.createdAt, payload: event },
+    event: { eventId: event.eventId, type: message['detail-type'], orgId, createdAt: occurredAt, payload: event },
     redelivered: Number(record.attributes.ApproximateReceiveCount) > 1,
   };
 }

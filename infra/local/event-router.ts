@@ -17,7 +17,7 @@ export interface EventBridgeEnvelope {
   time: string;
   region: string;
   resources: string[];
-  detail: { orgId: string; event: Record<string, unknown> };
+  detail: { orgId: string; occurredAt: string; event: Record<string, unknown> };
 }
 
 /**
@@ -34,7 +34,7 @@ export function eventBridgeEnvelope(event: DomainEvent, where: { account: string
     time: new Date(event.createdAt).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     region: where.region,
     resources: [],
-    detail: { orgId: event.orgId, event: event.payload },
+    detail: { orgId: event.orgId, occurredAt: event.createdAt, event: event.payload },
   };
 }
 

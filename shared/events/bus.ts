@@ -13,7 +13,8 @@ const maxEntriesPerCall = 10;
 
 /**
  * The EventBridge custom bus, where AWS customers route events with rules of their own: detail type = event type,
- * detail = `{orgId, event}` with the event's payload as in webhooks.
+ * detail = `{orgId, occurredAt, event}`: the time of the event (ms precision; EventBridge's own `time` keeps
+ * seconds) and its payload as in webhooks.
  */
 export class EventBridgeBus implements EventBus {
   private readonly client: EventBridgeClient;
@@ -31,7 +32,7 @@ export class EventBridgeBus implements EventBus {
         Source: eventSource,
         DetailType: event.type,
         Time: new Date(event.createdAt),
-        Detail: JSON.stringify({ orgId: event.orgId, event: event.payload }),
+        Detail: JSON.stringify({ orgId: event.orgId, occurredAt: event.createdAt, event: event.payload }),
       }));
       const result = await this.client.send(new PutEventsCommand({ Entries: entries }));
       if (result.FailedEntryCount) {
