@@ -60,7 +60,10 @@ const poller = startStreamPoller({
   tableName: database.tableName,
   consumers: tableStreamConsumers,
   idleDelayMs: 25,
+  checkpointFile: join(dataDir, 'stream-checkpoint.json'),
 });
+// Every shard open before the first request: on a first start on this data, what comes after is not skipped.
+await poller.ready;
 server.once('error', async (error) => {
   console.error(`Cannot listen on ${host}:${port}: ${error.message}`);
   await database.stop();
