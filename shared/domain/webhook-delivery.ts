@@ -100,8 +100,9 @@ export async function processDeliveryWork(deps: DeliveryDeps, work: readonly Del
   );
   const errors = results.map((result) => (result.status === 'rejected' ? (result.reason ?? new Error('failed')) : undefined));
   try {
+    // Also those of an event that failed at another endpoint: when it comes back, these endpoints are skipped.
     await deps.deliveries.recordDelivered(
-      delivered.filter(({ index }) => errors[index] === undefined).map(({ stored }) => stored),
+      delivered.map(({ stored }) => stored),
       expiresAt(deps, deps.clock.now()),
     );
   } catch (error) {
