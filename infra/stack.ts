@@ -5,6 +5,8 @@ import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -14,6 +16,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { eventRules, queueConsumers, tableStreamConsumers, type QueueDefinition, type TableStreamConsumer } from '../functions/consumers.ts';
@@ -102,13 +105,29 @@ export class AgentPlatformStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // Whatever lands in a dead-letter queue needs a person: each raises an alarm on this topic (subscribe to it).
+    const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms' });
+    const deadLetterQueue = (scope: Construct, id: string, what: string): sqs.Queue => {
+      const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true });
+      const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
+        alarmDescription: `${what} landed in a dead-letter queue`,
+        metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm.addAlarmAction(new cloudwatchActions.SnsAction(alarms));
+      return queue;
+    };
+
     // The platform's queues, each with a dead-letter queue for messages that keep failing their consumer.
     const queues = new Map<string, sqs.Queue>();
     const queueFor = (definition: QueueDefinition): sqs.Queue => {
       let queue = queues.get(definition.name);
       if (!queue) {
         const queueScope = new Construct(this, `Queue-${definition.name}`);
-        const deadLetters = new sqs.Queue(queueScope, 'DeadLetters', { retentionPeriod: Duration.days(14), enforceSSL: true });
+        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`);
         queue = new sqs.Queue(queueScope, 'Queue', {
           visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
           retentionPeriod: Duration.days(4),
@@ -223,7 +242,7 @@ export class AgentPlatformStack extends Stack {
     // Domain events, relayed from the table's stream; customers route them with EventBridge rules of their own.
     const eventBus = new events.EventBus(this, 'Events');
     // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
-    const streamFailures = new sqs.Queue(this, 'StreamFailures', { retentionPeriod: Duration.days(14), enforceSSL: true });
+    const streamFailures = deadLetterQueue(this, 'StreamFailures', 'A table stream batch a consumer kept failing');
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
       const fn = bundledFunction(consumerScope, consumer.entry, {
@@ -248,7 +267,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     // Each rule sends the events it matches to a queue; EventBridge retries a failed send for 24 hours.
-    const ruleFailures = new sqs.Queue(this, 'EventRuleFailures', { retentionPeriod: Duration.days(14), enforceSSL: true });
+    const ruleFailures = deadLetterQueue(this, 'EventRuleFailures', 'An event EventBridge could not send to its target for 24 hours');
     for (const rule of eventRules) {
       new events.Rule(this, `Rule-${rule.name}`, {
         eventBus,
@@ -344,6 +363,7 @@ export class AgentPlatformStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
+    new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Subscribe to be told when anything lands in a dead-letter queue' });
     new CfnOutput(this, 'EventBusName', { value: eventBus.eventBusName, description: 'Domain events (source agent-platform) for your own EventBridge rules' });
   }
 }

@@ -557,9 +557,34 @@ describe('AgentPlatformStack', () => {
     });
   });
 
-  it('outputs the public base address, both APIs for debugging, the table and the event bus', () => {
+  it('raises an alarm on the operations topic as soon as anything lands in any dead-letter queue', () => {
+    const serialized = JSON.stringify(resources);
+    const deadLetterIds = new Set(
+      [...serialized.matchAll(/"(?:deadLetterTargetArn|Destination|Arn)":\{"Fn::GetAtt":\["([A-Za-z0-9]+)","Arn"\]\}/g)]
+        .map((match) => match[1] as string)
+        .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
+          candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
+    );
+    // The stream consumers' failures, the delivery queue's dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(3);
+    const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
+    expect(alarms).toHaveLength(deadLetterIds.size);
+    for (const id of deadLetterIds) {
+      const alarm = alarms.find((candidate) => JSON.stringify(candidate.Properties.Dimensions).includes(`"${id}"`));
+      expect(alarm?.Properties, id).toMatchObject({
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [{ Ref: topicId }],
+      });
+    }
+  });
+
+  it('outputs the public base address, both APIs for debugging, the table, the event bus and the alarm topic', () => {
     const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(['ApiBaseUrl', 'ApiUrl', 'EventBusName', 'StreamingApiUrl', 'TableName']);
+    expect(Object.keys(outputs).sort()).toEqual(['AlarmTopicArn', 'ApiBaseUrl', 'ApiUrl', 'EventBusName', 'StreamingApiUrl', 'TableName']);
     expect(outputs.EventBusName?.Value).toEqual({ Ref: Object.keys(template.findResources('AWS::Events::EventBus'))[0] });
     expect(outputs.ApiBaseUrl?.Value).toEqual({
       'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [Object.keys(template.findResources('AWS::CloudFront::Distribution'))[0], 'DomainName'] }]],
