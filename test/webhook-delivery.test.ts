@@ -148,7 +148,11 @@ describe('webhook delivery', () => {
     expect(ordered[0]!.body.updatedAt < ordered[1]!.body.updatedAt).toBe(true);
     expect(new Set(ordered.map((receipt) => receipt.body.createdAt)).size).toBe(1);
     // Each delivery is dated by its event's time, so the newest-first list starts with the close.
-    const deliveries = await deliveriesOf(key, endpointId);
+    // Recorded once the batch is done, which can be a moment after the receiver has them.
+    const deliveries = await eventually(
+      () => deliveriesOf(key, endpointId),
+      (found) => found.length === 3,
+    );
     expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.updatedAt).reverse());
     expect(deliveries.at(-1)).toMatchObject({ eventType: 'session.created', eventId: ordered[0]!.webhookId });
     for (const receipt of receipts) {
