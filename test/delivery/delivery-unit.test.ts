@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
+import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/domain/webhook-delivery.ts';
 import { generateSigningSecret, signatureHeaders } from '../../shared/net/standard-webhooks.ts';
@@ -83,5 +84,16 @@ describe('attempts due later than SQS can delay', () => {
     expect(await processDeliveryWork(deps, [{ kind: 'attempt', request }])).toEqual([undefined]);
     expect(scheduled).toEqual([request]);
     expect(queueDelaySeconds(request.notBefore, now)).toBe(maxQueueDelaySeconds);
+  });
+});
+
+describe('the delivery function', () => {
+  it('hands back a message that is neither a published event nor a scheduled attempt, for the dead-letter queue', async () => {
+    const { handler } = await import('../../functions/webhook-delivery/handler.ts');
+    const record = (messageId: string, body: string) => ({ messageId, body, attributes: { ApproximateReceiveCount: '1' } }) as unknown as SQSRecord;
+    const response = await handler({
+      Records: [record('not-json', '{oops'), record('foreign', JSON.stringify({ source: 'elsewhere', 'detail-type': 'x', detail: {} }))],
+    });
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: 'not-json' }, { itemIdentifier: 'foreign' }]);
   });
 });
