@@ -153,7 +153,7 @@ describe('webhook delivery', () => {
       () => deliveriesOf(key, endpointId),
       (found) => found.length === 3,
     );
-    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.updatedAt).reverse());
+    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.endedAt ?? receipt.body.createdAt).reverse());
     expect(deliveries.at(-1)).toMatchObject({ eventType: 'session.created', eventId: ordered[0]!.webhookId });
     for (const receipt of receipts) {
       expect(receipt.verified).toBe(true);
