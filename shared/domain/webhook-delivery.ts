@@ -133,14 +133,15 @@ async function deliverEvent(
   const outcome = await sendAttempt(deps, endpoint, event.eventId, body);
   const now = deps.clock.now();
   const { changes, next } = settle(deps, outcome, 1, 0, now);
-  const delivery = stripUndefined({
+  // Fields the outcome cleared (`undefined`) are not stored: the store drops undefined values.
+  const delivery = {
     id,
     endpointId: endpoint.id,
     eventId: event.eventId,
     eventType: event.type,
     createdAt: event.createdAt,
     ...changes,
-  } as WebhookDelivery);
+  } as WebhookDelivery;
   const stored = { orgId: event.orgId, delivery, body };
   if (outcome.delivered) return stored;
   if (next) await deps.queue.schedule([{ kind: 'webhook.attempt', orgId: event.orgId, endpointId: endpoint.id, deliveryId: id, ...next }]);
@@ -253,10 +254,6 @@ function retryAfter(header: string | undefined, now: Date): number | undefined {
   if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
   const date = Date.parse(header);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now.getTime());
-}
-
-function stripUndefined<T extends object>(record: T): T {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
 }
 
 export async function listDeliveries(

@@ -30,6 +30,17 @@ export function isConditionFailure(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException;
 }
 
+/** Awaits a conditional write: true when it was applied, false when its condition did not hold. */
+export async function conditionalWrite(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (isConditionFailure(error)) return false;
+    throw error;
+  }
+}
+
 /** The per-item cancellation reasons of a failed transaction, or undefined when it failed for another cause. */
 export function transactionCancellationCodes(error: unknown): (string | undefined)[] | undefined {
   if (!(error instanceof TransactionCanceledException)) return undefined;

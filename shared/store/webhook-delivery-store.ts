@@ -1,7 +1,7 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from '../ports.ts';
 import type { DeliveryState, WebhookDelivery } from '../schemas/webhook.ts';
-import { isConditionFailure } from './dynamo.ts';
+import { conditionalWrite, isConditionFailure } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 
@@ -46,19 +46,15 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
   }
 
   async create(stored: StoredDelivery, expiresAt: number): Promise<boolean> {
-    try {
-      await this.client.send(
+    return conditionalWrite(
+      this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: this.itemOf(stored, expiresAt),
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async recordDelivered(stored: readonly StoredDelivery[], expiresAt: number): Promise<void> {
@@ -97,8 +93,8 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
         sets.push(`#${field} = :${field}`);
       }
     }
-    try {
-      await this.client.send(
+    return conditionalWrite(
+      this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.webhookDelivery(orgId, endpointId, deliveryId),
@@ -107,12 +103,8 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async reopen(orgId: string, endpointId: string, deliveryId: string, at: string): Promise<WebhookDelivery | 'pending' | 'missing'> {

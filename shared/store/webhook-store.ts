@@ -1,7 +1,7 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliverableEndpoint, WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { allEvents } from '../schemas/webhook.ts';
-import { isConditionFailure } from './dynamo.ts';
+import { conditionalWrite } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { replaceFields } from './replace-fields.ts';
 import { keys } from './keys.ts';
@@ -60,15 +60,11 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 
   async delete(orgId: string, endpointId: string): Promise<boolean> {
-    try {
-      await this.client.send(
+    return conditionalWrite(
+      this.client.send(
         new DeleteCommand({ TableName: this.tableName, Key: keys.webhook(orgId, endpointId), ConditionExpression: 'attribute_exists(pk)' }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   /**
@@ -77,8 +73,8 @@ export class DynamoWebhookStore implements WebhookStore {
    * `updatedAt` are left alone, so a rotation never conflicts with a PATCH.
    */
   async rotateSecret(orgId: string, endpointId: string, secret: string, previousValidUntil: number): Promise<boolean> {
-    try {
-      await this.client.send(
+    return conditionalWrite(
+      this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.webhook(orgId, endpointId),
@@ -87,17 +83,13 @@ export class DynamoWebhookStore implements WebhookStore {
           ExpressionAttributeNames: { '#secret': 'secret', '#previousSecret': 'previousSecret', '#previousSecretValidUntil': 'previousSecretValidUntil' },
           ExpressionAttributeValues: { ':secret': secret, ':validUntil': previousValidUntil },
         }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async disable(orgId: string, endpointId: string, at: string): Promise<boolean> {
-    try {
-      await this.client.send(
+    return conditionalWrite(
+      this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.webhook(orgId, endpointId),
@@ -106,12 +98,8 @@ export class DynamoWebhookStore implements WebhookStore {
           ExpressionAttributeNames: { '#enabled': 'enabled', '#updatedAt': 'updatedAt' },
           ExpressionAttributeValues: { ':false': false, ':at': at },
         }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async deliverableFor(orgId: string, eventType: string, nowMs: number): Promise<DeliverableEndpoint[]> {
