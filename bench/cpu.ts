@@ -57,6 +57,11 @@ export function cpuShare(from: Snapshot | undefined, to: Snapshot | undefined): 
   };
 }
 
+/** CPU milliseconds (user and system) a process has used so far; /proc counts in ticks of 10 ms. */
+export function processCpuMs(pid: number): number {
+  return (processTicks(String(pid)) * 1000) / 100;
+}
+
 function processTicks(pid: string): number {
   let stat: string;
   try {

@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { processCpuMs } from './cpu.ts';
+import { percentiles } from './turns.ts';
 
 export interface SdkFloorResult {
   concurrency: number;
@@ -44,27 +45,20 @@ export async function measureSdkFloor(dynamodbEndpoint: string, tableName: strin
       }),
     );
     const cpuMs = processCpuMs(child.pid as number) - cpuBefore;
-    latencies.sort((a, b) => a - b);
     const reads: number[] = [];
     for (let index = 0; index < 300; index += 1) {
       const start = performance.now();
       await (await fetch(`${url}reads`, { method: 'POST', body: '{}' })).arrayBuffer();
       if (index >= 100) reads.push(performance.now() - start);
     }
-    reads.sort((a, b) => a - b);
     return {
       concurrency,
       requestsPerSecond: latencies.length / (durationMs / 1000),
       cpuMsPerRequest: cpuMs / latencies.length,
-      p50Ms: latencies[Math.floor(latencies.length / 2)] ?? Number.NaN,
-      readsAloneP50Ms: reads[Math.floor(reads.length / 2)] ?? Number.NaN,
+      p50Ms: percentiles(latencies).p50,
+      readsAloneP50Ms: percentiles(reads).p50,
     };
   } finally {
     child.kill('SIGTERM');
   }
-}
-
-function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }

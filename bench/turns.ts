@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { startOpenAIStub, type OpenAIStub, type RecordedRequest } from '../test/support/openai-stub.ts';
 import { sequentialRoundTrips, startDynamoDbProxy, type ProxiedCall } from './dynamodb-proxy.ts';
+import { processCpuMs } from './cpu.ts';
 import type { SdkFloorResult } from './sdk-floor.ts';
 
 export interface Percentiles {
@@ -266,18 +267,12 @@ async function nonStreamedLoad(baseUrl: string, key: string, agentId: string) {
   };
 }
 
-function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / 100;
-}
-
 function processRssMb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:')) ?? '';
   return Number(line.replace(/\D+/g, '')) / 1024;
 }
 
-function percentiles(values: number[]): Percentiles {
+export function percentiles(values: readonly number[]): Percentiles {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
   return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? Number.NaN };

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import type { Percentiles } from './turns.ts';
+import { percentiles, type Percentiles } from './turns.ts';
 
 export interface WebhookBenchResult {
   /** A burst of `events` published at once, from publication to the last receipt, at the local runtime's concurrency. */
@@ -54,7 +54,7 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
       await new Promise((done) => setTimeout(done, latencyIntervalMs));
     }
     const timed = await receiptsOf(receiver, '/latency', latencyEvents, 30_000);
-    const latencies = timed.map((receipt) => receipt.at - Date.parse(receipt.createdAt)).sort((a, b) => a - b);
+    const latencies = timed.map((receipt) => receipt.at - Date.parse(receipt.createdAt));
 
     await subscribe('/burst', ['session.updated']);
     log(`webhooks: warming up with ${warmupEvents} events, then a burst of ${burstEvents}`);
@@ -71,22 +71,13 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
         deliveriesPerSecond: (burst.length / durationMs) * 1000,
         duplicates: receiver.receipts.filter((receipt) => receipt.path === '/burst').length - warmupEvents - burst.length,
       },
-      eventToReceiptMs: {
-        events: latencies.length,
-        p50: percentile(latencies, 0.5),
-        p99: percentile(latencies, 0.99),
-        max: latencies.at(-1) ?? Number.NaN,
-      },
+      eventToReceiptMs: { events: latencies.length, ...percentiles(latencies) },
     };
   } finally {
     runtime.child.kill('SIGTERM');
     receiver.server.closeAllConnections();
     receiver.server.close();
   }
-}
-
-function percentile(sorted: readonly number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
 
 /** The first receipt of each event at `path`, once `count` distinct events have arrived (or the time is up). */
