@@ -36,6 +36,11 @@ function spawnNode(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   return child;
 }
 
+/** A key one character away from `key`, so it can never equal it by chance. */
+function withLastCharacterChanged(key: string): string {
+  return `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
+}
+
 function isRunning(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
@@ -239,7 +244,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(viaCliKey.status).toBe(200);
     expect(viaCliKey.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
     expect((await call(server, 'POST', '/v2/chat/agents', { key: cliKey, body: agentBody })).status).toBe(403);
-    expect((await call(server, 'GET', '/v1/chat/agents', { key: `${initKey.slice(0, -1)}x` })).status).toBe(401);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: withLastCharacterChanged(initKey) })).status).toBe(401);
   }, 120_000);
 
   it('keys CLI while the server runs issues a key the server accepts at once', async () => {
