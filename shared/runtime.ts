@@ -1,3 +1,4 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createJwtVerifier } from './auth/jwt.ts';
 import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
@@ -17,6 +18,8 @@ import { DynamoWebhookStore } from './store/webhook-store.ts';
 /** Everything a handler needs, built once per process from configuration. */
 export interface Runtime {
   config: Config;
+  /** The process's one DynamoDB client, for stores built beside these (one connection pool per process). */
+  documentClient: DynamoDBDocumentClient;
   clock: Clock;
   catalog: ModelCatalog;
   orgs: OrgStore;
@@ -35,6 +38,7 @@ export function createRuntime(config: Config): Runtime {
   const table = config.TABLE_NAME;
   return {
     config,
+    documentClient: client,
     clock: systemClock,
     catalog: createModelCatalog(config),
     orgs: new DynamoOrgStore(client, table),

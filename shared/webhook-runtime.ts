@@ -1,7 +1,6 @@
 import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
 import { createSqsClient, SqsDeliveryQueue } from './queue/sqs-delivery-queue.ts';
 import { runtime, type Runtime } from './runtime.ts';
-import { createDocumentClient } from './store/dynamo.ts';
 import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
 
 /**
@@ -21,7 +20,7 @@ export function webhookRuntime(): WebhookRuntime {
     const queueUrl = base.config.WEBHOOK_QUEUE_URL;
     processRuntime = {
       ...base,
-      deliveries: new DynamoWebhookDeliveryStore(createDocumentClient(base.config), base.config.TABLE_NAME),
+      deliveries: new DynamoWebhookDeliveryStore(base.documentClient, base.config.TABLE_NAME),
       queue: queueUrl
         ? new SqsDeliveryQueue(createSqsClient(base.config), queueUrl)
         : {

@@ -10,7 +10,6 @@ import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
 import { newId } from '../../shared/domain/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { createDocumentClient } from '../../shared/store/dynamo.ts';
 import {
   announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { startEventRouter } from './event-router.ts';
@@ -48,7 +47,7 @@ try {
   process.exit(1);
 }
 const sweeper = startTtlSweeper({
-  client: createDocumentClient(runtime().config),
+  client: runtime().documentClient,
   tableName: database.tableName,
   consumers: tableStreamConsumers,
   intervalMs: Number(process.env.TTL_SWEEP_INTERVAL_MS ?? 5_000),

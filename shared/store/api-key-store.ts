@@ -6,7 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyStore, KeyIdentity } from '../ports.ts';
 import type { ApiKey } from '../schemas/api-key.ts';
-import { isConditionFailure, transactionCancellationCodes } from './dynamo.ts';
+import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -101,8 +101,9 @@ export class DynamoApiKeyStore implements ApiKeyStore {
   }
 
   async recordUse(orgId: string, keyId: string, at: string): Promise<void> {
-    try {
-      await this.client.send(
+    // A key deleted meanwhile is not recreated by its last use.
+    await conditionalWrite(
+      this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.apiKey(orgId, keyId),
@@ -110,9 +111,7 @@ export class DynamoApiKeyStore implements ApiKeyStore {
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeValues: { ':at': at },
         }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
+      ),
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../ports.ts';
-import { isConditionFailure } from './dynamo.ts';
+import { conditionalWrite } from './dynamo.ts';
 import { keys } from './keys.ts';
 
 /** How long an in-progress claim blocks the key before a crashed request's claim may be taken over. */
@@ -30,8 +30,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
 
   async claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
     const nowSeconds = Math.floor(this.now() / 1000);
-    try {
-      await this.client.send(
+    const claimed = await conditionalWrite(
+      this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: {
@@ -47,11 +47,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':now': nowSeconds, ':inProgress': 'IN_PROGRESS' },
         }),
-      );
-      return { outcome: 'claimed' };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
+      ),
+    );
+    if (claimed) return { outcome: 'claimed' };
     const existing = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, keyDigest(key)), ConsistentRead: true }),
     );

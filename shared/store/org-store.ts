@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Organization, OrgStore } from '../ports.ts';
-import { isConditionFailure } from './dynamo.ts';
+import { conditionalWrite } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 
@@ -14,19 +14,17 @@ export class DynamoOrgStore implements OrgStore {
   }
 
   async ensure(org: Organization): Promise<Organization> {
-    try {
-      await this.client.send(
+    const created = await conditionalWrite(
+      this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { ...keys.org(org.id), entity: 'org', ...org },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
-      );
-      return org;
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const existing = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.org(org.id) }));
-      return toRecord<Organization>(existing.Item ?? {});
-    }
+      ),
+    );
+    if (created) return org;
+    const existing = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.org(org.id) }));
+    return toRecord<Organization>(existing.Item ?? {});
   }
 }
