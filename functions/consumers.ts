@@ -1,4 +1,5 @@
 import { eventSource } from '../shared/events/bus.ts';
+import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 
 /**
  * The asynchronous consumers of the table's stream, declared once: the CDK stack subscribes each to the stream
@@ -19,15 +20,6 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   { name: 'event-relay', entry: 'functions/event-relay/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, publishesEvents: true },
   { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] } },
 ];
-
-/** An SQS queue of the platform: the stack creates it (with a dead-letter queue), the local runtime creates it in its SQS emulator. */
-export interface QueueDefinition {
-  name: string;
-  /** How long a received message stays hidden; AWS asks for at least six times the consumer's timeout. */
-  visibilityTimeoutSeconds: number;
-  /** Receives after which a message that keeps failing its consumer moves to the queue's dead-letter queue. */
-  maxReceiveCount: number;
-}
 
 /** A Lambda fed by an SQS queue (reporting partial batch failures); the local runtime polls the emulator for it. */
 export interface QueueConsumer {

@@ -19,9 +19,10 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { eventRules, queueConsumers, tableStreamConsumers, type QueueDefinition, type TableStreamConsumer } from '../functions/consumers.ts';
+import { eventRules, queueConsumers, tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
+import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
 
@@ -138,15 +139,8 @@ export class AgentPlatformStack extends Stack {
       }
       return queue;
     };
-    const queueNamed = (name: string): sqs.Queue => {
-      const definition = [...queueConsumers.map((consumer) => consumer.queue), ...eventRules.map((rule) => rule.target)].find(
-        (candidate) => candidate.name === name,
-      );
-      if (!definition) throw new Error(`No queue named ${name} is declared in functions/consumers.ts`);
-      return queueFor(definition);
-    };
-    const queueUrlEnvironment = (urls: Record<string, { name: string }> = {}): Record<string, string> =>
-      Object.fromEntries(Object.entries(urls).map(([variable, definition]) => [variable, queueNamed(definition.name).queueUrl]));
+    const queueUrlEnvironment = (urls: Record<string, QueueDefinition> = {}): Record<string, string> =>
+      Object.fromEntries(Object.entries(urls).map(([variable, definition]) => [variable, queueFor(definition).queueUrl]));
 
     const httpApi = new apigwv2.HttpApi(this, 'HttpApi', { apiName: 'agent-platform' });
     const routes: apigwv2.HttpRoute[] = [];
@@ -188,7 +182,7 @@ export class AgentPlatformStack extends Stack {
           ...queueUrlEnvironment(group.queueUrls),
         },
       });
-      for (const definition of Object.values(group.queueUrls ?? {})) queueNamed(definition.name).grantSendMessages(fn);
+      for (const definition of Object.values(group.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: group.catchAll ? readOnlyActions : readWriteActions,

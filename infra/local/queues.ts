@@ -1,6 +1,7 @@
 import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
-import type { EventRule, QueueConsumer, QueueDefinition } from '../../functions/consumers.ts';
+import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
+import type { QueueDefinition } from '../../shared/queue/queue-definition.ts';
 
 /** The account id fauxqs puts in queue ARNs. */
 export const localAccountId = '000000000000';

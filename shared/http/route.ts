@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Scope } from '../auth/scopes.ts';
+import type { QueueDefinition } from '../queue/queue-definition.ts';
 
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpMethod = (typeof httpMethods)[number];
@@ -44,7 +45,7 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
-  queueUrls?: Record<string, { name: string }>;
+  queueUrls?: Record<string, QueueDefinition>;
 }
 
 export function defineRouteGroup<const Routes extends Record<string, RouteDefinition>>(group: RouteGroup<Routes>): RouteGroup<Routes> {
