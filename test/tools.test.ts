@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 beforeAll(async () => {

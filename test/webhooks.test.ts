@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertDeliverableUrl } from '../shared/domain/webhooks.ts';
 import type { Resolver } from '../shared/net/egress-guard.ts';
 import type { WebhookStore } from '../shared/ports.ts';
-import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 let store: WebhookStore;

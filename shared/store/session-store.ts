@@ -1,7 +1,6 @@
 import {
   BatchGetCommand,
   GetCommand,
-  QueryCommand,
   TransactWriteCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
