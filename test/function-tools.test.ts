@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from './support/api.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 interface Call {
   headers: IncomingMessage['headers'];
@@ -32,13 +32,12 @@ beforeAll(async () => {
       } else response.end(JSON.stringify({ result: { status: 'shipped' } }));
     });
   });
-  await new Promise<void>((resolve) => functionServer.listen(0, '127.0.0.1', resolve));
-  functionUrl = `http://127.0.0.1:${(functionServer.address() as AddressInfo).port}/functions`;
+  functionUrl = `http://127.0.0.1:${await listenOnLoopback(functionServer)}/functions`;
   api = await startApi();
 });
 afterAll(async () => {
   await api.close();
-  await new Promise((resolve) => functionServer.close(resolve));
+  await closeServer(functionServer);
 });
 
 async function sessionWith(key: string, tool: Record<string, unknown>) {

@@ -5,15 +5,15 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventRule, QueueConsumer } from '../functions/consumers.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { eventSource, localEventBus } from '../shared/events/bus.ts';
+import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { startApi, type TestApi, type TestQueues } from './support/api.ts';
 import type { RecordedInvocation } from './support/fixtures/recording-consumer.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 const visibilityTimeoutSeconds = 1;
 const eventsQueue: QueueDefinition = { name: 'fixture-events', visibilityTimeoutSeconds: 360, maxReceiveCount: 2 };
@@ -41,15 +41,13 @@ beforeAll(async () => {
     invocations.push(JSON.parse(body) as RecordedInvocation);
     response.end();
   });
-  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
-  const recorderUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+  const recorderUrl = `http://127.0.0.1:${await listenOnLoopback(recorder)}`;
   api = await startApi({ RECORDER_URL: recorderUrl }, { streamPoller: true, queues: { visibilityTimeoutSeconds, consumers, rules } });
   queues = api.queues as TestQueues;
 });
 afterAll(async () => {
   await api.close();
-  recorder.closeAllConnections();
-  await new Promise((resolve) => recorder.close(resolve));
+  await closeServer(recorder);
 });
 
 interface Delivery {

@@ -5,10 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../infra/local/free-port.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const mainScript = join('infra', 'local', 'main.ts');
@@ -152,17 +152,6 @@ async function call(server: RunningServer, method: string, path: string, options
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function tempDataDir(): string {

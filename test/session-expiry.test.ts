@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from './support/api.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 const idleSeconds = 1;
 let api: TestApi;
@@ -10,13 +10,12 @@ let slowUrl: string;
 
 beforeAll(async () => {
   slowServer = createServer((_request, response) => setTimeout(() => response.end('done'), 1_800));
-  await new Promise<void>((resolve) => slowServer.listen(0, '127.0.0.1', resolve));
-  slowUrl = `http://127.0.0.1:${(slowServer.address() as AddressInfo).port}/slow`;
+  slowUrl = `http://127.0.0.1:${await listenOnLoopback(slowServer)}/slow`;
   api = await startApi({ SESSION_IDLE_TIMEOUT_SECONDS: String(idleSeconds), TOOL_TIMEOUT_MS: '5000' });
 });
 afterAll(async () => {
   await api.close();
-  await new Promise((resolve) => slowServer.close(resolve));
+  await closeServer(slowServer);
 });
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

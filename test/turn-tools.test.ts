@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from './support/api.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 import { replyDeltas } from './support/sse.ts';
 
 interface Received {
@@ -36,13 +36,12 @@ beforeAll(async () => {
       response.end(JSON.stringify({ temperature: 21, unit: 'C' }));
     });
   });
-  await new Promise<void>((resolve) => toolServer.listen(0, '127.0.0.1', resolve));
-  toolBase = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}`;
+  toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
   api = await startApi({ TOOL_TIMEOUT_MS: '500' });
 });
 afterAll(async () => {
   await api.close();
-  await new Promise((resolve) => toolServer.close(resolve));
+  await closeServer(toolServer);
 });
 
 async function agentWithTool(key: string, tool: Record<string, unknown>) {

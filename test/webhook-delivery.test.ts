@@ -1,9 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 /** What a receiver got: one request, its signature checked with every secret the test knows for the endpoint. */
 interface Receipt {
@@ -61,8 +61,7 @@ class Receiver {
   }
 
   async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${await listenOnLoopback(this.server)}`;
   }
 
   for(path: string): Receipt[] {
@@ -70,8 +69,7 @@ class Receiver {
   }
 
   close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    return closeServer(this.server);
   }
 }
 

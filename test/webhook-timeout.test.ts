@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from './support/api.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 /** The answer limit at its real value (the default, 15 s): a receiver just inside it delivers, one just outside fails. */
 let api: TestApi;
@@ -14,14 +14,12 @@ beforeAll(async () => {
     request.resume();
     setTimeout(() => response.writeHead(200).end(), answerAfterMs[request.url ?? ''] ?? 0);
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiverUrl = `http://127.0.0.1:${await listenOnLoopback(receiver)}`;
   api = await startApi({}, { streamPoller: true, queues: true });
 });
 afterAll(async () => {
   await api.close();
-  receiver.closeAllConnections();
-  await new Promise((resolve) => receiver.close(resolve));
+  await closeServer(receiver);
 });
 
 async function firstDelivery(key: string, endpointId: string): Promise<any> {

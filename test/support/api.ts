@@ -1,9 +1,9 @@
-import type { AddressInfo } from 'node:net';
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
+import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
 export interface ApiResponse<Body = any> {
   status: number;
@@ -72,8 +72,7 @@ export async function startApi(
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
   const { server } = createLocalServer(routeGroups);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const baseUrl = `http://127.0.0.1:${await listenOnLoopback(server)}`;
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined
@@ -114,11 +113,8 @@ export async function startApi(
     close: async () => {
       await poller?.stop();
       await queues?.stop();
-      await new Promise<void>((resolve) => {
-        sweeper?.stop();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+      sweeper?.stop();
+      await closeServer(server);
     },
   };
 }

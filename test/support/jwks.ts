@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
 export interface SignOptions {
   issuer?: string;
@@ -32,8 +32,7 @@ export async function startJwks(issuer = 'https://issuer.test', audience = 'agen
     response.setHeader('content-type', 'application/json');
     response.end(JSON.stringify({ keys: [publicJwk] }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
+  const url = `http://127.0.0.1:${await listenOnLoopback(server)}/.well-known/jwks.json`;
 
   return {
     url,
@@ -52,10 +51,6 @@ export async function startJwks(issuer = 'https://issuer.test', audience = 'agen
         .setExpirationTime(now + expiresIn)
         .sign(options.privateKey ?? privateKey);
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { freePort } from '../../infra/local/free-port.ts';
 import type { EgressPolicy } from '../../shared/net/egress-guard.ts';
 import { executeApiTool, type ApiToolDefinition, type ToolExecution } from '../../shared/tools/api-tool-executor.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 /**
  * Tripwire: these tests may only ever connect to 127.0.0.1 or localhost. Should the guard let a request for any other
@@ -86,13 +87,9 @@ beforeAll(async () => {
   server.on('connection', () => {
     connections += 1;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  port = await listenOnLoopback(server);
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeServer(server));
 beforeEach(() => {
   requests.length = 0;
 });
@@ -428,10 +425,7 @@ describe('failures', () => {
 
   it('reports an unreachable server as TOOL_NETWORK_ERROR', async () => {
     // Prepare: a port nobody listens on.
-    const spare = http.createServer();
-    await new Promise<void>((resolve) => spare.listen(0, '127.0.0.1', resolve));
-    const sparePort = (spare.address() as AddressInfo).port;
-    await new Promise((resolve) => spare.close(resolve));
+    const sparePort = await freePort();
 
     // Act
     const execution = await run(tool(`http://127.0.0.1:${sparePort}/`));

@@ -1,7 +1,7 @@
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { assertHostAllowed, EgressBlockedError, guardedRequest, type EgressPolicy } from '../../shared/net/egress-guard.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 /**
  * A DNS server under our control, in process: `rebind.test` answers a public address the first time it is asked and
@@ -32,13 +32,9 @@ beforeAll(async () => {
   server.on('connection', () => {
     connections += 1;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  port = await listenOnLoopback(server);
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeServer(server));
 
 describe('DNS rebinding', () => {
   it('is caught at connect time: an earlier check that saw a public address does not let loopback through', async () => {

@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { freePort } from '../../infra/local/free-port.ts';
 import {
   assertHostAllowed,
   classifyAddress,
@@ -16,6 +16,7 @@ import {
   type EgressPolicy,
   type Resolver,
 } from '../../shared/net/egress-guard.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 /**
  * Tripwire: these tests may only ever connect to 127.0.0.1 or localhost. Should the guard ever let a request for any
@@ -275,13 +276,9 @@ describe('guardedRequest', () => {
     server.on('connection', () => {
       connections += 1;
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    port = await listenOnLoopback(server);
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  afterAll(() => closeServer(server));
 
   const init = { method: 'GET', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024 };
 
@@ -376,10 +373,7 @@ describe('guardedRequest', () => {
 
   it('reports refused connections as OutboundNetworkError without the address', async () => {
     // Prepare: a port nobody listens on.
-    const spare = http.createServer();
-    await new Promise<void>((resolve) => spare.listen(0, '127.0.0.1', resolve));
-    const sparePort = (spare.address() as AddressInfo).port;
-    await new Promise((resolve) => spare.close(resolve));
+    const sparePort = await freePort();
 
     // Act
     const error = await guardedRequest(new URL(`http://localhost:${sparePort}/`), init, loopback).catch((e: unknown) => e);
