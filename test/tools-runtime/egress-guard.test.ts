@@ -18,18 +18,10 @@ import {
 } from '../../shared/net/egress-guard.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
-/**
- * Tripwire: these tests may only ever connect to 127.0.0.1 or localhost. Should the guard ever let a request for any
- * other host reach node:http, it fails there, before a packet leaves, instead of sending traffic elsewhere.
- */
+// Only loopback may ever be connected to: see test/support/http-tripwire.ts.
 vi.mock('node:http', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:http')>();
-  const request = ((url: unknown, ...rest: unknown[]) => {
-    const host = url instanceof URL ? url.hostname : undefined;
-    if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`tripwire: test tried to connect to ${String(host)}`);
-    return (actual.request as (...args: unknown[]) => http.ClientRequest)(url, ...rest);
-  }) as typeof actual.request;
-  return { ...actual, request, default: { ...actual, request } };
+  const { loopbackOnlyHttp } = await import('../support/http-tripwire.ts');
+  return loopbackOnlyHttp(await importOriginal<typeof import('node:http')>());
 });
 
 const closed: EgressPolicy = { allowLoopback: false };
