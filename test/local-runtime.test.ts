@@ -2,85 +2,34 @@
  * The local runtime as a user runs it: `node infra/local/main.ts` and `node infra/local/keys-cli.ts` in child
  * processes, each on a temporary DATA_DIR with its own persisted DynamoDB Local.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../infra/local/free-port.ts';
+import {
+  call,
+  childEnv,
+  isRunning,
+  killGroup,
+  spawnInGroup,
+  startServer,
+  stopEverything,
+  stopServer,
+  tempDataDir,
+  waitForExit,
+  waitForDynamoDbLocalToEnd,
+  waitForGroupToEnd,
+  type RunningServer,
+} from './support/local-process.ts';
 
-const repoRoot = resolve(import.meta.dirname, '..');
-const mainScript = join('infra', 'local', 'main.ts');
 const keysScript = join('infra', 'local', 'keys-cli.ts');
 
-const started = new Set<ChildProcess>();
-const tempDirs: string[] = [];
-
 const agentBody = { fullName: 'Persistent Agent', description: 'survives restarts', role: 'You are helpful.' };
-
-/** This process's environment without anything that would point a child at another database or identity. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES)$/.test(name)) delete env[name];
-  }
-  return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
-}
-
-/** Children get their own process group, so cleanup can also reach the DynamoDB Local (java) they start. */
-function spawnNode(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  started.add(child);
-  child.once('exit', () => started.delete(child));
-  return child;
-}
 
 /** A key one character away from `key`, so it can never equal it by chance. */
 function withLastCharacterChanged(key: string): string {
   return `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
-}
-
-function isRunning(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
-/** Whether any process (the child or something it started) is left in the child's process group. */
-function groupAlive(child: ChildProcess): boolean {
-  try {
-    process.kill(-(child.pid as number), 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-(child.pid as number), signal);
-  } catch {
-    // Already gone.
-  }
-}
-
-function waitForExit(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
-  if (!isRunning(child)) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
-  return new Promise((resolveExit) => {
-    const timer = setTimeout(() => resolveExit('timeout'), timeoutMs);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolveExit({ code, signal });
-    });
-  });
-}
-
-async function waitForGroupToEnd(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (groupAlive(child)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
-  }
-  return true;
 }
 
 interface CliResult {
@@ -90,7 +39,7 @@ interface CliResult {
 }
 
 async function runKeysCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const child = spawnNode([keysScript, ...args], env);
+  const child = spawnInGroup([keysScript, ...args], env);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk) => (stdout += chunk));
@@ -105,71 +54,7 @@ async function runKeysCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRe
   return { code: exit.code, stdout, stderr };
 }
 
-interface RunningServer {
-  child: ChildProcess;
-  baseUrl: string;
-  output(): { stdout: string; stderr: string };
-}
-
-async function startServer(env: NodeJS.ProcessEnv, port: number): Promise<RunningServer> {
-  const child = spawnNode([mainScript], env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk) => (stdout += chunk));
-  child.stderr?.on('data', (chunk) => (stderr += chunk));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (!isRunning(child)) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before serving: ${stderr}${stdout}`);
-    if (Date.now() > deadline) throw new Error(`server did not answer /health within 60 s: ${stderr}${stdout}`);
-    try {
-      const health = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1_000) });
-      // The listening message is written just before /health can answer; wait until it has arrived too.
-      if (health.status === 200 && stdout.includes('Agent platform API on')) break;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolveWait) => setTimeout(resolveWait, 150));
-  }
-  return { child, baseUrl, output: () => ({ stdout, stderr }) };
-}
-
-/** SIGTERM to the server process alone, as a container runtime sends it. */
-async function stopServer(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
-  server.child.kill('SIGTERM');
-  return waitForExit(server.child, 10_000);
-}
-
-async function call(server: RunningServer, method: string, path: string, options: { key?: string; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
-  if (options.key) headers['x-api-key'] = options.key;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(server.baseUrl + path, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
-}
-
-function tempDataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-platform-local-'));
-  tempDirs.push(dir);
-  return dir;
-}
-
-afterAll(async () => {
-  const leftovers = [...started];
-  for (const child of leftovers) killGroup(child, 'SIGTERM');
-  await Promise.all(
-    leftovers.map(async (child) => {
-      if (!(await waitForGroupToEnd(child, 5_000))) killGroup(child, 'SIGKILL');
-    }),
-  );
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-}, 30_000);
+afterAll(stopEverything, 30_000);
 
 describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
   let dataDir: string;
@@ -305,6 +190,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     // Assess
     expect(exit).toEqual({ code: 0, signal: null });
     expect(await waitForGroupToEnd(running.child, 5_000)).toBe(true);
+    expect(await waitForDynamoDbLocalToEnd(dataDir, 5_000)).toBe(true);
     expect(existsSync(join(dataDir, 'running.json'))).toBe(false);
     await expect(fetch(`${running.baseUrl}/health`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
   }, 30_000);

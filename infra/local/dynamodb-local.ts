@@ -43,6 +43,18 @@ export interface DynamoDbLocal {
   stop(): Promise<void>;
 }
 
+/**
+ * Runs java beneath a shell that holds the read end of a pipe whose write end only this process has: when this
+ * process goes, however it goes (a crash, `kill -9`), the pipe closes and the shell ends DynamoDB Local, so it is
+ * never left running on the data files for a second instance to share. A background list reads /dev/null unless
+ * told otherwise, hence the pipe on descriptor 3.
+ */
+const watchdogScript = `exec 3<&0 </dev/null
+"$@" &
+java=$!
+{ while read -r _ <&3; do :; done; kill -TERM "$java" 2>/dev/null; } &
+wait "$java"`;
+
 /** Starts DynamoDB Local on a free loopback port: on disk under `dataDir`, or in memory without one. */
 export async function startDynamoDbLocal(options: { dataDir?: string } = {}): Promise<DynamoDbLocal> {
   assertJavaAvailable();
@@ -50,12 +62,14 @@ export async function startDynamoDbLocal(options: { dataDir?: string } = {}): Pr
   const port = await freePort();
   const storage = options.dataDir ? ['-dbPath', options.dataDir] : ['-inMemory'];
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const child = spawn(
-    'java',
-    ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', '-disableTelemetry', ...storage],
+  const javaArgs = ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', '-disableTelemetry', ...storage];
+  const child = spawn('sh', ['-c', watchdogScript, 'dynamodb-local', 'java', ...javaArgs], {
     // Its working directory receives a metadata file; keep that inside the git-ignored cache.
-    { stdio: ['ignore', 'pipe', 'pipe'], cwd: emulatorDir },
-  );
+    cwd: emulatorDir,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    // Its own process group: a Ctrl-C meant for `npm start` reaches the runtime, which then stops it in order.
+    detached: true,
+  });
   const endpoint = `http://127.0.0.1:${port}`;
   await waitUntilServing(child, endpoint);
   return { endpoint, stop: () => stopChild(child) };
@@ -80,20 +94,27 @@ async function waitUntilServing(child: ChildProcess, endpoint: string): Promise<
       await new Promise((resolveWait) => setTimeout(resolveWait, 100));
     }
   }
-  child.kill('SIGKILL');
+  killGroup(child, 'SIGKILL');
   throw new Error(`DynamoDB Local did not start within 30 s: ${output.trim()}`);
 }
 
-/** SIGTERM lets DynamoDB Local close its SQLite file cleanly; SIGKILL only if it hangs. */
+/** Closing the watchdog's pipe ends DynamoDB Local with SIGTERM, which closes its SQLite file cleanly; SIGKILL only if it hangs. */
 function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolveStop) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const force = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
     child.once('exit', () => {
       clearTimeout(force);
       resolveStop();
     });
-    child.kill('SIGTERM');
+    child.stdin?.end();
   });
 }
 
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-(child.pid as number), signal);
+  } catch {
+    // Already gone.
+  }
+}

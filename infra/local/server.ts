@@ -73,6 +73,8 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
       const context = localLambdaContext(`local-${group.name}`, event.requestContext.requestId, Date.now() + functionTimeoutMs);
       if (streamingHandlerMarker in handler) {
         const stream = new LocalResponseStream(response);
+        // A client that leaves mid-stream destroys the stream with an error; it ends that response, never the runtime.
+        stream.on('error', () => undefined);
         await (handler as unknown as StreamingHandler)(event, stream, context);
         return;
       }
@@ -98,6 +100,10 @@ function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
     });
     request.on('end', () => resolveBody(size > gatewayMaxBodyBytes ? undefined : Buffer.concat(chunks)));
     request.on('error', reject);
+    // A client that hangs up mid-body never sends the end.
+    request.on('close', () => {
+      if (!request.complete) reject(Object.assign(new Error('client disconnected'), { code: 'ABORT_ERROR' }));
+    });
   });
 }
 

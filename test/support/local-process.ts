@@ -1,0 +1,171 @@
+/**
+ * The local runtime as a user runs it, in child processes: `node infra/local/main.ts` (or `npm start`) on a
+ * temporary DATA_DIR with its own persisted DynamoDB Local.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const repoRoot = resolve(import.meta.dirname, '../..');
+const mainScript = join('infra', 'local', 'main.ts');
+
+const started = new Set<ChildProcess>();
+const tempDirs: string[] = [];
+
+/** This process's environment without anything that would point a child at another database or identity. */
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES)$/.test(name)) delete env[name];
+  }
+  return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
+}
+
+/** Runs a command (node by default) in its own process group, so cleanup can also reach the DynamoDB Local it starts. */
+export function spawnInGroup(args: string[], env: NodeJS.ProcessEnv, command: string = process.execPath): ChildProcess {
+  const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  started.add(child);
+  child.once('exit', () => started.delete(child));
+  return child;
+}
+
+export function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Whether any process (the child or something it started) is left in the child's process group. */
+export function groupAlive(child: ChildProcess): boolean {
+  try {
+    process.kill(-(child.pid as number), 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-(child.pid as number), signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+export function waitForExit(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
+  if (!isRunning(child)) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolveExit) => {
+    const timer = setTimeout(() => resolveExit('timeout'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolveExit({ code, signal });
+    });
+  });
+}
+
+export async function waitForGroupToEnd(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (groupAlive(child)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+  return true;
+}
+
+export interface RunningServer {
+  child: ChildProcess;
+  baseUrl: string;
+  output(): { stdout: string; stderr: string };
+}
+
+/** Starts the local runtime as `node infra/local/main.ts`, or through `npm start` as a user types it; resolves once it serves. */
+export async function startServer(env: NodeJS.ProcessEnv, port: number, options: { viaNpm?: boolean } = {}): Promise<RunningServer> {
+  const child = options.viaNpm ? spawnInGroup(['start'], env, 'npm') : spawnInGroup([mainScript], env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (!isRunning(child)) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before serving: ${stderr}${stdout}`);
+    if (Date.now() > deadline) throw new Error(`server did not answer /health within 60 s: ${stderr}${stdout}`);
+    try {
+      const health = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+      // The listening message is written just before /health can answer; wait until it has arrived too.
+      if (health.status === 200 && stdout.includes('Agent platform API on')) break;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolveWait) => setTimeout(resolveWait, 150));
+  }
+  return { child, baseUrl, output: () => ({ stdout, stderr }) };
+}
+
+/** SIGTERM to the server process alone, as a container runtime sends it. */
+export async function stopServer(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null } | 'timeout'> {
+  server.child.kill('SIGTERM');
+  return waitForExit(server.child, 10_000);
+}
+
+export async function call(server: RunningServer, method: string, path: string, options: { key?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (options.key) headers['x-api-key'] = options.key;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(server.baseUrl + path, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
+}
+
+export function tempDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-platform-local-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** Ends every child still running (with what it started) and removes the temporary data directories. */
+export async function stopEverything(): Promise<void> {
+  const leftovers = [...started];
+  for (const child of leftovers) killGroup(child, 'SIGTERM');
+  await Promise.all(
+    leftovers.map(async (child) => {
+      if (!(await waitForGroupToEnd(child, 5_000))) killGroup(child, 'SIGKILL');
+    }),
+  );
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+}
+
+
+/** The DynamoDB Local processes (java) running on a data directory, found by their command line. */
+export function dynamoDbLocalPids(dataDir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let commandLine = '';
+    try {
+      commandLine = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const args = commandLine.split('\0');
+    if (args[0]?.endsWith('java') && args.some((arg) => arg.endsWith('DynamoDBLocal.jar')) && args.some((arg) => arg.startsWith(dataDir))) {
+      pids.push(Number(entry));
+    }
+  }
+  return pids;
+}
+
+/** Waits until no DynamoDB Local runs on the data directory; false if one still does after `timeoutMs`. */
+export async function waitForDynamoDbLocalToEnd(dataDir: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (dynamoDbLocalPids(dataDir).length > 0) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+  return true;
+}
