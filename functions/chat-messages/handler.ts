@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
 import { ModelError } from '../../shared/errors.ts';
+import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
 import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
 import { conversationRuntime } from '../../shared/conversation-runtime.ts';
@@ -24,8 +25,9 @@ export const handler = createHttpHandler(
       void runTurn(deps, turn, sse.sink).then(
         () => sse.end(),
         (error: unknown) => {
-          logger.error('turn failed after streaming began', { requestId, error: error as Error });
-          sse.sink.failed({ code: 'GENERIC_ERROR', message: `Internal error; quote request id ${requestId} to support.`, status: 500 });
+          const envelope = toErrorEnvelope(error, requestId);
+          if (envelope.error.status >= 500) logger.error('turn failed after streaming began', { requestId, error: error as Error });
+          sse.sink.failed(envelope.error);
           sse.end();
         },
       );

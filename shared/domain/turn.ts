@@ -126,7 +126,8 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
 
 /**
  * Writes the turn's messages after the last ones of the session, in order, in one transaction; when another
- * process appended meanwhile, the session is read again and the messages go after those.
+ * process appended meanwhile, the session is read again and the messages go after those. A session that ended
+ * meanwhile takes none of them.
  */
 async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<void> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
@@ -140,6 +141,9 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
       return;
     }
     session = await deps.sessions.get(turn.session.orgId, turn.session.id);
+    if (session && session.state !== 'OPEN') {
+      throw new InvalidSessionError(`Session ${session.id} was ${session.state.toLowerCase()} during the reply; this message and its reply were not saved.`);
+    }
   }
   throw new SessionNotFoundError(`Session ${turn.session.id} disappeared during the turn.`);
 }

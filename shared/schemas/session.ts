@@ -1,14 +1,13 @@
 import * as z from 'zod';
 import { paginationQuery, sortQuery, timestamp } from './common.ts';
+import { storableJsonObject } from './storable-json.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
 export const sessionStates = ['OPEN', 'CLOSED', 'EXPIRED'] as const;
 export const messageRoles = ['USER', 'ASSISTANT', 'TOOL', 'SYSTEM'] as const;
 export const maxMessageChars = 32_000;
 
-const jsonObject = z
-  .record(z.string().min(1).max(256), z.unknown())
-  .refine((value) => Buffer.byteLength(JSON.stringify(value), 'utf8') <= 16 * 1024, { error: 'must serialize to at most 16384 bytes' });
+const jsonObject = storableJsonObject({ maxBytes: 16 * 1024, key: z.string().min(1).max(256) });
 
 export const createSessionBody = z.strictObject({
   agentId: z.uuid({ error: 'must be a UUID' }),

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { optionalText, paginationQuery, requiredText, sortQuery } from './common.ts';
+import { storableJsonObject } from './storable-json.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -48,31 +49,6 @@ export const apiToolSchema = z.strictObject({
     .default({}),
 });
 
-/** Nesting levels allowed in a schema document, itself included; DynamoDB stores at most 32 with the item. */
-const maxToolSchemaDepth = 20;
-
-/**
- * The first part of a JSON value that DynamoDB cannot store as a nested map: a number outside what it and the SDK
- * accept (0, or a magnitude from 1e-130 to Number.MAX_SAFE_INTEGER), an empty property name, or too deep a nesting.
- */
-function unstorablePart(value: unknown, path: (string | number)[], depth: number): { path: (string | number)[]; message: string } | undefined {
-  if (typeof value === 'number') {
-    const magnitude = Math.abs(value);
-    if (magnitude > Number.MAX_SAFE_INTEGER || (magnitude !== 0 && magnitude < 1e-130)) {
-      return { path, message: `numbers must be 0 or between 1e-130 and ${Number.MAX_SAFE_INTEGER} in magnitude` };
-    }
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  if (depth > maxToolSchemaDepth) return { path, message: `must not nest deeper than ${maxToolSchemaDepth} levels` };
-  for (const [key, child] of Object.entries(value)) {
-    if (key === '') return { path: [...path, key], message: 'property names must not be empty' };
-    const problem = unstorablePart(child, [...path, Array.isArray(value) ? Number(key) : key], depth + 1);
-    if (problem) return problem;
-  }
-  return undefined;
-}
-
 /** A FUNCTION_TOOL's endpoint: our signed `tool.call` request goes there (docs/sessions.md). */
 export const functionToolSchema = z.strictObject({
   url: z
@@ -81,15 +57,7 @@ export const functionToolSchema = z.strictObject({
   timeoutMs: z.number().int().min(100).max(30_000).optional(),
 });
 
-const jsonSchemaObject = z
-  .record(z.string(), z.unknown())
-  .refine((schema) => Buffer.byteLength(JSON.stringify(schema), 'utf8') <= maxToolSchemaBytes, {
-    error: `must serialize to at most ${maxToolSchemaBytes} bytes`,
-  })
-  .superRefine((schema, ctx) => {
-    const problem = unstorablePart(schema, [], 1);
-    if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
-  });
+const jsonSchemaObject = storableJsonObject({ maxBytes: maxToolSchemaBytes });
 
 export const createToolBody = z
   .strictObject({

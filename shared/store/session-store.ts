@@ -220,8 +220,11 @@ export class DynamoSessionStore implements SessionStore {
           Key: keys.session(session.orgId, session.id),
           UpdateExpression:
             'SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added REMOVE activeUntil',
-          ConditionExpression: 'nextSeq = :seen',
+          // A session closed meanwhile takes no more messages: none may follow its endedAt or change its messageCount.
+          ConditionExpression: 'nextSeq = :seen AND #state = :open',
+          ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
+            ':open': 'OPEN',
             ':next': session.nextSeq + messages.length,
             ':seen': session.nextSeq,
             ':now': at.nowIso,

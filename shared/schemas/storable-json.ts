@@ -1,0 +1,51 @@
+import * as z from 'zod';
+
+/**
+ * Nesting levels a free-form object may have, itself included. DynamoDB stores at most 32 levels in an item, and
+ * the platform wraps these objects in up to three more (an event's payload, its metadata, the session variables).
+ */
+export const maxStorableDepth = 20;
+
+interface Problem {
+  path: (string | number)[];
+  message: string;
+}
+
+/**
+ * The first part of a JSON value that DynamoDB cannot store as a nested map: a number outside what it and the SDK
+ * accept (0, or a magnitude from 1e-130 to Number.MAX_SAFE_INTEGER), an empty property name, or too deep a nesting.
+ */
+function unstorablePart(value: unknown, path: (string | number)[], depth: number): Problem | undefined {
+  if (typeof value === 'number') {
+    const magnitude = Math.abs(value);
+    if (magnitude > Number.MAX_SAFE_INTEGER || (magnitude !== 0 && magnitude < 1e-130)) {
+      return { path, message: `numbers must be 0 or between 1e-130 and ${Number.MAX_SAFE_INTEGER} in magnitude` };
+    }
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > maxStorableDepth) return { path, message: `must not nest deeper than ${maxStorableDepth} levels` };
+  for (const [key, child] of Object.entries(value)) {
+    if (key === '') return { path: [...path, key], message: 'property names must not be empty' };
+    const problem = unstorablePart(child, [...path, Array.isArray(value) ? Number(key) : key], depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/**
+ * A free-form JSON object that the API stores as the client sent it (metadata, session variables, tool schemas):
+ * bounded in size, and refused with the path of the first part DynamoDB could not store, so a client's mistake is a
+ * 400 naming the field rather than a failed write.
+ */
+export function storableJsonObject(options: { maxBytes: number; key?: z.ZodType<string> }) {
+  return z
+    .record(options.key ?? z.string(), z.unknown())
+    .refine((value) => Buffer.byteLength(JSON.stringify(value), 'utf8') <= options.maxBytes, {
+      error: `must serialize to at most ${options.maxBytes} bytes`,
+    })
+    .superRefine((value, ctx) => {
+      const problem = unstorablePart(value, [], 1);
+      if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+    });
+}
