@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeGroups } from '../functions/route-groups.ts';
 import { builtinModels, modelId } from '../shared/models/catalog.ts';
-import { startApi, type ApiResponse, type TestApi } from './support/api.ts';
+import { expectError, startApi, type ApiResponse, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -136,5 +137,90 @@ describe('createTool with arbitrary input', () => {
 
   it('answers mutations of a valid body the same way', async () => {
     await fuzz('/v1/chat/tools', '/v1/chat/tools', mutations(toolFieldPaths).map((edits) => mutate(validTool(), edits)));
+  });
+});
+
+describe('free-form objects with arbitrary content', () => {
+  /** JSON with the values DynamoDB refuses mixed in at any depth: huge, tiny and inexact numbers, empty keys, deep nesting. */
+  const hostileJson = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      anyJson,
+      fc.constantFrom(1e300, -1e300, 1e-200, 2 ** 53, -(2 ** 60), 5e-324),
+      fc.array(tie('value'), { maxLength: 3 }),
+      fc.dictionary(fc.oneof(fc.constant(''), fc.string()), tie('value'), { maxKeys: 3 }),
+      fc.integer({ min: 20, max: 45 }).map((depth) => JSON.parse(`${'['.repeat(depth)}1${']'.repeat(depth)}`)),
+    ),
+  })).value;
+  const freeFormObject = fc.dictionary(fc.string(), hostileJson, { maxKeys: 4 });
+
+  it('createSession answers 201 or a 400 in the envelope, and creates nothing unless 201', async () => {
+    const { key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: validAgent });
+    const bodies = fc.record({ metadata: freeFormObject, sessionVariables: freeFormObject }).map((body) => ({ agentId: agent.body.id, ...body }));
+    let created = 0;
+    await fc.assert(
+      fc.asyncProperty(bodies, async (body) => {
+        const response = await api.request('POST', '/v1/chat/chat/sessions', { key, body });
+        expectSafeOutcome(response);
+        if (response.status === 201) created += 1;
+        expect((await api.request('GET', '/v1/chat/chat/sessions?limit=1', { key })).body.pagination.total).toBe(created);
+      }),
+      { numRuns },
+    );
+  });
+
+  it.each([false, true])('sendMessage (stream %s) answers a reply or a 400 in the envelope, and stores messages only with a reply', async (stream) => {
+    const { key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: validAgent });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    let stored = 0;
+    await fc.assert(
+      fc.asyncProperty(freeFormObject, async (metadata) => {
+        const response = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'Hello', stream, metadata } });
+        expect([200, 400]).toContain(response.status);
+        if (response.status === 400) expectSafeOutcome(response);
+        else stored += 2;
+        if (stream && response.status === 200) expect(response.text).not.toContain('"error"');
+        const messages = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages?limit=1`, { key });
+        expect(messages.body.pagination.total).toBe(stored);
+      }),
+      { numRuns },
+    );
+  });
+});
+
+describe('paths with arbitrary parameters', () => {
+  const templated = routeGroups.flatMap((group) => Object.values(group.routes)).filter((route) => route.path.includes('{'));
+  /** Percent-encodings broken in every way, beside arbitrary text. */
+  const segment = fc.oneof(
+    fc.string({ minLength: 1 }),
+    fc.constantFrom('%', '%Z', '%ZZ', '%E0%A4%A', '%C0%80', '%00', '%FF%FE', '%2F', '%25', '..', '%2e%2e', crypto.randomUUID()),
+    fc.array(fc.constantFrom('%', 'Z', '2', 'F', 'a', '/', '.', 'é'), { minLength: 1, maxLength: 8 }).map((chars) => chars.join('')),
+  );
+  const requests = fc.record({
+    route: fc.constantFrom(...templated),
+    values: fc.array(segment, { minLength: 3, maxLength: 3 }),
+    method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),
+    authenticated: fc.boolean(),
+  });
+
+  it("answers the probe's malformed id (no credentials) 404 NOT_FOUND in the envelope", async () => {
+    expectError(await api.request('GET', '/v1/chat/agents/%ZZ'), 404, 'NOT_FOUND');
+  });
+
+  it('never answers 500 or outside the envelope', async () => {
+    const { key } = await api.newOrg();
+    await fc.assert(
+      fc.asyncProperty(requests, async ({ route, values, method, authenticated }) => {
+        let index = 0;
+        const path = route.path.replace(/\{[^}]+\}/g, () => values[index++] as string);
+        const response = await fetch(`${api.baseUrl}${path}`, { method, headers: authenticated ? { 'x-api-key': key } : {} });
+        const text = await response.text();
+        expect(response.status, `${method} ${path}: ${text}`).toBeLessThan(500);
+        if (response.status >= 400) expect(JSON.parse(text).error).toMatchObject({ code: expect.any(String), status: response.status });
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -54,7 +54,7 @@ export function defineRouteGroup<const Routes extends Record<string, RouteDefini
 
 export const routeKeyOf = (route: Pick<RouteDefinition, 'method' | 'path'>): string => `${route.method} ${route.path}`;
 
-/** Compiles an API Gateway path template into a matcher that returns its path parameters. */
+/** Compiles an API Gateway path template into a matcher that returns its path parameters, percent-decoded. */
 export function pathMatcher(path: string): (candidate: string) => Record<string, string> | undefined {
   const names: string[] = [];
   const source = path
@@ -70,6 +70,17 @@ export function pathMatcher(path: string): (candidate: string) => Record<string,
   return (candidate) => {
     const match = pattern.exec(candidate);
     if (!match) return undefined;
-    return Object.fromEntries(names.map((name, index) => [name, decodeURIComponent(match[index + 1] as string)]));
+    const values = names.map((_, index) => decodedSegment(match[index + 1] as string));
+    // A malformed percent-encoding names nothing: the path matches no route, and is answered 404.
+    if (values.includes(undefined)) return undefined;
+    return Object.fromEntries(names.map((name, index) => [name, values[index] as string]));
   };
+}
+
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
