@@ -49,7 +49,7 @@ export async function measureTurns(dynamodbEndpoint: string, tableName: string, 
     OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl,
     OPENAI_COMPATIBLE_MODELS: 'stub-model',
     POWERTOOLS_LOG_LEVEL: 'WARN',
-    ALLOW_LOOPBACK_EGRESS: 'true',
+    LOOPBACK_EGRESS_PORTS: '1024-65535',
   };
   const api = await startApi({ ...env, DYNAMODB_ENDPOINT: dynamodbEndpoint });
   const countedApi = await startApi({ ...env, DYNAMODB_ENDPOINT: proxy.endpoint });

@@ -10,10 +10,21 @@ const commaList = z
       .filter(Boolean),
   );
 
-const booleanFlag = z
-  .enum(['true', 'false', '1', '0'])
-  .optional()
-  .transform((value) => value === 'true' || value === '1');
+/** `8080,9000-9099`: ports and inclusive ranges of ports, each within 1–65535. */
+const portRanges = commaList.transform((items, ctx) => {
+  const ranges: [number, number][] = [];
+  for (const item of items) {
+    const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(item);
+    const low = Number(match?.[1]);
+    const high = Number(match?.[2] ?? match?.[1]);
+    if (!match || low < 1 || high > 65_535 || low > high) {
+      ctx.addIssue({ code: 'custom', message: `"${item}" is not a port or a range of ports (e.g. 8080 or 9000-9099)` });
+      return z.NEVER;
+    }
+    ranges.push([low, high]);
+  }
+  return ranges;
+});
 
 const configSchema = z.object({
   TABLE_NAME: z.string().min(1).default('agent-platform'),
@@ -76,8 +87,13 @@ const configSchema = z.object({
   TOOL_MAX_RESPONSE_BYTES: z.coerce.number().int().positive().default(64 * 1024),
   /** Upper bound of one turn; also how long the turn's lease holds the session. */
   TURN_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(900).default(120),
-  /** Loopback and private targets are refused for tools and webhooks unless allowed here (the local runtime allows loopback). */
-  ALLOW_LOOPBACK_EGRESS: booleanFlag,
+  /**
+   * The loopback ports (127.0.0.0/8, ::1) tools and webhooks may reach, e.g. `8080,9000-9099`; none unless listed.
+   * Private ranges are never reachable.
+   */
+  LOOPBACK_EGRESS_PORTS: portRanges,
+  /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */
+  EGRESS_DENIED_PORTS: portRanges,
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -112,11 +112,11 @@ describe('POST /v1/chat/webhooks', () => {
 
   it.each([
     'http://127.0.0.1:8080/hooks',
-    'http://127.9.8.7/hooks',
+    'http://127.9.8.7:8081/hooks',
     'http://localhost:3000/hooks',
     'http://[::1]:9000/hooks',
-    'https://localhost/hooks',
-  ])('accepts the loopback URL %s where loopback egress is allowed (the local runtime)', async (url) => {
+    'https://localhost:8443/hooks',
+  ])('accepts the loopback URL %s where loopback egress is opened to its port', async (url) => {
     // Prepare
     const { key } = await api.newOrg();
 
@@ -613,7 +613,7 @@ describe('URL checks against the deployment’s configuration', () => {
     (...addresses: string[]): Resolver =>
     (_hostname, _options, callback) =>
       callback(null, addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
-  const withoutLoopback = { config: { ALLOW_LOOPBACK_EGRESS: false } };
+  const withoutLoopback = { config: { LOOPBACK_EGRESS_PORTS: [], EGRESS_DENIED_PORTS: [] } };
 
   it.each(['http://127.0.0.1:8080/hooks', 'http://localhost/hooks', 'http://[::1]/hooks'])(
     'refuses http on loopback (%s) with VALIDATION_ERROR where loopback egress is not allowed',
@@ -636,6 +636,20 @@ describe('URL checks against the deployment’s configuration', () => {
       await expect(outcome).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED', details: [{ field: 'url' }] });
     },
   );
+
+  it('accepts loopback only on an opened port, and never a platform port', async () => {
+    // Prepare
+    const opened = { config: { LOOPBACK_EGRESS_PORTS: [[8080, 8080]] as [number, number][], EGRESS_DENIED_PORTS: [[3000, 3000]] as [number, number][] } };
+
+    // Act / Assess
+    await expect(assertDeliverableUrl(opened, 'http://127.0.0.1:8080/hooks')).resolves.toBeUndefined();
+    await expect(assertDeliverableUrl(opened, 'http://127.0.0.1:8081/hooks')).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+    await expect(assertDeliverableUrl(opened, 'https://localhost:8081/hooks')).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED' });
+    await expect(assertDeliverableUrl(opened, 'http://localhost:3000/hooks')).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED' });
+    await expect(
+      assertDeliverableUrl({ ...opened, resolveHost: resolverFor('93.184.215.14') }, 'https://hooks.example.com:3000/in'),
+    ).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED' });
+  });
 
   it('refuses a name that resolves to a private address, even among public ones', async () => {
     // Act

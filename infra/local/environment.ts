@@ -67,10 +67,21 @@ export async function prepareTable(endpoint: string, tableName: string): Promise
   }
 }
 
-/** Points this process's handlers at a local database; region and loopback egress keep any value already set. */
+/** Points this process's handlers at a local database (which tools and webhooks may never reach); a set region is kept. */
 export function useLocalDatabase(database: { endpoint: string; tableName: string }, env: NodeJS.ProcessEnv = process.env): void {
   env.DYNAMODB_ENDPOINT = database.endpoint;
   env.TABLE_NAME = database.tableName;
   env.AWS_REGION ??= 'us-east-1';
-  env.ALLOW_LOOPBACK_EGRESS ??= 'true';
+  denyEgressTo(database.endpoint, env);
+}
+
+/**
+ * Adds the port of one of the local runtime's own services (its DynamoDB, its SQS emulator, the API itself) to
+ * `EGRESS_DENIED_PORTS`: those serve every organization, so no tool or webhook may reach them, whatever
+ * `LOOPBACK_EGRESS_PORTS` opens. Call it before the handlers read their configuration.
+ */
+export function denyEgressTo(endpoint: string | number, env: NodeJS.ProcessEnv = process.env): void {
+  const port = typeof endpoint === 'number' ? endpoint : Number(new URL(endpoint).port);
+  const denied = (env.EGRESS_DENIED_PORTS ?? '').split(',').filter(Boolean);
+  if (!denied.includes(String(port))) env.EGRESS_DENIED_PORTS = [...denied, String(port)].join(',');
 }

@@ -10,8 +10,7 @@ import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
 import { newId } from '../../shared/domain/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
-import {
-  announceRunningInstance, dataDirectory, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { announceRunningInstance, dataDirectory, denyEgressTo, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { startEventRouter } from './event-router.ts';
 import { startQueuePollers } from './queue-poller.ts';
 import { startLocalQueues } from './queues.ts';
@@ -23,6 +22,7 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
 const dataDir = dataDirectory();
 mkdirSync(dataDir, { recursive: true });
+denyEgressTo(port);
 
 const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
   console.error(error.message);
@@ -73,7 +73,10 @@ const forgetInstance = announceRunningInstance(dataDir, {
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
 });
-server.listen(port, host, () => console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`));
+server.listen(port, host, () => {
+  console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
+  console.log(describeLoopbackEgress(process.env));
+});
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
@@ -119,4 +122,13 @@ async function bootstrapOrganization(): Promise<void> {
   const created = await issueApiKey(deps, newOrgId, { name: 'bootstrap', scopes: ['*'] });
   writeFileSync(marker, JSON.stringify({ orgId: newOrgId, keyId: created.id }));
   console.log(`Created organization ${newOrgId} with a full-access API key (shown once):\n\n  ${created.key}\n`);
+}
+
+/** What tools and webhooks may reach on this machine, said at start-up so that the opt-in is never a surprise. */
+function describeLoopbackEgress(env: NodeJS.ProcessEnv): string {
+  const own = `never this runtime's own ports (${env.EGRESS_DENIED_PORTS})`;
+  if (!env.LOOPBACK_EGRESS_PORTS) {
+    return `Tools and webhooks cannot reach this machine: set LOOPBACK_EGRESS_PORTS (e.g. 8080,9000-9099) to open loopback ports to them; ${own}.`;
+  }
+  return `Tools and webhooks may reach loopback ports ${env.LOOPBACK_EGRESS_PORTS} (LOOPBACK_EGRESS_PORTS); ${own}.`;
 }

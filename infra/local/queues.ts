@@ -2,6 +2,7 @@ import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClien
 import { startFauxqs } from 'fauxqs';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { QueueDefinition } from '../../shared/queue/queue-definition.ts';
+import { denyEgressTo } from './environment.ts';
 
 /** The account id fauxqs puts in queue ARNs. */
 export const localAccountId = '000000000000';
@@ -73,6 +74,7 @@ export async function startLocalQueues(options: {
   }
 
   env.SQS_ENDPOINT = endpoint;
+  denyEgressTo(endpoint, env);
   for (const consumer of options.consumers) {
     if (consumer.queueUrlVariable) env[consumer.queueUrlVariable] = urlOf(consumer.queue.name);
   }

@@ -24,7 +24,7 @@ export interface DeliveryDeps {
   clock: Clock;
   config: Pick<
     Config,
-    'WEBHOOK_RETRY_SCHEDULE_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_RETENTION_DAYS' | 'ALLOW_LOOPBACK_EGRESS'
+    'WEBHOOK_RETRY_SCHEDULE_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_RETENTION_DAYS' | 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'
   >;
   /** Source of the retry jitter; `Math.random` unless a test pins it. */
   random?: () => number;

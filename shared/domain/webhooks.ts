@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../errors.ts';
-import { assertHostAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, type Resolver } from '../net/egress-guard.ts';
+import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../net/egress-guard.ts';
 import { generateSigningSecret } from '../net/standard-webhooks.ts';
 import type { WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
@@ -16,7 +16,7 @@ import { newId, nextUpdatedAt, type Clock } from './clock.ts';
 export interface WebhookDeps {
   webhooks: WebhookStore;
   clock: Clock;
-  config: Pick<Config, 'ALLOW_LOOPBACK_EGRESS'>;
+  config: Pick<Config, 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'>;
   /** Name resolution for the registration check; the system resolver unless a test replaces it. */
   resolveHost?: Resolver | undefined;
 }
@@ -30,16 +30,19 @@ export const hostResolutionTimeoutMs = 5_000;
 const isLoopbackHost = (hostname: string): boolean => hostname === 'localhost' || classifyAddress(hostname) === 'loopback';
 
 /**
- * A webhook URL must be https; plain http only for a loopback host (127.0.0.0/8, ::1, `localhost`) and only where
- * the deployment allows loopback egress (the local runtime). Its host must then pass the egress guard: not a
- * private, link-local, metadata or otherwise disallowed address, and resolvable. The guard runs again on every
- * delivery, where the socket connects; this check only refuses what could never be delivered.
+ * A webhook URL must be https; plain http only for a loopback host (127.0.0.0/8, ::1, `localhost`) on a port the
+ * deployment opens to loopback egress (`LOOPBACK_EGRESS_PORTS`). Its host must then pass the egress guard: not a
+ * private, link-local, metadata or otherwise disallowed address, not a platform port, and resolvable. The guard runs
+ * again on every delivery, where the socket connects; this check only refuses what could never be delivered.
  */
 export async function assertDeliverableUrl(deps: Pick<WebhookDeps, 'config' | 'resolveHost'>, raw: string): Promise<void> {
   const url = new URL(raw);
   const hostname = bareHostname(url);
-  if (url.protocol === 'http:' && !(isLoopbackHost(hostname) && deps.config.ALLOW_LOOPBACK_EGRESS)) {
-    const message = 'must use https; http is allowed only for loopback hosts where the deployment allows loopback egress';
+  const policy = egressPolicyFromConfig(deps.config);
+  const portPolicy = policyForPort(policy, portOf(url));
+  // A platform port is refused below as unreachable, whatever the scheme.
+  if (url.protocol === 'http:' && portPolicy !== 'denied' && !(isLoopbackHost(hostname) && portPolicy.allowLoopback)) {
+    const message = 'must use https; http is allowed only for loopback hosts on the ports the deployment opens to loopback egress';
     throw new ValidationError(`Invalid request body: url ${message}`, { details: [{ field: 'url', message }] });
   }
   let timer: NodeJS.Timeout | undefined;
@@ -47,10 +50,10 @@ export async function assertDeliverableUrl(deps: Pick<WebhookDeps, 'config' | 'r
     timer = setTimeout(() => reject(Object.assign(new Error('name resolution timed out'), { code: 'ETIMEOUT' })), hostResolutionTimeoutMs);
   });
   try {
-    await Promise.race([assertHostAllowed(hostname, egressPolicyFromConfig(deps.config), deps.resolveHost), timeout]);
+    await Promise.race([assertUrlAllowed(url, policy, deps.resolveHost), timeout]);
   } catch (error) {
     // One answer for both causes, so that registering URLs cannot probe which names our resolver knows privately.
-    const reason = `its host ${hostname} does not resolve, or is (or resolves to) an address webhooks may not reach: private, link-local, metadata, reserved, or loopback where not allowed`;
+    const reason = `its host ${hostname} does not resolve, or is (or resolves to) an address webhooks may not reach: private, link-local, metadata, reserved, loopback on a port not opened to it, or a port of the platform's own services`;
     throw new WebhookUrlNotAllowedError(`The webhook URL is not allowed: ${reason}.`, {
       cause: error,
       details: [{ field: 'url', message: reason }],

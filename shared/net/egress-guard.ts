@@ -18,9 +18,19 @@ import * as https from 'node:https';
 import * as net from 'node:net';
 import { AppError } from '../errors.ts';
 
+/** Ports as inclusive ranges: `[[8080, 8080], [9000, 9099]]`. */
+export type PortRanges = readonly (readonly [number, number])[];
+
 export interface EgressPolicy {
-  /** Loopback (127/8, ::1). Only the local runtime allows it (`ALLOW_LOOPBACK_EGRESS=true`). */
+  /** Loopback (127/8, ::1): only where a deployment opts in (`LOOPBACK_EGRESS_PORTS`), and then only on `loopbackPorts`. */
   allowLoopback: boolean;
+  /** The loopback ports allowed when `allowLoopback` is set; absent, any. */
+  loopbackPorts?: PortRanges;
+  /**
+   * Ports no request may reach on any address: the platform's own services beside it (on the local runtime its
+   * DynamoDB, its SQS emulator, the API itself), which speak for every tenant and must never answer one.
+   */
+  deniedPorts?: PortRanges;
   /** Private, shared (CGNAT), unique-local and link-local ranges. Cloud metadata addresses stay blocked regardless. */
   allowPrivate?: boolean;
 }
@@ -42,11 +52,15 @@ export class EgressBlockedError extends AppError {
   readonly code = 'EGRESS_BLOCKED';
   /** The host as the URL named it; safe to show. */
   readonly hostname: string;
-  /** The class of the refused address, for logs; the address itself is deliberately kept out of the message. */
-  readonly addressClass: AddressClass;
+  /** The class of the refused address (or a platform port), for logs; the address itself is kept out of the message. */
+  readonly addressClass: AddressClass | 'platform-port';
 
-  constructor(hostname: string, addressClass: AddressClass) {
-    super(`Outbound requests to ${hostname} are not allowed: the address is not allowed for outbound requests.`);
+  constructor(hostname: string, addressClass: AddressClass | 'platform-port') {
+    super(
+      addressClass === 'platform-port'
+        ? `Outbound requests to ${hostname} are not allowed: the port belongs to the platform's own services.`
+        : `Outbound requests to ${hostname} are not allowed: the address is not allowed for outbound requests.`,
+    );
     this.hostname = hostname;
     this.addressClass = addressClass;
   }
@@ -249,9 +263,35 @@ export function isAddressAllowed(address: string, policy: EgressPolicy): boolean
   return isClassAllowed(classifyAddress(address), policy);
 }
 
-/** The policy of this deployment: loopback only when `ALLOW_LOOPBACK_EGRESS` is set (the local runtime); never private. */
-export function egressPolicyFromConfig(config: { ALLOW_LOOPBACK_EGRESS: boolean }): EgressPolicy {
-  return { allowLoopback: config.ALLOW_LOOPBACK_EGRESS, allowPrivate: false };
+/**
+ * The policy of this deployment: loopback only on the ports `LOOPBACK_EGRESS_PORTS` lists (none by default), never
+ * the ports `EGRESS_DENIED_PORTS` lists, never private ranges.
+ */
+export function egressPolicyFromConfig(config: { LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges }): EgressPolicy {
+  return {
+    allowLoopback: config.LOOPBACK_EGRESS_PORTS.length > 0,
+    loopbackPorts: config.LOOPBACK_EGRESS_PORTS,
+    deniedPorts: config.EGRESS_DENIED_PORTS,
+    allowPrivate: false,
+  };
+}
+
+const inRanges = (ranges: PortRanges, port: number): boolean => ranges.some(([low, high]) => port >= low && port <= high);
+
+/** The port a request to this URL connects to. */
+export function portOf(url: URL): number {
+  if (url.port) return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * The policy for connections to one port: a denied port is refused outright (whatever the address), and loopback
+ * holds only where the port is one of the allowed loopback ports.
+ */
+export function policyForPort(policy: EgressPolicy, port: number): EgressPolicy | 'denied' {
+  if (policy.deniedPorts && inRanges(policy.deniedPorts, port)) return 'denied';
+  const allowLoopback = policy.allowLoopback && (!policy.loopbackPorts || inRanges(policy.loopbackPorts, port));
+  return { allowLoopback, allowPrivate: policy.allowPrivate === true };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -309,13 +349,15 @@ export function createGuardedLookup(policy: EgressPolicy, resolve: Resolver = sy
 }
 
 /**
- * Resolves a host (or takes an IP literal) and fails with {@link EgressBlockedError} if any address is disallowed.
- * Advisory only — e.g. to reject a webhook URL when it is registered; the connect-time check in {@link guardedRequest}
- * is the one that protects.
+ * Resolves a URL's host (or takes an IP literal) and fails with {@link EgressBlockedError} if its port is denied or
+ * any address is disallowed for that port. Advisory only — e.g. to reject a webhook URL when it is registered; the
+ * connect-time check in {@link guardedRequest} is the one that protects.
  */
-export function assertHostAllowed(hostname: string, policy: EgressPolicy, resolve: Resolver = systemResolver): Promise<void> {
-  const host = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  const lookup = createGuardedLookup(policy, resolve);
+export function assertUrlAllowed(url: URL, policy: EgressPolicy, resolve: Resolver = systemResolver): Promise<void> {
+  const host = bareHostname(url);
+  const portPolicy = policyForPort(policy, portOf(url));
+  if (portPolicy === 'denied') return Promise.reject(new EgressBlockedError(host, 'platform-port'));
+  const lookup = createGuardedLookup(portPolicy, resolve);
   return new Promise((fulfil, reject) => {
     lookup(host, { all: true }, (error) => (error ? reject(error) : fulfil()));
   });
@@ -371,12 +413,15 @@ function errorCode(error: unknown): string {
  * address; with {@link OutboundTimeoutError} after `timeoutMs` in total; with {@link OutboundNetworkError} on network
  * failures; with `signal.reason` when aborted. A body beyond `maxResponseBytes` is cut there, `truncated: true`.
  */
-export function guardedRequest(url: URL, init: GuardedRequestInit, policy: EgressPolicy): Promise<GuardedResponse> {
+export function guardedRequest(url: URL, init: GuardedRequestInit, deploymentPolicy: EgressPolicy): Promise<GuardedResponse> {
   return new Promise<GuardedResponse>((resolve, reject) => {
     const hostname = bareHostname(url);
     const { signal } = init;
     if (signal?.aborted) return reject(signal.reason);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return reject(new OutboundNetworkError(hostname, 'ERR_UNSUPPORTED_PROTOCOL'));
+    // No redirects are followed, so the URL's port is the only one this request can connect to.
+    const policy = policyForPort(deploymentPolicy, portOf(url));
+    if (policy === 'denied') return reject(new EgressBlockedError(hostname, 'platform-port'));
     // Node connects to IP literals without calling `lookup`, so they are judged here.
     if (net.isIP(hostname)) {
       const addressClass = classifyAddress(hostname);

@@ -70,7 +70,7 @@ describe('attempts due later than SQS can delay', () => {
       deliveries: untouched as DeliveryDeps['deliveries'],
       queue: { schedule: async (requests: readonly AttemptRequest[]) => void scheduled.push(...requests) },
       clock: { now: () => new Date(now) },
-      config: { WEBHOOK_RETRY_SCHEDULE_SECONDS: [28_800], WEBHOOK_TIMEOUT_MS: 15_000, WEBHOOK_DELIVERY_RETENTION_DAYS: 30, ALLOW_LOOPBACK_EGRESS: false },
+      config: { WEBHOOK_RETRY_SCHEDULE_SECONDS: [28_800], WEBHOOK_TIMEOUT_MS: 15_000, WEBHOOK_DELIVERY_RETENTION_DAYS: 30, LOOPBACK_EGRESS_PORTS: [], EGRESS_DENIED_PORTS: [] },
     };
     const request: AttemptRequest = {
       kind: 'webhook.attempt',

@@ -61,18 +61,22 @@ export async function startApi(
   options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
-  const [{ useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
+  const [{ denyEgressTo, useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
     import('../../infra/local/environment.ts'),
     import('../../infra/local/server.ts'),
     import('../../functions/route-groups.ts'),
     import('../../shared/runtime.ts'),
     import('../../shared/domain/api-keys.ts'),
   ]);
+  // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
+  process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';
   useLocalDatabase({ endpoint: inject('dynamodbEndpoint'), tableName: inject('tableName') });
+  const { server } = createLocalServer(routeGroups);
+  const port = await listenOnLoopback(server);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
-  const { server } = createLocalServer(routeGroups);
-  const baseUrl = `http://127.0.0.1:${await listenOnLoopback(server)}`;
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { assertHostAllowed, EgressBlockedError, guardedRequest, type EgressPolicy } from '../../shared/net/egress-guard.ts';
+import { assertUrlAllowed, EgressBlockedError, guardedRequest, type EgressPolicy } from '../../shared/net/egress-guard.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 /**
@@ -39,7 +39,7 @@ afterAll(() => closeServer(server));
 describe('DNS rebinding', () => {
   it('is caught at connect time: an earlier check that saw a public address does not let loopback through', async () => {
     // Prepare: the advisory check sees the public answer.
-    await expect(assertHostAllowed('rebind.test', closed)).resolves.toBeUndefined();
+    await expect(assertUrlAllowed(new URL(`http://rebind.test:${port}/`), closed)).resolves.toBeUndefined();
     const before = connections;
 
     // Act: the connect resolves again and now gets loopback.

@@ -3,19 +3,21 @@ import * as http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../infra/local/free-port.ts';
 import {
-  assertHostAllowed,
+  assertUrlAllowed,
   classifyAddress,
   createGuardedLookup,
   EgressBlockedError,
   egressPolicyFromConfig,
   guardedRequest,
   isAddressAllowed,
+  policyForPort,
   OutboundNetworkError,
   OutboundTimeoutError,
   type AddressClass,
   type EgressPolicy,
   type Resolver,
 } from '../../shared/net/egress-guard.ts';
+import { parseConfig } from '../../shared/config.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 // Only loopback may ever be connected to: see test/support/http-tripwire.ts.
@@ -117,10 +119,15 @@ describe('policy', () => {
     }
   });
 
-  it('follows ALLOW_LOOPBACK_EGRESS and never allows private ranges from configuration', () => {
+  it('opens loopback only on the configured ports and never allows private ranges from configuration', () => {
     // Act / Assess
-    expect(egressPolicyFromConfig({ ALLOW_LOOPBACK_EGRESS: true })).toEqual({ allowLoopback: true, allowPrivate: false });
-    expect(egressPolicyFromConfig({ ALLOW_LOOPBACK_EGRESS: false })).toEqual({ allowLoopback: false, allowPrivate: false });
+    expect(egressPolicyFromConfig({ LOOPBACK_EGRESS_PORTS: [[8080, 8080]], EGRESS_DENIED_PORTS: [[3000, 3000]] })).toEqual({
+      allowLoopback: true,
+      loopbackPorts: [[8080, 8080]],
+      deniedPorts: [[3000, 3000]],
+      allowPrivate: false,
+    });
+    expect(egressPolicyFromConfig({ LOOPBACK_EGRESS_PORTS: [], EGRESS_DENIED_PORTS: [] })).toMatchObject({ allowLoopback: false, allowPrivate: false });
   });
 });
 
@@ -229,11 +236,11 @@ describe('createGuardedLookup', () => {
     expect(resolver.calls.length).toBe(calls);
   });
 
-  it('assertHostAllowed resolves localhost for real and refuses it without loopback', async () => {
+  it('assertUrlAllowed resolves localhost for real and refuses it without loopback', async () => {
     // Act / Assess
-    await expect(assertHostAllowed('localhost', closed)).rejects.toBeInstanceOf(EgressBlockedError);
-    await expect(assertHostAllowed('[::1]', closed)).rejects.toBeInstanceOf(EgressBlockedError);
-    await expect(assertHostAllowed('localhost', loopback)).resolves.toBeUndefined();
+    await expect(assertUrlAllowed(new URL('http://localhost/'), closed)).rejects.toBeInstanceOf(EgressBlockedError);
+    await expect(assertUrlAllowed(new URL('http://[::1]/'), closed)).rejects.toBeInstanceOf(EgressBlockedError);
+    await expect(assertUrlAllowed(new URL('http://localhost/'), loopback)).resolves.toBeUndefined();
   });
 });
 
@@ -428,5 +435,51 @@ describe('guardedRequest', () => {
 
     // Assess
     expect(error).toMatchObject({ code: 'OUTBOUND_NETWORK_ERROR', reason: 'ERR_UNSUPPORTED_PROTOCOL' });
+  });
+});
+
+describe('ports', () => {
+  const opened: EgressPolicy = { allowLoopback: true, loopbackPorts: [[8080, 8080], [9000, 9099]], deniedPorts: [[9050, 9050]] };
+
+  it('opens loopback on the listed ports only, and never on a denied one', () => {
+    // Act / Assess
+    expect(policyForPort(opened, 8080)).toEqual({ allowLoopback: true, allowPrivate: false });
+    expect(policyForPort(opened, 9099)).toEqual({ allowLoopback: true, allowPrivate: false });
+    expect(policyForPort(opened, 8081)).toEqual({ allowLoopback: false, allowPrivate: false });
+    expect(policyForPort(opened, 9050)).toBe('denied');
+  });
+
+  it('refuses a denied port on any address, before connecting', async () => {
+    // Prepare
+    const init = { method: 'GET', headers: {}, timeoutMs: 1000, maxResponseBytes: 100 };
+
+    // Act
+    const errors = await Promise.all(
+      ['http://127.0.0.1:9050/', 'http://93.184.215.14:9050/', 'http://tripwire.example:9050/'].map((url) =>
+        guardedRequest(new URL(url), init, opened).catch((error: unknown) => error),
+      ),
+    );
+
+    // Assess
+    for (const error of errors) expect(error).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'platform-port' });
+  });
+
+  it('refuses loopback on a port that is not listed', async () => {
+    // Act
+    const error = await guardedRequest(new URL('http://127.0.0.1:8081/'), { method: 'GET', headers: {}, timeoutMs: 1000, maxResponseBytes: 100 }, opened).catch(
+      (caught: unknown) => caught,
+    );
+
+    // Assess
+    expect(error).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'loopback' });
+  });
+
+  it('reads LOOPBACK_EGRESS_PORTS as ports and ranges, and refuses anything else at start-up', () => {
+    // Act / Assess
+    expect(parseConfig({ LOOPBACK_EGRESS_PORTS: '8080, 9000-9099' }).LOOPBACK_EGRESS_PORTS).toEqual([[8080, 8080], [9000, 9099]]);
+    expect(parseConfig({}).LOOPBACK_EGRESS_PORTS).toEqual([]);
+    for (const bad of ['0', '70000', '9-1', 'http', '80-']) {
+      expect(() => parseConfig({ LOOPBACK_EGRESS_PORTS: bad }), bad).toThrow(/LOOPBACK_EGRESS_PORTS/);
+    }
   });
 });
