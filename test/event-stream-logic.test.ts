@@ -291,7 +291,8 @@ describe('logEvents', () => {
 });
 
 describe('streamEvents', () => {
-  const settings: EventStreamSettings = { pollMs: 10, overlapMs: 50, heartbeatMs: 40, maxDurationMs: 150, retentionMs: hour };
+  const settings: EventStreamSettings = { pollMs: 10, reauthorizeMs: 20, overlapMs: 50, heartbeatMs: 40, maxDurationMs: 150, retentionMs: hour };
+  const stillValid = async () => undefined;
 
   it('sends the retry hint, new events, heartbeats with a cursor, and a closing cursor at the end', async () => {
     const log = new SimulatedLog();
@@ -301,7 +302,7 @@ describe('streamEvents', () => {
     const eventLog = fakeEventLog({ read: (_orgId: string, after, limit) => log.read(after, limit) });
     const frames: string[] = [];
     const output = { send: async (frame: string) => void frames.push(frame), signal: new AbortController().signal };
-    await streamEvents({ eventLog, clock: { now: () => new Date() } }, { orgId: 'acme', start: { after: { loggedAt: openedAt - 1 } } }, settings, output);
+    await streamEvents({ eventLog, clock: { now: () => new Date() } }, { orgId: 'acme', start: { after: { loggedAt: openedAt - 1 } }, reauthorize: stillValid }, settings, output);
 
     expect(frames[0]).toBe('retry: 1000\n\n');
     expect(frames.filter((frame) => frame.startsWith('id: '))).toEqual([`id: ${formatCursor(openedAt + 5, 'e1')}\nevent: session.updated\ndata: {"eventId":"e1"}\n\n`]);
@@ -322,7 +323,7 @@ describe('streamEvents', () => {
     });
     const frames: string[] = [];
     const output = { send: async (frame: string) => void frames.push(frame), signal: new AbortController().signal };
-    const request = { orgId: 'acme', start: { after: { loggedAt: openedAt - 1 } }, types: new Set(['knowledge.store.updated']) };
+    const request = { orgId: 'acme', start: { after: { loggedAt: openedAt - 1 } }, types: new Set(['knowledge.store.updated']), reauthorize: stillValid };
     await streamEvents({ eventLog, clock: { now: () => new Date() } }, request, { ...settings, maxDurationMs: 30 }, output);
     expect(frames.filter((frame) => frame.startsWith('id: '))).toEqual([expect.stringContaining('event: knowledge.store.updated\n')]);
   });
@@ -339,7 +340,7 @@ describe('streamEvents', () => {
     const output = { send: async () => undefined, signal: disconnected.signal };
     const streaming = streamEvents(
       { eventLog, clock: { now: () => new Date() } },
-      { orgId: 'acme', start: { after: { loggedAt: 0 } } },
+      { orgId: 'acme', start: { after: { loggedAt: 0 } }, reauthorize: stillValid },
       { ...settings, maxDurationMs: 60_000 },
       output,
     );
@@ -350,5 +351,20 @@ describe('streamEvents', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(reads).toBe(readsAtDisconnect);
     expect(readsAtDisconnect).toBeGreaterThan(0);
+  });
+
+  it('checks the credential every reauthorizeMs, and ends with its refusal', async () => {
+    const eventLog = fakeEventLog({ read: async () => ({ entries: [], more: false }) });
+    const checks: number[] = [];
+    const refusal = new Error('key deleted');
+    const reauthorize = async () => {
+      checks.push(Date.now());
+      if (checks.length === 3) throw refusal;
+    };
+    const output = { send: async () => undefined, signal: new AbortController().signal };
+    const streaming = streamEvents({ eventLog, clock: { now: () => new Date() } }, { orgId: 'acme', start: { after: { loggedAt: 0 } }, reauthorize }, { ...settings, maxDurationMs: 60_000 }, output);
+    await expect(streaming).rejects.toBe(refusal);
+    expect(checks).toHaveLength(3);
+    for (const [index, at] of checks.entries()) if (index > 0) expect(at - (checks[index - 1] as number)).toBeGreaterThanOrEqual(settings.reauthorizeMs - 1);
   });
 });

@@ -117,6 +117,14 @@ describe('rejected bearer tokens', () => {
     expectUnauthorized(response);
   });
 
+  it('answers 401 to a token without an expiry', async () => {
+    // Prepare
+    const token = await jwks.sign({ org_id: crypto.randomUUID(), scope: 'agents:read' }, { expiresIn: null });
+
+    // Act / Assess
+    expectUnauthorized(await api.request('GET', '/v1/chat/agents', { token }));
+  });
+
   it('answers 401 to a token from another issuer', async () => {
     // Prepare
     const token = await jwks.sign(claims(), { issuer: 'https://evil.test' });

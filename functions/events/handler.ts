@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/domain/event-stream.ts';
+import { ForbiddenError, UnauthorizedError } from '../../shared/errors.ts';
+import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
 import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -9,14 +11,19 @@ import { eventRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   eventRoutes,
   {
-    streamEvents: async ({ deps, principal, query, headers, requestId }) => {
+    streamEvents: async ({ deps, principal, query, headers, requestId, reauthorize }) => {
       const settings = eventStreamSettings(deps.config);
       // Validated here, so that a bad cursor is answered in the error envelope before the stream begins.
       const lastEventId = headers['last-event-id']?.trim() || query.lastEventId;
       const start = startOfEventStream(lastEventId, deps.clock.now().getTime(), settings);
       const { stream, output } = sseOutput();
-      void streamEvents(deps, { orgId: principal.orgId, start, types: query.types }, settings, output)
+      void streamEvents(deps, { orgId: principal.orgId, start, types: query.types, reauthorize }, settings, output)
         .catch(async (error: unknown) => {
+          if (error instanceof UnauthorizedError || error instanceof ForbiddenError) {
+            logger.info('event stream ended: its credential is no longer valid', { requestId, code: error.code });
+            await output.send(sseFrame.error(toErrorEnvelope(error, requestId)));
+            return;
+          }
           logger.error('event stream failed; the client resumes with Last-Event-ID', { requestId, error: error as Error });
           await output.send(sseFrame.comment('the stream failed; reconnect with Last-Event-ID'));
         })

@@ -23,6 +23,8 @@ export function createJwtVerifier(config: JwtConfig): (token: string) => Promise
       ({ payload } = await jwtVerify(token, keySet, {
         algorithms: config.JWT_ALGORITHMS,
         clockTolerance: config.JWT_CLOCK_TOLERANCE_SECONDS,
+        // A token without an expiry would be good forever once leaked.
+        requiredClaims: ['exp'],
         ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
         ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
       }));

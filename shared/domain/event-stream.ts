@@ -21,6 +21,8 @@ import type { DomainEvent } from './events.ts';
 
 export interface EventStreamSettings {
   pollMs: number;
+  /** How often an open stream checks its credential again. */
+  reauthorizeMs: number;
   overlapMs: number;
   heartbeatMs: number;
   maxDurationMs: number;
@@ -30,11 +32,17 @@ export interface EventStreamSettings {
 export function eventStreamSettings(
   config: Pick<
     Config,
-    'EVENT_STREAM_POLL_MS' | 'EVENT_STREAM_OVERLAP_MS' | 'EVENT_STREAM_HEARTBEAT_MS' | 'EVENT_STREAM_MAX_SECONDS' | 'EVENT_LOG_RETENTION_HOURS'
+    | 'EVENT_STREAM_POLL_MS'
+    | 'EVENT_STREAM_REAUTHORIZE_MS'
+    | 'EVENT_STREAM_OVERLAP_MS'
+    | 'EVENT_STREAM_HEARTBEAT_MS'
+    | 'EVENT_STREAM_MAX_SECONDS'
+    | 'EVENT_LOG_RETENTION_HOURS'
   >,
 ): EventStreamSettings {
   return {
     pollMs: config.EVENT_STREAM_POLL_MS,
+    reauthorizeMs: config.EVENT_STREAM_REAUTHORIZE_MS,
     overlapMs: config.EVENT_STREAM_OVERLAP_MS,
     heartbeatMs: config.EVENT_STREAM_HEARTBEAT_MS,
     maxDurationMs: config.EVENT_STREAM_MAX_SECONDS * 1000,
@@ -93,6 +101,8 @@ export const sseFrame = {
   comment: (text: string): string => `: ${text}\n\n`,
   checkpoint: (cursor: string, text: string): string => `: ${text}\nid: ${cursor}\n\n`,
   retry: (ms: number): string => `retry: ${ms}\n\n`,
+  /** The last frame of a stream refused mid-way: an `error` event carrying the error envelope, and no `id:`. */
+  error: (envelope: unknown): string => `event: error\ndata: ${JSON.stringify(envelope)}\n\n`,
 };
 
 export interface EventStreamStart {
@@ -219,12 +229,15 @@ export interface EventStreamRequest {
   start: EventStreamStart;
   /** SSE event names to send; all when absent. */
   types?: ReadonlySet<string> | undefined;
+  /** Checks the stream's credential again; its rejection (a deleted key, an expired token) ends the stream. */
+  reauthorize(): Promise<void>;
 }
 
 /**
  * Sends the organization's events as they are logged, until the client goes away or `maxDurationMs` has passed
  * (the client then reconnects with Last-Event-ID). An idle stream sends a heartbeat comment carrying a cursor, so
- * that a reconnect after a quiet spell (or with a narrow `types` filter) starts near now. A failed log read ends it.
+ * that a reconnect after a quiet spell (or with a narrow `types` filter) starts near now. Every `reauthorizeMs` the
+ * credential is checked again: a credential no longer valid, like a failed log read, ends it with that error.
  */
 export async function streamEvents(
   deps: { eventLog: EventLogStore; clock: Clock },
@@ -239,7 +252,12 @@ export async function streamEvents(
   await output.send(sseFrame.retry(reconnectDelayMs));
   if (request.start.notice) await output.send(sseFrame.comment(request.start.notice));
   let lastSentAt = openedAt;
+  let authorizedAt = openedAt;
   while (!output.signal.aborted && now() - openedAt < settings.maxDurationMs) {
+    if (now() - authorizedAt >= settings.reauthorizeMs) {
+      await request.reauthorize();
+      authorizedAt = now();
+    }
     const { fresh, caughtUp } = await reader.poll(read, now());
     for (const entry of fresh) {
       const name = sseEventName(entry.event.type);

@@ -6,7 +6,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import type { z } from 'zod';
 import { authenticate, rememberedOrganization, type AuthDeps } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
-import { grants } from '../auth/scopes.ts';
+import { grants, type Scope } from '../auth/scopes.ts';
 import {
   ForbiddenError,
   IdempotencyInProgressError,
@@ -37,6 +37,12 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   requestId: string;
   /** The request's headers, names lower-cased (for the few routes that read one, such as Last-Event-ID). */
   headers: Readonly<Record<string, string | undefined>>;
+  /**
+   * Checks the request's credential again, for responses that outlive a moment (streams): rejects with
+   * UnauthorizedError once the key is deleted or the token has expired, and with ForbiddenError once it no longer
+   * holds the route's scope for the same organization.
+   */
+  reauthorize(): Promise<void>;
 }
 
 /** What each operation of a group does: it returns the response body, sent with the route's success status. */
@@ -183,18 +189,21 @@ function noRouteError(
   return new NotFoundError(`No route ${method} ${event.rawPath}.`);
 }
 
+/** Authenticates the request's credential and checks that it holds the scope; bookkeeping goes to `pending`. */
+async function verifyCredential(deps: AuthDeps, headers: Record<string, string | undefined>, scope: Scope, pending: Promise<unknown>[]): Promise<Principal> {
+  const authentication = await authenticate(deps, headers);
+  if (authentication.pending) pending.push(authentication.pending);
+  if (!grants(authentication.principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
+  return authentication.principal;
+}
+
 const authorize = (deps: () => AuthDeps): Middleware => ({
   before: async (request) => {
     const state = request.internal.api;
     const scope = state.route?.scope;
     if (!scope || scope === 'public') return;
     const headers = request.event.headers ?? {};
-    const verify = async () => {
-      const { principal, pending } = await authenticate(deps(), headers);
-      if (pending) state.pending.push(pending);
-      if (!grants(principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
-      return principal;
-    };
+    const verify = () => verifyCredential(deps(), headers, scope, state.pending);
     const remembered = state.route?.overlapAuthentication ? rememberedOrganization(headers) : undefined;
     if (!remembered) {
       state.principal = await verify();
@@ -328,7 +337,16 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     });
 }
 
-async function dispatch<Deps>(
+async function reauthorize(state: ApiState, deps: AuthDeps, headers: Readonly<Record<string, string | undefined>>): Promise<void> {
+  const scope = state.route?.scope;
+  if (!scope || scope === 'public' || !state.principal) return;
+  const pending: Promise<unknown>[] = [];
+  const principal = await verifyCredential(deps, headers, scope, pending);
+  await Promise.allSettled(pending);
+  if (principal.orgId !== state.principal.orgId) throw new ForbiddenError('This credential now belongs to another organization.');
+}
+
+async function dispatch<Deps extends AuthDeps>(
   state: ApiState,
   implementations: Record<string, (input: never) => Promise<unknown>>,
   deps: () => Deps,
@@ -347,6 +365,7 @@ async function dispatch<Deps>(
     deps: deps(),
     requestId: state.requestId,
     headers: requestHeaders,
+    reauthorize: () => reauthorize(state, deps(), requestHeaders),
   });
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;

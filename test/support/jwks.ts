@@ -5,8 +5,8 @@ import { closeServer, listenOnLoopback } from './loopback-server.ts';
 export interface SignOptions {
   issuer?: string;
   audience?: string;
-  /** Seconds from now; negative for a token that has already expired. */
-  expiresIn?: number;
+  /** Seconds from now; negative for a token that has already expired; null for a token without `exp`. */
+  expiresIn?: number | null;
   /** Sign with this key instead of the one the JWKS publishes. */
   privateKey?: CryptoKey;
   kid?: string;
@@ -41,15 +41,15 @@ export async function startJwks(issuer = 'https://issuer.test', audience = 'agen
     kid,
     async sign(claims, options = {}) {
       const now = Math.floor(Date.now() / 1000);
-      const expiresIn = options.expiresIn ?? 300;
-      return new SignJWT(claims)
+      const expiresIn = options.expiresIn === undefined ? 300 : options.expiresIn;
+      const token = new SignJWT(claims)
         .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? kid, typ: 'JWT' })
         .setIssuer(options.issuer ?? issuer)
         .setAudience(options.audience ?? audience)
         .setSubject('user-1')
-        .setIssuedAt(now + Math.min(-5, expiresIn - 60))
-        .setExpirationTime(now + expiresIn)
-        .sign(options.privateKey ?? privateKey);
+        .setIssuedAt(now + Math.min(-5, (expiresIn ?? 300) - 60));
+      if (expiresIn !== null) token.setExpirationTime(now + expiresIn);
+      return token.sign(options.privateKey ?? privateKey);
     },
     close: () => closeServer(server),
   };
