@@ -4,6 +4,7 @@
  * consumer is a fixture that reports each invocation to a recorder this test runs.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
@@ -203,5 +204,31 @@ describe('local queues', () => {
     const deliveries = deliveriesOf(failing as string);
     expect(deliveries.map((delivery) => delivery.record.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
     expect(dead.Body).toBe(deliveries[0]?.record.body);
+  });
+});
+
+/** The local addresses of the listening TCP sockets on `port`, read from the kernel's socket tables. */
+function listeningAddresses(port: number): string[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const listening = '0A';
+  const addresses: string[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const [, local, , state] = line.trim().split(/\s+/);
+      if (!local || state !== listening) continue;
+      const [address, socketPort] = local.split(':') as [string, string];
+      if (socketPort === hexPort) addresses.push(address);
+    }
+  }
+  return addresses;
+}
+
+describe('the local SQS emulator', () => {
+  it('listens on 127.0.0.1 only, so queued events never reach the network', () => {
+    // Act
+    const addresses = listeningAddresses(Number(new URL(queues.clientConfig.endpoint as string).port));
+
+    // Assess: 127.0.0.1 as the kernel writes it, and no socket on any other address (0.0.0.0, ::).
+    expect(addresses).toEqual(['0100007F']);
   });
 });
