@@ -159,6 +159,23 @@ describe('stopping the local runtime', () => {
     expect(await waitForDynamoDbLocalToEnd(dataDir, 10_000)).toBe(true);
   }, 120_000);
 
+  it('stops on SIGTERM within seconds while an event stream is open', async () => {
+    // Prepare
+    const port = await freePort();
+    const key = randomBytes(24).toString('base64url');
+    const env = childEnv({ DATA_DIR: tempDataDir(), PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'open-stream', INIT_API_KEY: key });
+    const server = await startServer(env, port);
+    const stream = await fetch(`${server.baseUrl}/v1/chat/events/stream`, { headers: { 'x-api-key': key } });
+    expect(stream.status).toBe(200);
+
+    // Act
+    const exit = await stopServer(server);
+
+    // Assess
+    expect(exit).toEqual({ code: 0, signal: null });
+    await stream.body?.cancel().catch(() => undefined);
+  }, 120_000);
+
   it('leaves no DynamoDB Local behind when the runtime is killed with SIGKILL', async () => {
     // Prepare
     const port = await freePort();

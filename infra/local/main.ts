@@ -78,19 +78,26 @@ server.listen(port, host, () => {
   console.log(describeLoopbackEgress(process.env));
 });
 
+/** How long requests under way may take to finish once a stop signal came. */
+const shutdownGraceMs = 3_000;
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   console.log(`${signal}: stopping`);
   forgetInstance();
+  // No new connections from now on. Requests under way get a moment; then the streams still open (an event stream
+  // lasts minutes) are cut, and their clients resume with Last-Event-ID against the next start.
+  const serverClosed = new Promise((resolveClose) => server.close(resolveClose));
+  server.closeIdleConnections();
+  const cutOpenStreams = setTimeout(() => server.closeAllConnections(), shutdownGraceMs);
   sweeper.stop();
   await poller.stop();
   await router.stop();
   await queuePollers.stop();
   await queues.stop();
-  server.closeIdleConnections();
-  await new Promise((resolveClose) => server.close(resolveClose));
+  await serverClosed;
+  clearTimeout(cutOpenStreams);
   await database.stop();
   process.exit(0);
 }
