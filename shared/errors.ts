@@ -80,6 +80,16 @@ export class ModelsNotFoundError extends AppError {
   readonly code = 'MODELS_NOT_FOUND';
 }
 
+/** An agent's `analysis` configuration is well-formed but unusable (duplicate names, an enum without values …). */
+export class InvalidAnalysisConfigError extends AppError {
+  readonly code = 'INVALID_ANALYSIS_CONFIG';
+}
+
+/** The re-run of an analysis was asked while the first one has not been delivered yet. */
+export class AnalysisPendingError extends AppError {
+  readonly code = 'ANALYSIS_PENDING';
+}
+
 export class ToolsNotFoundError extends AppError {
   readonly code = 'TOOLS_NOT_FOUND';
 }

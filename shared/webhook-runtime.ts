@@ -1,5 +1,5 @@
 import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
-import { createSqsClient, SqsDeliveryQueue } from './queue/sqs-delivery-queue.ts';
+import { createSqsClient, SqsScheduledQueue } from './queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
 
@@ -22,7 +22,7 @@ export function webhookRuntime(): WebhookRuntime {
       ...base,
       deliveries: new DynamoWebhookDeliveryStore(base.documentClient, base.config.TABLE_NAME),
       queue: queueUrl
-        ? new SqsDeliveryQueue(createSqsClient(base.config), queueUrl)
+        ? new SqsScheduledQueue(createSqsClient(base.config), queueUrl)
         : {
             schedule: async () => {
               throw new Error('WEBHOOK_QUEUE_URL is not set: this deployment has no webhook delivery queue');

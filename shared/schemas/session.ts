@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { AnalysisResult } from './analysis.ts';
 import { paginationQuery, sortQuery, timestamp } from './common.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
@@ -56,6 +57,8 @@ export interface Session {
   endedAt?: string | undefined;
   endedReason?: EndedReason | undefined;
   messageCount: number;
+  /** The post-session analysis, once made (docs/analysis.md). */
+  analysis?: AnalysisResult | undefined;
 }
 
 export interface ToolCallRecord {

@@ -2,9 +2,9 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
-import type { AttemptRequest, DeliveryQueue } from '../ports.ts';
+import type { ScheduledQueue } from '../ports.ts';
 
-/** SQS delays a message by at most 15 minutes; an attempt due later hops through the queue until it is due. */
+/** SQS delays a message by at most 15 minutes; a message due later hops through the queue until it is due. */
 export const maxQueueDelaySeconds = 900;
 const maxEntriesPerBatch = 10;
 
@@ -21,8 +21,11 @@ export function queueDelaySeconds(notBefore: number, nowMs: number): number {
   return Math.min(maxQueueDelaySeconds, Math.max(0, Math.ceil((notBefore - nowMs) / 1000)));
 }
 
-/** The delivery queue on SQS: each attempt is one message, delayed until it is due (or for the 15 minutes SQS allows). */
-export class SqsDeliveryQueue implements DeliveryQueue {
+/**
+ * A queue on SQS whose messages wait until they are due: each is sent as JSON, delayed until its `notBefore` (or
+ * for the 15 minutes SQS allows). The webhook delivery queue's attempts and the analysis queue's jobs.
+ */
+export class SqsScheduledQueue<Message extends { notBefore: number }> implements ScheduledQueue<Message> {
   private readonly client: SQSClient;
   private readonly queueUrl: string;
   private readonly now: () => number;
@@ -33,7 +36,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     this.now = now;
   }
 
-  async schedule(requests: readonly AttemptRequest[]): Promise<void> {
+  async schedule(requests: readonly Message[]): Promise<void> {
     for (let start = 0; start < requests.length; start += maxEntriesPerBatch) {
       const batch = requests.slice(start, start + maxEntriesPerBatch);
       const result = await this.client.send(
@@ -48,7 +51,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
       );
       if (result.Failed?.length) {
         const reasons = result.Failed.map((failure) => `${failure.Code}: ${failure.Message}`).join('; ');
-        throw new Error(`SQS refused ${result.Failed.length} attempt(s): ${reasons}`);
+        throw new Error(`SQS refused ${result.Failed.length} message(s): ${reasons}`);
       }
     }
   }
