@@ -85,11 +85,6 @@ export class InvalidAnalysisConfigError extends AppError {
   readonly code = 'INVALID_ANALYSIS_CONFIG';
 }
 
-/** The re-run of an analysis was asked while the first one has not been delivered yet. */
-export class AnalysisPendingError extends AppError {
-  readonly code = 'ANALYSIS_PENDING';
-}
-
 export class ToolsNotFoundError extends AppError {
   readonly code = 'TOOLS_NOT_FOUND';
 }

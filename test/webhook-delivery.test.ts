@@ -68,13 +68,12 @@ describe('webhook delivery', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     const unique = [...new Map(receiver.for('/ok/lifecycle').map((receipt) => [receipt.webhookId, receipt])).values()];
-    // In the order of the events' times (docs/events.md: `updatedAt` in the session-shaped events); closing is what
-    // ends the session, so those two share theirs.
+    // In the order of the events' times (docs/events.md: `updatedAt` in the session-shaped events); `session.ended`
+    // leaves after the close, once the analysis is attached.
     const ordered = unique.sort((a, b) => a.body.updatedAt.localeCompare(b.body.updatedAt));
-    expect(ordered.map((receipt) => receipt.body.eventType)).toEqual(['session.created', expect.any(String), expect.any(String)]);
-    expect(ordered.slice(1).map((receipt) => receipt.body.eventType).sort()).toEqual(['session.closed', 'session.ended']);
-    expect(ordered[1]!.body.updatedAt).toBe(ordered[2]!.body.updatedAt);
+    expect(ordered.map((receipt) => receipt.body.eventType)).toEqual(['session.created', 'session.closed', 'session.ended']);
     expect(ordered[0]!.body.updatedAt < ordered[1]!.body.updatedAt).toBe(true);
+    expect(ordered[1]!.body.updatedAt < ordered[2]!.body.updatedAt).toBe(true);
     expect(new Set(ordered.map((receipt) => receipt.body.createdAt)).size).toBe(1);
     // Each delivery is dated by its event's time, so the newest-first list starts with the close.
     // Recorded once the batch is done, which can be a moment after the receiver has them.
@@ -82,7 +81,9 @@ describe('webhook delivery', () => {
       () => deliveriesOf(key, endpointId),
       (found) => found.length === 3,
     );
-    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.endedAt ?? receipt.body.createdAt).reverse());
+    // Their own times: the session's creation, the close, and the moment the analysis was attached.
+    const [created, closed, ended] = ordered.map((receipt) => receipt.body);
+    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual([ended!.updatedAt, closed!.endedAt, created!.createdAt]);
     expect(deliveries.at(-1)).toMatchObject({ eventType: 'session.created', eventId: ordered[0]!.webhookId });
     for (const receipt of receipts) {
       expect(receipt.verified).toBe(true);
