@@ -17,9 +17,11 @@ const warmupEvents = 300;
 const latencyEvents = 200;
 const latencyIntervalMs = 25;
 
-interface Receipt {
+export interface Receipt {
   sessionId: string;
   createdAt: string;
+  /** Set in the events of an ended session. */
+  endedAt?: string;
   webhookId: string;
   at: number;
 }
@@ -81,7 +83,7 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
 }
 
 /** The first receipt of each event at `path`, once `count` distinct events have arrived (or the time is up). */
-async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, path: string, count: number, timeoutMs: number): Promise<Receipt[]> {
+export async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, path: string, count: number, timeoutMs: number): Promise<Receipt[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const unique = new Map<string, Receipt>();
@@ -92,15 +94,16 @@ async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, p
   }
 }
 
-async function startReceiver(): Promise<{ server: Server; url: string; receipts: (Receipt & { path: string })[] }> {
+export async function startReceiver(): Promise<{ server: Server; url: string; receipts: (Receipt & { path: string })[] }> {
   const receipts: (Receipt & { path: string })[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; createdAt: string };
-      receipts.push({ path: request.url ?? '/', sessionId: body.id, createdAt: body.createdAt, webhookId: String(request.headers['webhook-id']), at });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; createdAt: string; endedAt?: string };
+      const webhookId = String(request.headers['webhook-id']);
+      receipts.push({ path: request.url ?? '/', sessionId: body.id, createdAt: body.createdAt, ...(body.endedAt ? { endedAt: body.endedAt } : {}), webhookId, at });
       response.writeHead(204).end();
     });
   });
@@ -108,7 +111,7 @@ async function startReceiver(): Promise<{ server: Server; url: string; receipts:
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, receipts };
 }
 
-async function startRuntime(env: Record<string, string>) {
+export async function startRuntime(env: Record<string, string>) {
   const child: ChildProcess = fork(resolve(import.meta.dirname, 'webhook-runtime.ts'), {
     env: { ...process.env, ...env },
     execArgv: ['--disable-warning=ExperimentalWarning'],
