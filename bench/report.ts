@@ -119,7 +119,6 @@ export function evaluate(
     pass: webhooks.throughput.deliveriesPerSecond >= webhookTargets.deliveriesPerSecond,
   });
   checks.push(below('webhook event-to-receipt p50', round(webhooks.eventToReceiptMs.p50), 'ms', webhookTargets.eventToReceiptP50Ms));
-  const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, comparison: '<=', pass: value <= target });
   checks.push(atMost('session end to session.ended p50', analysis.endToEndedMs.p50, 'ms', analysisTargets.endToEndedP50Ms));
   checks.push(atMost('session end to session.ended p99', analysis.endToEndedMs.p99, 'ms', analysisTargets.endToEndedP99Ms));
   checks.push(atMost('analysis CPU per analysis, model excluded', round(analysis.cpu.cpuMsPerAnalysis), 'ms', analysisTargets.cpuMsPerAnalysis));
