@@ -77,31 +77,46 @@ export function analysisConfigProblems(config: AnalysisConfig): { field: string;
 
 export type ExtractedValue = string | number | boolean | null;
 
-export interface AnalysisResult {
-  status: 'COMPLETED' | 'FAILED' | 'SKIPPED';
-  /** The model that analysed (or was to analyse) the session. */
-  model: { id: string; provider: string; name: string };
-  completedAt: string;
-  summary?: string;
-  intent?: {
-    conversation: { intent: string; confidence: number; explanation: string };
-    message: { messageId: string; intent: string; confidence: number; explanation: string } | null;
-  };
-  resolution?: {
-    classification: (typeof resolutionClassifications)[number];
-    confidenceScore: number;
-    status: (typeof resolutionStatuses)[number];
-    satisfiedChecklistItems: string[];
-    evidence: string[];
-    explanation: string;
-  };
-  sentiment?: {
-    conversation: { sentiment: (typeof sentiments)[number]; score: number; detectedLanguage: string; explanation: string };
-    message: { messageId: string; sentiment: (typeof sentiments)[number]; score: number } | null;
-  };
-  extractedData?: Record<string, ExtractedValue>;
-  error?: { code: string; message: string };
-}
+const unit = z.number().min(0).max(1);
+const score = z.number().min(-1).max(1);
+const messageId = z.string().min(1);
+
+/**
+ * The stored result, as `session.ended` carries it (the event catalog validates with this). Which blocks appear
+ * depends on the configuration and the status (docs/analysis.md#the-result).
+ */
+export const analysisResultSchema = z.object({
+  status: z.enum(['COMPLETED', 'FAILED', 'SKIPPED']),
+  model: z.object({ id: z.string(), provider: z.string(), name: z.string() }),
+  completedAt: z.iso.datetime({ offset: true }),
+  summary: z.string().optional(),
+  intent: z
+    .object({
+      conversation: z.object({ intent: z.string(), confidence: unit, explanation: z.string() }),
+      message: z.object({ messageId, intent: z.string(), confidence: unit, explanation: z.string() }).nullable(),
+    })
+    .optional(),
+  resolution: z
+    .object({
+      classification: z.enum(resolutionClassifications),
+      confidenceScore: unit,
+      status: z.enum(resolutionStatuses),
+      satisfiedChecklistItems: z.array(z.string()),
+      evidence: z.array(z.string()),
+      explanation: z.string(),
+    })
+    .optional(),
+  sentiment: z
+    .object({
+      conversation: z.object({ sentiment: z.enum(sentiments), score, detectedLanguage: z.string(), explanation: z.string() }),
+      message: z.object({ messageId, sentiment: z.enum(sentiments), score }).nullable(),
+    })
+    .optional(),
+  extractedData: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+
+export type AnalysisResult = z.output<typeof analysisResultSchema>;
 
 /** An ISO 8601 date (`2026-11-25`) or date-time with an offset. */
 const isoDate = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
@@ -129,8 +144,6 @@ export function extractedDataSchema(fields: readonly ExtractionField[]) {
   return z.strictObject(Object.fromEntries(fields.map((field) => [field.name, extractionValueSchema(field)])));
 }
 
-const unit = z.number().min(0).max(1);
-
 /**
  * What a provider model must answer, built from the agent's configuration: only the enabled blocks, intents
  * limited to the configured ones and `other`, checklist items to the configured ones.
@@ -155,8 +168,8 @@ export function analysisOutputSchema(config: AnalysisConfig) {
   }
   if (config.sentiment?.enabled) {
     shape.sentiment = z.object({
-      conversation: z.object({ sentiment: z.enum(sentiments), score: z.number().min(-1).max(1), detectedLanguage: z.string().min(2), explanation: z.string() }),
-      message: z.object({ sentiment: z.enum(sentiments), score: z.number().min(-1).max(1) }).describe("The sentiment of the user's last message."),
+      conversation: z.object({ sentiment: z.enum(sentiments), score, detectedLanguage: z.string().min(2), explanation: z.string() }),
+      message: z.object({ sentiment: z.enum(sentiments), score }).describe("The sentiment of the user's last message."),
     });
   }
   const fields = config.dataExtraction?.fields ?? [];

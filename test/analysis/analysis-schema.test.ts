@@ -6,6 +6,7 @@ import { analysisPrompt } from '../../shared/models/structured-analysis.ts';
 import {
   analysisConfigSchema,
   analysisOutputSchema,
+  analysisResultSchema,
   extractedDataSchema,
   type AnalysisConfig,
   type ExtractionField,
@@ -135,7 +136,7 @@ const config: fc.Arbitrary<AnalysisConfig> = fc
 const conversation = fc.array(fc.tuple(fc.constantFrom('USER', 'ASSISTANT', 'TOOL') as fc.Arbitrary<Message['role']>, fc.string({ maxLength: 300 })), { minLength: 1, maxLength: 30 });
 
 describe('the built-in analysis', () => {
-  it('always answers what a provider model must answer: the schema built from the configuration', () => {
+  it('always answers what a provider model must answer (the schema built from the configuration), and a valid stored result', () => {
     fc.assert(
       fc.property(config, conversation, (analysis, turns) => {
         const transcript = boundedTranscript([message(0, 'USER', 'Hello'), ...turns.map(([role, content], index) => message(index + 1, role, content))]);
@@ -143,6 +144,8 @@ describe('the built-in analysis', () => {
         const parsed = analysisOutputSchema(analysis).safeParse(output);
         expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
         expect(Object.keys(output.extractedData ?? {}).sort()).toEqual(analysis.dataExtraction!.fields.map((entry) => entry.name).sort());
+        const stored = { status: 'COMPLETED', model: { id: 'm', provider: 'builtin', name: 'builtin-assistant' }, completedAt: '2026-11-25T10:00:00.000Z', ...output };
+        expect(analysisResultSchema.safeParse(stored).success).toBe(true);
       }),
     );
   });
