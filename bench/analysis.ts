@@ -24,15 +24,7 @@ export async function measureAnalysis(dynamodbEndpoint: string, tableName: strin
   const runtime = await startRuntime({ BENCH_DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName, POWERTOOLS_LOG_LEVEL: 'WARN' });
   let latencies: number[];
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(runtime.baseUrl + path, {
-        method,
-        headers: { 'x-api-key': runtime.key, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-      return (await response.json()) as { id: string };
-    };
+    const { call } = runtime;
     const agent = await call('POST', '/v2/chat/agents', {
       fullName: 'Bench',
       description: 'Bench',

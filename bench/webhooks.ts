@@ -36,15 +36,7 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
   const receiver = await startReceiver();
   const runtime = await startRuntime({ BENCH_DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName, POWERTOOLS_LOG_LEVEL: 'WARN' });
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(runtime.baseUrl + path, {
-        method,
-        headers: { 'x-api-key': runtime.key, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-      return (await response.json()) as { id: string };
-    };
+    const { call } = runtime;
     const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench' });
     const subscribe = (path: string, events: string[]) => call('POST', '/v1/chat/webhooks', { url: `${receiver.url}${path}`, events });
     const openSession = () => call('POST', '/v1/chat/chat/sessions', { agentId: agent.id });
@@ -126,5 +118,16 @@ export async function startRuntime(env: Record<string, string>) {
       child.once('message', () => done());
       child.send({ type: 'publish', count });
     });
-  return { child, baseUrl: `http://127.0.0.1:${ready.port}`, key: ready.key, publish };
+  const baseUrl = `http://127.0.0.1:${ready.port}`;
+  /** A JSON request with the runtime's key; throws on a non-2xx answer. */
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(baseUrl + path, {
+      method,
+      headers: { 'x-api-key': ready.key, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as { id: string };
+  };
+  return { child, baseUrl, key: ready.key, publish, call };
 }

@@ -3,7 +3,7 @@ import { builtinAnalysis } from './models/builtin-analysis.ts';
 import { createLanguageModel } from './models/providers.ts';
 import { structuredAnalyzer } from './models/structured-analysis.ts';
 import type { AnalysisQueue, Analyzer } from './ports.ts';
-import { createSqsClient, SqsScheduledQueue } from './queue/sqs-scheduled-queue.ts';
+import { scheduledQueueFrom } from './queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from './runtime.ts';
 
 /**
@@ -20,7 +20,6 @@ let processRuntime: AnalysisRuntime | undefined;
 export function analysisRuntime(): AnalysisRuntime {
   if (!processRuntime) {
     const base = runtime();
-    const queueUrl = base.config.ANALYSIS_QUEUE_URL;
     const analyzers = new Map<string, Analyzer>();
     processRuntime = {
       ...base,
@@ -32,13 +31,7 @@ export function analysisRuntime(): AnalysisRuntime {
         }
         return analyzer;
       },
-      queue: queueUrl
-        ? new SqsScheduledQueue(createSqsClient(base.config), queueUrl)
-        : {
-            schedule: async () => {
-              throw new Error('ANALYSIS_QUEUE_URL is not set: this deployment has no analysis queue');
-            },
-          },
+      queue: scheduledQueueFrom(base.config, 'ANALYSIS_QUEUE_URL'),
     };
   }
   return processRuntime;

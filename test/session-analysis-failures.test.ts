@@ -3,6 +3,7 @@ import { modelId } from '../shared/models/catalog.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { startOpenAIStub, type ChatRequestBody, type OpenAIStub, type StubAnswer } from './support/openai-stub.ts';
 import { Receiver, type Receipt } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * The analysis by a provider model (a stub OpenAI-compatible server) when things go wrong: invalid output, a
@@ -50,15 +51,6 @@ const validAnswer = (orderId: string) =>
     sentiment: { conversation: { sentiment: 'NEUTRAL', score: 0, detectedLanguage: 'en', explanation: 'Plain questions.' }, message: { sentiment: 'NEUTRAL', score: 0 } },
     extractedData: { order_id: orderId },
   });
-
-async function eventually<T>(probe: () => T, done: (value: T) => boolean, timeoutMs = 25_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** Opens a session whose transcript carries `marker`, with a webhook endpoint of its own, and closes it. */
 async function closedSession(marker: string, answers: StubAnswer[]) {

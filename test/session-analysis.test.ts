@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventSchemas } from '../shared/events/catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 import { Receiver, type Receipt } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 
 const idleSeconds = 3;
 let api: TestApi;
@@ -37,15 +38,6 @@ const analysisConfig = {
     ],
   },
 };
-
-async function eventually<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** A fresh organization whose webhook endpoint gets every session event, and an agent with `analysis`. */
 async function setUp(analysis: object | null = analysisConfig) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 import { Receiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 
 let api: TestApi;
 const receiver = new Receiver();
@@ -20,15 +21,6 @@ afterAll(async () => {
   await api.close();
   await receiver.close();
 });
-
-async function eventually<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function register(key: string, path: string, events: string[] = ['*']): Promise<string> {
   const created = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + path, events } });

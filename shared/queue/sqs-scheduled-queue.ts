@@ -16,6 +16,23 @@ export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOIN
   });
 }
 
+/**
+ * The queue at the URL in `variable` of the configuration; without it, a queue whose every send fails, saying
+ * what is missing (a deployment or test without that queue).
+ */
+export function scheduledQueueFrom<Message extends { notBefore: number }>(
+  config: Config,
+  variable: 'WEBHOOK_QUEUE_URL' | 'ANALYSIS_QUEUE_URL',
+): ScheduledQueue<Message> {
+  const queueUrl = config[variable];
+  if (queueUrl) return new SqsScheduledQueue<Message>(createSqsClient(config), queueUrl);
+  return {
+    schedule: async () => {
+      throw new Error(`${variable} is not set: this deployment has no such queue`);
+    },
+  };
+}
+
 /** Seconds to delay a message so that it arrives when `notBefore` (epoch ms) is due, or as near as SQS allows. */
 export function queueDelaySeconds(notBefore: number, nowMs: number): number {
   return Math.min(maxQueueDelaySeconds, Math.max(0, Math.ceil((notBefore - nowMs) / 1000)));
