@@ -2,17 +2,15 @@ import type { AnalysisDeps } from './domain/analysis.ts';
 import { builtinAnalysis } from './models/builtin-analysis.ts';
 import { createLanguageModel } from './models/providers.ts';
 import { structuredAnalyzer } from './models/structured-analysis.ts';
-import type { AnalysisQueue, Analyzer } from './ports.ts';
-import { scheduledQueueFrom } from './queue/sqs-scheduled-queue.ts';
+import type { Analyzer } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
 
 /**
- * The runtime plus post-session analysis: the analyzers (the built-in rules, or a provider model through the AI
- * SDK) and the analysis queue. Only the analysis functions import this, so the others do not load the AI SDK.
+ * The runtime plus the analyzers of post-session analysis (the built-in rules, or a provider model through the AI
+ * SDK). Only the analysis function imports this, so the others do not load the AI SDK.
  */
 export interface AnalysisRuntime extends Runtime {
   analyzerFor: AnalysisDeps['analyzerFor'];
-  queue: AnalysisQueue;
 }
 
 let processRuntime: AnalysisRuntime | undefined;
@@ -31,7 +29,6 @@ export function analysisRuntime(): AnalysisRuntime {
         }
         return analyzer;
       },
-      queue: scheduledQueueFrom(base.config, 'ANALYSIS_QUEUE_URL'),
     };
   }
   return processRuntime;

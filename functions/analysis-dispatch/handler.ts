@@ -1,10 +1,13 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { analysisRuntime } from '../../shared/analysis-runtime.ts';
+import { parseConfig } from '../../shared/config.ts';
 import { dispatchAnalysisJobs } from '../../shared/domain/analysis.ts';
 import { logger } from '../../shared/logger.ts';
-import type { AnalysisJob } from '../../shared/ports.ts';
+import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/ports.ts';
+import { scheduledQueueFrom } from '../../shared/queue/sqs-scheduled-queue.ts';
+
+let deps: Parameters<typeof dispatchAnalysisJobs>[0] | undefined;
 
 /**
  * From the table's stream to the analysis queue: each new analysis job item (written with a session's end, or by
@@ -12,7 +15,10 @@ import type { AnalysisJob } from '../../shared/ports.ts';
  * skipped; a job sent twice is harmless (the analysis stores its result once).
  */
 export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
-  const deps = analysisRuntime();
+  if (!deps) {
+    const config = parseConfig();
+    deps = { config, queue: scheduledQueueFrom<AnalysisQueueMessage>(config, 'ANALYSIS_QUEUE_URL') };
+  }
   for (const record of event.Records) {
     const image = record.dynamodb?.NewImage;
     if (record.eventName !== 'INSERT' || image?.entity?.S !== 'analysisJob') continue;
