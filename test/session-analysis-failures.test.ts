@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelId } from '../shared/models/catalog.ts';
+import type { AnalysisJob, AnalysisQueueMessage } from '../shared/ports.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { startOpenAIStub, type ChatRequestBody, type OpenAIStub, type StubAnswer } from './support/openai-stub.ts';
 import { Receiver, type Receipt } from './support/webhook-receiver.ts';
@@ -55,7 +56,7 @@ const validAnswer = (orderId: string) =>
 /** Opens a session whose transcript carries `marker`, with a webhook endpoint of its own, and closes it. */
 async function closedSession(marker: string, answers: StubAnswer[]) {
   scripts.set(marker, answers);
-  const { key } = await api.newOrg();
+  const { orgId, key } = await api.newOrg();
   const path = `/ok/${marker}`;
   const endpoint = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + path, events: ['session.closed', 'session.ended'] } });
   receiver.secrets.set(path, [endpoint.body.secret]);
@@ -64,7 +65,7 @@ async function closedSession(marker: string, answers: StubAnswer[]) {
   const sessionId = session.body.id as string;
   await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: `Where is order ${marker}?`, stream: false } });
   await api.request('PATCH', `/v1/chat/chat/sessions/${sessionId}/close`, { key });
-  return { key, path, sessionId };
+  return { orgId, key, path, sessionId };
 }
 
 /** Exactly one `session.ended` (by webhook-id) at the endpoint, waited for, then a moment more for any duplicate. */
@@ -124,6 +125,37 @@ describe('analysis by a provider model', () => {
       expect(ended.body.analysis).toMatchObject({ status: 'COMPLETED', extractedData: { order_id: markers[index] } });
     }
   }, 60_000);
+
+  it('the deadline message sends FAILED when nothing has gone out, and the overtaken run sends nothing more', async () => {
+    const marker = `slow${Date.now()}`;
+    const { orgId, key, path, sessionId } = await closedSession(marker, [{ delayMs: 20_000, content: validAnswer('too late') }]);
+    await eventually(() => requestsFor(marker).length, (count) => count > 0);
+    // What the queue hands over at 90% of the deadline, handed over now: the run is still waiting for the model.
+    const [{ analysisRuntime }, { handleAnalysisMessage }, { QueryCommand }] = await Promise.all([
+      import('../shared/analysis-runtime.ts'),
+      import('../shared/domain/analysis.ts'),
+      import('@aws-sdk/lib-dynamodb'),
+    ]);
+    const deps = analysisRuntime();
+    const jobs = await deps.documentClient.send(
+      new QueryCommand({
+        TableName: deps.config.TABLE_NAME,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :job)',
+        ExpressionAttributeValues: { ':pk': `ORG#${orgId}#SES#${sessionId}`, ':job': 'ANALYSIS#' },
+      }),
+    );
+    const job = jobs.Items![0]! as AnalysisJob;
+    const message: AnalysisQueueMessage = { kind: 'analysis.deadline', job: { jobId: job.jobId, orgId, sessionId, purpose: job.purpose, deadlineFrom: job.deadlineFrom }, notBefore: 0 };
+    expect(await handleAnalysisMessage(deps, message, { lastAttempt: false, mustFinishBy: Date.now() + 5_000 })).toBe('sent-ended');
+    expect(await handleAnalysisMessage(deps, message, { lastAttempt: false, mustFinishBy: Date.now() + 5_000 })).toBe('already-done');
+
+    const { ended } = await theOneEnded(path);
+    expect(ended.body.analysis).toMatchObject({ status: 'FAILED', error: { code: 'ANALYSIS_DEADLINE_EXCEEDED' }, extractedData: { order_id: null } });
+    // The run gives up at 80% of the deadline; by then, and after, still only that one session.ended.
+    await new Promise((resolve) => setTimeout(resolve, deadlineSeconds * 1000));
+    expect(new Set(receiver.for(path).filter((receipt) => receipt.body.eventType === 'session.ended').map((receipt) => receipt.webhookId)).size).toBe(1);
+    expect((await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key })).body.analysis).toEqual(ended.body.analysis);
+  }, 40_000);
 
   it('a model that never answers well still yields one session.ended, FAILED, within the deadline', async () => {
     const marker = `down${Date.now()}`;
