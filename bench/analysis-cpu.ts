@@ -77,7 +77,7 @@ const options = () => ({ lastAttempt: false, mustFinishBy: Date.now() + 60_000 }
 
 /** CPU ms (user + system) per call of `run`, after a warm-up. */
 async function cpuPerCall(run: () => Promise<unknown>, count: number): Promise<number> {
-  for (let index = 0; index < 20; index += 1) await run();
+  for (let index = 0; index < 50; index += 1) await run();
   const before = process.cpuUsage();
   for (let index = 0; index < count; index += 1) await run();
   const used = process.cpuUsage(before);
