@@ -74,12 +74,13 @@ export async function handleAnalysisMessage(
   const session = await deps.sessions.get(job.orgId, job.sessionId);
   if (!session) return 'no-session';
   const firstPending = session.endedEventId === undefined;
-  if (message.kind === 'analysis.deadline' || (job.purpose === 'initial' && !firstPending)) {
+  if (message.kind === 'analysis.deadline') {
     if (!firstPending) return 'already-done';
     const { model, config } = await analysisContext(deps, session);
     return store(deps, session, job, failed(deps, model, config, 'ANALYSIS_DEADLINE_EXCEEDED', 'The analysis did not finish within ANALYSIS_DEADLINE_SECONDS.'));
   }
-  if (session.analysisJobId === job.jobId) return 'already-done';
+  // A first analysis is done once `session.ended` went out (by any run, the deadline or a re-run); a re-run, once its result is stored.
+  if ((job.purpose === 'initial' && !firstPending) || session.analysisJobId === job.jobId) return 'already-done';
   try {
     return await store(deps, session, job, await analyse(deps, session, job, options.mustFinishBy));
   } catch (error) {
