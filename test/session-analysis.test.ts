@@ -4,7 +4,7 @@ import { expectError, startApi, type TestApi } from './support/api.ts';
 import { Receiver, type Receipt } from './support/webhook-receiver.ts';
 import { eventually } from './support/eventually.ts';
 
-const idleSeconds = 3;
+const idleSeconds = 5;
 let api: TestApi;
 const receiver = new Receiver();
 let receiverUrl: string;
