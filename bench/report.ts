@@ -6,6 +6,7 @@ import type { LocalRuntimeResult } from './http-load.ts';
 import type { InitTimeResult } from './init-time.ts';
 import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
+import type { AnalysisBenchResult } from './analysis.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -28,6 +29,15 @@ export const turnTargets = {
 export const webhookTargets = {
   deliveriesPerSecond: 300,
   eventToReceiptP50Ms: 50,
+};
+
+/** Post-session analysis's targets (issue 8). */
+export const analysisTargets = {
+  endToEndedP50Ms: 150,
+  endToEndedP99Ms: 1_000,
+  cpuMsPerAnalysis: 10,
+  /** The transcript's budget plus the instructions around it. */
+  promptInstructionsTokens: 1_000,
 };
 
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
@@ -53,6 +63,7 @@ export interface BenchResults {
   localRuntime: LocalRuntimeResult;
   turns: TurnBenchResult;
   webhooks: WebhookBenchResult;
+  analysis: AnalysisBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -65,6 +76,7 @@ export function evaluate(
   measuredConcurrency: number,
   turns: TurnBenchResult,
   webhooks: WebhookBenchResult,
+  analysis: AnalysisBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -107,6 +119,11 @@ export function evaluate(
     pass: webhooks.throughput.deliveriesPerSecond >= webhookTargets.deliveriesPerSecond,
   });
   checks.push(below('webhook event-to-receipt p50', round(webhooks.eventToReceiptMs.p50), 'ms', webhookTargets.eventToReceiptP50Ms));
+  checks.push(atMost('session end to session.ended p50', analysis.endToEndedMs.p50, 'ms', analysisTargets.endToEndedP50Ms));
+  checks.push(atMost('session end to session.ended p99', analysis.endToEndedMs.p99, 'ms', analysisTargets.endToEndedP99Ms));
+  checks.push(atMost('analysis CPU per analysis, model excluded', round(analysis.cpu.cpuMsPerAnalysis), 'ms', analysisTargets.cpuMsPerAnalysis));
+  const { transcript } = analysis.cpu;
+  checks.push(atMost(`analysis prompt of a ${transcript.messages}-message session`, transcript.promptTokens, 'tokens', transcript.budgetTokens + analysisTargets.promptInstructionsTokens));
   return checks;
 }
 
@@ -227,6 +244,15 @@ export function formatReport(results: BenchResults): string {
   lines.push(
     `   throughput: ${throughput.events} events published at once, all received in ${throughput.durationMs} ms: ${throughput.deliveriesPerSecond.toFixed(0)} deliveries/s (${throughput.duplicates} duplicates)`,
     `   event to receipt (session createdAt → receiver), ${eventToReceiptMs.events} sessions: p50 ${eventToReceiptMs.p50} ms, p99 ${eventToReceiptMs.p99} ms, max ${eventToReceiptMs.max} ms`,
+  );
+
+  const { endToEndedMs, cpu } = results.analysis;
+  lines.push('', '6. Post-session analysis on the local runtime (the same child process with the analysis dispatcher and function; built-in model)');
+  lines.push(
+    `   session end to session.ended (endedAt → receiver), ${endToEndedMs.sessions} sessions: p50 ${endToEndedMs.p50} ms, p99 ${endToEndedMs.p99} ms, max ${endToEndedMs.max} ms`,
+    `   CPU per analysis of a 20-message session (${cpu.analyses} each, alone in a child process): model excluded ${cpu.cpuMsPerAnalysis.toFixed(2)} ms, ` +
+      `with the built-in model ${cpu.cpuMsPerBuiltinAnalysis.toFixed(2)} ms; floor (one GetItem, nothing found) ${cpu.floorCpuMsPerInvocation.toFixed(2)} ms`,
+    `   transcript budget: a ${cpu.transcript.messages}-message session gives a ${cpu.transcript.promptTokens}-token prompt (budget ${cpu.transcript.budgetTokens} for the transcript; ${cpu.transcript.omitted} messages left out)`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns and webhook delivery.
+ * conversation turns, webhook delivery and post-session analysis.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { measureLocalRuntime, type LoadRun } from './http-load.ts';
 import { measureSdkFloor } from './sdk-floor.ts';
 import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
+import { measureAnalysis } from './analysis.ts';
 import { startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -45,8 +46,9 @@ const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const localRuntime = await measureLocalRuntime(loadRuns, log);
 const turns = await measureConversationTurns();
 const webhooks = await measureWebhookDelivery();
+const analysis = await measureSessionAnalysis();
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks);
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -63,6 +65,7 @@ const results: BenchResults = {
   localRuntime,
   turns,
   webhooks,
+  analysis,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
@@ -93,6 +96,16 @@ async function measureConversationTurns() {
     const turns = await measureTurns(database.endpoint, database.tableName, log);
     log('the SDK floor: a server making only a turn\'s three DynamoDB calls, at the same concurrency');
     return { ...turns, sdkFloor: await measureSdkFloor(database.endpoint, database.tableName) };
+  } finally {
+    await database.stop();
+  }
+}
+
+async function measureSessionAnalysis() {
+  log('starting DynamoDB Local (in memory) for the analysis benchmarks');
+  const database = await startLocalDatabase({ tableName: 'bench-analysis' });
+  try {
+    return await measureAnalysis(database.endpoint, database.tableName, log);
   } finally {
     await database.stop();
   }

@@ -20,7 +20,7 @@ import { startStreamPoller } from '../infra/local/stream-poller.ts';
 
 const database = { endpoint: process.env.BENCH_DYNAMODB_ENDPOINT as string, tableName: process.env.TABLE_NAME as string };
 useLocalDatabase(database);
-const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules });
+const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers });
 const { server, preload } = createLocalServer(routeGroups);
 await preload();
 startEventRouter({ queues, rules: eventRules });

@@ -17,9 +17,11 @@ const warmupEvents = 300;
 const latencyEvents = 200;
 const latencyIntervalMs = 25;
 
-interface Receipt {
+export interface Receipt {
   sessionId: string;
   createdAt: string;
+  /** Set in the events of an ended session. */
+  endedAt?: string;
   webhookId: string;
   at: number;
 }
@@ -34,15 +36,7 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
   const receiver = await startReceiver();
   const runtime = await startRuntime({ BENCH_DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName, POWERTOOLS_LOG_LEVEL: 'WARN' });
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(runtime.baseUrl + path, {
-        method,
-        headers: { 'x-api-key': runtime.key, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-      return (await response.json()) as { id: string };
-    };
+    const { call } = runtime;
     const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench' });
     const subscribe = (path: string, events: string[]) => call('POST', '/v1/chat/webhooks', { url: `${receiver.url}${path}`, events });
     const openSession = () => call('POST', '/v1/chat/chat/sessions', { agentId: agent.id });
@@ -81,7 +75,7 @@ export async function measureWebhooks(dynamodbEndpoint: string, tableName: strin
 }
 
 /** The first receipt of each event at `path`, once `count` distinct events have arrived (or the time is up). */
-async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, path: string, count: number, timeoutMs: number): Promise<Receipt[]> {
+export async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, path: string, count: number, timeoutMs: number): Promise<Receipt[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const unique = new Map<string, Receipt>();
@@ -92,15 +86,16 @@ async function receiptsOf(receiver: Awaited<ReturnType<typeof startReceiver>>, p
   }
 }
 
-async function startReceiver(): Promise<{ server: Server; url: string; receipts: (Receipt & { path: string })[] }> {
+export async function startReceiver(): Promise<{ server: Server; url: string; receipts: (Receipt & { path: string })[] }> {
   const receipts: (Receipt & { path: string })[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; createdAt: string };
-      receipts.push({ path: request.url ?? '/', sessionId: body.id, createdAt: body.createdAt, webhookId: String(request.headers['webhook-id']), at });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; createdAt: string; endedAt?: string };
+      const webhookId = String(request.headers['webhook-id']);
+      receipts.push({ path: request.url ?? '/', sessionId: body.id, createdAt: body.createdAt, ...(body.endedAt ? { endedAt: body.endedAt } : {}), webhookId, at });
       response.writeHead(204).end();
     });
   });
@@ -108,7 +103,7 @@ async function startReceiver(): Promise<{ server: Server; url: string; receipts:
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, receipts };
 }
 
-async function startRuntime(env: Record<string, string>) {
+export async function startRuntime(env: Record<string, string>) {
   const child: ChildProcess = fork(resolve(import.meta.dirname, 'webhook-runtime.ts'), {
     env: { ...process.env, ...env },
     execArgv: ['--disable-warning=ExperimentalWarning'],
@@ -123,5 +118,16 @@ async function startRuntime(env: Record<string, string>) {
       child.once('message', () => done());
       child.send({ type: 'publish', count });
     });
-  return { child, baseUrl: `http://127.0.0.1:${ready.port}`, key: ready.key, publish };
+  const baseUrl = `http://127.0.0.1:${ready.port}`;
+  /** A JSON request with the runtime's key; throws on a non-2xx answer. */
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(baseUrl + path, {
+      method,
+      headers: { 'x-api-key': ready.key, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as { id: string };
+  };
+  return { child, baseUrl, key: ready.key, publish, call };
 }

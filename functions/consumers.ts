@@ -13,12 +13,34 @@ export interface TableStreamConsumer {
   select: { records: 'inserts' | 'ttl-deletions'; entities: string[] };
   /** Publishes to the event bus (gets its name and the right to put events). */
   publishesEvents?: boolean;
+  /** Queues it sends to, by the variable that holds each one's URL (it gets the URL and the right to send). */
+  queueUrls?: Record<string, QueueDefinition>;
 }
+
+/**
+ * The analysis function's timeout. It bounds a run (which also gives up at 80% of ANALYSIS_DEADLINE_SECONDS,
+ * 120 s by default); raise it with the deadline. A run killed mid-way is retried after the visibility timeout
+ * (its bound plus a margin, as for webhook delivery), too late for the deadline, which the deadline message
+ * guarantees instead (docs/analysis.md#deadline).
+ */
+const analysisTimeoutSeconds = 120;
+
+export const analysisQueue: QueueDefinition = {
+  name: 'session-analysis',
+  visibilityTimeoutSeconds: analysisTimeoutSeconds + 10,
+  maxReceiveCount: 3,
+};
 
 export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   { name: 'session-expiry', entry: 'functions/session-expiry/handler.ts', select: { records: 'ttl-deletions', entities: ['sessionExpiry'] } },
   { name: 'event-relay', entry: 'functions/event-relay/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, publishesEvents: true },
   { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] } },
+  {
+    name: 'analysis-dispatch',
+    entry: 'functions/analysis-dispatch/handler.ts',
+    select: { records: 'inserts', entities: ['analysisJob'] },
+    queueUrls: { ANALYSIS_QUEUE_URL: analysisQueue },
+  },
 ];
 
 /** A Lambda fed by an SQS queue (reporting partial batch failures); the local runtime polls the emulator for it. */
@@ -31,6 +53,8 @@ export interface QueueConsumer {
   timeoutSeconds: number;
   /** The consumer learns its own queue's URL from this variable, to schedule later work on it. */
   queueUrlVariable?: string;
+  /** Calls model providers (gets the right to invoke Bedrock models). */
+  invokesModels?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -68,6 +92,14 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: webhookDeliveryTimeoutSeconds,
     queueUrlVariable: 'WEBHOOK_QUEUE_URL',
+  },
+  {
+    name: 'analysis',
+    entry: 'functions/analysis/handler.ts',
+    queue: analysisQueue,
+    batchSize: 10,
+    timeoutSeconds: analysisTimeoutSeconds,
+    invokesModels: true,
   },
 ];
 

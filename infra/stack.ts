@@ -172,6 +172,18 @@ export class AgentPlatformStack extends Stack {
     // StreamingApiUrl below replaces the REST API's automatic `Endpoint` output.
     streamingApi.node.tryRemoveChild('Endpoint');
 
+    const grantModelInvocation = (fn: lambda.Function) =>
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: bedrockInvokeActions,
+          resources: [
+            `arn:${this.partition}:bedrock:*::foundation-model/*`,
+            `arn:${this.partition}:bedrock:*:${this.account}:inference-profile/*`,
+            `arn:${this.partition}:bedrock:*:${this.account}:application-inference-profile/*`,
+          ],
+        }),
+      );
+
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
@@ -189,18 +201,7 @@ export class AgentPlatformStack extends Stack {
           resources: [table.tableArn, `${table.tableArn}/index/*`],
         }),
       );
-      if (group.runsTurns) {
-        fn.addToRolePolicy(
-          new iam.PolicyStatement({
-            actions: bedrockInvokeActions,
-            resources: [
-              `arn:${this.partition}:bedrock:*::foundation-model/*`,
-              `arn:${this.partition}:bedrock:*:${this.account}:inference-profile/*`,
-              `arn:${this.partition}:bedrock:*:${this.account}:application-inference-profile/*`,
-            ],
-          }),
-        );
-      }
+      if (group.runsTurns) grantModelInvocation(fn);
       this.functions.set(group.name, fn);
 
       if (group.streaming) {
@@ -241,8 +242,13 @@ export class AgentPlatformStack extends Stack {
       const consumerScope = new Construct(this, consumer.name);
       const fn = bundledFunction(consumerScope, consumer.entry, {
         timeout: Duration.seconds(60),
-        environment: { TABLE_NAME: table.tableName, ...(consumer.publishesEvents ? { EVENT_BUS_NAME: eventBus.eventBusName } : {}) },
+        environment: {
+          TABLE_NAME: table.tableName,
+          ...(consumer.publishesEvents ? { EVENT_BUS_NAME: eventBus.eventBusName } : {}),
+          ...queueUrlEnvironment(consumer.queueUrls),
+        },
       });
+      for (const definition of Object.values(consumer.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
       // The relay reads only the stream records it is handed; the others work on the table.
       else fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
@@ -279,6 +285,7 @@ export class AgentPlatformStack extends Stack {
       });
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
+      if (consumer.invokesModels) grantModelInvocation(fn);
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
     }

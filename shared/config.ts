@@ -90,6 +90,15 @@ const configSchema = z.object({
   /** Upper bound of one turn; also how long the turn's lease holds the session. */
   TURN_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(900).default(120),
   /**
+   * `session.ended` leaves at most this long after a session ended: with the analysis, or with `analysis.status:
+   * FAILED` when it could not be done in time (docs/analysis.md#deadline). SQS delays a message by at most 900 s.
+   */
+  ANALYSIS_DEADLINE_SECONDS: z.coerce.number().int().min(10).max(900).default(120),
+  /** The catalog id of the model that analyses ended sessions; unset, each session's agent's own model. */
+  ANALYSIS_MODEL_ID: z.uuid().optional(),
+  /** The analysis queue, where ended sessions' analysis jobs (and their deadlines) are sent. */
+  ANALYSIS_QUEUE_URL: z.string().min(1).optional(),
+  /**
    * The loopback ports (127.0.0.0/8, ::1) tools and webhooks may reach, e.g. `8080,9000-9099`; none unless listed.
    * Private ranges are never reachable.
    */

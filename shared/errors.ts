@@ -80,6 +80,11 @@ export class ModelsNotFoundError extends AppError {
   readonly code = 'MODELS_NOT_FOUND';
 }
 
+/** An agent's `analysis` configuration is well-formed but unusable (duplicate names, an enum without values …). */
+export class InvalidAnalysisConfigError extends AppError {
+  readonly code = 'INVALID_ANALYSIS_CONFIG';
+}
+
 export class ToolsNotFoundError extends AppError {
   readonly code = 'TOOLS_NOT_FOUND';
 }

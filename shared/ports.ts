@@ -3,9 +3,11 @@
  * interfaces keep domain code free of SDK details and make the dependencies of each use case explicit.
  */
 import type { DomainEvent } from './domain/events.ts';
+import type { Transcript } from './domain/transcript.ts';
+import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
 import type { Agent } from './schemas/agent.ts';
 import type { ApiKey } from './schemas/api-key.ts';
-import type { Message, Session, SessionState } from './schemas/session.ts';
+import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 
@@ -84,7 +86,48 @@ export interface StoredSession extends Session {
   nextSeq: number;
   /** Epoch ms until which a running turn keeps the session active; set only when it could outlast the window. */
   activeUntil?: number | undefined;
+  /** Set once `session.ended` is recorded (its event id): the analysis that went out with it exists. */
+  endedEventId?: string | undefined;
+  /** The analysis job whose result is stored, so that a redelivered re-run does not announce it twice. */
+  analysisJobId?: string | undefined;
 }
+
+/**
+ * A request to analyse an ended session: written with the end (`initial`) or by a re-run (`rerun`), in the
+ * session's partition; the table stream hands it to the analysis queue (docs/analysis.md).
+ */
+export interface AnalysisJob {
+  jobId: string;
+  orgId: string;
+  sessionId: string;
+  purpose: 'initial' | 'rerun';
+  /** The moment the deadline counts from: when the end was recorded, or when the re-run was asked for. */
+  deadlineFrom: string;
+}
+
+/** A job on the analysis queue: run it, or (initial jobs only) make sure `session.ended` has left by its deadline. */
+export interface AnalysisQueueMessage {
+  kind: 'analysis.run' | 'analysis.deadline';
+  job: AnalysisJob;
+  /** Epoch ms before which the message must not be handled. */
+  notBefore: number;
+}
+
+export type AnalysisQueue = ScheduledQueue<AnalysisQueueMessage>;
+
+export interface AnalysisInput {
+  transcript: Transcript;
+  config: AnalysisConfig;
+  /** The agent's language tag, when set. */
+  language?: string | undefined;
+  endedReason?: EndedReason | undefined;
+}
+
+/** What a model contributes to an analysis: the enabled blocks and the summary. */
+export type AnalysisOutput = Pick<AnalysisResult, 'summary' | 'intent' | 'resolution' | 'sentiment' | 'extractedData'>;
+
+/** A model that analyses sessions: the built-in rules, or a provider model asked for structured output. */
+export type Analyzer = (input: AnalysisInput, signal: AbortSignal) => Promise<AnalysisOutput>;
 
 export interface TurnContext {
   session: StoredSession | undefined;
@@ -105,8 +148,23 @@ export interface SessionStore {
   get(orgId: string, sessionId: string): Promise<StoredSession | undefined>;
   list(orgId: string, filter: SessionFilter): Promise<StoredSession[]>;
   messages(orgId: string, sessionId: string): Promise<Message[]>;
-  /** OPEN → CLOSED/EXPIRED with its events, exactly once; false when it was no longer OPEN or active since. */
-  end(session: StoredSession, ended: Session, events: DomainEvent[], options?: { unlessActiveSince?: string }): Promise<boolean>;
+  /**
+   * OPEN → CLOSED/EXPIRED with its events and its analysis job, exactly once; false when it was no longer OPEN or
+   * active since.
+   */
+  end(session: StoredSession, ended: Session, events: DomainEvent[], job: AnalysisJob, options?: { unlessActiveSince?: string }): Promise<boolean>;
+  /** Records a re-run's analysis job; the session must have ended. */
+  requestAnalysis(job: AnalysisJob): Promise<void>;
+  /**
+   * Stores the session's first analysis with its `session.ended` event, exactly once: false when `session.ended`
+   * was already recorded (by another attempt, the deadline, or a re-run).
+   */
+  completeAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, ended: DomainEvent, updatedAt: string): Promise<boolean>;
+  /**
+   * Replaces the analysis of a session whose `session.ended` has gone out, with its `session.updated` event; false
+   * when this job's result is already stored (a redelivered job).
+   */
+  replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
   readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
@@ -189,10 +247,13 @@ export interface AttemptRequest {
   notBefore: number;
 }
 
-/** Where later attempts wait until they are due (SQS; its delay limit is the adapter's concern). */
-export interface DeliveryQueue {
-  schedule(requests: readonly AttemptRequest[]): Promise<void>;
+/** Where messages wait until they are due (`notBefore`, epoch ms; SQS, whose delay limit is the adapter's concern). */
+export interface ScheduledQueue<Message extends { notBefore: number }> {
+  schedule(messages: readonly Message[]): Promise<void>;
 }
+
+/** Where later delivery attempts wait until they are due. */
+export type DeliveryQueue = ScheduledQueue<AttemptRequest>;
 
 /** Where an entry sits in its organization's event log: ordered by the time it was logged (epoch ms), then event id. */
 export interface LogPosition {

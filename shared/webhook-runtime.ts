@@ -1,5 +1,5 @@
 import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
-import { createSqsClient, SqsDeliveryQueue } from './queue/sqs-delivery-queue.ts';
+import { scheduledQueueFrom } from './queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
 
@@ -17,17 +17,10 @@ let processRuntime: WebhookRuntime | undefined;
 export function webhookRuntime(): WebhookRuntime {
   if (!processRuntime) {
     const base = runtime();
-    const queueUrl = base.config.WEBHOOK_QUEUE_URL;
     processRuntime = {
       ...base,
       deliveries: new DynamoWebhookDeliveryStore(base.documentClient, base.config.TABLE_NAME),
-      queue: queueUrl
-        ? new SqsDeliveryQueue(createSqsClient(base.config), queueUrl)
-        : {
-            schedule: async () => {
-              throw new Error('WEBHOOK_QUEUE_URL is not set: this deployment has no webhook delivery queue');
-            },
-          },
+      queue: scheduledQueueFrom(base.config, 'WEBHOOK_QUEUE_URL'),
     };
   }
   return processRuntime;

@@ -10,7 +10,8 @@ const published: DomainEvent[] = [];
 const record = (event: DomainEvent) => published.push(event);
 
 beforeAll(async () => {
-  api = await startApi({}, { streamPoller: true });
+  // With the queues: `session.ended` leaves once the session's analysis is done.
+  api = await startApi({}, { streamPoller: true, queues: true });
   localEventBus.on('event', record);
 });
 afterAll(async () => {

@@ -9,7 +9,8 @@ let api: TestApi;
 beforeAll(async () => {
   api = await startApi(
     { EVENT_STREAM_POLL_MS: '50', EVENT_STREAM_HEARTBEAT_MS: '300', EVENT_STREAM_OVERLAP_MS: String(overlapMs) },
-    { streamPoller: true },
+    // With the queues: `session.ended` leaves once the session's analysis is done.
+    { streamPoller: true, queues: true },
   );
 });
 afterAll(() => api.close());

@@ -9,7 +9,7 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 describe('durable expiry through TTL deletions', () => {
-  it('expires an abandoned session and records session.ended once, without anyone reading it', async () => {
+  it('expires an abandoned session, records its end and queues its analysis once, without anyone reading it', async () => {
     const { orgId, key } = await api.newOrg();
     const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'A' } });
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
@@ -25,11 +25,16 @@ describe('durable expiry through TTL deletions', () => {
     const outbox = await createDocumentClient(deps.config).send(
       new QueryCommand({
         TableName: deps.config.TABLE_NAME,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :outbox)',
-        ExpressionAttributeValues: { ':pk': `ORG#${orgId}#SES#${session.body.id}`, ':outbox': 'OUTBOX#' },
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `ORG#${orgId}#SES#${session.body.id}` },
       }),
     );
-    const types = (outbox.Items ?? []).map((item) => item.type as string).sort();
-    expect(types).toEqual(['session.created', 'session.ended', 'session.updated']);
+    const items = outbox.Items ?? [];
+    const types = items.filter((item) => item.entity === 'outbox').map((item) => item.type as string).sort();
+    // `session.ended` follows from the analysis job (test/session-analysis.test.ts).
+    expect(types).toEqual(['session.created', 'session.updated']);
+    expect(items.filter((item) => item.entity === 'analysisJob')).toEqual([
+      expect.objectContaining({ purpose: 'initial', sessionId: session.body.id, deadlineFrom: stored?.updatedAt }),
+    ]);
   });
 });

@@ -1,77 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
-import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
-
-/** What a receiver got: one request, its signature checked with every secret the test knows for the endpoint. */
-interface Receipt {
-  path: string;
-  webhookId: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, any>;
-  verified: boolean;
-  at: number;
-}
-
-/**
- * A local webhook receiver. Each path behaves as its name says: `/ok…`; `/flaky/<n>` fails the first n requests of
- * each event; `/down` fails until `up` is set; `/slow` answers after 2 s; `/gone` answers 410; `/busy` answers 503
- * with `Retry-After: 2` once per event. Requests are verified with the secrets registered for their path.
- */
-class Receiver {
-  readonly receipts: Receipt[] = [];
-  readonly secrets = new Map<string, string[]>();
-  up = false;
-  private readonly server: Server;
-  private readonly seen = new Map<string, number>();
-
-  constructor() {
-    this.server = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const path = request.url ?? '/';
-        const raw = Buffer.concat(chunks).toString('utf8');
-        const webhookId = String(request.headers['webhook-id']);
-        const verified = (this.secrets.get(path) ?? []).some((secret) => {
-          try {
-            new Webhook(secret).verify(raw, request.headers as Record<string, string>);
-            return true;
-          } catch {
-            return false;
-          }
-        });
-        this.receipts.push({ path, webhookId, headers: request.headers, body: JSON.parse(raw), verified, at: Date.now() });
-        const key = `${path} ${webhookId}`;
-        const count = (this.seen.get(key) ?? 0) + 1;
-        this.seen.set(key, count);
-        const answer = (status: number, headers: Record<string, string> = {}) => response.writeHead(status, headers).end(status < 300 ? '' : 'receiver says no');
-        if (path.startsWith('/ok')) return answer(204);
-        const flaky = /^\/flaky\/(\d+)/.exec(path);
-        if (flaky) return answer(count <= Number(flaky[1]) ? 500 : 200);
-        if (path === '/down') return answer(this.up ? 200 : 503);
-        if (path === '/slow') return void setTimeout(() => answer(200), 2_000);
-        if (path === '/gone') return answer(410);
-        if (path === '/busy') return answer(count === 1 ? 503 : 200, count === 1 ? { 'retry-after': '2' } : {});
-        return answer(404);
-      });
-    });
-  }
-
-  async start(): Promise<string> {
-    return `http://127.0.0.1:${await listenOnLoopback(this.server)}`;
-  }
-
-  for(path: string): Receipt[] {
-    return this.receipts.filter((receipt) => receipt.path === path);
-  }
-
-  close(): Promise<void> {
-    return closeServer(this.server);
-  }
-}
+import { Receiver } from './support/webhook-receiver.ts';
+import { eventually } from './support/eventually.ts';
 
 let api: TestApi;
 const receiver = new Receiver();
@@ -89,15 +21,6 @@ afterAll(async () => {
   await api.close();
   await receiver.close();
 });
-
-async function eventually<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function register(key: string, path: string, events: string[] = ['*']): Promise<string> {
   const created = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + path, events } });
@@ -137,13 +60,12 @@ describe('webhook delivery', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     const unique = [...new Map(receiver.for('/ok/lifecycle').map((receipt) => [receipt.webhookId, receipt])).values()];
-    // In the order of the events' times (docs/events.md: `updatedAt` in the session-shaped events); closing is what
-    // ends the session, so those two share theirs.
+    // In the order of the events' times (docs/events.md: `updatedAt` in the session-shaped events); `session.ended`
+    // leaves after the close, once the analysis is attached.
     const ordered = unique.sort((a, b) => a.body.updatedAt.localeCompare(b.body.updatedAt));
-    expect(ordered.map((receipt) => receipt.body.eventType)).toEqual(['session.created', expect.any(String), expect.any(String)]);
-    expect(ordered.slice(1).map((receipt) => receipt.body.eventType).sort()).toEqual(['session.closed', 'session.ended']);
-    expect(ordered[1]!.body.updatedAt).toBe(ordered[2]!.body.updatedAt);
+    expect(ordered.map((receipt) => receipt.body.eventType)).toEqual(['session.created', 'session.closed', 'session.ended']);
     expect(ordered[0]!.body.updatedAt < ordered[1]!.body.updatedAt).toBe(true);
+    expect(ordered[1]!.body.updatedAt < ordered[2]!.body.updatedAt).toBe(true);
     expect(new Set(ordered.map((receipt) => receipt.body.createdAt)).size).toBe(1);
     // Each delivery is dated by its event's time, so the newest-first list starts with the close.
     // Recorded once the batch is done, which can be a moment after the receiver has them.
@@ -151,7 +73,9 @@ describe('webhook delivery', () => {
       () => deliveriesOf(key, endpointId),
       (found) => found.length === 3,
     );
-    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual(ordered.map((receipt) => receipt.body.endedAt ?? receipt.body.createdAt).reverse());
+    // Their own times: the session's creation, the close, and the moment the analysis was attached.
+    const [created, closed, ended] = ordered.map((receipt) => receipt.body);
+    expect(deliveries.map((delivery) => delivery.createdAt)).toEqual([ended!.updatedAt, closed!.endedAt, created!.createdAt]);
     expect(deliveries.at(-1)).toMatchObject({ eventType: 'session.created', eventId: ordered[0]!.webhookId });
     for (const receipt of receipts) {
       expect(receipt.verified).toBe(true);

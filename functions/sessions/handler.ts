@@ -1,3 +1,4 @@
+import { requestAnalysisRerun } from '../../shared/domain/analysis.ts';
 import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/domain/sessions.ts';
 import { createHttpHandler } from '../../shared/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -12,6 +13,7 @@ export const handler = createHttpHandler(
     getSession: async ({ deps, principal, params }) => publicSession(await getSession(deps, principal.orgId, params.id)),
     listMessages: ({ deps, principal, params, query }) => listMessages(deps, principal.orgId, params.id, query),
     closeSession: ({ deps, principal, params }) => closeSession(deps, principal.orgId, params.id),
+    analyseSession: ({ deps, principal, params }) => requestAnalysisRerun(deps, principal.orgId, params.id),
   },
   runtime,
 );

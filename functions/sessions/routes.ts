@@ -58,5 +58,14 @@ export const sessionRoutes = defineRouteGroup({
       successStatus: 200,
       params: idParams,
     },
+    analyseSession: {
+      method: 'POST',
+      path: '/v1/chat/chat/sessions/{id}/analysis',
+      scope: 'chat:write',
+      summary: "Re-run an ended session's analysis with the agent's current configuration (asynchronous)",
+      successStatus: 202,
+      params: idParams,
+      idempotent: true,
+    },
   },
 });

@@ -30,7 +30,7 @@ const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
 });
 useLocalDatabase(database);
 // Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, dataDir: join(dataDir, 'queues') }).catch(
+const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, dataDir: join(dataDir, 'queues') }).catch(
   async (error: Error) => {
     console.error(`Cannot start the local SQS emulator: ${error.message}`);
     await database.stop();

@@ -1,6 +1,6 @@
 import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
-import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
+import type { EventRule, QueueConsumer, TableStreamConsumer } from '../../functions/consumers.ts';
 import type { QueueDefinition } from '../../shared/queue/queue-definition.ts';
 import { denyEgressTo } from './environment.ts';
 
@@ -31,6 +31,8 @@ export interface LocalQueues {
 export async function startLocalQueues(options: {
   consumers: readonly QueueConsumer[];
   rules: readonly EventRule[];
+  /** Table-stream consumers that send to queues (`queueUrls`): they find the URLs in their variables. */
+  streamConsumers?: readonly TableStreamConsumer[];
   dataDir?: string;
   /** Replaces every queue's visibility timeout, so that tests see failed messages come back quickly. */
   visibilityTimeoutSeconds?: number;
@@ -38,7 +40,11 @@ export async function startLocalQueues(options: {
 }): Promise<LocalQueues> {
   const env = options.env ?? process.env;
   const region = env.AWS_REGION ?? 'us-east-1';
-  const definitions = distinctQueues([...options.consumers.map((consumer) => consumer.queue), ...options.rules.map((rule) => rule.target)]);
+  const definitions = distinctQueues([
+    ...options.consumers.map((consumer) => consumer.queue),
+    ...options.rules.map((rule) => rule.target),
+    ...(options.streamConsumers ?? []).flatMap((consumer) => Object.values(consumer.queueUrls ?? {})),
+  ]);
   const server = await startFauxqs({ port: 0, logger: false, defaultRegion: region, dataDir: options.dataDir });
   const endpoint = `http://127.0.0.1:${server.port}`;
   const clientConfig: SQSClientConfig = { endpoint, region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
@@ -77,6 +83,9 @@ export async function startLocalQueues(options: {
   denyEgressTo(endpoint, env);
   for (const consumer of options.consumers) {
     if (consumer.queueUrlVariable) env[consumer.queueUrlVariable] = urlOf(consumer.queue.name);
+  }
+  for (const consumer of options.streamConsumers ?? []) {
+    for (const [variable, definition] of Object.entries(consumer.queueUrls ?? {})) env[variable] = urlOf(definition.name);
   }
 
   return {

@@ -1,6 +1,7 @@
-import { ModelsNotFoundError, NotFoundError, ValidationError, type FieldIssue } from '../errors.ts';
+import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, type FieldIssue } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { AgentStore } from '../ports.ts';
+import { analysisConfigProblems } from '../schemas/analysis.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { ModelType } from '../schemas/model.ts';
@@ -79,6 +80,12 @@ function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCh
   if (agent.voiceEnabled && !agent.voicePipelineMode) {
     throw new ValidationError('voicePipelineMode is required when voiceEnabled is true.', {
       details: [{ field: 'voicePipelineMode', message: 'is required when voiceEnabled is true (pipeline, sts or hybrid)' }],
+    });
+  }
+  const analysisProblems = agent.analysis ? analysisConfigProblems(agent.analysis) : [];
+  if (analysisProblems.length > 0) {
+    throw new InvalidAnalysisConfigError(analysisProblems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {
+      details: analysisProblems,
     });
   }
   const problems: FieldIssue[] = [];

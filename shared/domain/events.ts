@@ -35,20 +35,31 @@ function sessionPayload(session: Session, eventType: string): Record<string, unk
     lastActivityAt: session.lastActivityAt,
     ...(session.endedAt ? { endedAt: session.endedAt } : {}),
     metadata: session.metadata,
+    ...(session.analysis ? { analysis: session.analysis } : {}),
   };
+}
+
+function sessionUpdated(session: Session, at: string, changedFields: string[]): DomainEvent {
+  return event(session.orgId, 'session.updated', at, { id: session.id, eventType: 'session.updated', createdAt: at, changedFields, state: session.state });
 }
 
 export const events = {
   sessionCreated: (session: Session) => event(session.orgId, 'session.created', session.createdAt, sessionPayload(session, 'session.created')),
 
-  /** A session left OPEN: `session.updated`, `session.ended` (once), and `session.closed` when closed rather than expired. */
-  sessionEnded(session: Session): DomainEvent[] {
+  /**
+   * A session left OPEN: `session.updated`, and `session.closed` when closed rather than expired. `session.ended`
+   * follows once the analysis is attached (`sessionEnded`).
+   */
+  sessionLeftOpen(session: Session): DomainEvent[] {
     const at = session.endedAt ?? session.updatedAt;
-    const ended = [
-      event(session.orgId, 'session.updated', at, { id: session.id, eventType: 'session.updated', createdAt: at, changedFields: ['state', 'endedAt'], state: session.state }),
-      event(session.orgId, 'session.ended', at, sessionPayload(session, 'session.ended')),
-    ];
-    if (session.state === 'CLOSED') ended.push(event(session.orgId, 'session.closed', at, sessionPayload(session, 'session.closed')));
-    return ended;
+    const recorded = [sessionUpdated(session, at, ['state', 'endedAt'])];
+    if (session.state === 'CLOSED') recorded.push(event(session.orgId, 'session.closed', at, sessionPayload(session, 'session.closed')));
+    return recorded;
   },
+
+  /** `session.ended`, with the analysis; its time is when it left, the session's `updatedAt` then. */
+  sessionEnded: (session: Session) => event(session.orgId, 'session.ended', session.updatedAt, sessionPayload(session, 'session.ended')),
+
+  /** A re-run replaced the analysis of an ended session. */
+  analysisReplaced: (session: Session) => sessionUpdated(session, session.updatedAt, ['analysis']),
 };

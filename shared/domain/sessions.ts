@@ -11,6 +11,7 @@ import { paginate, type Page } from '../schemas/common.ts';
 import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
 import type { AgentStore, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
+import { v7 as uuidv7 } from 'uuid';
 import { events } from './events.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
@@ -107,7 +108,9 @@ export async function endSession(
 ): Promise<StoredSession | undefined> {
   const ended: StoredSession = { ...session, state, endedAt, endedReason: reason, updatedAt: deps.clock.now().toISOString() };
   delete ended.activeUntil;
-  return (await deps.sessions.end(session, ended, events.sessionEnded(ended), options)) ? ended : undefined;
+  // The analysis job is written with the end; its result goes out as `session.ended` (shared/domain/analysis.ts).
+  const job = { jobId: uuidv7(), orgId: session.orgId, sessionId: session.id, purpose: 'initial' as const, deadlineFrom: ended.updatedAt };
+  return (await deps.sessions.end(session, ended, events.sessionLeftOpen(ended), job, options)) ? ended : undefined;
 }
 
 /** Idle: OPEN, no activity within the window, and no running turn holding it (see `holdForTurn`). */
@@ -142,6 +145,6 @@ export async function expireIfIdle(deps: SessionDeps, session: StoredSession): P
 
 /** The session as the API shows it, without the store's turn bookkeeping. */
 export function publicSession(session: StoredSession | Session): Session {
-  const { nextSeq: _nextSeq, activeUntil: _activeUntil, ...visible } = session as StoredSession;
+  const { nextSeq: _nextSeq, activeUntil: _activeUntil, endedEventId: _endedEventId, analysisJobId: _analysisJobId, ...visible } = session as StoredSession;
   return visible;
 }

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { analysisResultSchema } from '../schemas/analysis.ts';
 
 /**
  * Every domain event of the spec, one zod schema per payload. `session.*` keep the spec's flat shape (the top-level
@@ -28,7 +29,7 @@ export const eventSchemas = {
     eventType: z.literal('session.ended'),
     state: z.enum(['CLOSED', 'EXPIRED']),
     endedAt: timestamp,
-    analysis: z.record(z.string(), z.unknown()).optional(),
+    analysis: analysisResultSchema,
     recordingUrl: z.string().optional(),
   }),
   'session.closed': z.object({ ...sessionFields, eventType: z.literal('session.closed'), state: z.literal('CLOSED'), endedAt: timestamp }),

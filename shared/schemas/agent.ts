@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { analysisConfigSchema, type AnalysisConfig } from './analysis.ts';
 import { booleanQuery, optionalText, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
 
 export const maxToolsPerAgent = 32;
@@ -46,6 +47,7 @@ const agentFields = {
   knowledgeStoreId: z.string().trim().min(1).max(200),
   tools: agentToolsSchema,
   welcomeAllowInterruptions: z.boolean(),
+  analysis: analysisConfigSchema,
 };
 
 export const createAgentBody = z.strictObject({
@@ -63,6 +65,7 @@ export const createAgentBody = z.strictObject({
   knowledgeStoreId: agentFields.knowledgeStoreId.optional(),
   tools: agentFields.tools.default([]),
   welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions.optional(),
+  analysis: agentFields.analysis.optional(),
 });
 
 /** Every field optional; `null` clears an optional field. `isActive` and `isPublic` can be changed here only. */
@@ -82,6 +85,7 @@ export const updateAgentBody = z
     knowledgeStoreId: agentFields.knowledgeStoreId.nullable(),
     tools: agentFields.tools,
     welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions,
+    analysis: agentFields.analysis.nullable(),
     isActive: z.boolean(),
     isPublic: z.boolean(),
   })
@@ -119,6 +123,8 @@ export interface Agent {
   knowledgeStoreId?: string | undefined;
   tools: AgentToolRef[];
   welcomeAllowInterruptions?: boolean | undefined;
+  /** Post-session analysis; absent: only the summary is produced. */
+  analysis?: AnalysisConfig | undefined;
   isActive: boolean;
   isPublic: boolean;
   createdAt: string;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { AnalysisResult } from './analysis.ts';
 import { paginationQuery, sortQuery, timestamp } from './common.ts';
 import { storableJsonObject } from './storable-json.ts';
 
@@ -55,6 +56,8 @@ export interface Session {
   endedAt?: string | undefined;
   endedReason?: EndedReason | undefined;
   messageCount: number;
+  /** The post-session analysis, once made (docs/analysis.md). */
+  analysis?: AnalysisResult | undefined;
 }
 
 export interface ToolCallRecord {

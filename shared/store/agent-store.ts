@@ -14,7 +14,7 @@ import { queryAll } from './query-all.ts';
 const agentFieldOrder = [
   'id', 'orgId', 'fullName', 'description', 'role', 'language', 'systemPrompt', 'specialInstructions', 'modelId',
   'sttModelId', 'ttsModelId', 'voiceEnabled', 'voicePipelineMode', 'knowledgeStoreId', 'tools',
-  'welcomeAllowInterruptions', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
+  'welcomeAllowInterruptions', 'analysis', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
 ];
 
 export const toAgent = (item: Record<string, unknown>): Agent => toRecord<Agent>(item, agentFieldOrder);

@@ -43,5 +43,7 @@ export const keys = {
     sk: `MSG#${String(seq).padStart(12, '0')}`,
   }),
   messagePrefix: 'MSG#',
+  /** One per analysis asked for (the end's, each re-run's); its INSERT on the stream sends it to the analysis queue. */
+  analysisJob: (orgId: string, sessionId: string, jobId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: `ANALYSIS#${jobId}` }),
   outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
 } as const;

@@ -7,7 +7,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import type { SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type { AnalysisJob, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
@@ -18,12 +19,12 @@ import { toExecutableTool } from './tool-store.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
-/** Outbox events live a week in the partition of what they describe; the stream relays them when written. */
+/** Outbox events and analysis jobs live a week in the partition of what they describe; the stream hands them on when written. */
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
 
 const sessionFieldOrder = [
   'id', 'orgId', 'agentId', 'type', 'direction', 'platform', 'state', 'metadata', 'createdAt', 'updatedAt',
-  'lastActivityAt', 'endedAt', 'endedReason', 'messageCount',
+  'lastActivityAt', 'endedAt', 'endedReason', 'messageCount', 'analysis',
 ];
 const messageFieldOrder = ['id', 'sessionId', 'role', 'content', 'toolCall', 'metadata', 'createdAt'];
 
@@ -74,7 +75,13 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private toStoredSession(item: Record<string, unknown>): StoredSession {
-    return { ...toRecord<Session>(item, sessionFieldOrder), nextSeq: item.nextSeq as number, activeUntil: item.activeUntil as number | undefined };
+    return {
+      ...toRecord<Session>(item, sessionFieldOrder),
+      nextSeq: item.nextSeq as number,
+      activeUntil: item.activeUntil as number | undefined,
+      endedEventId: item.endedEventId as string | undefined,
+      analysisJobId: item.analysisJobId as string | undefined,
+    };
   }
 
   /** Every session of the organization matching the filter, newest first, with its turn bookkeeping. */
@@ -135,7 +142,7 @@ export class DynamoSessionStore implements SessionStore {
    * Moves an OPEN session to CLOSED or EXPIRED with its events, exactly once: false when it was no longer OPEN
    * (someone else ended it first), or, with `unlessActiveSince`, when it saw activity after that moment.
    */
-  async end(session: StoredSession, ended: Session, events: DomainEvent[], options: { unlessActiveSince?: string } = {}): Promise<boolean> {
+  async end(session: StoredSession, ended: Session, events: DomainEvent[], job: AnalysisJob, options: { unlessActiveSince?: string } = {}): Promise<boolean> {
     // Expiry must not win over activity recorded after the session was read.
     const activityCondition = options.unlessActiveSince === undefined ? '' : ' AND lastActivityAt = :seenActivity';
     return this.writeIfFirstHolds([
@@ -158,6 +165,42 @@ export class DynamoSessionStore implements SessionStore {
       },
       { Delete: { TableName: this.tableName, Key: keys.sessionExpiry(session.orgId, session.id) } },
       ...this.outboxPuts(session.orgId, session.id, events),
+      this.analysisJobPut(job),
+    ]);
+  }
+
+  async requestAnalysis(job: AnalysisJob): Promise<void> {
+    await this.client.send(new TransactWriteCommand({ TransactItems: [this.analysisJobPut(job)] }));
+  }
+
+  async completeAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, ended: DomainEvent, updatedAt: string): Promise<boolean> {
+    return this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.session(session.orgId, session.id),
+          UpdateExpression: 'SET analysis = :analysis, analysisJobId = :job, endedEventId = :event, updatedAt = :updatedAt',
+          ConditionExpression: 'attribute_not_exists(endedEventId) AND #state <> :open',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':analysis': analysis, ':job': jobId, ':event': ended.eventId, ':updatedAt': updatedAt, ':open': 'OPEN' },
+        },
+      },
+      ...this.outboxPuts(session.orgId, session.id, [ended]),
+    ]);
+  }
+
+  async replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean> {
+    return this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.session(session.orgId, session.id),
+          UpdateExpression: 'SET analysis = :analysis, analysisJobId = :job, updatedAt = :updatedAt',
+          ConditionExpression: 'attribute_exists(endedEventId) AND analysisJobId <> :job',
+          ExpressionAttributeValues: { ':analysis': analysis, ':job': jobId, ':updatedAt': updatedAt },
+        },
+      },
+      ...this.outboxPuts(session.orgId, session.id, [updated]),
     ]);
   }
 
@@ -264,6 +307,20 @@ export class DynamoSessionStore implements SessionStore {
       Put: {
         TableName: this.tableName,
         Item: { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt },
+      },
+    };
+  }
+
+  private analysisJobPut(job: AnalysisJob): TransactItem {
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          ...keys.analysisJob(job.orgId, job.sessionId, job.jobId),
+          entity: 'analysisJob',
+          ...job,
+          expiresAt: Math.floor(Date.parse(job.deadlineFrom) / 1000) + outboxRetentionSeconds,
+        },
       },
     };
   }

@@ -433,15 +433,16 @@ describe('AgentPlatformStack', () => {
       }
     });
 
-    it('gives a route group the URL of each queue it sends to, and the right to send there only', () => {
-      for (const group of routeGroups) {
+    it('gives a route group or stream consumer the URL of each queue it sends to, and the right to send there only', () => {
+      for (const group of [...routeGroups, ...tableStreamConsumers]) {
         const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
         const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
-        const sends = policyDocumentsOfFunction(group)
+        const sends = policyDocumentsOfFunction(group as RouteGroup)
           .flatMap(statementsOf)
           .filter((statement) => asArray(statement.Action).some((action) => action.startsWith('sqs:')));
         const declared = Object.keys(group.queueUrls ?? {});
-        if (declared.length === 0) expect(sends, group.name).toEqual([]);
+        // A stream consumer may also send its failed batches to the stream's dead-letter queue.
+        if (declared.length === 0 && !('select' in group)) expect(sends, group.name).toEqual([]);
         for (const variable of declared) {
           expect(variables[variable], `${group.name} ${variable}`).toEqual({ Ref: expect.any(String) });
           expect(JSON.stringify(sends.map((statement) => statement.Resource))).toContain((variables[variable] as { Ref: string }).Ref);
@@ -498,6 +499,15 @@ describe('AgentPlatformStack', () => {
         expect(asArray(statement.Resource)).not.toContain('*');
       },
     );
+
+    it('lets the queue consumers that invoke models, and only them, invoke Bedrock models', () => {
+      for (const consumer of queueConsumers) {
+        const statements = policyDocumentsOfFunction(consumer as unknown as RouteGroup).flatMap(statementsOf);
+        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')));
+        expect(bedrock, consumer.name).toHaveLength(consumer.invokesModels ? 1 : 0);
+      }
+      expect(queueConsumers.find((consumer) => consumer.name === 'analysis')?.invokesModels).toBe(true);
+    });
 
     it('grants no DynamoDB wildcard action and no DynamoDB action on every resource', () => {
       const documents = Object.values(resources).flatMap((candidate) => {
@@ -568,8 +578,8 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery queue's dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(3);
+    // The stream consumers' failures, the delivery and analysis queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(4);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);

@@ -82,7 +82,7 @@ export async function startApi(
     options.ttlSweepIntervalMs === undefined
       ? undefined
       : await startSweeper(deps.config, inject('tableName'), options.ttlSweepIntervalMs);
-  const poller = options.streamPoller ? await startPoller(inject('dynamodbEndpoint'), inject('tableName')) : undefined;
+  const poller = options.streamPoller ? await startPoller(inject('dynamodbEndpoint'), inject('tableName'), queues !== undefined) : undefined;
 
   const newKey = async (orgId: string, scopes: Scope[]) => (await issueApiKey(deps, orgId, { name: 'test', scopes })).key;
 
@@ -133,18 +133,22 @@ async function startSweeper(config: Config, tableName: string, intervalMs: numbe
   return startTtlSweeper({ client: createDocumentClient(config), tableName, consumers: tableStreamConsumers, intervalMs });
 }
 
-/** The local runtime's stream poller: hands new outbox and message items to the event relay, as Lambda would. */
-async function startPoller(endpoint: string, tableName: string) {
+/**
+ * The local runtime's stream poller: hands new items to the stream consumers, as Lambda would. Without queues,
+ * the consumers that send to a queue (analysis jobs) are left out: their sends could only fail.
+ */
+async function startPoller(endpoint: string, tableName: string, withQueues: boolean) {
   const [{ startStreamPoller }, { tableStreamConsumers }] = await Promise.all([
     import('../../infra/local/stream-poller.ts'),
     import('../../functions/consumers.ts'),
   ]);
-  return startStreamPoller({ endpoint, tableName, consumers: tableStreamConsumers, idleDelayMs: 10 });
+  const consumers = tableStreamConsumers.filter((consumer) => withQueues || !consumer.queueUrls);
+  return startStreamPoller({ endpoint, tableName, consumers, idleDelayMs: 10 });
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
 async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
-  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules }] = await Promise.all([
+  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
     import('../../infra/local/queue-poller.ts'),
@@ -152,7 +156,7 @@ async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQue
   ]);
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
-  const queues = await startLocalQueues({ consumers, rules, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
   return {

@@ -15,6 +15,8 @@
  *   and ends; none of them sends a finish reason or `[DONE]`.
  * - `failStatus` answers every request with that HTTP status and an OpenAI error body, before any streaming.
  * - `stream: false` gets one `chat.completion` JSON object with the same content or tool call.
+ * - `answer` scripts each request by its number (0-based): a status to fail it with, a delay, or the content of
+ *   a non-streamed answer (e.g. JSON for structured output).
  *
  * Every request is recorded (path, headers, parsed body, timings as epoch milliseconds with sub-millisecond
  * precision) unless `record: false`, for long benchmarks.
@@ -42,6 +44,16 @@ export interface OpenAIStubOptions {
   toolCall?: StubToolCall | ((body: ChatRequestBody) => StubToolCall | undefined);
   /** Record requests (default true); turn off for long benchmarks. */
   record?: boolean;
+  answer?: (body: ChatRequestBody, index: number) => StubAnswer | undefined;
+}
+
+export interface StubAnswer {
+  /** Fail the request with this HTTP status and an OpenAI error body. */
+  status?: number;
+  /** Wait this long before answering. */
+  delayMs?: number;
+  /** The content of a non-streamed answer. */
+  content?: string;
 }
 
 export interface ChatRequestBody {
@@ -85,6 +97,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<OpenAIStub> {
   const requests: RecordedRequest[] = [];
   let completions = 0;
+  let answered = 0;
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
@@ -108,9 +121,12 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     }
     const recorded: RecordedRequest = { method: request.method, path, headers: request.headers, body, timings: { received: now() } };
     if (options.record !== false) requests.push(recorded);
+    const scripted = options.answer?.(body, answered++);
+    if (scripted?.delayMs) await sleep(scripted.delayMs);
+    const failStatus = scripted?.status ?? options.failStatus;
 
-    if (options.failStatus) {
-      sendJson(response, options.failStatus, openAIError(`Stub failure ${options.failStatus}`, 'server_error'));
+    if (failStatus) {
+      sendJson(response, failStatus, openAIError(`Stub failure ${failStatus}`, 'server_error'));
       recorded.timings.end = now();
       return;
     }
@@ -132,7 +148,7 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
             content: null,
             tool_calls: [{ id: toolCallId, type: 'function', function: { name: toolCall.name, arguments: JSON.stringify(toolCall.arguments) } }],
           }
-        : { role: 'assistant', content: stubText(tokens) };
+        : { role: 'assistant', content: scripted?.content ?? stubText(tokens) };
       const finishReason = toolCall ? 'tool_calls' : 'stop';
       recorded.timings.firstChunk = now();
       sendJson(response, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finishReason }], usage });

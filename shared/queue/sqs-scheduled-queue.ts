@@ -2,9 +2,9 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
-import type { AttemptRequest, DeliveryQueue } from '../ports.ts';
+import type { ScheduledQueue } from '../ports.ts';
 
-/** SQS delays a message by at most 15 minutes; an attempt due later hops through the queue until it is due. */
+/** SQS delays a message by at most 15 minutes; a message due later hops through the queue until it is due. */
 export const maxQueueDelaySeconds = 900;
 const maxEntriesPerBatch = 10;
 
@@ -16,13 +16,33 @@ export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOIN
   });
 }
 
+/**
+ * The queue at the URL in `variable` of the configuration; without it, a queue whose every send fails, saying
+ * what is missing (a deployment or test without that queue).
+ */
+export function scheduledQueueFrom<Message extends { notBefore: number }>(
+  config: Config,
+  variable: 'WEBHOOK_QUEUE_URL' | 'ANALYSIS_QUEUE_URL',
+): ScheduledQueue<Message> {
+  const queueUrl = config[variable];
+  if (queueUrl) return new SqsScheduledQueue<Message>(createSqsClient(config), queueUrl);
+  return {
+    schedule: async () => {
+      throw new Error(`${variable} is not set: this deployment has no such queue`);
+    },
+  };
+}
+
 /** Seconds to delay a message so that it arrives when `notBefore` (epoch ms) is due, or as near as SQS allows. */
 export function queueDelaySeconds(notBefore: number, nowMs: number): number {
   return Math.min(maxQueueDelaySeconds, Math.max(0, Math.ceil((notBefore - nowMs) / 1000)));
 }
 
-/** The delivery queue on SQS: each attempt is one message, delayed until it is due (or for the 15 minutes SQS allows). */
-export class SqsDeliveryQueue implements DeliveryQueue {
+/**
+ * A queue on SQS whose messages wait until they are due: each is sent as JSON, delayed until its `notBefore` (or
+ * for the 15 minutes SQS allows). The webhook delivery queue's attempts and the analysis queue's jobs.
+ */
+export class SqsScheduledQueue<Message extends { notBefore: number }> implements ScheduledQueue<Message> {
   private readonly client: SQSClient;
   private readonly queueUrl: string;
   private readonly now: () => number;
@@ -33,7 +53,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     this.now = now;
   }
 
-  async schedule(requests: readonly AttemptRequest[]): Promise<void> {
+  async schedule(requests: readonly Message[]): Promise<void> {
     for (let start = 0; start < requests.length; start += maxEntriesPerBatch) {
       const batch = requests.slice(start, start + maxEntriesPerBatch);
       const result = await this.client.send(
@@ -48,7 +68,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
       );
       if (result.Failed?.length) {
         const reasons = result.Failed.map((failure) => `${failure.Code}: ${failure.Message}`).join('; ');
-        throw new Error(`SQS refused ${result.Failed.length} attempt(s): ${reasons}`);
+        throw new Error(`SQS refused ${result.Failed.length} message(s): ${reasons}`);
       }
     }
   }
