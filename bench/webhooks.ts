@@ -105,7 +105,8 @@ export async function startReceiver(): Promise<{ server: Server; url: string; re
 
 export async function startRuntime(env: Record<string, string>) {
   const child: ChildProcess = fork(resolve(import.meta.dirname, 'webhook-runtime.ts'), {
-    env: { ...process.env, ...env },
+    // The receivers listen on random loopback ports; the runtime's own ports stay denied.
+    env: { ...process.env, LOOPBACK_EGRESS_PORTS: '1024-65535', ...env },
     execArgv: ['--disable-warning=ExperimentalWarning'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
