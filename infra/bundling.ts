@@ -5,7 +5,7 @@ export const lambdaBundling = {
   bundle: true,
   format: 'esm',
   platform: 'node',
-  target: 'node22',
+  target: 'node24',
   minify: true,
   // Linked, not external: the functions run with NODE_OPTIONS=--enable-source-maps, which needs the sourceMappingURL comment.
   sourcemap: 'linked',

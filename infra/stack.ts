@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
@@ -16,8 +17,10 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { eventRules, queueConsumers, tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
@@ -83,12 +86,25 @@ export function matchesPathPattern(pattern: string, path: string): boolean {
 
 const string = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.AttributeType.STRING });
 
+export interface AgentPlatformStackProps extends StackProps {
+  /**
+   * A custom domain for the base address, with an ACM certificate for it in us-east-1 (CloudFront's region): viewers
+   * then need TLS 1.2 or newer. Without them the distribution keeps its *.cloudfront.net name, whose certificate
+   * CloudFront also serves over TLS 1.0.
+   */
+  domainName?: string;
+  certificateArn?: string;
+  /** A WAFv2 web ACL (scope CLOUDFRONT) for the distribution. */
+  webAclArn?: string;
+}
+
 export class AgentPlatformStack extends Stack {
   /** The function of each route group and stream consumer, by name. */
   readonly functions = new Map<string, NodejsFunction>();
 
-  constructor(scope: Construct, id: string, props?: StackProps) {
+  constructor(scope: Construct, id: string, props: AgentPlatformStackProps = {}) {
     super(scope, id, props);
+    if (Boolean(props.domainName) !== Boolean(props.certificateArn)) throw new Error('domainName and certificateArn go together.');
 
     const table = new dynamodb.TableV2(this, 'Table', {
       partitionKey: string(tableDefinition.partitionKey),
@@ -106,8 +122,11 @@ export class AgentPlatformStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    // The table and each of its indexes by name: no wildcard.
+    const tableResources = [table.tableArn, ...tableDefinition.globalSecondaryIndexes.map((index) => `${table.tableArn}/index/${index.indexName}`)];
+
     // Whatever lands in a dead-letter queue needs a person: each raises an alarm on this topic (subscribe to it).
-    const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms' });
+    const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms', enforceSSL: true });
     const deadLetterQueue = (scope: Construct, id: string, what: string): sqs.Queue => {
       const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true });
       const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
@@ -144,19 +163,28 @@ export class AgentPlatformStack extends Stack {
 
     const httpApi = new apigwv2.HttpApi(this, 'HttpApi', { apiName: 'agent-platform' });
     const routes: apigwv2.HttpRoute[] = [];
+    let defaultRoute: apigwv2.HttpRoute | undefined;
     const httpApiGroups = routeGroups.filter((group) => !group.streaming);
     const streamingGroups = routeGroups.filter((group) => group.streaming);
 
     // HTTP API cannot stream a Lambda response, so streaming groups are served by a REST API with response
     // streaming instead, and CloudFront puts both behind one base address (docs/streaming.md).
+    const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
     const streamingApi = new apigateway.RestApi(this, 'StreamingApi', {
       restApiName: 'agent-platform-streaming',
       description: 'The streaming routes of the agent platform (Lambda response streaming); reached through CloudFront',
       endpointConfiguration: { types: [apigateway.EndpointType.REGIONAL] },
-      // The account-wide CloudWatch role is not this stack's to own.
-      cloudWatchRole: false,
+      // REST API logging needs the region's API Gateway CloudWatch role; kept when the stack goes, since other
+      // stacks' APIs of the account may log through it too.
+      cloudWatchRole: true,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: streamingStageName,
+        accessLogDestination: new apigateway.LogGroupLogDestination(accessLogs),
+        accessLogFormat: apigateway.AccessLogFormat.jsonWithStandardFields(),
+        // Errors only, and never request or response bodies: they carry credentials and conversations.
+        loggingLevel: apigateway.MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
         throttlingRateLimit: stageThrottle.rateLimit,
         throttlingBurstLimit: stageThrottle.burstLimit,
         methodOptions: Object.fromEntries(
@@ -172,7 +200,9 @@ export class AgentPlatformStack extends Stack {
     // StreamingApiUrl below replaces the REST API's automatic `Endpoint` output.
     streamingApi.node.tryRemoveChild('Endpoint');
 
-    const grantModelInvocation = (fn: lambda.Function) =>
+    const modelInvokers: lambda.Function[] = [];
+    const grantModelInvocation = (fn: lambda.Function) => {
+      modelInvokers.push(fn);
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: bedrockInvokeActions,
@@ -183,6 +213,7 @@ export class AgentPlatformStack extends Stack {
           ],
         }),
       );
+    };
 
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
@@ -198,7 +229,7 @@ export class AgentPlatformStack extends Stack {
       fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: group.catchAll ? readOnlyActions : readWriteActions,
-          resources: [table.tableArn, `${table.tableArn}/index/*`],
+          resources: tableResources,
         }),
       );
       if (group.runsTurns) grantModelInvocation(fn);
@@ -230,7 +261,7 @@ export class AgentPlatformStack extends Stack {
         routes.push(...httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration }));
       }
       if (group.catchAll) {
-        new apigwv2.HttpRoute(groupScope, 'DefaultRoute', { httpApi, routeKey: apigwv2.HttpRouteKey.DEFAULT, integration });
+        defaultRoute = new apigwv2.HttpRoute(groupScope, 'DefaultRoute', { httpApi, routeKey: apigwv2.HttpRouteKey.DEFAULT, integration });
       }
     }
 
@@ -251,7 +282,7 @@ export class AgentPlatformStack extends Stack {
       for (const definition of Object.values(consumer.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
       // The relay reads only the stream records it is handed; the others work on the table.
-      else fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+      else fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       fn.addEventSource(
         new DynamoEventSource(table, {
           startingPosition: lambda.StartingPosition.TRIM_HORIZON,
@@ -283,14 +314,13 @@ export class AgentPlatformStack extends Stack {
         timeout: Duration.seconds(consumer.timeoutSeconds),
         environment: { TABLE_NAME: table.tableName, ...(consumer.queueUrlVariable ? { [consumer.queueUrlVariable]: queue.queueUrl } : {}) },
       });
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
     }
 
-    const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
     // The L2 HttpApi takes no options for its default stage, so set throttling and access logging on the L1.
     const stage = httpApi.defaultStage?.node.defaultChild as apigwv2.CfnStage;
     stage.defaultRouteSettings = {
@@ -349,8 +379,28 @@ export class AgentPlatformStack extends Stack {
         if (pattern) throw new Error(`${routeKeyOf(route)} (group ${group.name}) would be routed to the streaming API by ${pattern}`);
       }
     }
+    // CloudFront's standard logs need a bucket that takes ACLs; kept 90 days.
+    const distributionLogs = new s3.Bucket(this, 'DistributionLogs', {
+      objectOwnership: s3.ObjectOwnership.OBJECT_WRITER,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      lifecycleRules: [{ expiration: Duration.days(90) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
     const distribution = new cloudfront.Distribution(this, 'Distribution', {
       comment: 'agent-platform: one base address for the HTTP API and the streaming REST API',
+      enableLogging: true,
+      logBucket: distributionLogs,
+      logFilePrefix: 'cloudfront/',
+      ...(props.domainName && props.certificateArn
+        ? {
+            domainNames: [props.domainName],
+            certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
+            minimumProtocolVersion: cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+          }
+        : {}),
+      ...(props.webAclArn ? { webAclId: props.webAclArn } : {}),
       defaultBehavior: {
         origin: new origins.HttpOrigin(Fn.select(2, Fn.split('/', httpApi.apiEndpoint)), {
           protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
@@ -360,13 +410,107 @@ export class AgentPlatformStack extends Stack {
       additionalBehaviors: Object.fromEntries(streamingPatterns.map((pattern) => [pattern, { origin: streamingOrigin, ...noCache }])),
     });
 
-    new CfnOutput(this, 'ApiBaseUrl', { value: `https://${distribution.distributionDomainName}`, description: 'The public base address' });
+    new CfnOutput(this, 'ApiBaseUrl', { value: `https://${props.domainName ?? distribution.distributionDomainName}`, description: 'The public base address' });
+    if (!defaultRoute) throw new Error('No route group is the catch-all.');
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, props });
+
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
     new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Subscribe to be told when anything lands in a dead-letter queue' });
     new CfnOutput(this, 'EventBusName', { value: eventBus.eventBusName, description: 'Domain events (source agent-platform) for your own EventBridge rules' });
   }
+}
+
+/**
+ * The cdk-nag findings (AWS Solutions pack) that are not fixed, each with its evidence; `test/infra/nag.test.ts`
+ * fails on any other, and docs/security.md lists them.
+ */
+function suppressNagFindings(stack: {
+  httpApi: apigwv2.HttpApi;
+  /** The catch-all route, which answers 404/405 in the envelope (and authenticates nothing, as it serves nothing). */
+  defaultRoute: apigwv2.HttpRoute;
+  streamingApi: apigateway.RestApi;
+  distribution: cloudfront.Distribution;
+  distributionLogs: s3.Bucket;
+  deadLetterQueues: sqs.Queue[];
+  modelInvokers: lambda.Function[];
+  props: AgentPlatformStackProps;
+}): void {
+  const inFunction =
+    'Every route authenticates in its function, before anything else: an x-api-key looked up by its SHA-256 (strongly consistent, so a deleted key fails at once) or a bearer JWT verified against the JWKS (docs/auth.md); an API Gateway authorizer would only duplicate that with other error shapes.';
+  NagSuppressions.addResourceSuppressions(
+    [stack.httpApi, stack.defaultRoute, stack.streamingApi],
+    [
+      { id: 'AwsSolutions-APIG4', reason: inFunction },
+      { id: 'AwsSolutions-COG4', reason: `${inFunction} Organizations bring their own identity provider (JWT_JWKS_URL), not a Cognito user pool.` },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    stack.streamingApi,
+    [
+      {
+        id: 'AwsSolutions-APIG2',
+        reason: 'Every route declares zod schemas for its path, query and body, validated in the function and answered in the error envelope (docs/api-conventions.md); an API Gateway validator would duplicate that with another error shape.',
+      },
+      {
+        id: 'AwsSolutions-APIG3',
+        reason: 'The public address is the CloudFront distribution, where the optional web ACL goes (webAclArn); the stage also throttles per route.',
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    stack.streamingApi,
+    [
+      {
+        id: 'AwsSolutions-IAM4',
+        reason: "API Gateway's CloudWatch role uses AWS's own AmazonAPIGatewayPushToCloudWatchLogs policy, the documented one for it; only apigateway.amazonaws.com assumes it.",
+        appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs'],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(stack.distribution, [
+    {
+      id: 'AwsSolutions-CFR1',
+      reason: 'A global API for organizations anywhere; restricting countries is a customer policy, which a web ACL (webAclArn) can apply.',
+    },
+  ]);
+  if (!stack.props.webAclArn) {
+    NagSuppressions.addResourceSuppressions(stack.distribution, [
+      { id: 'AwsSolutions-CFR2', reason: 'The web ACL is a deployment option (webAclArn): rules and their cost are the operator\'s choice; throttling and authentication apply without it.' },
+    ]);
+  }
+  if (!stack.props.certificateArn) {
+    NagSuppressions.addResourceSuppressions(stack.distribution, [
+      {
+        id: 'AwsSolutions-CFR4',
+        reason: 'Without a custom domain (domainName and certificateArn) CloudFront serves its *.cloudfront.net certificate, whose viewer policy it fixes at TLSv1; with them the distribution requires TLS 1.2.',
+      },
+    ]);
+  }
+  NagSuppressions.addResourceSuppressions(stack.distributionLogs, [
+    { id: 'AwsSolutions-S1', reason: 'This bucket receives the distribution\'s access logs; logging the access to the logs themselves would need yet another bucket.' },
+  ]);
+  NagSuppressions.addResourceSuppressions(stack.deadLetterQueues, [
+    {
+      id: 'AwsSolutions-SQS3',
+      reason: 'A dead-letter queue itself (of the table stream consumers, or of the EventBridge rule targets), named by an event source mapping or a rule target rather than a redrive policy, so the rule cannot see it; it raises an alarm on its first message.',
+    },
+  ]);
+  NagSuppressions.addResourceSuppressions(
+    stack.modelInvokers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'Models are deployment configuration (BEDROCK_MODELS) chosen per agent at run time, in any region Bedrock routes an inference profile to; only the functions that run turns or analyses get these two invoke actions (test/infra/stack.test.ts).',
+        appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile|application-inference-profile)\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
 }
 
 /** The REST API resource of a route path, created segment by segment (`{id}` becomes a path-parameter resource). */
@@ -395,16 +539,21 @@ function bundledFunction(
   entry: string,
   options: { timeout: Duration; environment: Record<string, string> },
 ): NodejsFunction {
+  // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
+  // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
+  const logGroup = new logs.LogGroup(scope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH });
+  const role = new iam.Role(scope, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+  logGroup.grantWrite(role);
   return new NodejsFunction(scope, 'Function', {
     entry: path.join(repoRoot, entry),
+    role,
     handler: 'handler',
     depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
-    runtime: lambda.Runtime.NODEJS_22_X,
+    runtime: lambda.Runtime.NODEJS_24_X,
     architecture: lambda.Architecture.ARM_64,
     memorySize: 1024,
     timeout: options.timeout,
-    // An explicit log group avoids CDK's log-retention custom resource.
-    logGroup: new logs.LogGroup(scope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
+    logGroup,
     environment: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'agent-platform', ...options.environment },
     bundling: {
       format: lambdaBundling.format as OutputFormat,

@@ -145,6 +145,49 @@ function statementsOf(document: unknown): Statement[] {
 }
 
 describe('AgentPlatformStack', () => {
+  describe('logging and transport', () => {
+    it('logs access to both APIs and the distribution, and API Gateway errors without bodies', () => {
+      const [restStage] = Object.values(template.findResources('AWS::ApiGateway::Stage')) as Resource[];
+      expect(restStage?.Properties.AccessLogSetting).toMatchObject({ DestinationArn: expect.anything(), Format: expect.any(String) });
+      expect(restStage?.Properties.MethodSettings).toEqual(
+        expect.arrayContaining([expect.objectContaining({ ResourcePath: '/*', HttpMethod: '*', LoggingLevel: 'ERROR', DataTraceEnabled: false })]),
+      );
+      const [httpStage] = Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[];
+      expect(httpStage?.Properties.AccessLogSettings).toMatchObject({ DestinationArn: expect.anything() });
+      // REST API logging goes through the region's API Gateway CloudWatch role, kept when the stack goes.
+      template.resourceCountIs('AWS::ApiGateway::Account', 1);
+      const [distribution] = Object.values(template.findResources('AWS::CloudFront::Distribution')) as Resource[];
+      expect((distribution?.Properties.DistributionConfig as { Logging: unknown }).Logging).toMatchObject({ Bucket: expect.anything(), Prefix: 'cloudfront/' });
+    });
+
+    it('refuses plain-text publishers on the alarm topic and every queue', () => {
+      const denies = (Object.values(template.findResources('AWS::SNS::TopicPolicy')) as Resource[])
+        .concat(Object.values(template.findResources('AWS::SQS::QueuePolicy')) as Resource[])
+        .flatMap((policy) => statementsOf(policy.Properties.PolicyDocument))
+        .filter((statement) => statement.Effect === 'Deny' && JSON.stringify(statement).includes('aws:SecureTransport'));
+      const queues = Object.keys(template.findResources('AWS::SQS::Queue')).length;
+      expect(denies).toHaveLength(queues + 1);
+    });
+
+    it('requires TLS 1.2 from viewers on a custom domain, and attaches a given web ACL', () => {
+      const { context } = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as { context: Record<string, unknown> };
+      const app = new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] }, outdir });
+      const webAclArn = 'arn:aws:wafv2:us-east-1:123456789012:global/webacl/agent-platform/11111111-2222-3333-4444-555555555555';
+      const hardened = new AgentPlatformStack(app, 'Hardened', {
+        domainName: 'api.example.com',
+        certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
+        webAclArn,
+      });
+      Template.fromStack(hardened).hasResourceProperties('AWS::CloudFront::Distribution', {
+        DistributionConfig: {
+          Aliases: ['api.example.com'],
+          ViewerCertificate: { MinimumProtocolVersion: 'TLSv1.2_2021', SslSupportMethod: 'sni-only' },
+          WebACLId: webAclArn,
+        },
+      });
+    });
+  });
+
   describe('routes', () => {
     it('has streaming routes and HTTP API routes', () => {
       expect(streamingRoutes.length).toBeGreaterThan(0);
@@ -207,8 +250,6 @@ describe('AgentPlatformStack', () => {
       const [api] = Object.values(template.findResources('AWS::ApiGateway::RestApi')) as Resource[];
       expect(api?.Properties.EndpointConfiguration).toEqual({ Types: ['REGIONAL'] });
       template.resourceCountIs('AWS::ApiGateway::Authorizer', 0);
-      // The account-wide CloudWatch role is left alone.
-      template.resourceCountIs('AWS::ApiGateway::Account', 0);
 
       const stages = Object.values(template.findResources('AWS::ApiGateway::Stage')) as Resource[];
       expect(stages).toHaveLength(1);
@@ -450,9 +491,9 @@ describe('AgentPlatformStack', () => {
       }
     });
 
-    it('runs every function on Node.js 22 on arm64, with a month of logs', () => {
+    it('runs every function on Node.js 24 on arm64, with a month of logs', () => {
       template.allResourcesProperties('AWS::Lambda::Function', {
-        Runtime: 'nodejs22.x',
+        Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
         MemorySize: 1024,
       });
@@ -464,6 +505,26 @@ describe('AgentPlatformStack', () => {
         expect(resource(logGroup, 'AWS::Logs::LogGroup').Properties.RetentionInDays).toBe(30);
       }
     });
+
+    it.each(routeGroups.map((group) => [group.name, group] as const))(
+      '%s has no managed policy, writes logs to its own log group only, and names each index it may read',
+      (_name, group) => {
+        const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
+        const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+        expect(resource(roleId, 'AWS::IAM::Role').Properties.ManagedPolicyArns).toBeUndefined();
+        const statements = policyDocumentsOfFunction(group).flatMap(statementsOf);
+        const logs = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('logs:')));
+        const logGroup = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+        expect(logs).toHaveLength(1);
+        expect(asArray(logs[0]?.Action).sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+        expect(logs[0]?.Resource).toEqual({ 'Fn::GetAtt': [logGroup, 'Arn'] });
+        const tableTargets = JSON.stringify(
+          statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('dynamodb:'))).map((statement) => statement.Resource),
+        );
+        expect(tableTargets).not.toContain('/index/*');
+        for (const index of tableDefinition.globalSecondaryIndexes) expect(tableTargets).toContain(`/index/${index.indexName}`);
+      },
+    );
 
     it.each(routeGroups.map((group) => [group.name, group] as const))(
       '%s may use only the DynamoDB actions it needs',
