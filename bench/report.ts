@@ -7,6 +7,7 @@ import type { InitTimeResult } from './init-time.ts';
 import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
+import type { MessagePagesResult } from './message-pages.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -40,6 +41,11 @@ export const analysisTargets = {
   promptInstructionsTokens: 1_000,
 };
 
+/** Reading a long history (issue 15): any page of a 10,000-message session, independent of its length. */
+export const historyTargets = {
+  pageP50Ms: 30,
+};
+
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
 const busyMachineCores = 0.25;
 
@@ -64,6 +70,7 @@ export interface BenchResults {
   turns: TurnBenchResult;
   webhooks: WebhookBenchResult;
   analysis: AnalysisBenchResult;
+  messagePages: MessagePagesResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -77,6 +84,7 @@ export function evaluate(
   turns: TurnBenchResult,
   webhooks: WebhookBenchResult,
   analysis: AnalysisBenchResult,
+  messagePages: MessagePagesResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -124,6 +132,9 @@ export function evaluate(
   checks.push(atMost('analysis CPU per analysis, model excluded', round(analysis.cpu.cpuMsPerAnalysis), 'ms', analysisTargets.cpuMsPerAnalysis));
   const { transcript } = analysis.cpu;
   checks.push(atMost(`analysis prompt of a ${transcript.messages}-message session`, transcript.promptTokens, 'tokens', transcript.budgetTokens + analysisTargets.promptInstructionsTokens));
+  const history = `${messagePages.messages}-message history`;
+  checks.push(atMost(`${history}: page 1 p50`, round(messagePages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
+  checks.push(atMost(`${history}: page ${messagePages.deepPage} p50`, round(messagePages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
   return checks;
 }
 
@@ -253,6 +264,14 @@ export function formatReport(results: BenchResults): string {
     `   CPU per analysis of a 20-message session (${cpu.analyses} each, alone in a child process): model excluded ${cpu.cpuMsPerAnalysis.toFixed(2)} ms, ` +
       `with the built-in model ${cpu.cpuMsPerBuiltinAnalysis.toFixed(2)} ms; floor (one GetItem, nothing found) ${cpu.floorCpuMsPerInvocation.toFixed(2)} ms`,
     `   transcript budget: a ${cpu.transcript.messages}-message session gives a ${cpu.transcript.promptTokens}-token prompt (budget ${cpu.transcript.budgetTokens} for the transcript; ${cpu.transcript.omitted} messages left out)`,
+  );
+
+  const pages = results.messagePages;
+  const ms = (figures: { p50: number; p99: number }) => `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms`;
+  lines.push('', `7. A ${pages.messages}-message history, ${pages.limit} messages a page, ${pages.requests} GETs each, one at a time (API in a child process)`);
+  lines.push(
+    `   page 1: ${ms(pages.pageOneMs)}; page ${pages.deepPage}: ${ms(pages.deepPageMs)}; floor (GET of the session: authentication and one GetItem): ${ms(pages.floorMs)}`,
+    `   DynamoDB read units of one page's range Query: ${pages.readUnitsPerPage}; for context, reading the whole history once (what every page cost before): ${pages.wholeHistoryReadMs.toFixed(0)} ms`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

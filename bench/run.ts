@@ -15,6 +15,7 @@ import { measureSdkFloor } from './sdk-floor.ts';
 import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
+import { measureMessagePages } from './message-pages.ts';
 import { startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -45,10 +46,14 @@ const loadAverageAtStart = loadavg();
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const localRuntime = await measureLocalRuntime(loadRuns, log);
 const turns = await measureConversationTurns();
-const webhooks = await measureWebhookDelivery();
-const analysis = await measureSessionAnalysis();
+const webhooks = await withDatabase('webhook', 'bench-webhooks', (endpoint, tableName) => measureWebhooks(endpoint, tableName, log));
+const analysis = await withDatabase('analysis', 'bench-analysis', (endpoint, tableName) => measureAnalysis(endpoint, tableName, log));
+const messagePages = await withDatabase('message history', 'bench-message-pages', (endpoint, tableName) => {
+  log('message history: a session of 10,000 messages, then GET of page 1 and page 50 (10 a page), one request at a time');
+  return measureMessagePages(endpoint, tableName);
+});
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis);
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -66,6 +71,7 @@ const results: BenchResults = {
   turns,
   webhooks,
   analysis,
+  messagePages,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
@@ -90,32 +96,19 @@ async function bundlesAndInitTimes() {
 }
 
 async function measureConversationTurns() {
-  log('starting DynamoDB Local (in memory) for the turn benchmarks');
-  const database = await startLocalDatabase({ tableName: 'bench-turns' });
-  try {
-    const turns = await measureTurns(database.endpoint, database.tableName, log);
+  return withDatabase('turn', 'bench-turns', async (endpoint, tableName) => {
+    const turns = await measureTurns(endpoint, tableName, log);
     log('the SDK floor: a server making only a turn\'s three DynamoDB calls, at the same concurrency');
-    return { ...turns, sdkFloor: await measureSdkFloor(database.endpoint, database.tableName) };
-  } finally {
-    await database.stop();
-  }
+    return { ...turns, sdkFloor: await measureSdkFloor(endpoint, tableName) };
+  });
 }
 
-async function measureSessionAnalysis() {
-  log('starting DynamoDB Local (in memory) for the analysis benchmarks');
-  const database = await startLocalDatabase({ tableName: 'bench-analysis' });
+/** A fresh in-memory DynamoDB Local for one section's measurements, stopped once they are taken. */
+async function withDatabase<T>(section: string, tableName: string, measure: (endpoint: string, tableName: string) => Promise<T>): Promise<T> {
+  log(`starting DynamoDB Local (in memory) for the ${section} benchmarks`);
+  const database = await startLocalDatabase({ tableName });
   try {
-    return await measureAnalysis(database.endpoint, database.tableName, log);
-  } finally {
-    await database.stop();
-  }
-}
-
-async function measureWebhookDelivery() {
-  log('starting DynamoDB Local (in memory) for the webhook benchmarks');
-  const database = await startLocalDatabase({ tableName: 'bench-webhooks' });
-  try {
-    return await measureWebhooks(database.endpoint, database.tableName, log);
+    return await measure(database.endpoint, database.tableName);
   } finally {
     await database.stop();
   }

@@ -148,6 +148,8 @@ export interface SessionStore {
   get(orgId: string, sessionId: string): Promise<StoredSession | undefined>;
   list(orgId: string, filter: SessionFilter): Promise<StoredSession[]>;
   messages(orgId: string, sessionId: string): Promise<Message[]>;
+  /** The messages numbered `fromSeq` to `toSeq` (inclusive; numbers start at 1 and have no gaps), in order. */
+  messageRange(orgId: string, sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]>;
   /**
    * OPEN → CLOSED/EXPIRED with its events and its analysis job, exactly once; false when it was no longer OPEN or
    * active since.

@@ -253,3 +253,25 @@ describe('sending with a key this process has seen before', () => {
     expect(history.body.data.map((message: { content: string }) => message.content)).not.toContain('after deletion');
   });
 });
+
+describe('GET /api/v1/chat/sessions/{id}/messages', () => {
+  it('pages through the history in order, with exact totals, and an empty page past the end', async () => {
+    // Prepare: 7 turns, 14 messages.
+    const { key } = await api.newOrg();
+    const session = await newSession(key, (await newAgent(key)).id);
+    for (let turn = 1; turn <= 7; turn += 1) expect((await send(key, session.id, { content: `message ${turn}`, stream: false })).status).toBe(200);
+    const path = `/api/v1/chat/sessions/${session.id}/messages`;
+    const whole = (await api.request('GET', `${path}?limit=100`, { key })).body;
+
+    // Act
+    const pages = await Promise.all([1, 2, 3, 4].map((page) => api.request('GET', `${path}?limit=5&page=${page}`, { key })));
+
+    // Assess
+    expect(whole.data.map((message: { content: string }) => message.content).filter((content: string) => content.startsWith('message'))).toEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((turn) => `message ${turn}`),
+    );
+    expect(pages.map((page) => page.body.pagination)).toEqual([1, 2, 3, 4].map((page) => ({ page, limit: 5, total: 14, totalPages: 3 })));
+    expect(pages.flatMap((page) => page.body.data)).toEqual(whole.data);
+    expect(pages.map((page) => page.body.data.length)).toEqual([5, 5, 4, 0]);
+  });
+});

@@ -87,14 +87,19 @@ export async function listMessages(
   sessionId: string,
   query: { page: number; limit: number },
 ): Promise<Page<Message>> {
-  await getSession(deps, orgId, sessionId);
-  let messages: Message[];
+  const session = await getSession(deps, orgId, sessionId);
+  // Messages are numbered 1, 2, … without gaps, and the session counts them in the same transaction that writes
+  // them: a page is one range read, whatever its number and however long the history.
+  const total = session.messageCount;
+  const fromSeq = (query.page - 1) * query.limit + 1;
+  const toSeq = Math.min(query.page * query.limit, total);
+  let messages: Message[] = [];
   try {
-    messages = await deps.sessions.messages(orgId, sessionId);
+    if (fromSeq <= toSeq) messages = await deps.sessions.messageRange(orgId, sessionId, fromSeq, toSeq);
   } catch (error) {
     throw new MessagesHistoryError('The message history could not be read; retry.', { cause: error });
   }
-  return paginate(messages, query.page, query.limit);
+  return { data: messages, pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) } };
 }
 
 /** Ends an OPEN session once, with its events; undefined when someone else ended it first. */

@@ -138,6 +138,20 @@ export class DynamoSessionStore implements SessionStore {
     return items.map((item) => toRecord<Message>(item, messageFieldOrder));
   }
 
+  async messageRange(orgId: string, sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': keys.sessionPartition(orgId, sessionId),
+        ':from': keys.message(orgId, sessionId, fromSeq).sk,
+        ':to': keys.message(orgId, sessionId, toSeq).sk,
+      },
+      ConsistentRead: true,
+    });
+    return items.map((item) => toRecord<Message>(item, messageFieldOrder));
+  }
+
   /**
    * Moves an OPEN session to CLOSED or EXPIRED with its events, exactly once: false when it was no longer OPEN
    * (someone else ended it first), or, with `unlessActiveSince`, when it saw activity after that moment.
