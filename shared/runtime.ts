@@ -4,7 +4,7 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SecretCipher, SessionStore, ToolStore, WebhookStore } from './ports.ts';
+import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
@@ -21,8 +21,6 @@ export interface Runtime {
   config: Config;
   /** The process's one DynamoDB client, for stores built beside these (one connection pool per process). */
   documentClient: DynamoDBDocumentClient;
-  /** Seals the secrets the stores keep; the process's one, so its cache of data keys is shared. */
-  secrets: SecretCipher;
   clock: Clock;
   catalog: ModelCatalog;
   orgs: OrgStore;
@@ -39,11 +37,11 @@ export interface Runtime {
 export function createRuntime(config: Config): Runtime {
   const client = createDocumentClient(config);
   const table = config.TABLE_NAME;
+  // One cipher for every store, so they share its cache of data keys.
   const secrets = secretCipherFromConfig(config);
   return {
     config,
     documentClient: client,
-    secrets,
     clock: systemClock,
     catalog: createModelCatalog(config),
     orgs: new DynamoOrgStore(client, table),

@@ -1,5 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { SecretCipher, SecretContext } from '../ports.ts';
+import { gcmDecrypt, gcmEncrypt } from './aes-gcm.ts';
 
 /**
  * A sealed secret that cannot be opened: altered, copied from another item or organization, or sealed under a key
@@ -21,14 +21,14 @@ export interface Keyring {
 }
 
 const prefix = 'sealed:v1:';
-const ivBytes = 12;
-const tagBytes = 16;
 
 /** Whether a stored secret is sealed; one without the prefix was stored in the clear before sealing began. */
 export const isSealed = (stored: string): boolean => stored.startsWith(prefix);
 
 /** The context as KMS's EncryptionContext and, serialized in a fixed order, as the AES-GCM additional data. */
 const contextMap = (context: SecretContext): Record<string, string> => ({ orgId: context.orgId, purpose: context.purpose, id: context.id });
+/** The context as the additional data AES-GCM authenticates (the data key's wrapping locally, the secret's everywhere). */
+export const additionalData = (context: Record<string, string>): Buffer => Buffer.from(JSON.stringify(context));
 
 const b64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url');
 
@@ -57,10 +57,8 @@ export class EnvelopeCipher implements SecretCipher {
   async seal(plaintext: string, context: SecretContext): Promise<string> {
     const encryptionContext = contextMap(context);
     const dataKey = await this.keyring.generateDataKey(encryptionContext);
-    const iv = randomBytes(ivBytes);
-    const cipher = createCipheriv('aes-256-gcm', dataKey.plaintext, iv).setAAD(Buffer.from(JSON.stringify(encryptionContext)));
-    const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    const parts = [Buffer.from(dataKey.keyId), dataKey.wrapped, iv, cipher.getAuthTag(), ciphertext];
+    const { iv, tag, ciphertext } = gcmEncrypt(dataKey.plaintext, Buffer.from(plaintext, 'utf8'), additionalData(encryptionContext));
+    const parts = [Buffer.from(dataKey.keyId), dataKey.wrapped, iv, tag, ciphertext];
     return prefix + parts.map(b64).join('.');
   }
 
@@ -72,8 +70,7 @@ export class EnvelopeCipher implements SecretCipher {
     const encryptionContext = contextMap(context);
     try {
       const dataKey = await this.dataKey(keyId.toString(), wrapped, encryptionContext);
-      const decipher = createDecipheriv('aes-256-gcm', dataKey, iv, { authTagLength: tagBytes }).setAAD(Buffer.from(JSON.stringify(encryptionContext))).setAuthTag(tag);
-      return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+      return gcmDecrypt(dataKey, { iv, tag, ciphertext }, additionalData(encryptionContext)).toString('utf8');
     } catch (error) {
       throw new SecretUnreadableError(`The sealed ${context.purpose} of ${context.id} (org ${context.orgId}) cannot be opened.`, { cause: error });
     }

@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Keyring } from './envelope-cipher.ts';
+import { gcmDecrypt, gcmEncrypt, packGcm, unpackGcm } from './aes-gcm.ts';
+import { additionalData, type Keyring } from './envelope-cipher.ts';
 
 export const localKeyId = 'local';
 
@@ -10,21 +11,14 @@ export const localKeyId = 'local';
  */
 export function localKeyring(key: Uint8Array): Keyring {
   if (key.length !== 32) throw new Error(`The local secrets key must be 32 bytes; it is ${key.length}.`);
-  const aad = (context: Record<string, string>) => Buffer.from(JSON.stringify(context));
   return {
     async generateDataKey(context) {
       const plaintext = randomBytes(32);
-      const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(aad(context));
-      const wrapped = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-      return { keyId: localKeyId, plaintext, wrapped: Buffer.concat([iv, cipher.getAuthTag(), wrapped]) };
+      return { keyId: localKeyId, plaintext, wrapped: packGcm(gcmEncrypt(key, plaintext, additionalData(context))) };
     },
     async unwrapDataKey(wrapped, keyId, context) {
       if (keyId !== localKeyId) throw new Error(`Sealed under ${keyId}, not under the local key file.`);
-      const bytes = Buffer.from(wrapped);
-      const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, 12), { authTagLength: 16 }).setAAD(aad(context));
-      decipher.setAuthTag(bytes.subarray(12, 28));
-      return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]);
+      return gcmDecrypt(key, unpackGcm(wrapped), additionalData(context));
     },
   };
 }

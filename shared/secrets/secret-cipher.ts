@@ -2,12 +2,14 @@ import type { Config } from '../config.ts';
 import type { SecretCipher } from '../ports.ts';
 import { EnvelopeCipher } from './envelope-cipher.ts';
 
+type SecretsConfig = Pick<Config, 'AWS_REGION' | 'KMS_ENDPOINT' | 'SECRETS_KMS_KEY_ID' | 'SECRETS_KEY_FILE'>;
+
 /**
  * The cipher the configuration asks for: KMS with SECRETS_KMS_KEY_ID, the key file SECRETS_KEY_FILE otherwise.
  * Built on first use, so a function that never seals or opens a secret needs neither (nor loads the KMS client);
  * one that does fails then, saying which variable to set.
  */
-export function secretCipherFromConfig(config: Pick<Config, 'AWS_REGION' | 'KMS_ENDPOINT' | 'SECRETS_KMS_KEY_ID' | 'SECRETS_KEY_FILE'>): SecretCipher {
+export function secretCipherFromConfig(config: SecretsConfig): SecretCipher {
   let cipher: Promise<SecretCipher> | undefined;
   const built = () => (cipher ??= buildCipher(config));
   return {
@@ -16,7 +18,7 @@ export function secretCipherFromConfig(config: Pick<Config, 'AWS_REGION' | 'KMS_
   };
 }
 
-async function buildCipher(config: Pick<Config, 'AWS_REGION' | 'KMS_ENDPOINT' | 'SECRETS_KMS_KEY_ID' | 'SECRETS_KEY_FILE'>): Promise<SecretCipher> {
+async function buildCipher(config: SecretsConfig): Promise<SecretCipher> {
   if (config.SECRETS_KMS_KEY_ID) {
     const { createKmsClient, kmsKeyring } = await import('./kms-keyring.ts');
     return new EnvelopeCipher(kmsKeyring(createKmsClient(config), config.SECRETS_KMS_KEY_ID));
