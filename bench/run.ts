@@ -16,7 +16,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
-import { startLocalDatabase } from '../infra/local/environment.ts';
+import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
 
@@ -42,6 +42,10 @@ const loadRuns: LoadRun[] = [
 const log = (line: string) => console.log(`[bench] ${line}`);
 const started = performance.now();
 const loadAverageAtStart = loadavg();
+// One secrets key for every process of the run (they inherit it), on its in-memory databases only: not `.data`'s.
+const secretsKeyDir = mkdtempSync(join(tmpdir(), 'bench-secrets-'));
+process.env.SECRETS_KEY_FILE = ensureSecretsKeyFile(join(secretsKeyDir, 'secrets.key'));
+process.on('exit', () => rmSync(secretsKeyDir, { recursive: true, force: true }));
 
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const localRuntime = await measureLocalRuntime(loadRuns, log);

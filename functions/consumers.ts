@@ -55,6 +55,8 @@ export interface QueueConsumer {
   queueUrlVariable?: string;
   /** Calls model providers (gets the right to invoke Bedrock models). */
   invokesModels?: boolean;
+  /** Signs with secrets kept at rest (gets the right to open them: kms:Decrypt). */
+  opensSecrets?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -92,6 +94,7 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: webhookDeliveryTimeoutSeconds,
     queueUrlVariable: 'WEBHOOK_QUEUE_URL',
+    opensSecrets: true,
   },
   {
     name: 'analysis',

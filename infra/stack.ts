@@ -13,6 +13,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -215,6 +216,20 @@ export class AgentPlatformStack extends Stack {
       );
     };
 
+    // Secrets at rest (docs/security.md#secrets-at-rest): the functions that create or rotate secrets may only make
+    // data keys, the ones that sign with them may only unwrap them; the others cannot touch the key at all.
+    const secretsKey = new kms.Key(this, 'SecretsKey', {
+      description: 'agent-platform: seals webhook and function-tool signing secrets kept in the table (envelope encryption)',
+      alias: `${this.stackName}/secrets`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    const grantSecretsKey = (fn: lambda.Function, access: { seals?: boolean | undefined; opens?: boolean | undefined }) => {
+      if (access.seals) secretsKey.grant(fn, 'kms:GenerateDataKey');
+      if (access.opens) secretsKey.grantDecrypt(fn);
+      if (access.seals || access.opens) fn.addEnvironment('SECRETS_KMS_KEY_ID', secretsKey.keyArn);
+    };
+
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
@@ -233,6 +248,7 @@ export class AgentPlatformStack extends Stack {
         }),
       );
       if (group.runsTurns) grantModelInvocation(fn);
+      grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns });
       this.functions.set(group.name, fn);
 
       if (group.streaming) {
@@ -317,6 +333,7 @@ export class AgentPlatformStack extends Stack {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);
+      grantSecretsKey(fn, { opens: consumer.opensSecrets });
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
     }

@@ -99,6 +99,15 @@ const configSchema = z.object({
   /** The analysis queue, where ended sessions' analysis jobs (and their deadlines) are sent. */
   ANALYSIS_QUEUE_URL: z.string().min(1).optional(),
   /**
+   * The KMS key (id, ARN or alias) that seals the secrets the table keeps; the stack sets it to its key's ARN for
+   * the functions that seal or open secrets (docs/security.md#secrets-at-rest).
+   */
+  SECRETS_KMS_KEY_ID: z.string().min(1).optional(),
+  /** Set only for a KMS stand-in (tests); on AWS the SDK finds the regional endpoint. */
+  KMS_ENDPOINT: z.url().optional(),
+  /** Instead of KMS, a local key file (base64 of 32 bytes) seals the secrets: `npm start` sets it to `DATA_DIR/secrets.key`. */
+  SECRETS_KEY_FILE: z.string().min(1).optional(),
+  /**
    * The loopback ports (127.0.0.0/8, ::1) tools and webhooks may reach, e.g. `8080,9000-9099`; none unless listed.
    * Private ranges are never reachable.
    */
@@ -118,6 +127,9 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (result.data.OPENAI_COMPATIBLE_MODELS.length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) {
     throw new Error('Invalid configuration: OPENAI_COMPATIBLE_MODELS needs OPENAI_COMPATIBLE_BASE_URL');
+  }
+  if (result.data.SECRETS_KMS_KEY_ID && result.data.SECRETS_KEY_FILE) {
+    throw new Error('Invalid configuration: set SECRETS_KMS_KEY_ID or SECRETS_KEY_FILE, not both');
   }
   return result.data;
 }

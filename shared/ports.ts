@@ -61,6 +61,28 @@ export interface ToolStore {
   delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'>;
 }
 
+/** What a secret at rest belongs to: sealed under this context, it opens only with the same one. */
+export interface SecretContext {
+  orgId: string;
+  purpose: 'webhook-secret' | 'function-tool-secret';
+  /** The id of the item that holds it (the endpoint, the tool). */
+  id: string;
+}
+
+/**
+ * Encrypts the secrets the stores keep (webhook and function-tool signing secrets) before they reach the table:
+ * under a KMS key on AWS, a local key file on this machine (`shared/secrets/`, docs/security.md#secrets-at-rest).
+ */
+export interface SecretCipher {
+  /** The secret as the table holds it: `sealed:v1:…`, bound to `context`. */
+  seal(plaintext: string, context: SecretContext): Promise<string>;
+  /**
+   * The secret a stored value holds; a value stored before secrets were sealed (no `sealed:` prefix) is returned as
+   * is. Fails (SecretUnreadableError) when the value was sealed under another context, or altered.
+   */
+  open(stored: string, context: SecretContext): Promise<string>;
+}
+
 export interface StoredResponse {
   status: number;
   body: string;

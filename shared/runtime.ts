@@ -5,6 +5,7 @@ import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
+import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
@@ -36,6 +37,8 @@ export interface Runtime {
 export function createRuntime(config: Config): Runtime {
   const client = createDocumentClient(config);
   const table = config.TABLE_NAME;
+  // One cipher for every store, so they share its cache of data keys.
+  const secrets = secretCipherFromConfig(config);
   return {
     config,
     documentClient: client,
@@ -44,10 +47,10 @@ export function createRuntime(config: Config): Runtime {
     orgs: new DynamoOrgStore(client, table),
     apiKeys: new DynamoApiKeyStore(client, table),
     agents: new DynamoAgentStore(client, table),
-    tools: new DynamoToolStore(client, table),
+    tools: new DynamoToolStore(client, table, secrets),
     idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
-    sessions: new DynamoSessionStore(client, table),
-    webhooks: new DynamoWebhookStore(client, table),
+    sessions: new DynamoSessionStore(client, table, secrets),
+    webhooks: new DynamoWebhookStore(client, table, secrets),
     eventLog: new DynamoEventLogStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };

@@ -3,7 +3,7 @@
  * processes, each on a temporary DATA_DIR with its own persisted DynamoDB Local.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../infra/local/free-port.ts';
@@ -58,6 +58,7 @@ afterAll(stopEverything, 30_000);
 
 describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
   let dataDir: string;
+  let secretsKey: string;
   let port: number;
   let env: NodeJS.ProcessEnv;
   const initKey = randomBytes(30).toString('base64url');
@@ -119,6 +120,9 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(viaCliKey.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
     expect((await call(server, 'POST', '/v2/chat/agents', { key: cliKey, body: agentBody })).status).toBe(403);
     expect((await call(server, 'GET', '/v1/chat/agents', { key: withLastCharacterChanged(initKey) })).status).toBe(401);
+    // The key that seals this DATA_DIR's secrets at rest, readable by its owner only.
+    expect(statSync(join(dataDir, 'secrets.key')).mode & 0o777).toBe(0o600);
+    secretsKey = readFileSync(join(dataDir, 'secrets.key'), 'utf8');
   }, 120_000);
 
   it('keys CLI while the server runs issues a key the server accepts at once', async () => {
@@ -208,6 +212,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect((await call(server, 'GET', `/v1/chat/agents/${agentId}`, { key: cliKey })).status).toBe(200);
     const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
     expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'deploy', 'init']);
+    expect(readFileSync(join(dataDir, 'secrets.key'), 'utf8')).toBe(secretsKey);
 
     // Assess: it still stops cleanly after a restart.
     expect(await stopServer(server)).toEqual({ code: 0, signal: null });

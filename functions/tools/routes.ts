@@ -5,6 +5,8 @@ import { defineRouteGroup } from '../../shared/http/route.ts';
 export const toolRoutes = defineRouteGroup({
   name: 'tools',
   entry: 'functions/tools/handler.ts',
+  // A FUNCTION_TOOL's signing secret is sealed here; only the functions that run turns open it.
+  sealsSecrets: true,
   routes: {
     createTool: {
       method: 'POST',

@@ -8,6 +8,8 @@ export const webhookRoutes = defineRouteGroup({
   entry: 'functions/webhooks/handler.ts',
   // Replays are queued for the delivery function.
   queueUrls: { WEBHOOK_QUEUE_URL: webhookDeliveryQueue },
+  // Creation and rotation seal signing secrets; only the delivery function opens them.
+  sealsSecrets: true,
   routes: {
     createWebhook: {
       method: 'POST',

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { ensureTable } from './table.ts';
@@ -67,12 +68,37 @@ export async function prepareTable(endpoint: string, tableName: string): Promise
   }
 }
 
-/** Points this process's handlers at a local database (which tools and webhooks may never reach); a set region is kept. */
+/**
+ * Points this process's handlers at a local database (which tools and webhooks may never reach); a set region is
+ * kept. The secrets that database holds are sealed with the key file `DATA_DIR/secrets.key`, created on first use,
+ * unless SECRETS_KEY_FILE names another or SECRETS_KMS_KEY_ID asks for KMS.
+ */
 export function useLocalDatabase(database: { endpoint: string; tableName: string }, env: NodeJS.ProcessEnv = process.env): void {
   env.DYNAMODB_ENDPOINT = database.endpoint;
   env.TABLE_NAME = database.tableName;
   env.AWS_REGION ??= 'us-east-1';
+  if (!env.SECRETS_KMS_KEY_ID) env.SECRETS_KEY_FILE ??= ensureSecretsKeyFile(join(dataDirectory(env), 'secrets.key'));
   denyEgressTo(database.endpoint, env);
+}
+
+/**
+ * Creates a local secrets key file (base64 of 32 random bytes, readable by its owner only) unless it exists, and
+ * returns its path. Written aside and linked into place, so a process starting at the same moment reads either
+ * no file or the whole key, and the first one to link wins.
+ */
+export function ensureSecretsKeyFile(file: string): string {
+  if (existsSync(file)) return file;
+  mkdirSync(dirname(file), { recursive: true });
+  const draft = `${file}.${process.pid}.${Date.now()}`;
+  writeFileSync(draft, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  try {
+    linkSync(draft, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    rmSync(draft, { force: true });
+  }
+  return file;
 }
 
 /**

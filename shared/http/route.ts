@@ -40,8 +40,10 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   routes: Routes;
   /** Responds through Lambda response streaming (a Function URL or REST API streaming on AWS). */
   streaming?: boolean;
-  /** Runs conversation turns: may invoke Bedrock models, and gets the turn deadline. */
+  /** Runs conversation turns: may invoke Bedrock models, gets the turn deadline, and opens its tools' signing secrets. */
   runsTurns?: boolean;
+  /** Creates or rotates secrets kept at rest: may seal them (KMS data keys), never open them (docs/security.md). */
+  sealsSecrets?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */

@@ -7,7 +7,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import type { AnalysisJob, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type { AnalysisJob, SecretCipher, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
@@ -31,14 +31,17 @@ const messageFieldOrder = ['id', 'sessionId', 'role', 'content', 'toolCall', 'me
 /**
  * Sessions get a partition each (`ORG#<org>#SES#<id>`): the session item, its messages in sequence order, its
  * expiry item and its outbox events. Organization-wide listings go through gsi1 (by creation) and gsi2 (by agent).
+ * `cipher` opens the signing secrets of the tools a turn reads.
  */
 export class DynamoSessionStore implements SessionStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
+  private readonly cipher: SecretCipher;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(client: DynamoDBDocumentClient, tableName: string, cipher: SecretCipher) {
     this.client = client;
     this.tableName = tableName;
+    this.cipher = cipher;
   }
 
   async create(session: StoredSession, expiresAt: number, events: DomainEvent[]): Promise<void> {
@@ -240,7 +243,12 @@ export class DynamoSessionStore implements SessionStore {
     return {
       session: session ? this.toStoredSession(session) : undefined,
       agent: agent ? toAgent(agent) : undefined,
-      tools: toolIds.map((toolId) => find(keys.tool(orgId, toolId))).filter((item) => item !== undefined).map(toExecutableTool),
+      tools: await Promise.all(
+        toolIds
+          .map((toolId) => find(keys.tool(orgId, toolId)))
+          .filter((item) => item !== undefined)
+          .map((item) => toExecutableTool(this.cipher, item)),
+      ),
     };
   }
 

@@ -1,6 +1,6 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ToolNameTakenError } from '../errors.ts';
-import type { ToolStore } from '../ports.ts';
+import type { SecretCipher, SecretContext, ToolStore } from '../ports.ts';
 import type { ExecutableTool, Tool } from '../schemas/tool.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
@@ -14,23 +14,32 @@ const toolFieldOrder = [
 
 export const toTool = (item: Record<string, unknown>): Tool => toRecord<Tool>(item, toolFieldOrder);
 
-/** The tool with its signing secret, for the turn that runs it; never for a response. */
-export const toExecutableTool = (item: Record<string, unknown>): ExecutableTool => ({
-  ...toTool(item),
-  ...(typeof item.functionSecret === 'string' ? { functionSecret: item.functionSecret } : {}),
-});
+const secretContext = (orgId: string, toolId: string): SecretContext => ({ orgId, purpose: 'function-tool-secret', id: toolId });
 
-/** Tools live in their organization's partition, with a claim item that makes names unique per organization. */
+/** The tool with its signing secret, opened, for the turn that runs it; never for a response. */
+export async function toExecutableTool(cipher: SecretCipher, item: Record<string, unknown>): Promise<ExecutableTool> {
+  const tool = toTool(item);
+  if (typeof item.functionSecret !== 'string') return tool;
+  return { ...tool, functionSecret: await cipher.open(item.functionSecret, secretContext(tool.orgId, tool.id)) };
+}
+
+/**
+ * Tools live in their organization's partition, with a claim item that makes names unique per organization. A
+ * FUNCTION_TOOL's signing secret (`functionSecret`) is sealed by `cipher` (docs/security.md#secrets-at-rest).
+ */
 export class DynamoToolStore implements ToolStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
+  private readonly cipher: SecretCipher;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(client: DynamoDBDocumentClient, tableName: string, cipher: SecretCipher) {
     this.client = client;
     this.tableName = tableName;
+    this.cipher = cipher;
   }
 
   async create(tool: Tool, functionSecret?: string): Promise<void> {
+    const sealed = functionSecret === undefined ? undefined : await this.cipher.seal(functionSecret, secretContext(tool.orgId, tool.id));
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -38,7 +47,7 @@ export class DynamoToolStore implements ToolStore {
             {
               Put: {
                 TableName: this.tableName,
-                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool, functionSecret },
+                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool, functionSecret: sealed },
                 ConditionExpression: 'attribute_not_exists(pk)',
               },
             },
@@ -73,7 +82,7 @@ export class DynamoToolStore implements ToolStore {
     const result = await this.client.send(
       new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: toolIds.map((toolId) => keys.tool(orgId, toolId)), ConsistentRead: true } } }),
     );
-    return (result.Responses?.[this.tableName] ?? []).map(toExecutableTool);
+    return Promise.all((result.Responses?.[this.tableName] ?? []).map((item) => toExecutableTool(this.cipher, item)));
   }
 
   async list(orgId: string): Promise<Tool[]> {
@@ -87,14 +96,9 @@ export class DynamoToolStore implements ToolStore {
   }
 
   async replace(previous: Tool, next: Tool, functionSecret?: string): Promise<void> {
+    const sealed = functionSecret ? { functionSecret: await this.cipher.seal(functionSecret, secretContext(next.orgId, next.id)) } : {};
     // An update rather than a put, so the attachment count maintained by agent writes is left alone.
-    await replaceFields(
-      this.client,
-      { tableName: this.tableName, key: keys.tool(next.orgId, next.id), what: 'tool' },
-      previous,
-      next,
-      functionSecret ? { functionSecret } : {},
-    );
+    await replaceFields(this.client, { tableName: this.tableName, key: keys.tool(next.orgId, next.id), what: 'tool' }, previous, next, sealed);
   }
 
   async delete(orgId: string, toolId: string): Promise<'deleted' | 'attached' | 'missing'> {

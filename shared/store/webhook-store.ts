@@ -1,6 +1,7 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeliverableEndpoint, WebhookEndpoint, WebhookStore } from '../ports.ts';
+import type { DeliverableEndpoint, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { allEvents } from '../schemas/webhook.ts';
+import { isSealed } from '../secrets/envelope-cipher.ts';
 import { conditionalWrite } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { replaceFields } from './replace-fields.ts';
@@ -11,35 +12,31 @@ const webhookFieldOrder = ['id', 'orgId', 'url', 'events', 'description', 'enabl
 
 export const toWebhookEndpoint = (item: Record<string, unknown>): WebhookEndpoint => toRecord<WebhookEndpoint>(item, webhookFieldOrder);
 
-/**
- * The endpoint with the secrets that sign its deliveries now: the current one, then the previous one while the
- * rotation overlap lasts (`previousSecretValidUntil`, epoch ms, still ahead of `nowMs`).
- */
-export function toDeliverableEndpoint(item: Record<string, unknown>, nowMs: number): DeliverableEndpoint {
-  const secrets = typeof item.secret === 'string' ? [item.secret] : [];
-  const validUntil = item.previousSecretValidUntil;
-  if (typeof item.previousSecret === 'string' && typeof validUntil === 'number' && validUntil > nowMs) secrets.push(item.previousSecret);
-  return { ...toWebhookEndpoint(item), secrets };
-}
+/** Both secrets of an endpoint are sealed under its context, so a rotation moves the current one as it is stored. */
+const secretContext = (orgId: string, endpointId: string): SecretContext => ({ orgId, purpose: 'webhook-secret', id: endpointId });
 
 /**
  * Webhook endpoints live in their organization's partition (`WEBHOOK#<id>`), with their signing secrets as internal
- * attributes (`secret`, `previousSecret`, `previousSecretValidUntil`) that `toRecord` never lets out.
+ * attributes (`secret`, `previousSecret`, `previousSecretValidUntil`) that `toRecord` never lets out. The secrets
+ * are sealed by `cipher` (docs/security.md#secrets-at-rest).
  */
 export class DynamoWebhookStore implements WebhookStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
+  private readonly cipher: SecretCipher;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(client: DynamoDBDocumentClient, tableName: string, cipher: SecretCipher) {
     this.client = client;
     this.tableName = tableName;
+    this.cipher = cipher;
   }
 
   async create(endpoint: WebhookEndpoint, secret: string): Promise<void> {
+    const sealed = await this.cipher.seal(secret, secretContext(endpoint.orgId, endpoint.id));
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { ...keys.webhook(endpoint.orgId, endpoint.id), entity: 'webhook', ...endpoint, secret },
+        Item: { ...keys.webhook(endpoint.orgId, endpoint.id), entity: 'webhook', ...endpoint, secret: sealed },
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
@@ -73,15 +70,40 @@ export class DynamoWebhookStore implements WebhookStore {
    * `updatedAt` are left alone, so a rotation never conflicts with a PATCH.
    */
   async rotateSecret(orgId: string, endpointId: string, secret: string, previousValidUntil: number): Promise<boolean> {
-    return conditionalWrite(
+    const context = secretContext(orgId, endpointId);
+    const sealed = await this.cipher.seal(secret, context);
+    const write = this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.webhook(orgId, endpointId),
+        UpdateExpression: 'SET #previousSecret = #secret, #secret = :secret, #previousSecretValidUntil = :validUntil',
+        ConditionExpression: 'attribute_exists(pk) AND attribute_exists(#secret)',
+        ExpressionAttributeNames: { '#secret': 'secret', '#previousSecret': 'previousSecret', '#previousSecretValidUntil': 'previousSecretValidUntil' },
+        ExpressionAttributeValues: { ':secret': sealed, ':validUntil': previousValidUntil },
+        ReturnValues: 'UPDATED_OLD',
+      }),
+    );
+    if (!(await conditionalWrite(write))) return false;
+    const replaced = (await write).Attributes?.secret;
+    if (typeof replaced === 'string' && !isSealed(replaced)) await this.sealLegacyPreviousSecret(orgId, endpointId, replaced);
+    return true;
+  }
+
+  /**
+   * A secret stored in the clear before sealing began has just become the previous one: sealed now, unless another
+   * rotation moved it on meanwhile (the condition), so no plaintext outlives its endpoint's first rotation.
+   */
+  private async sealLegacyPreviousSecret(orgId: string, endpointId: string, plaintext: string): Promise<void> {
+    const sealed = await this.cipher.seal(plaintext, secretContext(orgId, endpointId));
+    await conditionalWrite(
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.webhook(orgId, endpointId),
-          UpdateExpression: 'SET #previousSecret = #secret, #secret = :secret, #previousSecretValidUntil = :validUntil',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_exists(#secret)',
-          ExpressionAttributeNames: { '#secret': 'secret', '#previousSecret': 'previousSecret', '#previousSecretValidUntil': 'previousSecretValidUntil' },
-          ExpressionAttributeValues: { ':secret': secret, ':validUntil': previousValidUntil },
+          UpdateExpression: 'SET #previousSecret = :sealed',
+          ConditionExpression: '#previousSecret = :plaintext',
+          ExpressionAttributeNames: { '#previousSecret': 'previousSecret' },
+          ExpressionAttributeValues: { ':sealed': sealed, ':plaintext': plaintext },
         }),
       ),
     );
@@ -108,12 +130,25 @@ export class DynamoWebhookStore implements WebhookStore {
       ExpressionAttributeNames: { '#enabled': 'enabled', '#events': 'events' },
       ExpressionAttributeValues: { ':enabled': true, ':type': eventType, ':all': allEvents },
     });
-    return items.map((item) => toDeliverableEndpoint(item, nowMs));
+    return Promise.all(items.map((item) => this.toDeliverable(item, nowMs)));
   }
 
   async deliverable(orgId: string, endpointId: string, nowMs: number): Promise<DeliverableEndpoint | undefined> {
     const item = await this.item(orgId, endpointId);
-    return item ? toDeliverableEndpoint(item, nowMs) : undefined;
+    return item ? this.toDeliverable(item, nowMs) : undefined;
+  }
+
+  /**
+   * The endpoint with the secrets that sign its deliveries now: the current one, then the previous one while the
+   * rotation overlap lasts (`previousSecretValidUntil`, epoch ms, still ahead of `nowMs`); an expired one is never opened.
+   */
+  private async toDeliverable(item: Record<string, unknown>, nowMs: number): Promise<DeliverableEndpoint> {
+    const endpoint = toWebhookEndpoint(item);
+    const stored = typeof item.secret === 'string' ? [item.secret] : [];
+    const validUntil = item.previousSecretValidUntil;
+    if (typeof item.previousSecret === 'string' && typeof validUntil === 'number' && validUntil > nowMs) stored.push(item.previousSecret);
+    const context = secretContext(endpoint.orgId, endpoint.id);
+    return { ...endpoint, secrets: await Promise.all(stored.map((value) => this.cipher.open(value, context))) };
   }
 
   private async item(orgId: string, endpointId: string): Promise<Record<string, unknown> | undefined> {

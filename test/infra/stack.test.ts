@@ -665,3 +665,44 @@ describe('AgentPlatformStack', () => {
     });
   });
 });
+
+describe('the secrets key', () => {
+  it('is one customer-managed key with yearly rotation and an alias, kept when the stack goes', () => {
+    const keys = Object.entries(resources).filter(([, candidate]) => candidate.Type === 'AWS::KMS::Key');
+    expect(keys).toHaveLength(1);
+    const [keyId, key] = keys[0] as [string, Resource];
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    expect(key.DeletionPolicy).toBe('Retain');
+    template.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/Test/secrets', TargetKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+  });
+
+  it('lets the functions that create or rotate secrets only make data keys, and those that sign only unwrap them', () => {
+    const [keyId] = Object.keys(template.findResources('AWS::KMS::Key'));
+    const keyArn = { 'Fn::GetAtt': [keyId, 'Arn'] };
+    const functions = [
+      ...routeGroups.map((group) => ({ unit: group, seals: group.sealsSecrets === true, opens: group.runsTurns === true })),
+      ...tableStreamConsumers.map((consumer) => ({ unit: consumer, seals: false, opens: false })),
+      ...queueConsumers.map((consumer) => ({ unit: consumer, seals: false, opens: consumer.opensSecrets === true })),
+    ];
+    for (const { unit, seals, opens } of functions) {
+      const kmsStatements = policyDocumentsOfFunction(unit as RouteGroup)
+        .flatMap(statementsOf)
+        .filter((statement) => asArray(statement.Action).some((action) => action.startsWith('kms:')));
+      const expected = [...(seals ? ['kms:GenerateDataKey'] : []), ...(opens ? ['kms:Decrypt'] : [])];
+      expect(kmsStatements.flatMap((statement) => asArray(statement.Action)).sort(), unit.name).toEqual(expected);
+      for (const statement of kmsStatements) expect(statement.Resource, unit.name).toEqual(keyArn);
+      const variables = (resource(functionIdOf(unit), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(variables.SECRETS_KMS_KEY_ID, unit.name).toEqual(seals || opens ? keyArn : undefined);
+    }
+    const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
+    expect(names((entry) => entry.seals)).toEqual(['tools', 'webhooks']);
+    expect(names((entry) => entry.opens)).toEqual(['chat-messages', 'webhook-delivery']);
+  });
+
+  it('keeps the default key policy (the account), so the functions\' IAM policies alone say who may use the key', () => {
+    const [key] = Object.values(template.findResources('AWS::KMS::Key')) as Resource[];
+    const statements = statementsOf((key?.Properties.KeyPolicy as unknown) ?? {});
+    expect(statements).toHaveLength(1);
+    expect(JSON.stringify((statements[0] as Statement & { Principal: unknown }).Principal)).toContain(':root');
+  });
+});

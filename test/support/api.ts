@@ -70,6 +70,7 @@ export async function startApi(
   ]);
   // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
   process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';
+  if (!process.env.SECRETS_KMS_KEY_ID) process.env.SECRETS_KEY_FILE ??= inject('secretsKeyFile');
   useLocalDatabase({ endpoint: inject('dynamodbEndpoint'), tableName: inject('tableName') });
   const { server } = createLocalServer(routeGroups);
   const port = await listenOnLoopback(server);

@@ -17,7 +17,7 @@ const tempDirs: string[] = [];
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES)$/.test(name)) delete env[name];
+    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES|SECRETS_.*|KMS_ENDPOINT)$/.test(name)) delete env[name];
   }
   return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
 }
