@@ -1,6 +1,5 @@
-import { fork } from 'node:child_process';
-import { resolve } from 'node:path';
 import type { AnalysisCpuResult } from './analysis-cpu.ts';
+import { childResult } from './child-result.ts';
 import { percentiles, type Percentiles } from './turns.ts';
 import { receiptsOf, startReceiver, startRuntime } from './webhooks.ts';
 
@@ -56,14 +55,6 @@ export async function measureAnalysis(dynamodbEndpoint: string, tableName: strin
     receiver.server.close();
   }
   log('analysis: CPU per analysis and the transcript budget, in a child process with nothing else running');
-  const cpu = await new Promise<AnalysisCpuResult>((done, fail) => {
-    const child = fork(resolve(import.meta.dirname, 'analysis-cpu.ts'), {
-      env: { ...process.env, BENCH_DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName, POWERTOOLS_LOG_LEVEL: 'WARN' },
-      execArgv: ['--disable-warning=ExperimentalWarning'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    child.once('message', (message: AnalysisCpuResult) => done(message));
-    child.once('exit', (code) => fail(new Error(`analysis CPU bench exited with ${code}`)));
-  });
+  const cpu = await childResult<AnalysisCpuResult>('analysis-cpu.ts', dynamodbEndpoint, tableName);
   return { endToEndedMs: { sessions: latencies.length, ...percentiles(latencies) }, cpu };
 }

@@ -1,5 +1,4 @@
-import { fork } from 'node:child_process';
-import { resolve } from 'node:path';
+import { childResult } from './child-result.ts';
 import type { Percentiles } from './turns.ts';
 
 /** Section 7: a long message history read page by page through the local runtime (issue 15). */
@@ -19,13 +18,5 @@ export interface MessagePagesResult {
 }
 
 export function measureMessagePages(dynamodbEndpoint: string, tableName: string): Promise<MessagePagesResult> {
-  return new Promise((done, fail) => {
-    const child = fork(resolve(import.meta.dirname, 'message-pages-runtime.ts'), {
-      env: { ...process.env, BENCH_DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName, POWERTOOLS_LOG_LEVEL: 'WARN' },
-      execArgv: ['--disable-warning=ExperimentalWarning'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    child.once('message', (message: MessagePagesResult) => done(message));
-    child.once('exit', (code) => fail(new Error(`message pages bench exited with ${code}`)));
-  });
+  return childResult<MessagePagesResult>('message-pages-runtime.ts', dynamodbEndpoint, tableName);
 }
