@@ -13,6 +13,8 @@ export interface TableStreamConsumer {
   select: { records: 'inserts' | 'ttl-deletions'; entities: string[] };
   /** Publishes to the event bus (gets its name and the right to put events). */
   publishesEvents?: boolean;
+  /** Reads and writes the table's items (beyond the stream records it is handed); only then may it. */
+  worksOnTable: boolean;
   /** Queues it sends to, by the variable that holds each one's URL (it gets the URL and the right to send). */
   queueUrls?: Record<string, QueueDefinition>;
 }
@@ -32,14 +34,26 @@ export const analysisQueue: QueueDefinition = {
 };
 
 export const tableStreamConsumers: readonly TableStreamConsumer[] = [
-  { name: 'session-expiry', entry: 'functions/session-expiry/handler.ts', select: { records: 'ttl-deletions', entities: ['sessionExpiry'] } },
-  { name: 'event-relay', entry: 'functions/event-relay/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, publishesEvents: true },
-  { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] } },
+  {
+    name: 'session-expiry',
+    entry: 'functions/session-expiry/handler.ts',
+    select: { records: 'ttl-deletions', entities: ['sessionExpiry'] },
+    worksOnTable: true,
+  },
+  {
+    name: 'event-relay',
+    entry: 'functions/event-relay/handler.ts',
+    select: { records: 'inserts', entities: ['outbox', 'message'] },
+    publishesEvents: true,
+    worksOnTable: false,
+  },
+  { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, worksOnTable: true },
   {
     name: 'analysis-dispatch',
     entry: 'functions/analysis-dispatch/handler.ts',
     select: { records: 'inserts', entities: ['analysisJob'] },
     queueUrls: { ANALYSIS_QUEUE_URL: analysisQueue },
+    worksOnTable: false,
   },
 ];
 

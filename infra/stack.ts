@@ -297,8 +297,7 @@ export class AgentPlatformStack extends Stack {
       });
       for (const definition of Object.values(consumer.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
-      // The relay reads only the stream records it is handed; the others work on the table.
-      else fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+      if (consumer.worksOnTable) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       fn.addEventSource(
         new DynamoEventSource(table, {
           startingPosition: lambda.StartingPosition.TRIM_HORIZON,

@@ -11,7 +11,7 @@ import { startStreamPoller } from '../infra/local/stream-poller.ts';
 import { failing, handed } from './support/fixtures/recording-stream-consumer.ts';
 
 const consumers: TableStreamConsumer[] = [
-  { name: 'recorder', entry: 'test/support/fixtures/recording-stream-consumer.ts', select: { records: 'inserts', entities: ['outbox'] } },
+  { name: 'recorder', entry: 'test/support/fixtures/recording-stream-consumer.ts', select: { records: 'inserts', entities: ['outbox'] }, worksOnTable: false },
 ];
 const clientConfig = { region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
 // A table of its own: its stream holds only what this file writes.

@@ -125,7 +125,7 @@ function functionBehindStreamingIntegration(integration: { Uri: unknown }): stri
   return getAtt['Fn::GetAtt'][0];
 }
 
-function policyDocumentsOfFunction(group: RouteGroup): unknown[] {
+function policyDocumentsOfFunction(group: Pick<RouteGroup, 'name'>): unknown[] {
   const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
   const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
   return [
@@ -412,6 +412,17 @@ describe('AgentPlatformStack', () => {
         expect(JSON.stringify(mapping?.Properties.EventSourceArn)).toContain('StreamArn');
       }
     });
+
+    it.each(tableStreamConsumers.map((consumer) => [consumer.name, consumer] as const))(
+      '%s may read and write table items only if it works on the table',
+      (_name, consumer) => {
+        const itemActions = policyDocumentsOfFunction(consumer)
+          .flatMap(statementsOf)
+          .flatMap((statement) => asArray(statement.Action))
+          .filter((action) => readWriteActions.includes(action));
+        expect([...new Set(itemActions)].sort()).toEqual(consumer.worksOnTable ? readWriteActions : []);
+      },
+    );
 
     it('lets the event publishers, and only them, put events on the platform bus', () => {
       template.resourceCountIs('AWS::Events::EventBus', 1);
