@@ -254,7 +254,12 @@ export interface WebhookDeliveryStore {
   /** DELIVERED or DEAD_LETTERED back to PENDING for a replay; the reopened delivery, 'pending' or 'missing'. */
   reopen(orgId: string, endpointId: string, deliveryId: string, at: string): Promise<WebhookDelivery | 'pending' | 'missing'>;
   /** Up to `limit` deliveries of the endpoint in `createdAt` order, optionally of one state only. */
-  list(orgId: string, endpointId: string, options: { state?: DeliveryState | undefined; direction: 'asc' | 'desc'; limit: number }): Promise<WebhookDelivery[]>;
+  /** Up to `limit` deliveries in `direction` order, after the delivery `after` when given. */
+  list(
+    orgId: string,
+    endpointId: string,
+    options: { state?: DeliveryState | undefined; direction: 'asc' | 'desc'; limit: number; after?: string | undefined },
+  ): Promise<WebhookDelivery[]>;
 }
 
 /** One attempt of a delivery, scheduled on the delivery queue. */

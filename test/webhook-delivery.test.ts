@@ -250,11 +250,28 @@ describe('webhook delivery', () => {
     expect(all.map((delivery) => delivery.createdAt)).toEqual(all.map((delivery) => delivery.createdAt).sort().reverse());
     const first = await api.request('GET', `/v1/chat/webhooks/${endpointId}/deliveries?limit=2`, { key });
     const second = await api.request('GET', `/v1/chat/webhooks/${endpointId}/deliveries?limit=2&page=2`, { key });
-    expect(first.body.pagination).toEqual({ page: 1, limit: 2, hasMore: true });
+    expect(first.body.pagination).toEqual({ page: 1, limit: 2, hasMore: true, nextCursor: expect.any(String) });
     expect(second.body.pagination).toEqual({ page: 2, limit: 2, hasMore: false });
     expect([...first.body.data, ...second.body.data]).toEqual(all);
     const oldest = await api.request('GET', `/v1/chat/webhooks/${endpointId}/deliveries?sort=createdAt:asc&limit=1`, { key });
     expect(oldest.body.data).toEqual([all.at(-1)]);
+
+    // The same pages by cursor: each read continues where the previous page ended.
+    const path = `/v1/chat/webhooks/${endpointId}/deliveries`;
+    const byCursor = [];
+    let cursor: string | undefined;
+    do {
+      const page = await api.request('GET', `${path}?sort=createdAt:asc&limit=1${cursor ? `&cursor=${cursor}` : ''}`, { key });
+      expect(page.status, page.text).toBe(200);
+      byCursor.push(page.body);
+      cursor = page.body.pagination.nextCursor;
+    } while (cursor);
+    expect(byCursor.map((page) => page.pagination.page)).toEqual([1, 2, 3]);
+    expect(byCursor.flatMap((page) => page.data)).toEqual([...all].reverse());
+    // A cursor belongs to its listing: another order or state filter, or a made-up value, is a 400.
+    expectError(await api.request('GET', `${path}?cursor=${first.body.pagination.nextCursor}&sort=createdAt:asc`, { key }), 400, 'VALIDATION_ERROR', 'cursor');
+    expectError(await api.request('GET', `${path}?cursor=${first.body.pagination.nextCursor}&state=DELIVERED`, { key }), 400, 'VALIDATION_ERROR', 'cursor');
+    expectError(await api.request('GET', `${path}?cursor=bm90LWEtY3Vyc29y`, { key }), 400, 'VALIDATION_ERROR', 'cursor');
   });
 });
 

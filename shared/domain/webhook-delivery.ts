@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
-import { DeliveryPendingError, NotFoundError, WebhookDisabledError } from '../errors.ts';
+import { DeliveryPendingError, NotFoundError, ValidationError, WebhookDisabledError } from '../errors.ts';
 import { EgressBlockedError, egressPolicyFromConfig, guardedRequest, OutboundTimeoutError, type GuardedResponse } from '../net/egress-guard.ts';
 import { signatureHeaders } from '../net/standard-webhooks.ts';
 import type {
@@ -12,7 +12,7 @@ import type {
   WebhookDeliveryStore,
   WebhookStore,
 } from '../ports.ts';
-import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
+import { deliveryCursor, type DeliveryPage, type ListDeliveriesQuery, type WebhookDelivery } from '../schemas/webhook.ts';
 import type { Clock } from './clock.ts';
 import type { DomainEvent } from './events.ts';
 import { getWebhook } from './webhooks.ts';
@@ -263,16 +263,44 @@ export async function listDeliveries(
   query: ListDeliveriesQuery,
 ): Promise<DeliveryPage> {
   await getWebhook(deps, orgId, endpointId);
-  const start = (query.page - 1) * query.limit;
+  const listing = `${query.sort.direction}|${query.state ?? ''}`;
+  const resumed = query.cursor === undefined ? undefined : readCursor(query.cursor, listing);
+  // A cursor continues after the last delivery it names; a page number alone reads the pages before it too.
+  const page = resumed?.page ?? query.page;
+  const skip = resumed ? 0 : (page - 1) * query.limit;
   const deliveries = await deps.deliveries.list(orgId, endpointId, {
     state: query.state,
     direction: query.sort.direction,
-    limit: start + query.limit + 1,
+    limit: skip + query.limit + 1,
+    after: resumed?.after,
   });
+  const data = deliveries.slice(skip, skip + query.limit);
+  const hasMore = deliveries.length > skip + query.limit;
+  const last = data.at(-1);
   return {
-    data: deliveries.slice(start, start + query.limit),
-    pagination: { page: query.page, limit: query.limit, hasMore: deliveries.length > start + query.limit },
+    data,
+    pagination: {
+      page,
+      limit: query.limit,
+      hasMore,
+      ...(hasMore && last ? { nextCursor: Buffer.from(JSON.stringify({ after: last.id, page: page + 1, listing })).toString('base64url') } : {}),
+    },
   };
+}
+
+/** A `nextCursor` of this listing (same order and state filter), or a 400 naming `cursor`. */
+function readCursor(cursor: string, listing: string): { after: string; page: number } {
+  let parsed: ReturnType<typeof deliveryCursor.safeParse> | undefined;
+  try {
+    parsed = deliveryCursor.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed?.success || parsed.data.listing !== listing) {
+    const message = 'must be the nextCursor of a page of this listing, with the same sort and state';
+    throw new ValidationError(`Invalid query parameters: cursor ${message}`, { details: [{ field: 'cursor', message }] });
+  }
+  return parsed.data;
 }
 
 export async function getDelivery(

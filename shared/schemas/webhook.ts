@@ -112,9 +112,14 @@ export const deliveryParams = idParams.extend({ deliveryId: z.uuid({ error: 'mus
 export const listDeliveriesQuery = paginationQuery.extend({
   sort: sortQuery(['createdAt'], 'createdAt:desc'),
   state: z.enum(deliveryStates, { error: `must be one of ${deliveryStates.join(', ')}` }).optional(),
+  /** The `nextCursor` of the previous page: the next page is then read from where that one ended. */
+  cursor: z.string().max(512).optional(),
 });
 
 export type ListDeliveriesQuery = z.output<typeof listDeliveriesQuery>;
+
+/** What a deliveries `nextCursor` carries (base64url JSON): the last delivery of its page, the next page's number, and the listing (order and state filter) it belongs to. */
+export const deliveryCursor = z.object({ after: z.string().min(1), page: z.int().min(2), listing: z.string() });
 
 /**
  * A page of deliveries. An endpoint can have hundreds of thousands of them, and counting would read them all, so
@@ -122,5 +127,6 @@ export type ListDeliveriesQuery = z.output<typeof listDeliveriesQuery>;
  */
 export interface DeliveryPage {
   data: WebhookDelivery[];
-  pagination: { page: number; limit: number; hasMore: boolean };
+  /** `nextCursor` while more follow: pass it as `cursor` to read the next page without reading this one again. */
+  pagination: { page: number; limit: number; hasMore: boolean; nextCursor?: string };
 }

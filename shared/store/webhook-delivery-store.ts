@@ -138,10 +138,10 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
   async list(
     orgId: string,
     endpointId: string,
-    options: { state?: DeliveryState | undefined; direction: 'asc' | 'desc'; limit: number },
+    options: { state?: DeliveryState | undefined; direction: 'asc' | 'desc'; limit: number; after?: string | undefined },
   ): Promise<WebhookDelivery[]> {
     const deliveries: WebhookDelivery[] = [];
-    let startKey: Record<string, unknown> | undefined;
+    let startKey: Record<string, unknown> | undefined = options.after === undefined ? undefined : keys.webhookDelivery(orgId, endpointId, options.after);
     do {
       const page = await this.client.send(
         new QueryCommand({
