@@ -1,4 +1,4 @@
-import { createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/schemas/agent.ts';
+import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/schemas/agent.ts';
 import { idParams } from '../../shared/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
@@ -12,6 +12,8 @@ export const agentRoutes = defineRouteGroup({
       scope: 'agents:write',
       summary: 'Create an agent',
       successStatus: 201,
+      response: agentSchema,
+      errors: ['MODELS_NOT_FOUND', 'TOOLS_NOT_FOUND', 'INVALID_ANALYSIS_CONFIG'],
       body: createAgentBody,
       idempotent: true,
     },
@@ -21,6 +23,8 @@ export const agentRoutes = defineRouteGroup({
       scope: 'agents:write',
       summary: 'Update an agent, including its tools',
       successStatus: 200,
+      response: agentSchema,
+      errors: ['MODELS_NOT_FOUND', 'TOOLS_NOT_FOUND', 'INVALID_ANALYSIS_CONFIG', 'CONCURRENT_MODIFICATION'],
       params: idParams,
       body: updateAgentBody,
     },
@@ -30,6 +34,7 @@ export const agentRoutes = defineRouteGroup({
       scope: 'agents:read',
       summary: 'List agents',
       successStatus: 200,
+      response: agentPage,
       query: listAgentsQuery,
       overlapAuthentication: true,
     },
@@ -39,6 +44,7 @@ export const agentRoutes = defineRouteGroup({
       scope: 'agents:read',
       summary: 'Get an agent',
       successStatus: 200,
+      response: agentSchema,
       params: idParams,
       overlapAuthentication: true,
     },

@@ -1,4 +1,4 @@
-import { createApiKeyBody, listApiKeysQuery } from '../../shared/schemas/api-key.ts';
+import { apiKeyPage, createApiKeyBody, createdApiKeySchema, listApiKeysQuery } from '../../shared/schemas/api-key.ts';
 import { idParams } from '../../shared/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
@@ -12,6 +12,7 @@ export const apiKeyRoutes = defineRouteGroup({
       scope: 'keys:manage',
       summary: 'Create an API key; the key is in this response only',
       successStatus: 201,
+      response: createdApiKeySchema,
       body: createApiKeyBody,
       idempotent: true,
     },
@@ -21,6 +22,7 @@ export const apiKeyRoutes = defineRouteGroup({
       scope: 'keys:manage',
       summary: 'List API keys (never the key itself)',
       successStatus: 200,
+      response: apiKeyPage,
       query: listApiKeysQuery,
       overlapAuthentication: true,
     },

@@ -1,5 +1,5 @@
 import { idParams } from '../../shared/schemas/common.ts';
-import { sendMessageBody } from '../../shared/schemas/session.ts';
+import { replyEventSchema, sendMessageBody, sentMessageSchema } from '../../shared/schemas/session.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
 /** Its own function because it streams: on AWS it sits behind a streaming integration, not the HTTP API. */
@@ -15,6 +15,9 @@ export const chatMessageRoutes = defineRouteGroup({
       scope: 'chat:write',
       summary: 'Send a message; the reply streams as server-sent events unless stream is false',
       successStatus: 200,
+      response: sentMessageSchema,
+      events: replyEventSchema,
+      errors: ['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SESSION', 'SESSION_BUSY', 'MESSAGES_HISTORY_ERROR', 'MODEL_ERROR'],
       params: idParams,
       body: sendMessageBody,
       // The turn's reads start while the key is confirmed: one round trip fewer before the first token.

@@ -1,3 +1,4 @@
+import * as z from 'zod';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
 /** Health, and the catch-all that answers 404/405 in our envelope for whatever no route matches. */
@@ -12,6 +13,7 @@ export const edgeRoutes = defineRouteGroup({
       scope: 'public',
       summary: 'Liveness check; no credentials',
       successStatus: 200,
+      response: z.object({ status: z.literal('ok') }),
     },
   },
 });

@@ -1,5 +1,5 @@
 import { defineRouteGroup } from '../../shared/http/route.ts';
-import { eventStreamQuery } from '../../shared/schemas/event-stream.ts';
+import { eventStreamQuery, streamedEventSchema } from '../../shared/schemas/event-stream.ts';
 
 /** Its own function because it streams for minutes: on AWS it sits behind a streaming integration, not the HTTP API. */
 export const eventRoutes = defineRouteGroup({
@@ -13,6 +13,7 @@ export const eventRoutes = defineRouteGroup({
       scope: 'chat:read',
       summary: "The organization's domain events as server-sent events, resumable with Last-Event-ID",
       successStatus: 200,
+      events: streamedEventSchema,
       query: eventStreamQuery,
     },
   },

@@ -1,4 +1,4 @@
-import { listModelsQuery } from '../../shared/schemas/model.ts';
+import { listModelsQuery, modelPage } from '../../shared/schemas/model.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
 export const modelRoutes = defineRouteGroup({
@@ -11,6 +11,7 @@ export const modelRoutes = defineRouteGroup({
       scope: 'models:read',
       summary: 'List the model catalog (LLM, STT, TTS)',
       successStatus: 200,
+      response: modelPage,
       query: listModelsQuery,
     },
   },

@@ -1,5 +1,13 @@
 import { idParams } from '../../shared/schemas/common.ts';
-import { createSessionBody, listMessagesQuery, listSessionsQuery } from '../../shared/schemas/session.ts';
+import {
+  analysisRerunSchema,
+  createSessionBody,
+  listMessagesQuery,
+  listSessionsQuery,
+  messagePage,
+  sessionPage,
+  sessionSchema,
+} from '../../shared/schemas/session.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
 export const sessionRoutes = defineRouteGroup({
@@ -12,6 +20,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:write',
       summary: 'Open a chat session with an agent',
       successStatus: 201,
+      response: sessionSchema,
+      errors: ['AGENT_INACTIVE', 'SESSION_CREATION_ERROR'],
       body: createSessionBody,
       idempotent: true,
     },
@@ -21,6 +31,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:write',
       summary: 'Deprecated twin of POST /v1/chat/chat/sessions',
       successStatus: 201,
+      response: sessionSchema,
+      errors: ['AGENT_INACTIVE', 'SESSION_CREATION_ERROR'],
       body: createSessionBody,
       idempotent: true,
       deprecated: { since: '2026-06-01T00:00:00Z', sunset: '2027-06-01T00:00:00Z', successor: '/v1/chat/chat/sessions' },
@@ -31,6 +43,7 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:read',
       summary: 'List sessions by agent, state, platform and creation time',
       successStatus: 200,
+      response: sessionPage,
       query: listSessionsQuery,
     },
     getSession: {
@@ -39,6 +52,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:read',
       summary: 'Get a session',
       successStatus: 200,
+      response: sessionSchema,
+      errors: ['SESSION_NOT_FOUND'],
       params: idParams,
     },
     listMessages: {
@@ -47,6 +62,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:read',
       summary: 'The full message history of a session, in order',
       successStatus: 200,
+      response: messagePage,
+      errors: ['SESSION_NOT_FOUND', 'MESSAGES_HISTORY_ERROR'],
       params: idParams,
       query: listMessagesQuery,
     },
@@ -56,6 +73,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:write',
       summary: 'Close a session (idempotent)',
       successStatus: 200,
+      response: sessionSchema,
+      errors: ['SESSION_NOT_FOUND'],
       params: idParams,
     },
     analyseSession: {
@@ -64,6 +83,8 @@ export const sessionRoutes = defineRouteGroup({
       scope: 'chat:write',
       summary: "Re-run an ended session's analysis with the agent's current configuration (asynchronous)",
       successStatus: 202,
+      response: analysisRerunSchema,
+      errors: ['SESSION_NOT_FOUND', 'INVALID_SESSION'],
       params: idParams,
       idempotent: true,
     },

@@ -1,5 +1,5 @@
 import { idParams } from '../../shared/schemas/common.ts';
-import { createToolBody, deleteToolQuery, listToolsQuery, updateToolBody } from '../../shared/schemas/tool.ts';
+import { createToolBody, deleteToolQuery, listToolsQuery, toolPage, toolSchema, updateToolBody } from '../../shared/schemas/tool.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
 export const toolRoutes = defineRouteGroup({
@@ -14,6 +14,8 @@ export const toolRoutes = defineRouteGroup({
       scope: 'tools:write',
       summary: 'Create a tool',
       successStatus: 201,
+      response: toolSchema,
+      errors: ['TOOL_NAME_TAKEN', 'INVALID_TOOL_SCHEMA'],
       body: createToolBody,
       idempotent: true,
     },
@@ -23,6 +25,7 @@ export const toolRoutes = defineRouteGroup({
       scope: 'tools:read',
       summary: 'List tools',
       successStatus: 200,
+      response: toolPage,
       query: listToolsQuery,
       overlapAuthentication: true,
     },
@@ -32,6 +35,7 @@ export const toolRoutes = defineRouteGroup({
       scope: 'tools:read',
       summary: 'Get a tool',
       successStatus: 200,
+      response: toolSchema,
       params: idParams,
       overlapAuthentication: true,
     },
@@ -41,6 +45,8 @@ export const toolRoutes = defineRouteGroup({
       scope: 'tools:write',
       summary: 'Update a tool; agents pick the change up on their next turn',
       successStatus: 200,
+      response: toolSchema,
+      errors: ['INVALID_TOOL_SCHEMA', 'CONCURRENT_MODIFICATION'],
       params: idParams,
       body: updateToolBody,
     },
@@ -50,6 +56,7 @@ export const toolRoutes = defineRouteGroup({
       scope: 'tools:write',
       summary: 'Delete a tool; 409 while attached unless force=true detaches it',
       successStatus: 204,
+      errors: ['TOOL_IN_USE'],
       params: idParams,
       query: deleteToolQuery,
     },

@@ -1,5 +1,17 @@
 import { idParams } from '../../shared/schemas/common.ts';
-import { createWebhookBody, deliveryParams, listDeliveriesQuery, listWebhooksQuery, updateWebhookBody } from '../../shared/schemas/webhook.ts';
+import {
+  createdWebhookEndpointSchema,
+  createWebhookBody,
+  deliveryPageSchema,
+  deliveryParams,
+  listDeliveriesQuery,
+  listWebhooksQuery,
+  rotatedWebhookSecretSchema,
+  updateWebhookBody,
+  webhookDeliverySchema,
+  webhookEndpointPage,
+  webhookEndpointSchema,
+} from '../../shared/schemas/webhook.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 import { webhookDeliveryQueue } from '../consumers.ts';
 
@@ -17,6 +29,8 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:write',
       summary: 'Register a webhook endpoint; its signing secret is in this response only',
       successStatus: 201,
+      response: createdWebhookEndpointSchema,
+      errors: ['WEBHOOK_URL_NOT_ALLOWED'],
       body: createWebhookBody,
       idempotent: true,
     },
@@ -26,6 +40,7 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:read',
       summary: 'List webhook endpoints',
       successStatus: 200,
+      response: webhookEndpointPage,
       query: listWebhooksQuery,
       overlapAuthentication: true,
     },
@@ -35,6 +50,7 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:read',
       summary: 'Get a webhook endpoint',
       successStatus: 200,
+      response: webhookEndpointSchema,
       params: idParams,
       overlapAuthentication: true,
     },
@@ -44,6 +60,8 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:write',
       summary: 'Update a webhook endpoint (url, events, description, enabled)',
       successStatus: 200,
+      response: webhookEndpointSchema,
+      errors: ['WEBHOOK_URL_NOT_ALLOWED', 'CONCURRENT_MODIFICATION'],
       params: idParams,
       body: updateWebhookBody,
     },
@@ -61,6 +79,7 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:write',
       summary: 'Rotate the signing secret; the previous one keeps signing for 24 hours',
       successStatus: 200,
+      response: rotatedWebhookSecretSchema,
       params: idParams,
     },
     listDeliveries: {
@@ -69,6 +88,7 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:read',
       summary: 'List the deliveries of events to a webhook endpoint, newest first',
       successStatus: 200,
+      response: deliveryPageSchema,
       params: idParams,
       query: listDeliveriesQuery,
       overlapAuthentication: true,
@@ -79,6 +99,7 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:read',
       summary: 'Get one delivery',
       successStatus: 200,
+      response: webhookDeliverySchema,
       params: deliveryParams,
       overlapAuthentication: true,
     },
@@ -88,6 +109,8 @@ export const webhookRoutes = defineRouteGroup({
       scope: 'webhooks:write',
       summary: 'Send a delivered or dead-lettered event to the endpoint again, once',
       successStatus: 202,
+      response: webhookDeliverySchema,
+      errors: ['WEBHOOK_DISABLED', 'DELIVERY_PENDING'],
       params: deliveryParams,
     },
   },

@@ -1,6 +1,7 @@
 import { AppError, type FieldIssue } from '../errors.ts';
 
-const statusByCode: Record<string, number> = {
+/** Every error code the API answers with, and its status. */
+export const statusByCode = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
@@ -29,7 +30,10 @@ const statusByCode: Record<string, number> = {
   SESSION_CREATION_ERROR: 503,
   MESSAGES_HISTORY_ERROR: 503,
   MODEL_ERROR: 502,
-};
+  GENERIC_ERROR: 500,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof statusByCode;
 
 export interface ErrorEnvelope {
   error: { code: string; message: string; status: number; details?: FieldIssue[] };
@@ -40,7 +44,7 @@ export interface ErrorEnvelope {
 export function toErrorEnvelope(error: unknown, requestId: string, now = new Date()): ErrorEnvelope {
   const meta = { requestId, timestamp: now.toISOString() };
   if (error instanceof AppError) {
-    const status = statusByCode[error.code] ?? 500;
+    const status: number = statusByCode[error.code as ErrorCode] ?? 500;
     return {
       error: { code: error.code, message: error.message, status, ...(error.details ? { details: error.details } : {}) },
       meta,

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Scope } from '../auth/scopes.ts';
+import type { ErrorCode } from './error-envelope.ts';
 import type { QueueDefinition } from '../queue/queue-definition.ts';
 
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -20,6 +21,23 @@ export interface RouteDefinition {
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
+  /**
+   * The success response's body (JSON). Every documented route with a body to answer declares it: /openapi.json
+   * describes it and the integration tests check each response against it (docs/openapi.md).
+   */
+  response?: z.ZodType;
+  /** A route that can answer with server-sent events: the schema of each event's `data:`. */
+  events?: z.ZodType;
+  /**
+   * The error codes of the route's own domain. Those the pipeline gives (validation, credentials, idempotency,
+   * size, media type, 500) are derived from the rest of the declaration.
+   */
+  errors?: readonly ErrorCode[];
+  /**
+   * Left out of /openapi.json: provider callbacks and the developer pages that serve the description itself
+   * (docs, playground). Internal routes need no response schema.
+   */
+  internal?: boolean;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
   /**

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { analysisConfigSchema, type AnalysisConfig } from './analysis.ts';
-import { booleanQuery, optionalText, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
+import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
 
 export const maxToolsPerAgent = 32;
 
@@ -100,6 +100,33 @@ export const listAgentsQuery = paginationQuery.extend({
   createdAfter: timestamp.optional(),
   createdBefore: timestamp.optional(),
 });
+
+/** An agent as the API answers it. */
+export const agentSchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  fullName: z.string(),
+  description: z.string(),
+  role: z.string(),
+  language: z.string().optional(),
+  systemPrompt: z.string().optional(),
+  specialInstructions: z.string().optional(),
+  modelId: z.uuid(),
+  sttModelId: z.uuid().optional(),
+  ttsModelId: z.uuid().optional(),
+  voiceEnabled: z.boolean(),
+  voicePipelineMode: z.enum(voicePipelineModes).nullable(),
+  knowledgeStoreId: z.string().optional(),
+  tools: z.array(agentToolSchema),
+  welcomeAllowInterruptions: z.boolean().optional(),
+  analysis: analysisConfigSchema.optional(),
+  isActive: z.boolean(),
+  isPublic: z.boolean(),
+  createdAt: instant,
+  updatedAt: instant,
+}) satisfies z.ZodType<Agent>;
+
+export const agentPage = pageOf(agentSchema);
 
 export type CreateAgentInput = z.output<typeof createAgentBody>;
 export type UpdateAgentInput = z.output<typeof updateAgentBody>;

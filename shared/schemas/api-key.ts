@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { isScope, scopes } from '../auth/scopes.ts';
-import { paginationQuery, requiredText, sortQuery } from './common.ts';
+import { instant, pageOf, paginationQuery, requiredText, sortQuery } from './common.ts';
 
 export const createApiKeyBody = z.strictObject({
   name: requiredText(100),
@@ -26,3 +26,19 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt?: string | undefined;
 }
+
+export const apiKeySchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  name: z.string(),
+  scopes: z.array(z.string()),
+  /** The key's first characters, to tell keys apart. */
+  prefix: z.string(),
+  createdAt: instant,
+  lastUsedAt: instant.optional(),
+}) satisfies z.ZodType<ApiKey>;
+
+export const apiKeyPage = pageOf(apiKeySchema);
+
+/** The create response: the only time the key itself is shown. */
+export const createdApiKeySchema = apiKeySchema.extend({ key: z.string() });

@@ -40,6 +40,19 @@ export const requiredText = (max: number) => z.string().trim().min(1, { error: '
 
 export const optionalText = (max: number) => z.string().trim().max(max);
 
+/** A page of a listing, as every paginated route answers it. */
+export const pageOf = <Item extends z.ZodType>(item: Item) =>
+  z.object({
+    data: z.array(item),
+    pagination: z.object({ page: z.int().min(1), limit: z.int().min(1), total: z.int().min(0), totalPages: z.int().min(0) }),
+  });
+
+/** A timestamp the API writes: always UTC (`toISOString`). */
+export const instant = z.iso.datetime();
+
+/** A free-form JSON object as the client stored it (metadata, variables, tool schemas). */
+export const jsonRecord = z.record(z.string(), z.unknown());
+
 export interface Page<T> {
   data: T[];
   pagination: { page: number; limit: number; total: number; totalPages: number };

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { sseEventName, sseEventNames } from '../domain/event-stream.ts';
+import { eventSchemas } from '../events/catalog.ts';
 
 const knownNames: ReadonlySet<string> = new Set(sseEventNames);
 
@@ -17,3 +18,9 @@ export const eventStreamQuery = z.object({
   /** For clients that cannot set the Last-Event-ID header; the header wins when both are sent. */
   lastEventId: z.string().optional(),
 });
+
+/**
+ * The `data:` of one event on the stream: a domain event's payload (its `event:` line names the type, its `id:` is
+ * the cursor to resume from). Comments (`:`) carry heartbeats and notices; an `error` event the envelope.
+ */
+export const streamedEventSchema = z.union(Object.values(eventSchemas));

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { paginationQuery } from './common.ts';
+import { pageOf, paginationQuery } from './common.ts';
 
 export const modelTypes = ['LLM', 'STT', 'TTS'] as const;
 export type ModelType = (typeof modelTypes)[number];
@@ -19,3 +19,13 @@ export const listModelsQuery = paginationQuery.extend({
   type: z.enum(modelTypes).optional(),
   provider: z.enum(modelProviders).optional(),
 });
+
+export const modelSchema = z.object({
+  id: z.uuid(),
+  type: z.enum(modelTypes),
+  provider: z.enum(modelProviders),
+  name: z.string(),
+  isDefault: z.boolean(),
+}) satisfies z.ZodType<Model>;
+
+export const modelPage = pageOf(modelSchema);

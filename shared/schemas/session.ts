@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import type { AnalysisResult } from './analysis.ts';
-import { paginationQuery, sortQuery, timestamp } from './common.ts';
+import { analysisResultSchema, type AnalysisResult } from './analysis.ts';
+import { instant, jsonRecord, pageOf, paginationQuery, sortQuery, timestamp } from './common.ts';
 import { storableJsonObject } from './storable-json.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
@@ -78,3 +78,76 @@ export interface Message {
   metadata: Record<string, unknown>;
   createdAt: string;
 }
+
+export const sessionSchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  agentId: z.uuid(),
+  type: z.enum(['CHAT', 'VOICE']),
+  direction: z.enum(['INBOUND', 'OUTBOUND']),
+  platform: z.enum(sessionPlatforms),
+  state: z.enum(sessionStates),
+  metadata: z.object({ sessionVariables: jsonRecord }).catchall(z.unknown()),
+  createdAt: instant,
+  updatedAt: instant,
+  lastActivityAt: instant,
+  endedAt: instant.optional(),
+  endedReason: z.enum(['USER_CLOSED', 'AGENT_ENDED', 'EXPIRED']).optional(),
+  messageCount: z.int().min(0),
+  analysis: analysisResultSchema.optional(),
+}) satisfies z.ZodType<Session>;
+
+export const sessionPage = pageOf(sessionSchema);
+
+const toolCallRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: jsonRecord,
+  result: z.string(),
+  status: z.enum(['SUCCESS', 'ERROR']),
+  durationMs: z.number().min(0),
+}) satisfies z.ZodType<ToolCallRecord>;
+
+/** An assistant message's `metadata.timings`: where the reply's time went, in milliseconds. */
+const turnTimingsSchema = z.object({
+  modelFirstTokenMs: z.number(),
+  modelTotalMs: z.number(),
+  tools: z.array(z.object({ name: z.string(), durationMs: z.number() })),
+  platformMs: z.number(),
+  totalMs: z.number(),
+});
+
+export const messageSchema = z.object({
+  id: z.string(),
+  sessionId: z.uuid(),
+  role: z.enum(messageRoles),
+  content: z.string(),
+  toolCall: toolCallRecordSchema.optional(),
+  /** The client's metadata on USER messages; on ASSISTANT messages the model, `timings` and `status`. */
+  metadata: z.object({ timings: turnTimingsSchema.optional() }).catchall(z.unknown()),
+  createdAt: instant,
+}) satisfies z.ZodType<Message>;
+
+export const messagePage = pageOf(messageSchema);
+
+/** The reply to a message sent with `stream: false`. */
+export const sentMessageSchema = z.object({
+  userMessage: messageSchema,
+  toolMessages: z.array(messageSchema),
+  assistantMessage: messageSchema,
+});
+
+/**
+ * One `data:` event of a streamed reply: a text delta of the assistant message, or, if the turn fails after the
+ * stream began, an error in the envelope's shape. The stream ends with `data: [DONE]`.
+ */
+export const replyEventSchema = z.union([
+  z.object({ id: z.string(), delta: z.string() }),
+  z.object({
+    error: z.object({ code: z.string(), message: z.string(), status: z.int() }),
+    meta: z.object({ requestId: z.string(), timestamp: instant }),
+  }),
+]);
+
+/** The answer to a re-run request: the analysis job it queued. */
+export const analysisRerunSchema = z.object({ sessionId: z.uuid(), jobId: z.uuid(), requestedAt: instant });

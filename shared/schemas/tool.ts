@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { optionalText, paginationQuery, requiredText, sortQuery } from './common.ts';
+import { instant, jsonRecord, optionalText, pageOf, paginationQuery, requiredText, sortQuery } from './common.ts';
 import { storableJsonObject } from './storable-json.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
@@ -138,3 +138,26 @@ export interface Tool {
   createdAt: string;
   updatedAt: string;
 }
+
+export const toolSchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  name: z.string(),
+  description: z.string(),
+  type: z.enum(toolTypes),
+  ajvPropertiesSchema: jsonRecord,
+  preExecutionMessage: z.string().optional(),
+  apiTool: z.object({ url: z.string(), method: z.enum(httpMethods), headers: z.record(z.string(), z.string()) }).optional(),
+  functionTool: z
+    .object({
+      url: z.string(),
+      timeoutMs: z.int().optional(),
+      /** Shown only on the responses that create it (creation, and an update that turns it into a FUNCTION_TOOL). */
+      signingSecret: z.string().optional(),
+    })
+    .optional(),
+  createdAt: instant,
+  updatedAt: instant,
+}) satisfies z.ZodType<Tool>;
+
+export const toolPage = pageOf(toolSchema);

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { eventTypes } from '../events/catalog.ts';
 import type { WebhookEndpoint } from '../ports.ts';
-import { booleanQuery, idParams, optionalText, paginationQuery, sortQuery } from './common.ts';
+import { booleanQuery, idParams, instant, optionalText, pageOf, paginationQuery, sortQuery } from './common.ts';
 
 /** Subscribes an endpoint to every event type, present and future; it must then be the only entry. */
 export const allEvents = '*';
@@ -130,3 +130,47 @@ export interface DeliveryPage {
   /** `nextCursor` while more follow: pass it as `cursor` to read the next page without reading this one again. */
   pagination: { page: number; limit: number; hasMore: boolean; nextCursor?: string };
 }
+
+export const webhookEndpointSchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string().optional(),
+  enabled: z.boolean(),
+  createdAt: instant,
+  updatedAt: instant,
+}) satisfies z.ZodType<WebhookEndpoint>;
+
+export const webhookEndpointPage = pageOf(webhookEndpointSchema);
+
+export const createdWebhookEndpointSchema = webhookEndpointSchema.extend({ secret: z.string() }) satisfies z.ZodType<CreatedWebhookEndpoint>;
+
+export const rotatedWebhookSecretSchema = z.object({
+  id: z.uuid(),
+  secret: z.string(),
+  previousSecretValidUntil: instant,
+}) satisfies z.ZodType<RotatedWebhookSecret>;
+
+export const webhookDeliverySchema = z.object({
+  /** UUID-shaped, derived from the event and the endpoint. */
+  id: z.string(),
+  endpointId: z.uuid(),
+  eventId: z.string(),
+  eventType: z.string(),
+  state: z.enum(deliveryStates),
+  attempts: z.int().min(0),
+  lastStatusCode: z.int().optional(),
+  lastError: z.string().optional(),
+  lastAttemptAt: instant.optional(),
+  nextAttemptAt: instant.optional(),
+  deliveredAt: instant.optional(),
+  deadLetteredAt: instant.optional(),
+  createdAt: instant,
+  updatedAt: instant,
+}) satisfies z.ZodType<WebhookDelivery>;
+
+export const deliveryPageSchema = z.object({
+  data: z.array(webhookDeliverySchema),
+  pagination: z.object({ page: z.int().min(1), limit: z.int().min(1), hasMore: z.boolean(), nextCursor: z.string().optional() }),
+}) satisfies z.ZodType<DeliveryPage>;
