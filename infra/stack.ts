@@ -233,6 +233,7 @@ export class AgentPlatformStack extends Stack {
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
+        assets: group.assets,
         timeout: group.streaming ? streamingTimeout : httpApiFunctionTimeout,
         environment: {
           TABLE_NAME: table.tableName,
@@ -549,11 +550,21 @@ function streamFilter(consumer: TableStreamConsumer): Record<string, unknown> {
   };
 }
 
+/** Copies a group's built assets beside its bundle, where the handler reads them (`./assets/`). */
+function copyAssets(directory: string) {
+  const source = path.join(repoRoot, directory);
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_inputDir: string, outputDir: string) => [`cp -R "${source}" "${outputDir}/assets"`],
+  };
+}
+
 /** A Lambda function bundled from a handler module with the esbuild options shared with `npm run bench`. */
 function bundledFunction(
   scope: Construct,
   entry: string,
-  options: { timeout: Duration; environment: Record<string, string> },
+  options: { timeout: Duration; environment: Record<string, string>; assets?: string | undefined },
 ): NodejsFunction {
   // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
   // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
@@ -582,6 +593,7 @@ function bundledFunction(
       externalModules: lambdaBundling.external,
       // Bundle with the esbuild devDependency: synth must work without Docker.
       forceDockerBundling: false,
+      ...(options.assets ? { commandHooks: copyAssets(options.assets) } : {}),
     },
   });
 }

@@ -89,6 +89,20 @@ export class StreamingBody {
   }
 }
 
+/** An implementation returns this to answer something other than a JSON body: a page, a script, a cached document. */
+export class RawBody {
+  readonly body: string;
+  readonly headers: Record<string, string>;
+  /** `body` is base64 of binary content (compressed assets). */
+  readonly isBase64Encoded: boolean;
+
+  constructor(body: string, headers: Record<string, string>, isBase64Encoded = false) {
+    this.body = body;
+    this.headers = headers;
+    this.isBase64Encoded = isBase64Encoded;
+  }
+}
+
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -370,5 +384,6 @@ async function dispatch<Deps extends AuthDeps>(
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof RawBody) return { statusCode: route.successStatus, headers: body.headers, body: body.body, isBase64Encoded: body.isBase64Encoded };
   return jsonResponse(route.successStatus, body);
 }

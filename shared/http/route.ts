@@ -64,6 +64,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   sealsSecrets?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
+  /** A directory (relative to the repository root) deployed beside the handler as `assets/`: pages and scripts it serves. */
+  assets?: string;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
   queueUrls?: Record<string, QueueDefinition>;
 }

@@ -3,6 +3,7 @@ import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
+import { assertDocumentedResponse } from './contract.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
 export interface ApiResponse<Body = any> {
@@ -100,6 +101,7 @@ export async function startApi(
       }
       const response = await fetch(baseUrl + path, { method, headers, body });
       const text = await response.text();
+      assertDocumentedResponse({ method, url: path, status: response.status, headers: response.headers, text });
       let parsed: unknown = undefined;
       try {
         parsed = text ? JSON.parse(text) : undefined;

@@ -1,0 +1,132 @@
+import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
+import createFetchClient from 'openapi-fetch';
+import type { components, paths } from './schema.ts';
+
+export type { components, paths };
+export type Schemas = components['schemas'];
+export type Agent = Schemas['Agent'];
+export type Tool = Schemas['Tool'];
+export type Session = Schemas['Session'];
+export type Message = Schemas['Message'];
+export type ErrorEnvelope = Schemas['ErrorEnvelope'];
+export type ReplyEvent = Schemas['SendMessageEvent'];
+export type StreamedEvent = Schemas['StreamEventsEvent'];
+
+export interface ClientOptions {
+  /** Where the API is, e.g. `http://127.0.0.1:3000` (no trailing slash). */
+  baseUrl: string;
+  /** An API key (`x-api-key`), or `token`, a JWT sent as a bearer token. */
+  apiKey?: string;
+  token?: string;
+  fetch?: typeof globalThis.fetch;
+}
+
+/** An error response, or an error event in a stream, in the API's envelope. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly envelope: ErrorEnvelope;
+
+  constructor(envelope: ErrorEnvelope) {
+    super(envelope.error.message);
+    this.name = 'ApiError';
+    this.status = envelope.error.status;
+    this.code = envelope.error.code;
+    this.envelope = envelope;
+  }
+}
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+/** A client typed by the API's OpenAPI description: `client.GET('/v1/chat/agents')` answers `{ data, error }`. */
+export function createApiClient(options: ClientOptions) {
+  const client = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    headers: credentialHeaders(options),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  return Object.assign(client, {
+    /** The text of the assistant's reply as it streams, one delta at a time. */
+    replyDeltas: (sessionId: string, body: { content: string; metadata?: Record<string, unknown> }, signal?: AbortSignal) =>
+      replyDeltas(client, sessionId, body, signal),
+    /** The organization's events as they happen; reconnects after a dropped connection, resuming with Last-Event-ID. */
+    events: (query: { types?: string; lastEventId?: string } = {}, signal?: AbortSignal) => events(client, query, signal),
+  });
+}
+
+function credentialHeaders(options: ClientOptions): Record<string, string> {
+  if (options.apiKey) return { 'x-api-key': options.apiKey };
+  if (options.token) return { authorization: `Bearer ${options.token}` };
+  return {};
+}
+
+type FetchClient = ReturnType<typeof createFetchClient<paths>>;
+
+async function* sseMessages(stream: ReadableStream<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+async function* replyDeltas(
+  client: FetchClient,
+  sessionId: string,
+  body: { content: string; metadata?: Record<string, unknown> },
+  signal?: AbortSignal,
+): AsyncGenerator<string> {
+  const { data, error } = await client.POST('/v1/chat/chat/sessions/{id}/messages', {
+    params: { path: { id: sessionId } },
+    body: { ...body, stream: true },
+    parseAs: 'stream',
+    ...(signal ? { signal } : {}),
+  });
+  if (error) throw new ApiError(error as ErrorEnvelope);
+  for await (const message of sseMessages(data as ReadableStream<Uint8Array>)) {
+    if (message.data === '[DONE]') return;
+    const event = JSON.parse(message.data) as ReplyEvent;
+    if ('error' in event) throw new ApiError(event);
+    yield event.delta;
+  }
+}
+
+/** One event of `/v1/chat/events/stream`: its type (the SSE `event:`), its cursor (`id:`) and its payload. */
+export interface EventMessage {
+  type: string;
+  id: string;
+  data: StreamedEvent;
+}
+
+/** Pause before reconnecting when the server ends the stream (it does at its time limit) or the connection drops. */
+const reconnectDelayMs = 1_000;
+
+async function* events(client: FetchClient, query: { types?: string; lastEventId?: string }, signal?: AbortSignal): AsyncGenerator<EventMessage> {
+  let lastEventId = query.lastEventId;
+  while (!signal?.aborted) {
+    const { data, error, response } = await client.GET('/v1/chat/events/stream', {
+      params: { query: query.types ? { types: query.types } : {}, header: lastEventId ? { 'Last-Event-ID': lastEventId } : {} },
+      parseAs: 'stream',
+      ...(signal ? { signal } : {}),
+    });
+    if (error) throw new ApiError(error as ErrorEnvelope);
+    if (!response.ok || !data) return;
+    try {
+      for await (const message of sseMessages(data as ReadableStream<Uint8Array>)) {
+        // Heartbeats carry an id but no event: they move the cursor forward without yielding.
+        if (message.id) lastEventId = message.id;
+        if (message.event === 'error') throw new ApiError(JSON.parse(message.data) as ErrorEnvelope);
+        if (!message.data) continue;
+        yield { type: message.event ?? 'message', id: message.id ?? '', data: JSON.parse(message.data) as StreamedEvent };
+      }
+    } catch (failure) {
+      if (failure instanceof ApiError || signal?.aborted) throw failure;
+    }
+    await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs));
+  }
+}
