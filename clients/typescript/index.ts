@@ -62,7 +62,7 @@ function credentialHeaders(options: ClientOptions): Record<string, string> {
 
 type FetchClient = ReturnType<typeof createFetchClient<paths>>;
 
-async function* sseMessages(stream: ReadableStream<Uint8Array>): AsyncGenerator<EventSourceMessage> {
+async function* sseMessages(stream: ReadableStream<ArrayBufferView | ArrayBuffer>): AsyncGenerator<EventSourceMessage> {
   const reader = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   try {
     for (;;) {
@@ -88,7 +88,7 @@ async function* replyDeltas(
     ...(signal ? { signal } : {}),
   });
   if (error) throw new ApiError(error as ErrorEnvelope);
-  for await (const message of sseMessages(data as ReadableStream<Uint8Array>)) {
+  for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>)) {
     if (message.data === '[DONE]') return;
     const event = JSON.parse(message.data) as ReplyEvent;
     if ('error' in event) throw new ApiError(event);
@@ -106,8 +106,12 @@ export interface EventMessage {
 /** Pause before reconnecting when the server ends the stream (it does at its time limit) or the connection drops. */
 const reconnectDelayMs = 1_000;
 
+/** Event ids remembered to drop the repeats a resumed stream may send (the server re-reads a short overlap). */
+const rememberedIds = 1_000;
+
 async function* events(client: FetchClient, query: { types?: string; lastEventId?: string }, signal?: AbortSignal): AsyncGenerator<EventMessage> {
   let lastEventId = query.lastEventId;
+  const seen = new Set<string>();
   while (!signal?.aborted) {
     const { data, error, response } = await client.GET('/v1/chat/events/stream', {
       params: { query: query.types ? { types: query.types } : {}, header: lastEventId ? { 'Last-Event-ID': lastEventId } : {} },
@@ -117,11 +121,13 @@ async function* events(client: FetchClient, query: { types?: string; lastEventId
     if (error) throw new ApiError(error as ErrorEnvelope);
     if (!response.ok || !data) return;
     try {
-      for await (const message of sseMessages(data as ReadableStream<Uint8Array>)) {
+      for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>)) {
         // Heartbeats carry an id but no event: they move the cursor forward without yielding.
         if (message.id) lastEventId = message.id;
         if (message.event === 'error') throw new ApiError(JSON.parse(message.data) as ErrorEnvelope);
-        if (!message.data) continue;
+        if (!message.data || seen.has(message.id ?? '')) continue;
+        if (message.id) seen.add(message.id);
+        if (seen.size > rememberedIds) seen.delete(seen.values().next().value as string);
         yield { type: message.event ?? 'message', id: message.id ?? '', data: JSON.parse(message.data) as StreamedEvent };
       }
     } catch (failure) {

@@ -2583,6 +2583,19 @@ export interface operations {
           };
         };
       };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
       /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS */
       409: {
         content: {
@@ -2722,6 +2735,19 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
             };
           };
         };

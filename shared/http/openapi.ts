@@ -238,7 +238,7 @@ export function buildOpenApiDocument(groups: readonly RouteGroup[]): Document {
     info: {
       title: 'Agent Platform API',
       version: apiVersion,
-      description: 'Create and operate chat and voice agents. Changes: CHANGELOG.md, linked from /docs.',
+      description: 'Create and operate chat and voice agents. What changed in each release: [the changelog](/docs/changelog).',
     },
     servers: [{ url: '/' }],
     paths,
