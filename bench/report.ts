@@ -8,6 +8,7 @@ import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
+import type { DeveloperPagesResult } from './developer-pages.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -46,6 +47,12 @@ export const historyTargets = {
   pageP50Ms: 30,
 };
 
+/** Issue 10: the description is built once per process and served from memory; the playground stays light. */
+export const developerPageTargets = {
+  openApiP50Ms: 2,
+  playgroundJsGzipBytes: 200_000,
+};
+
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
 const busyMachineCores = 0.25;
 
@@ -71,6 +78,7 @@ export interface BenchResults {
   webhooks: WebhookBenchResult;
   analysis: AnalysisBenchResult;
   messagePages: MessagePagesResult;
+  developerPages: DeveloperPagesResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -85,6 +93,7 @@ export function evaluate(
   webhooks: WebhookBenchResult,
   analysis: AnalysisBenchResult,
   messagePages: MessagePagesResult,
+  developerPages: DeveloperPagesResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -135,6 +144,8 @@ export function evaluate(
   const history = `${messagePages.messages}-message history`;
   checks.push(atMost(`${history}: page 1 p50`, round(messagePages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost(`${history}: page ${messagePages.deepPage} p50`, round(messagePages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
+  checks.push(atMost('GET /openapi.json p50', round(developerPages.openApiMs.p50), 'ms', developerPageTargets.openApiP50Ms));
+  checks.push(atMost('playground first-load JavaScript (gzip)', developerPages.playgroundJsGzipBytes, 'B', developerPageTargets.playgroundJsGzipBytes));
   return checks;
 }
 
@@ -272,6 +283,13 @@ export function formatReport(results: BenchResults): string {
   lines.push(
     `   page 1: ${ms(pages.pageOneMs)}; page ${pages.deepPage}: ${ms(pages.deepPageMs)}; floor (GET of the session: authentication and one GetItem): ${ms(pages.floorMs)}`,
     `   DynamoDB read units of one page's range Query: ${pages.readUnitsPerPage}; for context, reading the whole history once (what every page cost before): ${pages.wholeHistoryReadMs.toFixed(0)} ms`,
+  );
+
+  const pagesBench = results.developerPages;
+  lines.push('', `8. Developer pages on the local runtime (API in a child process), ${pagesBench.requests} GETs each, one at a time`);
+  lines.push(
+    `   GET /openapi.json (${kb(pagesBench.openApiBytes)}): first request of the process ${pagesBench.firstOpenApiMs.toFixed(1)} ms (builds it), then ${ms(pagesBench.openApiMs)}; floor (GET /health): ${ms(pagesBench.floorMs)}`,
+    `   JavaScript of a first load, gzipped: /playground ${kb(pagesBench.playgroundJsGzipBytes)}; /docs (Scalar's bundle, for context) ${kb(pagesBench.docsJsGzipBytes)}`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery and post-session analysis.
+ * conversation turns, webhook delivery, post-session analysis, message history pages and the developer pages.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
+import { measureDeveloperPages } from './developer-pages.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -57,7 +58,12 @@ const messagePages = await withDatabase('message history', 'bench-message-pages'
   return measureMessagePages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages);
+const developerPages = await withDatabase('developer pages', 'bench-developer-pages', (endpoint, tableName) => {
+  log('developer pages: GET /openapi.json and GET /health (the floor), one at a time');
+  return measureDeveloperPages(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, developerPages);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -76,6 +82,7 @@ const results: BenchResults = {
   webhooks,
   analysis,
   messagePages,
+  developerPages,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -53,7 +53,7 @@ const readWriteActions = [
   'dynamodb:BatchGetItem',
   'dynamodb:BatchWriteItem',
 ];
-/** The edge group only serves health and the catch-all; it never writes. */
+/** The edge group only serves health, the developer pages and the catch-all; it never writes. */
 const readOnlyActions = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** Groups that run turns invoke models; Converse/ConverseStream are authorized by these two actions. */
 const bedrockInvokeActions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, type CfnElement } from 'aws-cdk-lib';
@@ -6,6 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
+import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import type { RouteGroup } from '../../shared/http/route.ts';
@@ -715,5 +716,19 @@ describe('the secrets key', () => {
     const statements = statementsOf((key?.Properties.KeyPolicy as unknown) ?? {});
     expect(statements).toHaveLength(1);
     expect(JSON.stringify((statements[0] as Statement & { Principal: unknown }).Principal)).toContain(':root');
+  });
+});
+
+describe('the developer pages on AWS', () => {
+  it('are served by the edge function, behind the same address as the API', () => {
+    for (const routeKey of ['GET /openapi.json', 'GET /docs', 'GET /docs/changelog', 'GET /playground', 'GET /assets/{name}']) {
+      expect(functionBehind(routeKey), routeKey).toBe(functionIdOf(edgeRoutes));
+    }
+  });
+
+  it('deploy the built assets beside the edge bundle, where the handler reads them', () => {
+    const edge = resource(functionIdOf(edgeRoutes), 'AWS::Lambda::Function') as Resource & { Metadata?: Record<string, string> };
+    const bundle = join(outdir, edge.Metadata?.['aws:asset:path'] as string);
+    for (const name of [...assetNames, 'CHANGELOG.md']) expect(existsSync(join(bundle, 'assets', name)), name).toBe(true);
   });
 });
