@@ -727,8 +727,9 @@ describe('the developer pages on AWS', () => {
   });
 
   it('deploy the built assets beside the edge bundle, where the handler reads them', () => {
-    const edge = resource(functionIdOf(edgeRoutes), 'AWS::Lambda::Function') as Resource & { Metadata?: Record<string, string> };
-    const bundle = join(outdir, edge.Metadata?.['aws:asset:path'] as string);
+    const code = resource(functionIdOf(edgeRoutes), 'AWS::Lambda::Function').Properties.Code as { S3Key: string };
+    // The assembly keeps each bundle as `asset.<hash>`, the hash its S3 key is named after.
+    const bundle = join(outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
     for (const name of [...assetNames, 'CHANGELOG.md']) expect(existsSync(join(bundle, 'assets', name)), name).toBe(true);
   });
 });
