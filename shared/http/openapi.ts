@@ -194,7 +194,8 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
       schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,255}$' },
     });
   }
-  if (route.events && route.query && 'lastEventId' in (route.query as z.ZodObject).shape) {
+  // A stream one reads (rather than a reply one asks for) resumes where a dropped connection left off.
+  if (route.events && route.method === 'GET') {
     parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, description: 'Resumes after this event.', schema: { type: 'string' } });
   }
   const content: Record<string, JsonSchema> = {};
