@@ -252,6 +252,8 @@ function followEvents(): void {
       for await (const event of (client as ApiClient).events({}, signal)) {
         const sessionId = 'data' in event.data && typeof event.data.data === 'object' && 'sessionId' in event.data.data ? event.data.data.sessionId : event.data.id;
         listItem(eventList, `${event.type} · ${sessionId}`, 'event').dataset.type = event.type;
+        // The newest event stays in view.
+        eventList.scrollTop = eventList.scrollHeight;
       }
     } catch (error) {
       if (!signal.aborted) listItem(eventList, `The event stream stopped: ${describeError(error)}`, 'event error');
