@@ -96,8 +96,10 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     const reply = page.locator('#transcript li.assistant').first();
     await expect.poll(() => reply.locator('.timings').count(), patience).toBe(1);
     expect(await reply.textContent()).toContain('You said: "Hello from the browser"');
+    // Shown as it streamed: one update of the page per word.
+    expect(Number(await reply.getAttribute('data-deltas'))).toBeGreaterThan(5);
     const firstTokenMs = Number(await reply.getAttribute('data-first-token-ms'));
-    expect(firstTokenMs).toBeGreaterThanOrEqual(0);
+    expect(firstTokenMs).toBeGreaterThan(0);
     await snapshot(page, 'streamed-reply');
 
     await page.getByLabel('Message').fill('Please run get_weather with {"city": "Paris"}');
@@ -107,14 +109,22 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     await expect.poll(() => page.locator('#transcript li.assistant').nth(1).textContent(), patience).toContain('The get_weather tool returned: {"city":"Paris","tempC":21}');
     await snapshot(page, 'tool-call');
 
+    // A first turn also loads the chat function's module (a cold start); this one shows the warm time.
+    await page.getByLabel('Message').fill('Hello again');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const warmReply = page.locator('#transcript li.assistant').nth(2);
+    await expect.poll(() => warmReply.locator('.timings').count(), patience).toBe(1);
+    const warmFirstTokenMs = Number(await warmReply.getAttribute('data-first-token-ms'));
+
     await page.getByRole('button', { name: 'Close the session' }).click();
     await expect.poll(() => page.locator('#events li[data-type="session.ended"]').count(), { timeout: 30_000 }).toBe(1);
     await expect.poll(() => page.locator('#analysis').textContent(), { timeout: 30_000 }).toContain('"status": "COMPLETED"');
     await snapshot(page, 'session-ended');
 
     expect(failures).toEqual([]);
-    writeFileSync(resolve(artefacts, 'timings.json'), `${JSON.stringify({ sendToFirstTokenMs: firstTokenMs }, null, 2)}\n`);
-    console.log(`playground: send to first token on screen ${firstTokenMs} ms (built-in model)`);
+    const timings = { sendToFirstTokenMs: { firstTurn: firstTokenMs, warm: warmFirstTokenMs } };
+    writeFileSync(resolve(artefacts, 'timings.json'), `${JSON.stringify(timings, null, 2)}\n`);
+    console.log(`playground: send to first token on screen, built-in model: first turn ${firstTokenMs} ms, warm ${warmFirstTokenMs} ms`);
   }, 120_000);
 
   it('renders the API reference from /openapi.json, loading nothing from elsewhere', async () => {

@@ -182,9 +182,11 @@ async function send(event: SubmitEvent): Promise<void> {
   const reply = listItem(transcript, '', 'assistant streaming');
   const sentAt = performance.now();
   try {
+    let deltas = 0;
     for await (const delta of (client as ApiClient).replyDeltas(session.id, { content })) {
       if (!reply.textContent) reply.dataset.firstTokenMs = String(Math.round(performance.now() - sentAt));
       reply.textContent += delta;
+      reply.dataset.deltas = String(++deltas);
     }
     reply.classList.remove('streaming');
     await showTurnDetails(reply);
