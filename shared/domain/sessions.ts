@@ -9,7 +9,7 @@ import {
 import type { ModelCatalog } from '../models/catalog.ts';
 import { paginate, type Page } from '../schemas/common.ts';
 import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
-import type { AgentStore, SessionStore, StoredSession } from '../ports.ts';
+import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { events } from './events.ts';
@@ -23,7 +23,7 @@ export interface SessionDeps {
   config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
 }
 
-export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput): Promise<Session> {
+export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput, sealResponse?: SealResponse): Promise<Session> {
   const agent = await deps.agents.get(orgId, input.agentId);
   if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
@@ -47,13 +47,14 @@ export async function createSession(deps: SessionDeps, orgId: string, input: Cre
     messageCount: 0,
     nextSeq: 1,
   };
-  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)]);
+  const created = publicSession(session);
+  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], sealResponse?.(created));
   // What the first turn would read is known now; a turn in this process then needs one read round trip.
   const sessionKey = `${orgId}/${session.id}`;
   agentOfSession.set(sessionKey, agent.id);
   lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
   histories.set(sessionKey, { nextSeq: session.nextSeq, messages: [] });
-  return publicSession(session);
+  return created;
 }
 
 /** The session, after making an idle OPEN session EXPIRED (exactly, on every access). */

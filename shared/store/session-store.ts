@@ -8,17 +8,16 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import type { AnalysisJob, SecretCipher, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type { AnalysisJob, IdempotencyCompletion, SecretCipher, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { transactionCancellationCodes } from './dynamo.ts';
+import { transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 import { toExecutableTool } from './tool-store.ts';
-
-type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /** Outbox events and analysis jobs live a week in the partition of what they describe; the stream hands them on when written. */
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
@@ -45,29 +44,30 @@ export class DynamoSessionStore implements SessionStore {
     this.cipher = cipher;
   }
 
-  async create(session: StoredSession, expiresAt: number, events: DomainEvent[]): Promise<void> {
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: {
-                ...keys.session(session.orgId, session.id),
-                entity: 'session',
-                gsi1pk: keys.sessionsByOrg(session.orgId),
-                gsi1sk: `${session.createdAt}#${session.id}`,
-                gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
-                gsi2sk: `${session.createdAt}#${session.id}`,
-                ...session,
-              },
-              ConditionExpression: 'attribute_not_exists(pk)',
+  async create(session: StoredSession, expiresAt: number, events: DomainEvent[], completion?: IdempotencyCompletion): Promise<void> {
+    await transactWithCompletion(
+      this.client,
+      this.tableName,
+      [
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: {
+              ...keys.session(session.orgId, session.id),
+              entity: 'session',
+              gsi1pk: keys.sessionsByOrg(session.orgId),
+              gsi1sk: `${session.createdAt}#${session.id}`,
+              gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
+              gsi2sk: `${session.createdAt}#${session.id}`,
+              ...session,
             },
+            ConditionExpression: 'attribute_not_exists(pk)',
           },
-          this.expiryPut(session.orgId, session.id, expiresAt),
-          ...this.outboxPuts(session.orgId, session.id, events),
-        ],
-      }),
+        },
+        this.expiryPut(session.orgId, session.id, expiresAt),
+        ...this.outboxPuts(session.orgId, session.id, events),
+      ],
+      completion,
     );
   }
 
@@ -187,9 +187,10 @@ export class DynamoSessionStore implements SessionStore {
     ]);
   }
 
-  async requestAnalysis(job: AnalysisJob): Promise<void> {
-    // One item: a plain Put, at half a transaction's write cost.
-    await this.client.send(new PutCommand(this.analysisJobPut(job)));
+  async requestAnalysis(job: AnalysisJob, completion?: IdempotencyCompletion): Promise<void> {
+    // Alone, one plain Put: a transaction costs twice the write units.
+    if (completion) await transactWithCompletion(this.client, this.tableName, [{ Put: this.analysisJobPut(job) }], completion);
+    else await this.client.send(new PutCommand(this.analysisJobPut(job)));
   }
 
   async completeAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, ended: DomainEvent, updatedAt: string): Promise<boolean> {
