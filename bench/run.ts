@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery and post-session analysis.
+ * conversation turns, webhook delivery, post-session analysis, and long message histories and session lists.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
+import { measureSessionPages } from './session-pages.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -57,7 +58,12 @@ const messagePages = await withDatabase('message history', 'bench-message-pages'
   return measureMessagePages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages);
+const sessionPages = await withDatabase('session list', 'bench-session-pages', (endpoint, tableName) => {
+  log('session list: an organization with 100,000 sessions, then GET of page 1 and page 50 (10 a page), one request at a time');
+  return measureSessionPages(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -76,6 +82,7 @@ const results: BenchResults = {
   webhooks,
   analysis,
   messagePages,
+  sessionPages,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

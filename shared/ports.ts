@@ -175,18 +175,33 @@ export interface TurnContext {
   tools: ExecutableTool[];
 }
 
+/** Which sessions a list shows; `state` is the state the API shows, so an idle OPEN session is EXPIRED. */
 export interface SessionFilter {
   agentId?: string | undefined;
   state?: SessionState | undefined;
   platform?: string | undefined;
   createdAfter?: string | undefined;
+  /** Which OPEN sessions are idle: last active before `lastActivityBefore` (ISO), and no turn holds them past `nowMs`. */
+  idle: { lastActivityBefore: string; nowMs: number };
+}
+
+export interface SessionPageRequest {
+  order: 'asc' | 'desc';
+  /** Where the previous page ended (its last session's `<createdAt>#<id>`): this page starts after it. */
+  after?: string | undefined;
+  /** Matching sessions to pass over before the page (a page asked for by number, without a cursor). */
+  skip: number;
+  limit: number;
 }
 
 export interface SessionStore {
   /** The session with its expiry item and its `session.created` event, together. */
   create(session: StoredSession, expiresAt: number, events: DomainEvent[], completion?: IdempotencyCompletion): Promise<void>;
   get(orgId: string, sessionId: string): Promise<StoredSession | undefined>;
-  list(orgId: string, filter: SessionFilter): Promise<StoredSession[]>;
+  /** One page of the sessions matching the filter, and whether more follow. */
+  list(orgId: string, filter: SessionFilter, page: SessionPageRequest): Promise<{ sessions: StoredSession[]; hasMore: boolean }>;
+  /** How many sessions match the filter, from counters kept with every create and end (not by reading them). */
+  count(orgId: string, filter: SessionFilter): Promise<number>;
   messages(orgId: string, sessionId: string): Promise<Message[]>;
   /** The messages numbered `fromSeq` to `toSeq` (inclusive; numbers start at 1 and have no gaps), in order. */
   messageRange(orgId: string, sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]>;

@@ -29,6 +29,8 @@ export const listSessionsQuery = paginationQuery.extend({
   state: z.enum(sessionStates).optional(),
   platform: z.enum(sessionPlatforms).optional(),
   createdAfter: timestamp.optional(),
+  /** The `nextCursor` of the previous page: the next page is then read from where that one ended. */
+  cursor: z.string().max(1024).optional(),
 });
 
 export const listMessagesQuery = paginationQuery;

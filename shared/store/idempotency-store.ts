@@ -1,8 +1,8 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyInProgressError } from '../errors.ts';
 import type { IdempotencyClaim, IdempotencyCompletion, IdempotencyStore, StoredResponse } from '../ports.ts';
-import { conditionalWrite, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { conditionalWrite, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
 import { keys } from './keys.ts';
 
 
@@ -119,7 +119,7 @@ export async function transactWithCompletion(
   completion: IdempotencyCompletion | undefined,
 ): Promise<void> {
   try {
-    await client.send(new TransactWriteCommand({ TransactItems: [...items, ...completionWrites(tableName, completion)] }));
+    await sendTransaction(client, [...items, ...completionWrites(tableName, completion)]);
   } catch (error) {
     if (completion && transactionCancellationCodes(error)?.at(-1) === 'ConditionalCheckFailed') {
       throw new IdempotencyInProgressError('Another request with this Idempotency-Key took it over while this one ran; retry to see its result.');
