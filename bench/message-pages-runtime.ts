@@ -3,15 +3,10 @@
  * history is written through the store's own turn commit (98 messages a transaction), then timed GETs. Reports
  * its figures to the parent and exits.
  */
-import type { AddressInfo } from 'node:net';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { routeGroups } from '../functions/route-groups.ts';
-import { useLocalDatabase } from '../infra/local/environment.ts';
-import { createLocalServer } from '../infra/local/server.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
-import { runtime } from '../shared/runtime.ts';
 import type { Message } from '../shared/schemas/session.ts';
 import { keys } from '../shared/store/keys.ts';
+import { startBenchApi } from './bench-api.ts';
 import { percentiles } from './turns.ts';
 import type { MessagePagesResult } from './message-pages.ts';
 
@@ -22,26 +17,7 @@ const deepPage = 50;
 // A turn commit holds the session update, its messages and the expiry item: 100 items at most.
 const messagesPerCommit = 98;
 
-useLocalDatabase({ endpoint: process.env.BENCH_DYNAMODB_ENDPOINT as string, tableName: process.env.TABLE_NAME as string });
-const { server, preload } = createLocalServer(routeGroups);
-await preload();
-await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-const deps = runtime();
-const orgId = crypto.randomUUID();
-await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-
-async function call(method: string, path: string, body?: unknown): Promise<{ id: string }> {
-  const response = await fetch(baseUrl + path, {
-    method,
-    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as { id: string };
-}
-
+const { deps, orgId, call, timed, close } = await startBenchApi();
 const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench' });
 const sessionId = (await call('POST', '/v1/chat/chat/sessions', { agentId: agent.id })).id;
 const sentence = 'A customer message of about the length people write when they explain what went wrong with an order. ';
@@ -60,23 +36,10 @@ for (let written = 0; written < historyLength; written += messagesPerCommit) {
   await deps.sessions.commitTurn(session, batch, { nowIso: now, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
 }
 
-async function timed(path: string): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let index = 0; index < requests + 20; index += 1) {
-    const started = performance.now();
-    const response = await fetch(baseUrl + path, { headers: { 'x-api-key': key } });
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`GET ${path}: ${response.status}`);
-    // The first 20 warm the process up.
-    if (index >= 20) latencies.push(performance.now() - started);
-  }
-  return latencies;
-}
-
 const messagesPath = `/api/v1/chat/sessions/${sessionId}/messages?limit=${limit}`;
-const pageOneMs = percentiles(await timed(`${messagesPath}&page=1`));
-const deepPageMs = percentiles(await timed(`${messagesPath}&page=${deepPage}`));
-const floorMs = percentiles(await timed(`/api/v1/chat/sessions/${sessionId}`));
+const pageOneMs = percentiles(await timed(`${messagesPath}&page=1`, requests));
+const deepPageMs = percentiles(await timed(`${messagesPath}&page=${deepPage}`, requests));
+const floorMs = percentiles(await timed(`/api/v1/chat/sessions/${sessionId}`, requests));
 // What one page costs DynamoDB: the page's range Query, strongly consistent, as the store makes it.
 const consumed = await deps.documentClient.send(
   new QueryCommand({
@@ -111,5 +74,5 @@ const result: MessagePagesResult = {
   wholeHistoryReadMs: percentiles(wholeHistoryMs).p50,
 };
 process.send?.(result);
-server.close();
+close();
 process.exit(0);

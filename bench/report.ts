@@ -8,6 +8,7 @@ import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
+import type { SessionPagesResult } from './session-pages.ts';
 import type { DeveloperPagesResult } from './developer-pages.ts';
 
 export const targets = {
@@ -78,6 +79,7 @@ export interface BenchResults {
   webhooks: WebhookBenchResult;
   analysis: AnalysisBenchResult;
   messagePages: MessagePagesResult;
+  sessionPages: SessionPagesResult;
   developerPages: DeveloperPagesResult;
   checks: Check[];
   pass: boolean;
@@ -93,6 +95,7 @@ export function evaluate(
   webhooks: WebhookBenchResult,
   analysis: AnalysisBenchResult,
   messagePages: MessagePagesResult,
+  sessionPages: SessionPagesResult,
   developerPages: DeveloperPagesResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
@@ -144,6 +147,9 @@ export function evaluate(
   const history = `${messagePages.messages}-message history`;
   checks.push(atMost(`${history}: page 1 p50`, round(messagePages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost(`${history}: page ${messagePages.deepPage} p50`, round(messagePages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
+  const sessions = `${sessionPages.sessions} sessions`;
+  checks.push(atMost(`${sessions}: page 1 p50`, round(sessionPages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
+  checks.push(atMost(`${sessions}: page ${sessionPages.deepPage} p50 (nextCursor)`, round(sessionPages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost('GET /openapi.json p50', round(developerPages.openApiMs.p50), 'ms', developerPageTargets.openApiP50Ms));
   checks.push(atMost('playground first-load JavaScript (gzip)', developerPages.playgroundJsGzipBytes, 'B', developerPageTargets.playgroundJsGzipBytes));
   return checks;
@@ -285,8 +291,16 @@ export function formatReport(results: BenchResults): string {
     `   DynamoDB read units of one page's range Query: ${pages.readUnitsPerPage}; for context, reading the whole history once (what every page cost before): ${pages.wholeHistoryReadMs.toFixed(0)} ms`,
   );
 
+  const list = results.sessionPages;
+  lines.push('', `8. An organization with ${list.sessions} sessions (${list.openSessions} open), ${list.limit} a page, ${list.requests} GETs each, one at a time (API in a child process)`);
+  lines.push(
+    `   page 1: ${ms(list.pageOneMs)}; page ${list.deepPage} with the nextCursor of page ${list.deepPage - 1}: ${ms(list.deepPageMs)}; floor (GET of one session): ${ms(list.floorMs)}`,
+    `   page ${list.deepPage} by number, no cursor (the pages before it are read and passed over): ${ms(list.deepPageByNumberMs)}; state=OPEN page 1: ${ms(list.openPageOneMs)}`,
+    `   DynamoDB read units of one page (its Query and the counters' Query): ${list.readUnitsPerPage}; seeding took ${list.seedSeconds.toFixed(0)} s`,
+  );
+
   const pagesBench = results.developerPages;
-  lines.push('', `8. Developer pages on the local runtime (API in a child process), ${pagesBench.requests} GETs each, one at a time`);
+  lines.push('', `9. Developer pages on the local runtime (API in a child process), ${pagesBench.requests} GETs each, one at a time`);
   lines.push(
     `   GET /openapi.json (${kb(pagesBench.openApiBytes)}): first request of the process ${pagesBench.firstOpenApiMs.toFixed(1)} ms (builds it), then ${ms(pagesBench.openApiMs)}; floor (GET /health): ${ms(pagesBench.floorMs)}`,
     `   JavaScript of a first load, gzipped: /playground ${kb(pagesBench.playgroundJsGzipBytes)}; /docs (Scalar's bundle, for context) ${kb(pagesBench.docsJsGzipBytes)}`,

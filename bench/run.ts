@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery, post-session analysis, message history pages and the developer pages.
+ * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, and the
+ * developer pages.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
+import { measureSessionPages } from './session-pages.ts';
 import { measureDeveloperPages } from './developer-pages.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
@@ -58,12 +60,16 @@ const messagePages = await withDatabase('message history', 'bench-message-pages'
   return measureMessagePages(endpoint, tableName);
 });
 
+const sessionPages = await withDatabase('session list', 'bench-session-pages', (endpoint, tableName) => {
+  log('session list: an organization with 100,000 sessions, then GET of page 1 and page 50 (10 a page), one request at a time');
+  return measureSessionPages(endpoint, tableName);
+});
 const developerPages = await withDatabase('developer pages', 'bench-developer-pages', (endpoint, tableName) => {
   log('developer pages: GET /openapi.json and GET /health (the floor), one at a time');
   return measureDeveloperPages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, developerPages);
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -82,6 +88,7 @@ const results: BenchResults = {
   webhooks,
   analysis,
   messagePages,
+  sessionPages,
   developerPages,
   checks,
   pass: checks.every((check) => check.pass),

@@ -31,7 +31,7 @@ export interface KeyIdentity {
 
 export interface ApiKeyStore {
   /** Stores the key and its hash lookup together; false when that hash is already registered. */
-  create(key: ApiKey, keyHash: string): Promise<boolean>;
+  create(key: ApiKey, keyHash: string, completion?: IdempotencyCompletion): Promise<boolean>;
   list(orgId: string): Promise<ApiKey[]>;
   delete(orgId: string, keyId: string): Promise<boolean>;
   findByHash(keyHash: string): Promise<KeyIdentity | undefined>;
@@ -40,7 +40,7 @@ export interface ApiKeyStore {
 
 export interface AgentStore {
   /** Throws ToolsNotFoundError when an attached tool does not exist (checked in the same transaction). */
-  create(agent: Agent): Promise<void>;
+  create(agent: Agent, completion?: IdempotencyCompletion): Promise<void>;
   get(orgId: string, agentId: string): Promise<Agent | undefined>;
   list(orgId: string): Promise<Agent[]>;
   /** Writes `next` if the stored agent is still `previous`; throws ConcurrentModificationError otherwise. */
@@ -50,7 +50,7 @@ export interface AgentStore {
 
 export interface ToolStore {
   /** Throws ToolNameTakenError when the organization already has a tool of that name. */
-  create(tool: Tool, functionSecret?: string): Promise<void>;
+  create(tool: Tool, functionSecret?: string, completion?: IdempotencyCompletion): Promise<void>;
   get(orgId: string, toolId: string): Promise<Tool | undefined>;
   /** Tools by id with the secret their FUNCTION_TOOL requests are signed with, for running them. */
   executableTools(orgId: string, toolIds: readonly string[]): Promise<ExecutableTool[]>;
@@ -90,7 +90,7 @@ export interface StoredResponse {
 }
 
 export type IdempotencyClaim =
-  | { outcome: 'claimed' }
+  | { outcome: 'claimed'; claimId: string }
   | { outcome: 'replay'; response: StoredResponse }
   | { outcome: 'mismatch' }
   | { outcome: 'in-progress' };
@@ -98,9 +98,27 @@ export type IdempotencyClaim =
 export interface IdempotencyStore {
   /** Claims `key` for a request with this fingerprint, or says why it cannot be claimed. */
   claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim>;
+  /** Records the response of a claimed key in a write of its own. */
   complete(orgId: string, key: string, response: StoredResponse): Promise<void>;
+  /** The response of a claimed key, sealed, for the store to record in the transaction that creates the resource. */
+  seal(orgId: string, key: string, claimId: string, response: StoredResponse): IdempotencyCompletion;
   release(orgId: string, key: string): Promise<void>;
 }
+
+/**
+ * Completes an idempotent request in the same transaction as the resource it created, so that no crash can
+ * leave the resource without its recorded response (a retry then replays it instead of creating another).
+ * Written only while the claim `claimId` still holds the key.
+ */
+export interface IdempotencyCompletion {
+  orgId: string;
+  keyDigest: string;
+  claimId: string;
+  sealedResponse: string;
+}
+
+/** Given to the operation of an idempotent request: seals the response body it is about to return. */
+export type SealResponse = (body: unknown) => IdempotencyCompletion;
 
 /** A session as stored: the record plus the turn bookkeeping that never leaves the store and the domain. */
 export interface StoredSession extends Session {
@@ -157,18 +175,33 @@ export interface TurnContext {
   tools: ExecutableTool[];
 }
 
+/** Which sessions a list shows; `state` is the state the API shows, so an idle OPEN session is EXPIRED. */
 export interface SessionFilter {
   agentId?: string | undefined;
   state?: SessionState | undefined;
   platform?: string | undefined;
   createdAfter?: string | undefined;
+  /** Which OPEN sessions are idle: last active before `lastActivityBefore` (ISO), and no turn holds them past `nowMs`. */
+  idle: { lastActivityBefore: string; nowMs: number };
+}
+
+export interface SessionPageRequest {
+  order: 'asc' | 'desc';
+  /** Where the previous page ended (its last session's `<createdAt>#<id>`): this page starts after it. */
+  after?: string | undefined;
+  /** Matching sessions to pass over before the page (a page asked for by number, without a cursor). */
+  skip: number;
+  limit: number;
 }
 
 export interface SessionStore {
   /** The session with its expiry item and its `session.created` event, together. */
-  create(session: StoredSession, expiresAt: number, events: DomainEvent[]): Promise<void>;
+  create(session: StoredSession, expiresAt: number, events: DomainEvent[], completion?: IdempotencyCompletion): Promise<void>;
   get(orgId: string, sessionId: string): Promise<StoredSession | undefined>;
-  list(orgId: string, filter: SessionFilter): Promise<StoredSession[]>;
+  /** One page of the sessions matching the filter, and whether more follow. */
+  list(orgId: string, filter: SessionFilter, page: SessionPageRequest): Promise<{ sessions: StoredSession[]; hasMore: boolean }>;
+  /** How many sessions match the filter, from counters kept with every create and end (not by reading them). */
+  count(orgId: string, filter: SessionFilter): Promise<number>;
   messages(orgId: string, sessionId: string): Promise<Message[]>;
   /** The messages numbered `fromSeq` to `toSeq` (inclusive; numbers start at 1 and have no gaps), in order. */
   messageRange(orgId: string, sessionId: string, fromSeq: number, toSeq: number): Promise<Message[]>;
@@ -178,7 +211,7 @@ export interface SessionStore {
    */
   end(session: StoredSession, ended: Session, events: DomainEvent[], job: AnalysisJob, options?: { unlessActiveSince?: string }): Promise<boolean>;
   /** Records a re-run's analysis job; the session must have ended. */
-  requestAnalysis(job: AnalysisJob): Promise<void>;
+  requestAnalysis(job: AnalysisJob, completion?: IdempotencyCompletion): Promise<void>;
   /**
    * Stores the session's first analysis with its `session.ended` event, exactly once: false when `session.ended`
    * was already recorded (by another attempt, the deadline, or a re-run).
@@ -215,7 +248,7 @@ export interface DeliverableEndpoint extends WebhookEndpoint {
 
 export interface WebhookStore {
   /** Stores the endpoint with its first signing secret. */
-  create(endpoint: WebhookEndpoint, secret: string): Promise<void>;
+  create(endpoint: WebhookEndpoint, secret: string, completion?: IdempotencyCompletion): Promise<void>;
   get(orgId: string, endpointId: string): Promise<WebhookEndpoint | undefined>;
   list(orgId: string): Promise<WebhookEndpoint[]>;
   replace(previous: WebhookEndpoint, next: WebhookEndpoint): Promise<void>;

@@ -465,6 +465,7 @@ export interface components {
         limit: number;
         total: number;
         totalPages: number;
+        nextCursor?: string;
       };
     };
     ListMessagesResponse: {
@@ -2448,6 +2449,7 @@ export interface operations {
         state?: "OPEN" | "CLOSED" | "EXPIRED";
         platform?: "SDK" | "WEB" | "WHATSAPP" | "VOICE";
         createdAfter?: string;
+        cursor?: string;
       };
     };
     responses: {

@@ -6,7 +6,7 @@ import { agentRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   agentRoutes,
   {
-    createAgent: ({ deps, principal, body }) => createAgent(deps, principal.orgId, body),
+    createAgent: ({ deps, principal, body, sealResponse }) => createAgent(deps, principal.orgId, body, sealResponse),
     updateAgent: ({ deps, principal, params, body }) => updateAgent(deps, principal.orgId, params.id, body),
     listAgents: ({ deps, principal, query }) => listAgents(deps, principal.orgId, query),
     getAgent: ({ deps, principal, params }) => getAgent(deps, principal.orgId, params.id),

@@ -6,7 +6,7 @@ import { apiKeyRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   apiKeyRoutes,
   {
-    createApiKey: ({ deps, principal, body }) => createApiKey(deps, principal, body),
+    createApiKey: ({ deps, principal, body, sealResponse }) => createApiKey(deps, principal, body, sealResponse),
     listApiKeys: ({ deps, principal, query }) => listApiKeys(deps, principal.orgId, query),
     deleteApiKey: ({ deps, principal, params }) => deleteApiKey(deps, principal.orgId, params.id),
   },

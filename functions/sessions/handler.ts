@@ -7,13 +7,13 @@ import { sessionRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   sessionRoutes,
   {
-    createSession: ({ deps, principal, body }) => createSession(deps, principal.orgId, body),
-    createSessionLegacy: ({ deps, principal, body }) => createSession(deps, principal.orgId, body),
+    createSession: ({ deps, principal, body, sealResponse }) => createSession(deps, principal.orgId, body, sealResponse),
+    createSessionLegacy: ({ deps, principal, body, sealResponse }) => createSession(deps, principal.orgId, body, sealResponse),
     listSessions: ({ deps, principal, query }) => listSessions(deps, principal.orgId, query),
     getSession: async ({ deps, principal, params }) => publicSession(await getSession(deps, principal.orgId, params.id)),
     listMessages: ({ deps, principal, params, query }) => listMessages(deps, principal.orgId, params.id, query),
     closeSession: ({ deps, principal, params }) => closeSession(deps, principal.orgId, params.id),
-    analyseSession: ({ deps, principal, params }) => requestAnalysisRerun(deps, principal.orgId, params.id),
+    analyseSession: ({ deps, principal, params, sealResponse }) => requestAnalysisRerun(deps, principal.orgId, params.id, sealResponse),
   },
   runtime,
 );

@@ -6,7 +6,7 @@ import { toolRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   toolRoutes,
   {
-    createTool: ({ deps, principal, body }) => createTool(deps, principal.orgId, body),
+    createTool: ({ deps, principal, body, sealResponse }) => createTool(deps, principal.orgId, body, sealResponse),
     listTools: ({ deps, principal, query }) => listTools(deps, principal.orgId, query),
     getTool: ({ deps, principal, params }) => getTool(deps, principal.orgId, params.id),
     updateTool: ({ deps, principal, params, body }) => updateTool(deps, principal.orgId, params.id, body),

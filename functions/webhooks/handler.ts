@@ -7,7 +7,7 @@ import { webhookRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   webhookRoutes,
   {
-    createWebhook: ({ deps, principal, body }) => createWebhook(deps, principal.orgId, body),
+    createWebhook: ({ deps, principal, body, sealResponse }) => createWebhook(deps, principal.orgId, body, sealResponse),
     listWebhooks: ({ deps, principal, query }) => listWebhooks(deps, principal.orgId, query),
     getWebhook: ({ deps, principal, params }) => getWebhook(deps, principal.orgId, params.id),
     updateWebhook: ({ deps, principal, params, body }) => updateWebhook(deps, principal.orgId, params.id, body),

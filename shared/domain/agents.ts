@@ -1,6 +1,6 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, type FieldIssue } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { AgentStore } from '../ports.ts';
+import type { AgentStore, SealResponse } from '../ports.ts';
 import { analysisConfigProblems } from '../schemas/analysis.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
@@ -13,7 +13,7 @@ export interface AgentDeps {
   clock: Clock;
 }
 
-export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput): Promise<Agent> {
+export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, sealResponse?: SealResponse): Promise<Agent> {
   const now = deps.clock.now().toISOString();
   const agent = withoutUndefined<Agent>({
     id: newId(),
@@ -27,7 +27,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     updatedAt: now,
   });
   checkConfiguration(deps.catalog, agent, modelFields);
-  await deps.agents.create(agent);
+  await deps.agents.create(agent, sealResponse?.(agent));
   return agent;
 }
 

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Config } from '../config.ts';
 import { InvalidSessionError } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { AgentStore, AnalysisJob, AnalysisQueue, AnalysisQueueMessage, Analyzer, SessionStore, StoredSession } from '../ports.ts';
+import type { AgentStore, AnalysisJob, AnalysisQueue, AnalysisQueueMessage, Analyzer, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { AnalysisConfig, AnalysisResult } from '../schemas/analysis.ts';
 import type { Model } from '../schemas/model.ts';
@@ -49,13 +49,19 @@ export async function dispatchAnalysisJobs(
 }
 
 /** `POST …/sessions/{id}/analysis`: queues a new analysis of an ended session with the agent's current configuration. */
-export async function requestAnalysisRerun(deps: SessionDeps, orgId: string, sessionId: string): Promise<{ sessionId: string; jobId: string; requestedAt: string }> {
+export async function requestAnalysisRerun(
+  deps: SessionDeps,
+  orgId: string,
+  sessionId: string,
+  sealResponse?: SealResponse,
+): Promise<{ sessionId: string; jobId: string; requestedAt: string }> {
   const session = await getSession(deps, orgId, sessionId);
   if (session.state === 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is still open; it can be analysed once it has ended.`);
   const requestedAt = deps.clock.now().toISOString();
   const job: AnalysisJob = { jobId: uuidv7(), orgId, sessionId, purpose: 'rerun', deadlineFrom: requestedAt };
-  await deps.sessions.requestAnalysis(job);
-  return { sessionId, jobId: job.jobId, requestedAt };
+  const requested = { sessionId, jobId: job.jobId, requestedAt };
+  await deps.sessions.requestAnalysis(job, sealResponse?.(requested));
+  return requested;
 }
 
 export type AnalysisOutcome = 'sent-ended' | 'replaced' | 'already-done' | 'no-session';

@@ -2,7 +2,7 @@ import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-key-secre
 import type { Principal } from '../auth/principal.ts';
 import { grants, isScope } from '../auth/scopes.ts';
 import { NotFoundError, ScopeEscalationError } from '../errors.ts';
-import type { ApiKeyStore, OrgStore } from '../ports.ts';
+import type { ApiKeyStore, OrgStore, SealResponse } from '../ports.ts';
 import type { ApiKey, CreateApiKeyInput } from '../schemas/api-key.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import { newId, type Clock } from './clock.ts';
@@ -15,18 +15,24 @@ export interface ApiKeyDeps {
 export type CreatedApiKey = ApiKey & { key: string };
 
 /** Creates a key holding at most the scopes of its creator. The plain key is returned here and never again. */
-export async function createApiKey(deps: ApiKeyDeps, creator: Principal, input: CreateApiKeyInput): Promise<CreatedApiKey> {
+export async function createApiKey(deps: ApiKeyDeps, creator: Principal, input: CreateApiKeyInput, sealResponse?: SealResponse): Promise<CreatedApiKey> {
   const beyondCreator = input.scopes.filter((scope) => !(isScope(scope) && grants(creator.scopes, scope)));
   if (beyondCreator.length > 0) {
     throw new ScopeEscalationError(`A key cannot grant scopes its creator lacks: ${beyondCreator.join(', ')}.`, {
       details: beyondCreator.map((scope) => ({ field: 'scopes', message: `${scope} is not held by the caller` })),
     });
   }
-  return issueApiKey(deps, creator.orgId, input);
+  return issueApiKey(deps, creator.orgId, input, generateApiKey(), sealResponse);
 }
 
 /** Issues a key for an organization without a creator's scopes to check: for operators (the keys CLI, start-up). */
-export async function issueApiKey(deps: ApiKeyDeps, orgId: string, input: CreateApiKeyInput, key = generateApiKey()): Promise<CreatedApiKey> {
+export async function issueApiKey(
+  deps: ApiKeyDeps,
+  orgId: string,
+  input: CreateApiKeyInput,
+  key = generateApiKey(),
+  sealResponse?: SealResponse,
+): Promise<CreatedApiKey> {
   const record: ApiKey = {
     id: newId(),
     orgId,
@@ -35,10 +41,11 @@ export async function issueApiKey(deps: ApiKeyDeps, orgId: string, input: Create
     prefix: displayPrefix(key),
     createdAt: deps.clock.now().toISOString(),
   };
-  if (!(await deps.apiKeys.create(record, hashApiKey(key)))) {
+  const created: CreatedApiKey = { ...record, key };
+  if (!(await deps.apiKeys.create(record, hashApiKey(key), sealResponse?.(created)))) {
     throw new Error('That key is already registered.');
   }
-  return { ...record, key };
+  return created;
 }
 
 export async function listApiKeys(

@@ -7,12 +7,13 @@ import {
   SessionNotFoundError,
 } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import { paginate, type Page } from '../schemas/common.ts';
+import type { Page } from '../schemas/common.ts';
 import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
-import type { AgentStore, SessionStore, StoredSession } from '../ports.ts';
+import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { events } from './events.ts';
+import { encodePageCursor, readPageCursor } from './page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
 export interface SessionDeps {
@@ -23,7 +24,7 @@ export interface SessionDeps {
   config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
 }
 
-export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput): Promise<Session> {
+export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput, sealResponse?: SealResponse): Promise<Session> {
   const agent = await deps.agents.get(orgId, input.agentId);
   if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
@@ -47,13 +48,14 @@ export async function createSession(deps: SessionDeps, orgId: string, input: Cre
     messageCount: 0,
     nextSeq: 1,
   };
-  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)]);
+  const created = publicSession(session);
+  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], sealResponse?.(created));
   // What the first turn would read is known now; a turn in this process then needs one read round trip.
   const sessionKey = `${orgId}/${session.id}`;
   agentOfSession.set(sessionKey, agent.id);
   lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
   histories.set(sessionKey, { nextSeq: session.nextSeq, messages: [] });
-  return publicSession(session);
+  return created;
 }
 
 /** The session, after making an idle OPEN session EXPIRED (exactly, on every access). */
@@ -63,14 +65,53 @@ export async function getSession(deps: SessionDeps, orgId: string, sessionId: st
   return expireIfIdle(deps, session);
 }
 
-export async function listSessions(deps: SessionDeps, orgId: string, query: ListSessionsQuery): Promise<Page<Session>> {
+/** A page of sessions: the spec's page/limit/total, and `nextCursor` while more follow. */
+export interface SessionPage {
+  data: Session[];
+  pagination: { page: number; limit: number; total: number; totalPages: number; nextCursor?: string };
+}
+
+/** `<createdAt>#<id>`: the position a sessions cursor names. */
+const sessionPosition = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9a-f-]{36}$/;
+
+/**
+ * One page read from where the previous one ended (keyset), and the total from counters: neither reads the
+ * collection (docs/data-model.md#lists-that-scale). A page number without a cursor reads the pages before it.
+ */
+export async function listSessions(deps: SessionDeps, orgId: string, query: ListSessionsQuery): Promise<SessionPage> {
   const nowMs = deps.clock.now().getTime();
+  const filter = {
+    agentId: query.agentId,
+    state: query.state,
+    platform: query.platform,
+    createdAfter: query.createdAfter,
+    idle: { lastActivityBefore: new Date(nowMs - deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString(), nowMs },
+  };
+  const listing = JSON.stringify([query.sort.direction, query.agentId, query.state, query.platform, query.createdAfter]);
+  const resumed = query.cursor === undefined ? undefined : readPageCursor(query.cursor, listing, 'sort and filters', (after) => sessionPosition.test(after));
+  const page = resumed?.page ?? query.page;
+  const [found, total] = await Promise.all([
+    deps.sessions.list(orgId, filter, {
+      order: query.sort.direction,
+      after: resumed?.after,
+      skip: resumed ? 0 : (page - 1) * query.limit,
+      limit: query.limit,
+    }),
+    deps.sessions.count(orgId, filter),
+  ]);
   // Idle sessions are shown as EXPIRED here without a write; the next access to each makes it durable.
-  const sessions = (await deps.sessions.list(orgId, { ...query, state: query.state === 'EXPIRED' || query.state === 'OPEN' ? undefined : query.state }))
-    .map((session) => publicSession(isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session))
-    .filter((session) => !query.state || session.state === query.state);
-  if (query.sort.direction === 'asc') sessions.reverse();
-  return paginate(sessions, query.page, query.limit);
+  const data = found.sessions.map((session) => publicSession(isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session));
+  const last = data.at(-1);
+  return {
+    data,
+    pagination: {
+      page,
+      limit: query.limit,
+      total,
+      totalPages: Math.ceil(total / query.limit),
+      ...(found.hasMore && last ? { nextCursor: encodePageCursor({ after: `${last.createdAt}#${last.id}`, page: page + 1, listing }) } : {}),
+    },
+  };
 }
 
 /** OPEN → CLOSED by the user; closing an ended session changes nothing and returns it. */

@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv';
 import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ValidationError } from '../errors.ts';
 import { generateSigningSecret } from '../net/standard-webhooks.ts';
-import type { AgentStore, ToolStore } from '../ports.ts';
+import type { AgentStore, SealResponse, ToolStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
@@ -42,13 +42,14 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
 }
 
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
-export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput): Promise<Tool> {
+export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
   assertUsableToolSchema(input.ajvPropertiesSchema);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
   const secret = tool.functionTool ? generateSigningSecret() : undefined;
-  await deps.tools.create(tool, secret);
-  return secret && tool.functionTool ? { ...tool, functionTool: { ...tool.functionTool, signingSecret: secret } } : tool;
+  const created = secret && tool.functionTool ? { ...tool, functionTool: { ...tool.functionTool, signingSecret: secret } } : tool;
+  await deps.tools.create(tool, secret, sealResponse?.(created));
+  return created;
 }
 
 export async function getTool(deps: Pick<ToolDeps, 'tools'>, orgId: string, toolId: string): Promise<Tool> {

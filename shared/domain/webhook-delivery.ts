@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
-import { DeliveryPendingError, NotFoundError, ValidationError, WebhookDisabledError } from '../errors.ts';
+import { DeliveryPendingError, NotFoundError, WebhookDisabledError } from '../errors.ts';
 import { EgressBlockedError, egressPolicyFromConfig, guardedRequest, OutboundTimeoutError, type GuardedResponse } from '../net/egress-guard.ts';
 import { signatureHeaders } from '../net/standard-webhooks.ts';
 import type {
@@ -12,7 +12,8 @@ import type {
   WebhookDeliveryStore,
   WebhookStore,
 } from '../ports.ts';
-import { deliveryCursor, type DeliveryPage, type ListDeliveriesQuery, type WebhookDelivery } from '../schemas/webhook.ts';
+import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
+import { encodePageCursor, readPageCursor } from './page-cursor.ts';
 import type { Clock } from './clock.ts';
 import type { DomainEvent } from './events.ts';
 import { getWebhook } from './webhooks.ts';
@@ -264,7 +265,7 @@ export async function listDeliveries(
 ): Promise<DeliveryPage> {
   await getWebhook(deps, orgId, endpointId);
   const listing = `${query.sort.direction}|${query.state ?? ''}`;
-  const resumed = query.cursor === undefined ? undefined : readCursor(query.cursor, listing);
+  const resumed = query.cursor === undefined ? undefined : readPageCursor(query.cursor, listing, 'sort and state');
   // A cursor continues after the last delivery it names; a page number alone reads the pages before it too.
   const page = resumed?.page ?? query.page;
   const skip = resumed ? 0 : (page - 1) * query.limit;
@@ -283,24 +284,9 @@ export async function listDeliveries(
       page,
       limit: query.limit,
       hasMore,
-      ...(hasMore && last ? { nextCursor: Buffer.from(JSON.stringify({ after: last.id, page: page + 1, listing })).toString('base64url') } : {}),
+      ...(hasMore && last ? { nextCursor: encodePageCursor({ after: last.id, page: page + 1, listing }) } : {}),
     },
   };
-}
-
-/** A `nextCursor` of this listing (same order and state filter), or a 400 naming `cursor`. */
-function readCursor(cursor: string, listing: string): { after: string; page: number } {
-  let parsed: ReturnType<typeof deliveryCursor.safeParse> | undefined;
-  try {
-    parsed = deliveryCursor.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed?.success || parsed.data.listing !== listing) {
-    const message = 'must be the nextCursor of a page of this listing, with the same sort and state';
-    throw new ValidationError(`Invalid query parameters: cursor ${message}`, { details: [{ field: 'cursor', message }] });
-  }
-  return parsed.data;
 }
 
 export async function getDelivery(

@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../errors.ts';
 import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../net/egress-guard.ts';
 import { generateSigningSecret } from '../net/standard-webhooks.ts';
-import type { WebhookEndpoint, WebhookStore } from '../ports.ts';
+import type { SealResponse, WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type {
   CreatedWebhookEndpoint,
@@ -64,7 +64,12 @@ export async function assertDeliverableUrl(deps: Pick<WebhookDeps, 'config' | 'r
 }
 
 /** The endpoint with its first signing secret, which this response (and its idempotent replays) alone shows. */
-export async function createWebhook(deps: WebhookDeps, orgId: string, input: CreateWebhookInput): Promise<CreatedWebhookEndpoint> {
+export async function createWebhook(
+  deps: WebhookDeps,
+  orgId: string,
+  input: CreateWebhookInput,
+  sealResponse?: SealResponse,
+): Promise<CreatedWebhookEndpoint> {
   await assertDeliverableUrl(deps, input.url);
   const now = deps.clock.now().toISOString();
   const endpoint: WebhookEndpoint = {
@@ -78,8 +83,9 @@ export async function createWebhook(deps: WebhookDeps, orgId: string, input: Cre
     updatedAt: now,
   };
   const secret = generateSigningSecret();
-  await deps.webhooks.create(endpoint, secret);
-  return { ...endpoint, secret };
+  const created = { ...endpoint, secret };
+  await deps.webhooks.create(endpoint, secret, sealResponse?.(created));
+  return created;
 }
 
 export async function getWebhook(deps: Pick<WebhookDeps, 'webhooks'>, orgId: string, endpointId: string): Promise<WebhookEndpoint> {

@@ -19,7 +19,7 @@ import {
   type FieldIssue,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { IdempotencyStore, StoredResponse } from '../ports.ts';
+import type { IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
 import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
@@ -43,6 +43,11 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
    * holds the route's scope for the same organization.
    */
   reauthorize(): Promise<void>;
+  /**
+   * On an idempotent route called with an `Idempotency-Key`: seals the response body the operation is about to
+   * return, for the store to record in the transaction that creates the resource (no separate write afterwards).
+   */
+  sealResponse?: SealResponse | undefined;
 }
 
 /** What each operation of a group does: it returns the response body, sent with the route's success status. */
@@ -66,7 +71,7 @@ interface ApiState {
   verified: Promise<void>;
   input?: { params: unknown; query: unknown; body: unknown };
   pending: Promise<unknown>[];
-  idempotency?: { orgId: string; key: string; replay?: StoredResponse };
+  idempotency?: { orgId: string; key: string; claimId?: string; replay?: StoredResponse; sealed?: boolean };
 }
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
@@ -305,17 +310,17 @@ const idempotency = (deps: () => PipelineDeps): Middleware => ({
     const claim = await deps().idempotency.claim(state.principal.orgId, key, fingerprint);
     if (claim.outcome === 'mismatch') throw new IdempotencyKeyReusedError('This Idempotency-Key was used with a different request.');
     if (claim.outcome === 'in-progress') throw new IdempotencyInProgressError('A request with this Idempotency-Key is still in progress.');
-    state.idempotency = { orgId: state.principal.orgId, key, ...(claim.outcome === 'replay' ? { replay: claim.response } : {}) };
+    state.idempotency = {
+      orgId: state.principal.orgId,
+      key,
+      ...(claim.outcome === 'replay' ? { replay: claim.response } : { claimId: claim.claimId }),
+    };
   },
   after: async (request) => {
     const record = request.internal.api.idempotency;
     const response = request.response;
-    if (!record || record.replay || !response) return;
-    await deps().idempotency.complete(record.orgId, record.key, {
-      status: response.statusCode ?? 200,
-      body: response.body ?? '',
-      headers: Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, value]) => [name, String(value)])),
-    });
+    if (!record || record.replay || record.sealed || !response) return;
+    await deps().idempotency.complete(record.orgId, record.key, toStoredResponse(response));
   },
   onError: async (request) => {
     const record = request.internal.api?.idempotency;
@@ -360,7 +365,27 @@ async function reauthorize(state: ApiState, deps: AuthDeps, headers: Readonly<Re
   if (principal.orgId !== state.principal.orgId) throw new ForbiddenError('This credential now belongs to another organization.');
 }
 
-async function dispatch<Deps extends AuthDeps>(
+function toStoredResponse(response: Result): StoredResponse {
+  return {
+    status: response.statusCode ?? 200,
+    body: response.body ?? '',
+    headers: Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, value]) => [name, String(value)])),
+  };
+}
+
+/** Seals the success response the route will send with `body`, and notes that its store records it. */
+function responseSealer(state: ApiState, deps: PipelineDeps): SealResponse | undefined {
+  const record = state.idempotency;
+  const route = state.route;
+  if (!record?.claimId || !route) return undefined;
+  const claimId = record.claimId;
+  return (body) => {
+    record.sealed = true;
+    return deps.idempotency.seal(record.orgId, record.key, claimId, toStoredResponse(jsonResponse(route.successStatus, body)));
+  };
+}
+
+async function dispatch<Deps extends PipelineDeps>(
   state: ApiState,
   implementations: Record<string, (input: never) => Promise<unknown>>,
   deps: () => Deps,
@@ -380,6 +405,7 @@ async function dispatch<Deps extends AuthDeps>(
     requestId: state.requestId,
     headers: requestHeaders,
     reauthorize: () => reauthorize(state, deps(), requestHeaders),
+    sealResponse: responseSealer(state, deps()),
   });
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;

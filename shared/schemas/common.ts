@@ -40,12 +40,11 @@ export const requiredText = (max: number) => z.string().trim().min(1, { error: '
 
 export const optionalText = (max: number) => z.string().trim().max(max);
 
+/** The spec's page counters. */
+export const pageCounts = z.object({ page: z.int().min(1), limit: z.int().min(1), total: z.int().min(0), totalPages: z.int().min(0) });
+
 /** A page of a listing, as every paginated route answers it. */
-export const pageOf = <Item extends z.ZodType>(item: Item) =>
-  z.object({
-    data: z.array(item),
-    pagination: z.object({ page: z.int().min(1), limit: z.int().min(1), total: z.int().min(0), totalPages: z.int().min(0) }),
-  });
+export const pageOf = <Item extends z.ZodType>(item: Item) => z.object({ data: z.array(item), pagination: pageCounts });
 
 /** A timestamp the API writes: always UTC (`toISOString`). */
 export const instant = z.iso.datetime();

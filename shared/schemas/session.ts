@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { analysisResultSchema, type AnalysisResult } from './analysis.ts';
-import { instant, jsonRecord, pageOf, paginationQuery, sortQuery, timestamp } from './common.ts';
+import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from './common.ts';
 import { storableJsonObject } from './storable-json.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
@@ -29,6 +29,8 @@ export const listSessionsQuery = paginationQuery.extend({
   state: z.enum(sessionStates).optional(),
   platform: z.enum(sessionPlatforms).optional(),
   createdAfter: timestamp.optional(),
+  /** The `nextCursor` of the previous page: the next page is then read from where that one ended. */
+  cursor: z.string().max(1024).optional(),
 });
 
 export const listMessagesQuery = paginationQuery;
@@ -97,7 +99,11 @@ export const sessionSchema = z.object({
   analysis: analysisResultSchema.optional(),
 }) satisfies z.ZodType<Session>;
 
-export const sessionPage = pageOf(sessionSchema);
+/** With `nextCursor` while more follow: pass it as `cursor` to read the next page from where this one ended. */
+export const sessionPage = z.object({
+  data: z.array(sessionSchema),
+  pagination: pageCounts.extend({ nextCursor: z.string().optional() }),
+});
 
 const toolCallRecordSchema = z.object({
   id: z.string(),

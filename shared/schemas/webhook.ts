@@ -118,9 +118,6 @@ export const listDeliveriesQuery = paginationQuery.extend({
 
 export type ListDeliveriesQuery = z.output<typeof listDeliveriesQuery>;
 
-/** What a deliveries `nextCursor` carries (base64url JSON): the last delivery of its page, the next page's number, and the listing (order and state filter) it belongs to. */
-export const deliveryCursor = z.object({ after: z.string().min(1), page: z.int().min(2), listing: z.string() });
-
 /**
  * A page of deliveries. An endpoint can have hundreds of thousands of them, and counting would read them all, so
  * this list says whether more follow instead of giving totals.

@@ -1,12 +1,12 @@
 import {
   GetCommand,
-  TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../errors.ts';
-import type { AgentStore } from '../ports.ts';
+import type { AgentStore, IdempotencyCompletion } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
-import { transactionCancellationCodes } from './dynamo.ts';
+import { transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -19,7 +19,6 @@ const agentFieldOrder = [
 
 export const toAgent = (item: Record<string, unknown>): Agent => toRecord<Agent>(item, agentFieldOrder);
 
-type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /**
  * Agents live in their organization's partition. Each tool keeps a count of the agents it is attached to, changed
@@ -35,7 +34,7 @@ export class DynamoAgentStore implements AgentStore {
     this.tableName = tableName;
   }
 
-  async create(agent: Agent): Promise<void> {
+  async create(agent: Agent, completion?: IdempotencyCompletion): Promise<void> {
     const toolIds = agent.tools.map((tool) => tool.toolId);
     await this.writeWithAttachments(
       {
@@ -48,6 +47,7 @@ export class DynamoAgentStore implements AgentStore {
       agent.orgId,
       toolIds,
       [],
+      completion,
     );
   }
 
@@ -104,7 +104,13 @@ export class DynamoAgentStore implements AgentStore {
     return true;
   }
 
-  private async writeWithAttachments(agentWrite: TransactItem, orgId: string, attach: string[], detach: string[]): Promise<void> {
+  private async writeWithAttachments(
+    agentWrite: TransactItem,
+    orgId: string,
+    attach: string[],
+    detach: string[],
+    completion?: IdempotencyCompletion,
+  ): Promise<void> {
     const countChange = (toolId: string, delta: 1 | -1): TransactItem => ({
       Update: {
         TableName: this.tableName,
@@ -116,7 +122,7 @@ export class DynamoAgentStore implements AgentStore {
     });
     const toolItems = [...attach.map((id) => countChange(id, 1)), ...detach.map((id) => countChange(id, -1))];
     try {
-      await this.client.send(new TransactWriteCommand({ TransactItems: [agentWrite, ...toolItems] }));
+      await transactWithCompletion(this.client, this.tableName, [agentWrite, ...toolItems], completion);
     } catch (error) {
       throw this.translate(error, attach);
     }

@@ -4,9 +4,10 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyStore, KeyIdentity } from '../ports.ts';
+import type { ApiKeyStore, IdempotencyCompletion, KeyIdentity } from '../ports.ts';
 import type { ApiKey } from '../schemas/api-key.ts';
 import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -22,28 +23,29 @@ export class DynamoApiKeyStore implements ApiKeyStore {
     this.tableName = tableName;
   }
 
-  async create(key: ApiKey, keyHash: string): Promise<boolean> {
+  async create(key: ApiKey, keyHash: string, completion?: IdempotencyCompletion): Promise<boolean> {
     const identity: KeyIdentity = { orgId: key.orgId, keyId: key.id, scopes: key.scopes, keyHash };
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.apiKey(key.orgId, key.id), entity: 'apiKey', ...key, keyHash },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
+      await transactWithCompletion(
+        this.client,
+        this.tableName,
+        [
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: { ...keys.apiKey(key.orgId, key.id), entity: 'apiKey', ...key, keyHash },
+              ConditionExpression: 'attribute_not_exists(pk)',
             },
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.apiKeyHash(keyHash), entity: 'apiKeyHash', ...identity },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
+          },
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: { ...keys.apiKeyHash(keyHash), entity: 'apiKeyHash', ...identity },
+              ConditionExpression: 'attribute_not_exists(pk)',
             },
-          ],
-        }),
+          },
+        ],
+        completion,
       );
       return true;
     } catch (error) {

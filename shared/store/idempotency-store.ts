@@ -1,8 +1,10 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { IdempotencyClaim, IdempotencyStore, StoredResponse } from '../ports.ts';
-import { conditionalWrite } from './dynamo.ts';
+import { IdempotencyInProgressError } from '../errors.ts';
+import type { IdempotencyClaim, IdempotencyCompletion, IdempotencyStore, StoredResponse } from '../ports.ts';
+import { conditionalWrite, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
 import { keys } from './keys.ts';
+
 
 /** How long an in-progress claim blocks the key before a crashed request's claim may be taken over. */
 const inProgressLeaseSeconds = 60;
@@ -30,6 +32,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
 
   async claim(orgId: string, key: string, fingerprint: string): Promise<IdempotencyClaim> {
     const nowSeconds = Math.floor(this.now() / 1000);
+    const claimId = randomUUID();
     const claimed = await conditionalWrite(
       this.client.send(
         new PutCommand({
@@ -38,6 +41,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
             ...keys.idempotency(orgId, keyDigest(key)),
             entity: 'idempotency',
             status: 'IN_PROGRESS',
+            claimId,
             fingerprint,
             leaseExpiresAt: nowSeconds + inProgressLeaseSeconds,
             expiresAt: nowSeconds + this.ttlSeconds,
@@ -49,7 +53,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         }),
       ),
     );
-    if (claimed) return { outcome: 'claimed' };
+    if (claimed) return { outcome: 'claimed', claimId };
     const existing = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, keyDigest(key)), ConsistentRead: true }),
     );
@@ -72,8 +76,55 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     );
   }
 
+  seal(orgId: string, key: string, claimId: string, response: StoredResponse): IdempotencyCompletion {
+    return { orgId, keyDigest: keyDigest(key), claimId, sealedResponse: encrypt(response, orgId, key) };
+  }
+
   async release(orgId: string, key: string): Promise<void> {
     await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.idempotency(orgId, keyDigest(key)) }));
+  }
+}
+
+/** The write that records an idempotent response, for the transaction that creates the resource (none without one). */
+function completionWrites(tableName: string, completion: IdempotencyCompletion | undefined): TransactItem[] {
+  if (!completion) return [];
+  return [
+    {
+      Update: {
+        TableName: tableName,
+        Key: keys.idempotency(completion.orgId, completion.keyDigest),
+        UpdateExpression: 'SET #status = :completed, #response = :response REMOVE leaseExpiresAt',
+        ConditionExpression: '#status = :inProgress AND claimId = :claimId',
+        ExpressionAttributeNames: { '#status': 'status', '#response': 'response' },
+        ExpressionAttributeValues: {
+          ':completed': 'COMPLETED',
+          ':response': completion.sealedResponse,
+          ':inProgress': 'IN_PROGRESS',
+          ':claimId': completion.claimId,
+        },
+      },
+    },
+  ];
+}
+
+/**
+ * Writes `items` and, last, the completion of the idempotent request that creates them, in one transaction. When
+ * the claim no longer held its key (the request outlived its lease and another took the key over), nothing is
+ * written and the answer is IdempotencyInProgressError; other failures reach the caller as they are.
+ */
+export async function transactWithCompletion(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  items: TransactItem[],
+  completion: IdempotencyCompletion | undefined,
+): Promise<void> {
+  try {
+    await sendTransaction(client, [...items, ...completionWrites(tableName, completion)]);
+  } catch (error) {
+    if (completion && transactionCancellationCodes(error)?.at(-1) === 'ConditionalCheckFailed') {
+      throw new IdempotencyInProgressError('Another request with this Idempotency-Key took it over while this one ran; retry to see its result.');
+    }
+    throw error;
   }
 }
 

@@ -36,6 +36,11 @@ export const keys = {
   session: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#SESSION' }),
   sessionsByOrg: (orgId: string) => `ORG#${orgId}#SESSIONS`,
   sessionsByAgent: (orgId: string, agentId: string) => `ORG#${orgId}#AGENT#${agentId}#SESSIONS`,
+  /** Sessions while they are OPEN (a sparse index: the end removes the key), newest first like the others. */
+  openSessions: (orgId: string) => `ORG#${orgId}#OPENSESSIONS`,
+  /** Counts of an organization's sessions by state and platform: for the organization, and for each agent. */
+  sessionCounters: (orgId: string) => `ORG#${orgId}#SESSIONCOUNTS`,
+  sessionCounter: (orgId: string, scope: 'ORG' | `AGENT#${string}`, shard: number) => ({ pk: `ORG#${orgId}#SESSIONCOUNTS`, sk: `${scope}#${shard}` }),
   sessionExpiry: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#EXPIRY' }),
   /** Zero-padded so that the sort key orders messages numerically. */
   message: (orgId: string, sessionId: string, seq: number) => ({

@@ -2,23 +2,32 @@ import {
   BatchGetCommand,
   GetCommand,
   PutCommand,
-  TransactWriteCommand,
+  QueryCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import type { AnalysisJob, SecretCipher, SessionFilter, SessionStore, StoredSession, TurnContext } from '../ports.ts';
+import type {
+  AnalysisJob,
+  IdempotencyCompletion,
+  SecretCipher,
+  SessionFilter,
+  SessionPageRequest,
+  SessionStore,
+  StoredSession,
+  TurnContext,
+} from '../ports.ts';
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { transactionCancellationCodes } from './dynamo.ts';
+import { sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
+import { tableDefinition, type IndexName } from './table.ts';
 import { toExecutableTool } from './tool-store.ts';
-
-type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /** Outbox events and analysis jobs live a week in the partition of what they describe; the stream hands them on when written. */
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
@@ -28,6 +37,57 @@ const sessionFieldOrder = [
   'lastActivityAt', 'endedAt', 'endedReason', 'messageCount', 'analysis',
 ];
 const messageFieldOrder = ['id', 'sessionId', 'role', 'content', 'toolCall', 'metadata', 'createdAt'];
+
+function indexNamed(name: IndexName): (typeof tableDefinition.globalSecondaryIndexes)[number] {
+  const index = tableDefinition.globalSecondaryIndexes.find((candidate) => candidate.indexName === name);
+  if (!index) throw new Error(`no index ${name} in the table definition`);
+  return index;
+}
+
+const sessionIndexes = { byOrg: indexNamed('gsi1'), byAgent: indexNamed('gsi2'), open: indexNamed('gsi3') };
+
+/**
+ * Session counters are spread over shards, chosen by session id, so that sessions opened at once by one
+ * organization seldom update the same counter item (concurrent transactions on one item conflict).
+ */
+const counterShards = 8;
+const counterShard = (sessionId: string): number => Number.parseInt(sessionId.slice(-2), 16) % counterShards;
+const counterCellSeparator = '_';
+const counterCell = (state: string, platform: string): string => `${state}${counterCellSeparator}${platform}`;
+
+/** An OPEN session shown EXPIRED: no activity since the cut-off, and no running turn holding it. */
+const idleOpen = '(#state = :open AND lastActivityAt < :idleBefore AND (attribute_not_exists(activeUntil) OR activeUntil <= :now))';
+const notIdle = '(#state = :open AND (lastActivityAt >= :idleBefore OR activeUntil > :now))';
+const idleValues = (filter: SessionFilter) => ({ ':open': 'OPEN', ':idleBefore': filter.idle.lastActivityBefore, ':now': filter.idle.nowMs });
+
+/** A FilterExpression of conditions joined by AND, with the names and values they use. */
+class Conditions {
+  private readonly parts: string[] = [];
+  private readonly values: Record<string, unknown>;
+
+  constructor(values: Record<string, unknown>) {
+    this.values = { ...values };
+  }
+
+  value(name: string, value: unknown): void {
+    this.values[name] = value;
+  }
+
+  add(condition: string, values: Record<string, unknown> = {}): void {
+    this.parts.push(condition);
+    Object.assign(this.values, values);
+  }
+
+  expression(): Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+    const filter = this.parts.join(' AND ');
+    const names = Object.fromEntries(['state', 'platform'].filter((name) => filter.includes(`#${name}`)).map((name) => [`#${name}`, name]));
+    return {
+      ...(filter ? { FilterExpression: filter } : {}),
+      ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: this.values,
+    };
+  }
+}
 
 /**
  * Sessions get a partition each (`ORG#<org>#SES#<id>`): the session item, its messages in sequence order, its
@@ -45,29 +105,32 @@ export class DynamoSessionStore implements SessionStore {
     this.cipher = cipher;
   }
 
-  async create(session: StoredSession, expiresAt: number, events: DomainEvent[]): Promise<void> {
-    await this.client.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: {
-                ...keys.session(session.orgId, session.id),
-                entity: 'session',
-                gsi1pk: keys.sessionsByOrg(session.orgId),
-                gsi1sk: `${session.createdAt}#${session.id}`,
-                gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
-                gsi2sk: `${session.createdAt}#${session.id}`,
-                ...session,
-              },
-              ConditionExpression: 'attribute_not_exists(pk)',
+  async create(session: StoredSession, expiresAt: number, events: DomainEvent[], completion?: IdempotencyCompletion): Promise<void> {
+    await transactWithCompletion(
+      this.client,
+      this.tableName,
+      [
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: {
+              ...keys.session(session.orgId, session.id),
+              entity: 'session',
+              gsi1pk: keys.sessionsByOrg(session.orgId),
+              gsi1sk: `${session.createdAt}#${session.id}`,
+              gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
+              gsi2sk: `${session.createdAt}#${session.id}`,
+              ...(session.state === 'OPEN' ? { gsi3pk: keys.openSessions(session.orgId), gsi3sk: `${session.createdAt}#${session.id}` } : {}),
+              ...session,
             },
+            ConditionExpression: 'attribute_not_exists(pk)',
           },
-          this.expiryPut(session.orgId, session.id, expiresAt),
-          ...this.outboxPuts(session.orgId, session.id, events),
-        ],
-      }),
+        },
+        ...this.counterUpdates(session, { [counterCell(session.state, session.platform)]: 1 }),
+        this.expiryPut(session.orgId, session.id, expiresAt),
+        ...this.outboxPuts(session.orgId, session.id, events),
+      ],
+      completion,
     );
   }
 
@@ -88,48 +151,106 @@ export class DynamoSessionStore implements SessionStore {
     };
   }
 
-  /** Every session of the organization matching the filter, newest first, with its turn bookkeeping. */
-  async list(orgId: string, filter: SessionFilter): Promise<StoredSession[]> {
-    const input: QueryCommandInput = filter.agentId
-      ? {
-          TableName: this.tableName,
-          IndexName: 'gsi2',
-          KeyConditionExpression: 'gsi2pk = :pk',
-          ExpressionAttributeValues: { ':pk': keys.sessionsByAgent(orgId, filter.agentId) },
-        }
-      : {
-          TableName: this.tableName,
-          IndexName: 'gsi1',
-          KeyConditionExpression: 'gsi1pk = :pk',
-          ExpressionAttributeValues: { ':pk': keys.sessionsByOrg(orgId) },
-        };
+  async list(orgId: string, filter: SessionFilter, page: SessionPageRequest): Promise<{ sessions: StoredSession[]; hasMore: boolean }> {
+    const { input, index } = this.sessionQuery(orgId, filter, page.order);
+    if (page.after) {
+      const sessionId = page.after.slice(page.after.lastIndexOf('#') + 1);
+      input.ExclusiveStartKey = { ...keys.session(orgId, sessionId), [index.partitionKey]: input.ExpressionAttributeValues?.[':pk'], [index.sortKey]: page.after };
+    }
+    // One more than the page, to know whether more follow.
+    const wanted = page.skip + page.limit + 1;
+    const matches: Record<string, unknown>[] = [];
+    // A filter can discard what a read returns: each further read asks for twice as many, up to a full read.
+    let batch = wanted;
+    do {
+      const result = await this.client.send(new QueryCommand({ ...input, Limit: Math.min(batch, 1_000) }));
+      matches.push(...(result.Items ?? []));
+      input.ExclusiveStartKey = result.LastEvaluatedKey;
+      batch *= 2;
+    } while (input.ExclusiveStartKey && matches.length < wanted);
+    return {
+      sessions: matches.slice(page.skip, page.skip + page.limit).map((item) => this.toStoredSession(item)),
+      hasMore: matches.length > page.skip + page.limit,
+    };
+  }
+
+  async count(orgId: string, filter: SessionFilter): Promise<number> {
+    // Counters cannot say when a session was created: a `createdAfter` listing counts its range instead.
+    if (filter.createdAfter) return this.countMatches(this.sessionQuery(orgId, filter, 'desc').input);
+    const scope = filter.agentId ? (`AGENT#${filter.agentId}` as const) : 'ORG';
+    const shards = this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :scope)',
+        ExpressionAttributeValues: { ':pk': keys.sessionCounters(orgId), ':scope': `${scope}#` },
+        ConsistentRead: true,
+      }),
+    );
+    // The counters know stored states; sessions idle but not yet marked EXPIRED are counted among the open ones.
+    const idleOpen = filter.state === 'OPEN' || filter.state === 'EXPIRED' ? this.countMatches(this.idleOpenQuery(orgId, filter)) : Promise.resolve(0);
+    const storedState = filter.state;
+    let counted = 0;
+    for (const shard of (await shards).Items ?? []) {
+      for (const [cell, value] of Object.entries(shard)) {
+        const [state, platform] = cell.split(counterCellSeparator);
+        if (platform === undefined || typeof value !== 'number') continue;
+        if ((storedState === undefined || state === storedState) && (filter.platform === undefined || platform === filter.platform)) counted += value;
+      }
+    }
+    if (filter.state === 'OPEN') return counted - (await idleOpen);
+    if (filter.state === 'EXPIRED') return counted + (await idleOpen);
+    return counted;
+  }
+
+  /**
+   * The Query that reads the filter's sessions in order: OPEN ones from the sparse index of open sessions (however
+   * long the history), an agent's from gsi2, all others from gsi1; `createdAfter` narrows the key range and the
+   * remaining filters are a FilterExpression, idleness included (an idle OPEN session is shown EXPIRED).
+   */
+  private sessionQuery(orgId: string, filter: SessionFilter, order: 'asc' | 'desc'): { input: QueryCommandInput; index: (typeof tableDefinition.globalSecondaryIndexes)[number] } {
+    const openOnly = filter.state === 'OPEN';
+    const [index, partition] = openOnly
+      ? [sessionIndexes.open, keys.openSessions(orgId)]
+      : filter.agentId
+        ? [sessionIndexes.byAgent, keys.sessionsByAgent(orgId, filter.agentId)]
+        : [sessionIndexes.byOrg, keys.sessionsByOrg(orgId)];
+    const conditions = new Conditions({ ':pk': partition });
+    let keyCondition = `${index.partitionKey} = :pk`;
     if (filter.createdAfter) {
-      const sortKey = filter.agentId ? 'gsi2sk' : 'gsi1sk';
-      input.KeyConditionExpression += ` AND ${sortKey} > :after`;
       // Sort keys hold createdAt as UTC with milliseconds; `~` sorts after every id character, so sessions
       // created exactly at createdAfter are excluded.
-      const after = new Date(filter.createdAfter).toISOString();
-      input.ExpressionAttributeValues = { ...input.ExpressionAttributeValues, ':after': `${after}#~` };
+      keyCondition += ` AND ${index.sortKey} > :createdAfter`;
+      conditions.value(':createdAfter', `${new Date(filter.createdAfter).toISOString()}#~`);
     }
-    const conditions: string[] = [];
-    const names: Record<string, string> = {};
-    if (filter.state) {
-      conditions.push('#state = :state');
-      names['#state'] = 'state';
-      input.ExpressionAttributeValues = { ...input.ExpressionAttributeValues, ':state': filter.state };
-    }
-    if (filter.platform) {
-      conditions.push('#platform = :platform');
-      names['#platform'] = 'platform';
-      input.ExpressionAttributeValues = { ...input.ExpressionAttributeValues, ':platform': filter.platform };
-    }
-    if (conditions.length) {
-      input.FilterExpression = conditions.join(' AND ');
-      input.ExpressionAttributeNames = names;
-    }
-    input.ScanIndexForward = false;
-    const items = await queryAll(this.client, input);
-    return items.map((item) => this.toStoredSession(item));
+    if (openOnly && filter.agentId) conditions.add('agentId = :agentId', { ':agentId': filter.agentId });
+    if (filter.state === 'OPEN') conditions.add(notIdle, idleValues(filter));
+    if (filter.state === 'EXPIRED') conditions.add(`(#state = :expired OR ${idleOpen})`, { ':expired': 'EXPIRED', ...idleValues(filter) });
+    if (filter.state === 'CLOSED') conditions.add('#state = :closed', { ':closed': 'CLOSED' });
+    if (filter.platform) conditions.add('#platform = :platform', { ':platform': filter.platform });
+    return {
+      input: { TableName: this.tableName, IndexName: index.indexName, KeyConditionExpression: keyCondition, ScanIndexForward: order === 'asc', ...conditions.expression() },
+      index,
+    };
+  }
+
+  /** OPEN sessions that are idle (shown EXPIRED), from the sparse index: as many reads as the organization has open sessions. */
+  private idleOpenQuery(orgId: string, filter: SessionFilter): QueryCommandInput {
+    const conditions = new Conditions({ ':pk': keys.openSessions(orgId) });
+    conditions.add(idleOpen, idleValues(filter));
+    if (filter.agentId) conditions.add('agentId = :agentId', { ':agentId': filter.agentId });
+    if (filter.platform) conditions.add('#platform = :platform', { ':platform': filter.platform });
+    return { TableName: this.tableName, IndexName: sessionIndexes.open.indexName, KeyConditionExpression: `${sessionIndexes.open.partitionKey} = :pk`, ...conditions.expression() };
+  }
+
+  private async countMatches(input: QueryCommandInput): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const result = await this.client.send(new QueryCommand({ ...input, Select: 'COUNT', ExclusiveStartKey: startKey }));
+      count += result.Count ?? 0;
+      startKey = result.LastEvaluatedKey;
+    } while (startKey);
+    return count;
   }
 
   async messages(orgId: string, sessionId: string): Promise<Message[]> {
@@ -168,7 +289,8 @@ export class DynamoSessionStore implements SessionStore {
         Update: {
           TableName: this.tableName,
           Key: keys.session(session.orgId, session.id),
-          UpdateExpression: 'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE activeUntil',
+          UpdateExpression:
+            'SET #state = :state, endedAt = :endedAt, endedReason = :reason, updatedAt = :updatedAt REMOVE activeUntil, gsi3pk, gsi3sk',
           ConditionExpression: `#state = :open${activityCondition}`,
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
@@ -181,15 +303,17 @@ export class DynamoSessionStore implements SessionStore {
           },
         },
       },
+      ...this.counterUpdates(session, { [counterCell('OPEN', session.platform)]: -1, [counterCell(ended.state, session.platform)]: 1 }),
       { Delete: { TableName: this.tableName, Key: keys.sessionExpiry(session.orgId, session.id) } },
       ...this.outboxPuts(session.orgId, session.id, events),
       { Put: this.analysisJobPut(job) },
     ]);
   }
 
-  async requestAnalysis(job: AnalysisJob): Promise<void> {
-    // One item: a plain Put, at half a transaction's write cost.
-    await this.client.send(new PutCommand(this.analysisJobPut(job)));
+  async requestAnalysis(job: AnalysisJob, completion?: IdempotencyCompletion): Promise<void> {
+    // Alone, one plain Put: a transaction costs twice the write units.
+    if (completion) await transactWithCompletion(this.client, this.tableName, [{ Put: this.analysisJobPut(job) }], completion);
+    else await this.client.send(new PutCommand(this.analysisJobPut(job)));
   }
 
   async completeAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, ended: DomainEvent, updatedAt: string): Promise<boolean> {
@@ -308,7 +432,7 @@ export class DynamoSessionStore implements SessionStore {
   /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */
   private async writeIfFirstHolds(items: TransactItem[]): Promise<boolean> {
     try {
-      await this.client.send(new TransactWriteCommand({ TransactItems: items }));
+      await sendTransaction(this.client, items);
       return true;
     } catch (error) {
       if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
@@ -324,6 +448,21 @@ export class DynamoSessionStore implements SessionStore {
         ConditionExpression: 'attribute_not_exists(pk)',
       },
     };
+  }
+
+  /** Adds `changes` (counter cell → delta) to the session's counter shard of its organization and of its agent. */
+  private counterUpdates(session: Session, changes: Record<string, number>): TransactItem[] {
+    const cells = Object.entries(changes);
+    const shard = counterShard(session.id);
+    return (['ORG', `AGENT#${session.agentId}`] as const).map((scope) => ({
+      Update: {
+        TableName: this.tableName,
+        Key: keys.sessionCounter(session.orgId, scope, shard),
+        UpdateExpression: `ADD ${cells.map((_, index) => `#cell${index} :delta${index}`).join(', ')}`,
+        ExpressionAttributeNames: Object.fromEntries(cells.map(([cell], index) => [`#cell${index}`, cell])),
+        ExpressionAttributeValues: Object.fromEntries(cells.map(([, delta], index) => [`:delta${index}`, delta])),
+      },
+    }));
   }
 
   private expiryPut(orgId: string, sessionId: string, expiresAt: number): TransactItem {

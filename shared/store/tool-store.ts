@@ -1,8 +1,9 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ToolNameTakenError } from '../errors.ts';
-import type { SecretCipher, SecretContext, ToolStore } from '../ports.ts';
+import type { IdempotencyCompletion, SecretCipher, SecretContext, ToolStore } from '../ports.ts';
 import type { ExecutableTool, Tool } from '../schemas/tool.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { replaceFields } from './replace-fields.ts';
 import { keys } from './keys.ts';
@@ -38,28 +39,29 @@ export class DynamoToolStore implements ToolStore {
     this.cipher = cipher;
   }
 
-  async create(tool: Tool, functionSecret?: string): Promise<void> {
+  async create(tool: Tool, functionSecret?: string, completion?: IdempotencyCompletion): Promise<void> {
     const sealed = functionSecret === undefined ? undefined : await this.cipher.seal(functionSecret, secretContext(tool.orgId, tool.id));
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool, functionSecret: sealed },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
+      await transactWithCompletion(
+        this.client,
+        this.tableName,
+        [
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: { ...keys.tool(tool.orgId, tool.id), entity: 'tool', attachCount: 0, ...tool, functionSecret: sealed },
+              ConditionExpression: 'attribute_not_exists(pk)',
             },
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.toolName(tool.orgId, tool.name), entity: 'toolName', toolId: tool.id },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
+          },
+          {
+            Put: {
+              TableName: this.tableName,
+              Item: { ...keys.toolName(tool.orgId, tool.name), entity: 'toolName', toolId: tool.id },
+              ConditionExpression: 'attribute_not_exists(pk)',
             },
-          ],
-        }),
+          },
+        ],
+        completion,
       );
     } catch (error) {
       if (transactionCancellationCodes(error)?.[1] === 'ConditionalCheckFailed') {

@@ -1,8 +1,9 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeliverableEndpoint, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
+import type { DeliverableEndpoint, IdempotencyCompletion, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { allEvents } from '../schemas/webhook.ts';
 import { isSealed } from '../secrets/envelope-cipher.ts';
 import { conditionalWrite } from './dynamo.ts';
+import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { replaceFields } from './replace-fields.ts';
 import { keys } from './keys.ts';
@@ -31,15 +32,16 @@ export class DynamoWebhookStore implements WebhookStore {
     this.cipher = cipher;
   }
 
-  async create(endpoint: WebhookEndpoint, secret: string): Promise<void> {
+  async create(endpoint: WebhookEndpoint, secret: string, completion?: IdempotencyCompletion): Promise<void> {
     const sealed = await this.cipher.seal(secret, secretContext(endpoint.orgId, endpoint.id));
-    await this.client.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { ...keys.webhook(endpoint.orgId, endpoint.id), entity: 'webhook', ...endpoint, secret: sealed },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
-    );
+    const put = {
+      TableName: this.tableName,
+      Item: { ...keys.webhook(endpoint.orgId, endpoint.id), entity: 'webhook', ...endpoint, secret: sealed },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    };
+    // Alone, one plain Put: a transaction costs twice the write units.
+    if (completion) await transactWithCompletion(this.client, this.tableName, [{ Put: put }], completion);
+    else await this.client.send(new PutCommand(put));
   }
 
   async get(orgId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {

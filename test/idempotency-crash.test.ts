@@ -1,0 +1,159 @@
+/**
+ * An idempotent create whose process dies after the database committed the resource, before the client got its
+ * answer: the client retries with the same Idempotency-Key (to a new process) and gets the same resource back,
+ * never a second one. The API runs in a child process whose DynamoDB traffic passes through a proxy here, which
+ * kills the process the moment the write that creates the resource has committed.
+ */
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { IdempotencyInProgressError } from '../shared/errors.ts';
+import { DynamoAgentStore } from '../shared/store/agent-store.ts';
+import { createDocumentClient } from '../shared/store/dynamo.ts';
+import { DynamoIdempotencyStore } from '../shared/store/idempotency-store.ts';
+import { startApi, type TestApi } from './support/api.ts';
+import { childEnv, isRunning, killGroup, spawnInGroup, waitForExit } from './support/local-process.ts';
+import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
+import type { ChildProcess } from 'node:child_process';
+
+let api: TestApi;
+let key: string;
+let proxyUrl: string;
+/** Set while a test wants a process killed once a write holding `marker` (the new resource's) has committed. */
+let killAfterCommit: { marker: string; kill: () => void } | undefined;
+
+const database = new URL(inject('dynamodbEndpoint'));
+const proxy = createServer(async (clientRequest, clientResponse) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of clientRequest) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  const operation = String(clientRequest.headers['x-amz-target']).split('.')[1];
+  const creates = (operation === 'TransactWriteItems' || operation === 'PutItem') && killAfterCommit !== undefined && body.includes(killAfterCommit.marker);
+  const upstream = httpRequest({ host: database.hostname, port: database.port, path: clientRequest.url, method: clientRequest.method, headers: clientRequest.headers });
+  upstream.end(body);
+  const [answer] = (await once(upstream, 'response')) as [IncomingMessage];
+  const answerChunks: Buffer[] = [];
+  for await (const chunk of answer) answerChunks.push(chunk as Buffer);
+  if (creates && answer.statusCode === 200 && killAfterCommit) {
+    // Committed: the process dies before it can hear so, let alone answer its client.
+    killAfterCommit.kill();
+    killAfterCommit = undefined;
+    clientResponse.destroy();
+    return;
+  }
+  clientResponse.writeHead(answer.statusCode ?? 500, answer.headers);
+  clientResponse.end(Buffer.concat(answerChunks));
+});
+
+beforeAll(async () => {
+  api = await startApi();
+  ({ key } = await api.newOrg());
+  proxyUrl = `http://127.0.0.1:${await listenOnLoopback(proxy)}`;
+});
+afterAll(async () => {
+  await api.close();
+  await closeServer(proxy);
+});
+
+async function startChild(): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const child = spawnInGroup(
+    ['test/support/serve-api.ts'],
+    childEnv({
+      DYNAMODB_ENDPOINT: proxyUrl,
+      TABLE_NAME: inject('tableName'),
+      SECRETS_KEY_FILE: inject('secretsKeyFile'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+    }),
+  );
+  let stdout = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  while (!/listening (\d+)/.test(stdout)) {
+    if (!isRunning(child)) throw new Error(`the API process exited before listening: ${stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, baseUrl: `http://127.0.0.1:${/listening (\d+)/.exec(stdout)?.[1]}` };
+}
+
+function post(baseUrl: string, path: string, idempotencyKey: string, body: unknown): Promise<Response> {
+  return fetch(baseUrl + path, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    body: JSON.stringify(body),
+  });
+}
+
+/** Sends the create to a process that dies once it is committed, then retries it against a fresh process. */
+async function createThroughCrash(path: string, body: unknown, marker: string): Promise<Response> {
+  const idempotencyKey = crypto.randomUUID();
+  const doomed = await startChild();
+  killAfterCommit = { marker, kill: () => killGroup(doomed.child, 'SIGKILL') };
+  await expect(post(doomed.baseUrl, path, idempotencyKey, body)).rejects.toThrow();
+  expect(await waitForExit(doomed.child, 10_000)).toEqual({ code: null, signal: 'SIGKILL' });
+
+  const restarted = await startChild();
+  try {
+    return await post(restarted.baseUrl, path, idempotencyKey, body);
+  } finally {
+    killGroup(restarted.child, 'SIGKILL');
+    await waitForExit(restarted.child, 10_000);
+  }
+}
+
+describe('a process killed between committing a create and answering it', () => {
+  it('answers the retry with the agent it created, and there is one agent', async () => {
+    // Prepare
+    const name = `crash-${crypto.randomUUID()}`;
+
+    // Act
+    const retry = await createThroughCrash('/v2/chat/agents', { fullName: name, description: 'd', role: 'r' }, name);
+
+    // Assess
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const replayed = (await retry.json()) as { id: string; fullName: string };
+    expect(replayed.fullName).toBe(name);
+    const listed = await api.request('GET', '/v1/chat/agents?limit=100', { key });
+    expect(listed.body.data.filter((agent: { fullName: string }) => agent.fullName === name).map((agent: { id: string }) => agent.id)).toEqual([replayed.id]);
+  });
+
+  it('answers the retry with the session it opened, and the agent has one session', async () => {
+    // Prepare
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'S', description: 'd', role: 'r' } });
+
+    // Act
+    const retry = await createThroughCrash('/v1/chat/chat/sessions', { agentId: agent.body.id }, agent.body.id);
+
+    // Assess
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const replayed = (await retry.json()) as { id: string };
+    const listed = await api.request('GET', `/v1/chat/chat/sessions?agentId=${agent.body.id}`, { key });
+    expect(listed.body.data.map((session: { id: string }) => session.id)).toEqual([replayed.id]);
+  });
+});
+
+describe('a request that outlived its claim on the Idempotency-Key', () => {
+  it('creates nothing once another request has taken the key over, and says the key is in progress', async () => {
+    // Prepare
+    const client = createDocumentClient({ AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: inject('dynamodbEndpoint') });
+    let nowMs = Date.now();
+    const idempotency = new DynamoIdempotencyStore(client, inject('tableName'), 86_400, () => nowMs);
+    const agents = new DynamoAgentStore(client, inject('tableName'));
+    const orgId = crypto.randomUUID();
+    const slow = await idempotency.claim(orgId, 'key-1', 'request');
+    nowMs += 61_000;
+    const takeover = await idempotency.claim(orgId, 'key-1', 'request');
+    expect([slow.outcome, takeover.outcome]).toEqual(['claimed', 'claimed']);
+    const agent = { id: crypto.randomUUID(), orgId, fullName: 'late', tools: [] } as never;
+    const response = { status: 201, body: '{}', headers: {} };
+
+    // Act
+    const late = agents.create(agent, idempotency.seal(orgId, 'key-1', slow.outcome === 'claimed' ? slow.claimId : '', response));
+
+    // Assess
+    await expect(late).rejects.toBeInstanceOf(IdempotencyInProgressError);
+    expect(await agents.get(orgId, (agent as { id: string }).id)).toBeUndefined();
+  });
+});
