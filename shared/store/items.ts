@@ -1,8 +1,17 @@
+import { tableDefinition } from './table.ts';
+
 /**
  * Attributes that exist only for storage and never reach an API response. `secret`, `previousSecret` and
  * `previousSecretValidUntil` are a webhook endpoint's signing secrets (shown only when created or rotated).
  */
-const internalAttributes = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'entity', 'version', 'expiresAt', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId'] as const;
+const internalAttributes: readonly string[] = [
+  // Every key of the table and of its indexes, so that a new index's keys cannot leak into a response either.
+  tableDefinition.partitionKey,
+  tableDefinition.sortKey,
+  tableDefinition.timeToLiveAttribute,
+  ...tableDefinition.globalSecondaryIndexes.flatMap((index) => [index.partitionKey, index.sortKey]),
+  ...['entity', 'version', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId'],
+];
 
 /**
  * An item as the API shows it: storage attributes dropped, and fields in `fieldOrder` first, because DynamoDB
