@@ -9,8 +9,11 @@ const pageCursor = z.object({ after: z.string().min(1).max(512), page: z.int().m
 
 export type PageCursor = z.output<typeof pageCursor>;
 
-export function encodePageCursor(cursor: PageCursor): string {
-  return Buffer.from(JSON.stringify(cursor)).toString('base64url');
+/** `{ nextCursor }` naming the position a page ended on, when more follow (`after` given); else nothing. */
+export function nextCursorAfter(after: string | undefined, page: number, listing: string): { nextCursor?: string } {
+  if (after === undefined) return {};
+  const cursor: PageCursor = { after, page: page + 1, listing };
+  return { nextCursor: Buffer.from(JSON.stringify(cursor)).toString('base64url') };
 }
 
 /**

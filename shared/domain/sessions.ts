@@ -13,7 +13,7 @@ import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../p
 import { newId, type Clock } from './clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { events } from './events.ts';
-import { encodePageCursor, readPageCursor } from './page-cursor.ts';
+import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
 export interface SessionDeps {
@@ -101,7 +101,7 @@ export async function listSessions(deps: SessionDeps, orgId: string, query: List
   ]);
   // Idle sessions are shown as EXPIRED here without a write; the next access to each makes it durable.
   const data = found.sessions.map((session) => publicSession(isIdle(deps, session, nowMs) ? { ...session, state: 'EXPIRED' as const } : session));
-  const last = data.at(-1);
+  const last = found.hasMore ? data.at(-1) : undefined;
   return {
     data,
     pagination: {
@@ -109,7 +109,7 @@ export async function listSessions(deps: SessionDeps, orgId: string, query: List
       limit: query.limit,
       total,
       totalPages: Math.ceil(total / query.limit),
-      ...(found.hasMore && last ? { nextCursor: encodePageCursor({ after: `${last.createdAt}#${last.id}`, page: page + 1, listing }) } : {}),
+      ...nextCursorAfter(last && `${last.createdAt}#${last.id}`, page, listing),
     },
   };
 }

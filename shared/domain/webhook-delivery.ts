@@ -13,7 +13,7 @@ import type {
   WebhookStore,
 } from '../ports.ts';
 import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
-import { encodePageCursor, readPageCursor } from './page-cursor.ts';
+import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
 import type { Clock } from './clock.ts';
 import type { DomainEvent } from './events.ts';
 import { getWebhook } from './webhooks.ts';
@@ -277,14 +277,13 @@ export async function listDeliveries(
   });
   const data = deliveries.slice(skip, skip + query.limit);
   const hasMore = deliveries.length > skip + query.limit;
-  const last = data.at(-1);
   return {
     data,
     pagination: {
       page,
       limit: query.limit,
       hasMore,
-      ...(hasMore && last ? { nextCursor: encodePageCursor({ after: last.id, page: page + 1, listing }) } : {}),
+      ...nextCursorAfter(hasMore ? data.at(-1)?.id : undefined, page, listing),
     },
   };
 }
