@@ -51,12 +51,15 @@ describe('GET /openapi.json', () => {
     expect(apiVersion).toBe(latestRelease);
   });
 
-  it('answers the same bytes every time, with a validator to revalidate them', async () => {
+  it('answers the same bytes every time, and 304 to a client whose copy is current', async () => {
     const first = await fetch(`${api.baseUrl}/openapi.json`);
     const second = await fetch(`${api.baseUrl}/openapi.json`);
     expect(await first.text()).toBe(await second.text());
     expect(first.headers.get('etag')).toMatch(/^"[\w-]{22}"$/);
     expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
+    const revalidated = await fetch(`${api.baseUrl}/openapi.json`, { headers: { 'if-none-match': first.headers.get('etag') as string } });
+    expect(revalidated.status).toBe(304);
+    expect(await revalidated.text()).toBe('');
   });
 
   it('documents every route that is not internal, with its scope, and none that is', async () => {

@@ -51,7 +51,8 @@ const readAsset = (name: string) => () => readFileSync(new URL(name, assetDirect
 
 function respond(entry: Prepared, contentType: string, headers: RequestHeaders, cacheControl: string, extra: Record<string, string> = {}): RawBody {
   const common = { 'content-type': contentType, 'cache-control': cacheControl, etag: entry.etag, vary: 'accept-encoding', ...developerHeaders, ...extra };
-  if (/\bgzip\b/.test(headers['accept-encoding'] ?? '')) return new RawBody(entry.gzipped, { ...common, 'content-encoding': 'gzip' }, true);
+  if (headers['if-none-match']?.split(/\s*,\s*/).includes(entry.etag)) return new RawBody('', common, { statusCode: 304 });
+  if (/\bgzip\b/.test(headers['accept-encoding'] ?? '')) return new RawBody(entry.gzipped, { ...common, 'content-encoding': 'gzip' }, { isBase64Encoded: true });
   return new RawBody(entry.body, common);
 }
 

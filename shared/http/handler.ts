@@ -100,11 +100,14 @@ export class RawBody {
   readonly headers: Record<string, string>;
   /** `body` is base64 of binary content (compressed assets). */
   readonly isBase64Encoded: boolean;
+  /** Instead of the route's success status: 304 when the client's copy is current. */
+  readonly statusCode: number | undefined;
 
-  constructor(body: string, headers: Record<string, string>, isBase64Encoded = false) {
+  constructor(body: string, headers: Record<string, string>, options: { isBase64Encoded?: boolean; statusCode?: number } = {}) {
     this.body = body;
     this.headers = headers;
-    this.isBase64Encoded = isBase64Encoded;
+    this.isBase64Encoded = options.isBase64Encoded ?? false;
+    this.statusCode = options.statusCode;
   }
 }
 
@@ -410,6 +413,8 @@ async function dispatch<Deps extends PipelineDeps>(
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
-  if (body instanceof RawBody) return { statusCode: route.successStatus, headers: body.headers, body: body.body, isBase64Encoded: body.isBase64Encoded };
+  if (body instanceof RawBody) {
+    return { statusCode: body.statusCode ?? route.successStatus, headers: body.headers, body: body.body, isBase64Encoded: body.isBase64Encoded };
+  }
   return jsonResponse(route.successStatus, body);
 }
