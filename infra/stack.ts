@@ -248,7 +248,7 @@ export class AgentPlatformStack extends Stack {
         }),
       );
       if (group.runsTurns) grantModelInvocation(fn);
-      grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns });
+      grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns || group.opensSecrets });
       this.functions.set(group.name, fn);
 
       if (group.streaming) {

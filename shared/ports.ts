@@ -10,6 +10,7 @@ import type { ApiKey } from './schemas/api-key.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
+import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './schemas/voice.ts';
 
 export interface Organization {
   id: string;
@@ -64,7 +65,7 @@ export interface ToolStore {
 /** What a secret at rest belongs to: sealed under this context, it opens only with the same one. */
 export interface SecretContext {
   orgId: string;
-  purpose: 'webhook-secret' | 'function-tool-secret';
+  purpose: 'webhook-secret' | 'function-tool-secret' | 'telephony-auth-token';
   /** The id of the item that holds it (the endpoint, the tool). */
   id: string;
 }
@@ -302,4 +303,79 @@ export interface EventLogStore {
   append(entry: LoggedEvent, expiresAt: number): Promise<void>;
   /** Up to `limit` entries after `after`, in log order, strongly consistent; `more` when others may follow. */
   read(orgId: string, after: LogPosition, limit: number): Promise<{ entries: LoggedEvent[]; more: boolean }>;
+}
+
+/** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
+export interface TelephonyCredentials {
+  accountSid: string;
+  authToken: string;
+}
+
+export interface OutboundCallRequest {
+  from: string;
+  to: string;
+  /** What the carrier runs once the callee answers (ConversationRelay to our WebSocket API). */
+  twiml: string;
+  /** Receives every status of the call, signed with the account's auth token. */
+  statusCallback: string;
+  /** The carrier ends the call itself after this many seconds: the call's `ttl`. */
+  timeLimitSeconds: number;
+  /** How long it rings before it counts as not answered. */
+  ringTimeoutSeconds: number;
+}
+
+/** The carrier's REST API (Twilio's; `shared/telephony/twilio-client.ts`). */
+export interface Telephony {
+  createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
+  /** Ends a call in progress (the agent hung up). */
+  hangUp(credentials: TelephonyCredentials, callSid: string): Promise<void>;
+}
+
+/** Sends to the carrier's side of a ConversationRelay WebSocket (API Gateway's connection-management API). */
+export interface RelayConnections {
+  send(connectionId: string, message: Record<string, unknown>): Promise<void>;
+}
+
+export interface StoredPhoneNumber extends PhoneNumber {
+  orgId: string;
+}
+
+/** Who owns a number worldwide: how an inbound call finds its organization. */
+export interface PhoneNumberOwner {
+  orgId: string;
+  phoneNumberId: string;
+}
+
+export interface VoiceStore {
+  /** Stores the number with its worldwide claim; throws PhoneNumberTakenError when any organization has it. */
+  createPhoneNumber(number: StoredPhoneNumber): Promise<void>;
+  getPhoneNumber(orgId: string, phoneNumberId: string): Promise<StoredPhoneNumber | undefined>;
+  listPhoneNumbers(orgId: string, limit: number): Promise<StoredPhoneNumber[]>;
+  replacePhoneNumber(previous: StoredPhoneNumber, next: StoredPhoneNumber): Promise<void>;
+  /** Removes the number and its claim; false when there was none. */
+  deletePhoneNumber(orgId: string, phoneNumberId: string): Promise<boolean>;
+  phoneNumberOwner(e164: string): Promise<PhoneNumberOwner | undefined>;
+  putCredentials(orgId: string, credentials: TelephonyCredentials, updatedAt: string): Promise<void>;
+  getCredentials(orgId: string): Promise<(TelephonyCredentials & { updatedAt: string }) | undefined>;
+  deleteCredentials(orgId: string): Promise<boolean>;
+  /**
+   * The session of a call, its expiry item, its call item and `events`, together; false when the session exists
+   * already (a retried inbound webhook).
+   */
+  createCall(session: StoredSession, expiresAt: number, call: VoiceCall, events: DomainEvent[]): Promise<boolean>;
+  /**
+   * Announces an outbound call (`session.created`) once the carrier has it: its id on the call and as the session's
+   * `roomName`. Without a call id (the carrier refused it) only the event is recorded.
+   */
+  recordCarrierCall(session: StoredSession, callSid: string | undefined, created: DomainEvent): Promise<void>;
+  getCall(orgId: string, sessionId: string): Promise<VoiceCall | undefined>;
+  /**
+   * Moves the call's status forward (statuses never go back: a late `ringing` after `completed` changes nothing);
+   * false when the call already had this status or a later one.
+   */
+  advanceCall(orgId: string, sessionId: string, status: TwilioCallStatus, changes: Partial<VoiceCall>): Promise<boolean>;
+  markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void>;
+  /** Remembers which call a WebSocket connection carries, for the messages that follow on it. */
+  bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void>;
+  connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined>;
 }

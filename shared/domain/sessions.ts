@@ -8,7 +8,7 @@ import {
 } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { paginate, type Page } from '../schemas/common.ts';
-import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
+import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
 import type { AgentStore, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
 import { v7 as uuidv7 } from 'uuid';
@@ -107,7 +107,7 @@ export async function endSession(
   deps: Pick<SessionDeps, 'sessions' | 'clock'>,
   session: StoredSession,
   state: 'CLOSED' | 'EXPIRED',
-  reason: 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED',
+  reason: EndedReason,
   endedAt: string,
   options: { unlessActiveSince?: string } = {},
 ): Promise<StoredSession | undefined> {

@@ -50,6 +50,16 @@ export interface TurnResult {
   messages: Message[];
   /** Set when the turn failed after it began; its messages are persisted all the same. */
   failure?: { code: string; message: string; status: number } | undefined;
+  /** The model called `end_conversation`. */
+  agentEnded: boolean;
+}
+
+export interface TurnOptions {
+  /**
+   * Close the session when the model calls `end_conversation` (chat). A call leaves that to its carrier: the agent
+   * hangs up, and the carrier's report of the end closes the session (docs/voice.md).
+   */
+  closeWhenAgentEnds: boolean;
 }
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
@@ -159,15 +169,15 @@ interface PendingCall {
  * (USER, TOOL, ASSISTANT with where the turn's time went) in one transaction. Never throws for a provider
  * failure: the turn is recorded as failed and the sink told.
  */
-export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions = { closeWhenAgentEnds: true }): Promise<TurnResult> {
   try {
-    return await runPreparedTurn(deps, turn, sink);
+    return await runPreparedTurn(deps, turn, sink, options);
   } finally {
     turn.release();
   }
 }
 
-async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions): Promise<TurnResult> {
   const { session, agent } = turn;
   const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
   const languageModel = deps.languageModel(model);
@@ -294,11 +304,11 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
   await commitTurn(deps, turn, messages, now);
-  if (agentEnded) {
+  if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: [...toolMessages, assistant], failure };
+  return { messages: [...toolMessages, assistant], failure, agentEnded };
 }
 
 const validators = new Map<string, ValidateFunction>();

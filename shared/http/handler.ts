@@ -89,6 +89,17 @@ export class StreamingBody {
   }
 }
 
+/** An implementation returns this to answer with a body that is not JSON (TwiML to a carrier). */
+export class TextBody {
+  readonly contentType: string;
+  readonly text: string;
+
+  constructor(contentType: string, text: string) {
+    this.contentType = contentType;
+    this.text = text;
+  }
+}
+
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -232,7 +243,7 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
     const query = parseWith(route.query, event.queryStringParameters ?? {}, (issues) => {
       throw new ValidationError(describe('Invalid query parameters', issues), { details: issues });
     });
-    const raw = route.body ? readJson(event, deps().config.MAX_BODY_BYTES) : undefined;
+    const raw = route.body ? (route.bodyFormat === 'form' ? readForm(event, deps().config.MAX_BODY_BYTES) : readJson(event, deps().config.MAX_BODY_BYTES)) : undefined;
     const body = parseWith(route.body, raw, (issues) => {
       throw new ValidationError(describe('Invalid request body', issues), { details: issues });
     });
@@ -240,9 +251,26 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
   },
 });
 
-function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
+function bodyText(event: APIGatewayProxyEventV2, maxBytes: number): string {
   const text = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
   if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(`The body exceeds ${maxBytes} bytes.`);
+  return text;
+}
+
+/** An `application/x-www-form-urlencoded` body as an object of its fields (the first value of a repeated name). */
+function readForm(event: APIGatewayProxyEventV2, maxBytes: number): Record<string, string> {
+  const text = bodyText(event, maxBytes);
+  const contentType = event.headers?.['content-type'];
+  if (text.length > 0 && contentType && !/^application\/x-www-form-urlencoded\b/i.test(contentType)) {
+    throw new UnsupportedMediaTypeError('Send the body as application/x-www-form-urlencoded.');
+  }
+  const fields: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(text)) if (!(name in fields)) fields[name] = value;
+  return fields;
+}
+
+function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
+  const text = bodyText(event, maxBytes);
   const contentType = event.headers?.['content-type'];
   if (text.length > 0 && contentType && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
     throw new UnsupportedMediaTypeError('Send the body as application/json.');
@@ -370,5 +398,6 @@ async function dispatch<Deps extends AuthDeps>(
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof TextBody) return { statusCode: route.successStatus, headers: { 'content-type': body.contentType }, body: body.text };
   return jsonResponse(route.successStatus, body);
 }

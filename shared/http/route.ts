@@ -20,6 +20,10 @@ export interface RouteDefinition {
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** How the body is sent: JSON (default), or an HTML form, as carriers post their callbacks. */
+  bodyFormat?: 'json' | 'form';
+  /** The success body's shape: what clients may rely on (tests parse responses with it). */
+  response?: z.ZodType;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
   /**
@@ -44,6 +48,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   runsTurns?: boolean;
   /** Creates or rotates secrets kept at rest: may seal them (KMS data keys), never open them (docs/security.md). */
   sealsSecrets?: boolean;
+  /** Opens secrets kept at rest (the carrier's auth token, to sign requests and verify callbacks). */
+  opensSecrets?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */

@@ -49,21 +49,7 @@ export class DynamoSessionStore implements SessionStore {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
-          {
-            Put: {
-              TableName: this.tableName,
-              Item: {
-                ...keys.session(session.orgId, session.id),
-                entity: 'session',
-                gsi1pk: keys.sessionsByOrg(session.orgId),
-                gsi1sk: `${session.createdAt}#${session.id}`,
-                gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
-                gsi2sk: `${session.createdAt}#${session.id}`,
-                ...session,
-              },
-              ConditionExpression: 'attribute_not_exists(pk)',
-            },
-          },
+          { Put: { TableName: this.tableName, Item: sessionItem(session), ConditionExpression: 'attribute_not_exists(pk)' } },
           this.expiryPut(session.orgId, session.id, expiresAt),
           ...this.outboxPuts(session.orgId, session.id, events),
         ],
@@ -330,7 +316,7 @@ export class DynamoSessionStore implements SessionStore {
     return {
       Put: {
         TableName: this.tableName,
-        Item: { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt },
+        Item: expiryItem(orgId, sessionId, expiresAt),
       },
     };
   }
@@ -348,16 +334,34 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private outboxPuts(orgId: string, sessionId: string, events: DomainEvent[]): TransactItem[] {
-    return events.map((event) => ({
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
-          entity: 'outbox',
-          ...event,
-          expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
-        },
-      },
-    }));
+    return events.map((event) => ({ Put: { TableName: this.tableName, Item: outboxItem(orgId, sessionId, event) } }));
   }
+}
+
+/** A session's item, with the index keys of its organization's and its agent's listings. */
+export function sessionItem(session: StoredSession): Record<string, unknown> {
+  return {
+    ...keys.session(session.orgId, session.id),
+    entity: 'session',
+    gsi1pk: keys.sessionsByOrg(session.orgId),
+    gsi1sk: `${session.createdAt}#${session.id}`,
+    gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
+    gsi2sk: `${session.createdAt}#${session.id}`,
+    ...session,
+  };
+}
+
+/** The item whose TTL deletion tells the `session-expiry` consumer that the session may have gone idle. */
+export function expiryItem(orgId: string, sessionId: string, expiresAt: number): Record<string, unknown> {
+  return { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt };
+}
+
+/** A domain event waiting in the session's partition for the stream to hand it on. */
+export function outboxItem(orgId: string, sessionId: string, event: DomainEvent): Record<string, unknown> {
+  return {
+    ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
+    entity: 'outbox',
+    ...event,
+    expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
+  };
 }

@@ -3,6 +3,7 @@ import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
+import type { LocalVoice } from '../../infra/local/voice.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
 export interface ApiResponse<Body = any> {
@@ -29,6 +30,8 @@ export interface TestApi {
   newKey(orgId: string, scopes: Scope[]): Promise<string>;
   /** The local SQS side, when started with the `queues` option. */
   queues?: TestQueues;
+  /** The Twilio simulator and the WebSocket API, when started with the `voice` option. */
+  voice?: LocalVoice;
   close(): Promise<void>;
 }
 
@@ -58,7 +61,7 @@ export interface TestQueues {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   const [{ denyEgressTo, useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
@@ -76,6 +79,7 @@ export async function startApi(
   const port = await listenOnLoopback(server);
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
+  const voice = options.voice ? await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl) : undefined;
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
   const deps = runtime();
@@ -115,7 +119,9 @@ export async function startApi(
     },
     newKey,
     queues: queues?.handle,
+    voice,
     close: async () => {
+      await voice?.stop();
       await poller?.stop();
       await queues?.stop();
       sweeper?.stop();

@@ -1,0 +1,42 @@
+import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
+import type { RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import { runtime, type Runtime } from './runtime.ts';
+import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
+import { DynamoVoiceStore } from './store/voice-store.ts';
+import { relayConnections } from './telephony/relay-connections.ts';
+import { TwilioRestClient } from './telephony/twilio-client.ts';
+
+/** The runtime plus telephony: phone numbers, carrier credentials and calls, and the carrier's REST API. */
+export interface VoiceRuntime extends Runtime {
+  voice: VoiceStore;
+  telephony: Telephony;
+}
+
+/** What the ConversationRelay function needs besides: turns, and the WebSocket API's connections. */
+export interface RelayRuntime extends VoiceRuntime, ConversationRuntime {
+  relay: RelayConnections;
+}
+
+let processVoiceRuntime: VoiceRuntime | undefined;
+let processRelayRuntime: RelayRuntime | undefined;
+
+const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime => ({
+  ...base,
+  voice: new DynamoVoiceStore(base.documentClient, base.config.TABLE_NAME, secretCipherFromConfig(base.config)),
+  telephony: new TwilioRestClient(base.config.TWILIO_API_BASE_URL),
+});
+
+export function voiceRuntime(): VoiceRuntime {
+  processVoiceRuntime ??= withTelephony(runtime());
+  return processVoiceRuntime;
+}
+
+export function relayRuntime(): RelayRuntime {
+  if (!processRelayRuntime) {
+    const base = withTelephony(conversationRuntime());
+    const endpoint = base.config.VOICE_RELAY_MANAGEMENT_ENDPOINT;
+    if (!endpoint) throw new Error('VOICE_RELAY_MANAGEMENT_ENDPOINT is not set: replies cannot reach the calls.');
+    processRelayRuntime = { ...base, relay: relayConnections({ endpoint, region: base.config.AWS_REGION }) };
+  }
+  return processRelayRuntime;
+}
