@@ -192,6 +192,11 @@ export interface SessionStore {
   replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
   readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
+  /**
+   * A reply cut short on a call: its `content` becomes what was spoken and `metadata.interruption` records the
+   * rest. False when message `seq` is not an assistant reply.
+   */
+  truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean>;
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
   commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'>;
 }

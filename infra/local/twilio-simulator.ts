@@ -32,6 +32,8 @@ export function behaviourOf(number: string): CalleeBehaviour | undefined {
 }
 
 const defaultScript: CalleeScript = { steps: [{ say: 'Hello?' }, { say: 'Thank you, goodbye.' }], then: 'hangup' };
+/** The `stay` numbers: one word, then silence until the agent or the time limit ends the call. */
+const silentScript: CalleeScript = { steps: [{ say: 'Hello?' }], then: 'stay' };
 
 /** A request the simulator made to the platform, kept so that tests can replay it (Twilio retries callbacks). */
 export interface SentCallback {
@@ -255,7 +257,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     await new Promise((resolveRing) => setTimeout(resolveRing, ringMs));
     if (behaviour === 'busy') return finish(call, 'busy');
     if (behaviour === 'no-answer') return finish(call, 'no-answer');
-    const script = scripts.get(call.to) ?? (behaviour === 'stay' ? { ...defaultScript, then: 'stay' as const } : defaultScript);
+    const script = scripts.get(call.to) ?? (behaviour === 'stay' ? silentScript : defaultScript);
     await answer(call, script);
   };
 

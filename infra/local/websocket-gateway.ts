@@ -15,6 +15,8 @@ export interface LocalWebSocketGateway {
   /** The connection-management API (`POST @connections/{id}`), as the SDK's `endpoint`. */
   managementEndpoint: string;
   port: number;
+  /** Cuts every open connection without a closing handshake, as a network failure would. */
+  dropConnections(): void;
   stop(): Promise<void>;
 }
 
@@ -116,6 +118,9 @@ export async function startWebSocketGateway(group: WebSocketRouteGroup, options:
     url: `ws://${host}:${port}`,
     managementEndpoint: `http://${host}:${port}`,
     port,
+    dropConnections: () => {
+      for (const ws of sockets.values()) ws.terminate();
+    },
     stop: async () => {
       for (const ws of sockets.values()) ws.terminate();
       server.closeAllConnections();

@@ -29,6 +29,7 @@ import { newId, nextUpdatedAt } from './clock.ts';
 import { events } from './events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';
+import { histories, queueTurn } from './turn-state.ts';
 
 export interface VoiceDeps extends SessionDeps {
   voice: VoiceStore;
@@ -412,6 +413,9 @@ export async function handleRelayMessage(deps: RelayDeps, connectionId: string, 
       // Partial prompts are only sent when asked for (`partialPrompts`); the final one is what the callee said.
       if (data.last) await converse(deps, connectionId, call, data.voicePrompt, { source: 'voice' });
       return;
+    case 'interrupt':
+      await recordInterruption(deps, call, data.utteranceUntilInterrupt, data.durationUntilInterruptMs);
+      return;
     case 'dtmf':
       await converse(deps, connectionId, call, `[The caller pressed ${data.digit}]`, { source: 'dtmf', digit: data.digit });
       return;
@@ -438,6 +442,8 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
       }
     });
   };
+  // An interruption may have cut a reply short since another process cached this history: read it afresh.
+  histories.delete(`${call.orgId}/${call.sessionId}`);
   let turn;
   try {
     turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata });
@@ -460,6 +466,32 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
   }
   await outbox;
   if (result.agentEnded) await hangUp(deps, call);
+}
+
+/**
+ * The callee talked over the agent: the reply being spoken is cut to what was said, and the rest is recorded as
+ * `metadata.interruption`. It waits for a turn of this call still running in this process, so the reply it
+ * truncates is written; the next prompt queues behind it.
+ */
+async function recordInterruption(deps: RelayDeps, call: { orgId: string; sessionId: string }, spoken: string, durationMs: number | undefined): Promise<void> {
+  const sessionKey = `${call.orgId}/${call.sessionId}`;
+  const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  try {
+    const session = await deps.sessions.get(call.orgId, call.sessionId);
+    if (!session || session.nextSeq <= 1) return;
+    const [reply] = await deps.sessions.messageRange(call.orgId, call.sessionId, session.nextSeq - 1, session.nextSeq - 1);
+    if (reply?.role !== 'ASSISTANT' || reply.content.length <= spoken.length) return;
+    const interruption = {
+      at: deps.clock.now().toISOString(),
+      spokenChars: spoken.length,
+      unspoken: reply.content.slice(spoken.length),
+      ...(durationMs !== undefined ? { durationUntilInterruptMs: durationMs } : {}),
+    };
+    await deps.sessions.truncateReply(call.orgId, call.sessionId, session.nextSeq - 1, spoken, interruption);
+    histories.delete(sessionKey);
+  } finally {
+    queued.release();
+  }
 }
 
 /** The agent hangs up: the carrier ends the call, and its `completed` ends the session as HANGUP_AGENT. */

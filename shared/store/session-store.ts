@@ -3,6 +3,7 @@ import {
   GetCommand,
   PutCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
@@ -12,7 +13,7 @@ import type { AnalysisJob, SecretCipher, SessionFilter, SessionStore, StoredSess
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { transactionCancellationCodes } from './dynamo.ts';
+import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -289,6 +290,21 @@ export class DynamoSessionStore implements SessionStore {
       this.expiryPut(session.orgId, session.id, at.expiresAt),
     ]);
     return committed ? 'committed' : 'conflict';
+  }
+
+  async truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.message(orgId, sessionId, seq),
+          UpdateExpression: 'SET content = :spoken, metadata.interruption = :interruption',
+          ConditionExpression: '#role = :assistant',
+          ExpressionAttributeNames: { '#role': 'role' },
+          ExpressionAttributeValues: { ':spoken': spoken, ':interruption': interruption, ':assistant': 'ASSISTANT' },
+        }),
+      ),
+    );
   }
 
   /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */

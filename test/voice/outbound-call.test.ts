@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { phoneNumberRoutes } from '../../functions/phone-numbers/routes.ts';
 import { startApi, type TestApi } from '../support/api.ts';
-import { eventually } from '../support/eventually.ts';
 import { closeServer } from '../support/loopback-server.ts';
 import { Receiver, type Receipt } from '../support/webhook-receiver.ts';
 import { sessionEvents, startWeatherApi, voiceOrg } from './support.ts';
