@@ -62,6 +62,7 @@ interface SimulatedCall {
   socket?: WebSocket | undefined;
   timer?: NodeJS.Timeout | undefined;
   finished: boolean;
+  relayEndReported?: boolean;
   /** What the callee heard: each reply's tokens joined, and the replies in order. */
   heard: string[];
 }
@@ -148,13 +149,20 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     call.finished = true;
     callees.get(call.direction === 'inbound' ? call.from : call.to)?.onEnd(`call ${status}`);
     clearTimeout(call.timer);
-    if (call.socket && call.socket.readyState === WebSocket.OPEN) call.socket.close(1000);
+    const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
+    if (relayWasUp) call.socket?.close(1000);
     await report(call, status);
+    // A call that ends under a live relay still ends the relay: the <Connect> action hears of it.
+    if (relayWasUp && call.actionUrl && !call.relayEndReported) {
+      call.relayEndReported = true;
+      await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' });
+    }
   };
 
   /** The relay ended with the call up: Twilio asks the `<Connect>` action what next, and hangs up on `<Hangup/>`. */
   const relayEnded = async (call: SimulatedCall) => {
-    if (call.finished) return;
+    if (call.finished || call.relayEndReported) return;
+    call.relayEndReported = true;
     const twiml = call.actionUrl ? await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' }) : '';
     if (!call.actionUrl || /<Hangup\s*\/>/.test(twiml)) await finish(call, 'completed');
   };

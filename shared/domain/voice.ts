@@ -292,8 +292,8 @@ function endedReasonOf(status: TwilioCallStatus, call: VoiceCall, params: Carrie
       return 'CANCELED';
     default:
       if (call.agentHangupAt) return 'HANGUP_AGENT';
-      // The carrier ends the call itself at TimeLimit = ttl; its duration says so.
-      return Number(params.CallDuration ?? 0) >= call.ttl ? 'TTL' : 'HANGUP_CALLEE';
+      // The carrier ends an outbound call itself at TimeLimit = ttl; its duration says so. Inbound calls have no ttl.
+      return call.ttl > 0 && Number(params.CallDuration ?? 0) >= call.ttl ? 'TTL' : 'HANGUP_CALLEE';
   }
 }
 

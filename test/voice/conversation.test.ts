@@ -90,7 +90,7 @@ describe('the conversation of a call', () => {
     simulator().setScript(to, { steps: [{ say: 'Hi there' }], then: 'hangup' });
     const sessionId = await call(org, to);
     const session = await endedOnce(org, sessionId);
-    const sent = simulator().callbacks.filter((callback) => callback.url.includes(sessionId));
+    const sent = simulator().callbacks.filter((callback) => callback.url.includes(`${sessionId}/status`));
     expect(sent.map((callback) => callback.params.CallStatus)).toEqual(['initiated', 'ringing', 'in-progress', 'completed']);
     for (const callback of [...sent].reverse()) {
       const replay = await fetch(callback.url, {
@@ -102,6 +102,63 @@ describe('the conversation of a call', () => {
     }
     const again = await endedOnce(org, sessionId);
     expect(again).toMatchObject({ endedReason: session.endedReason, endedAt: session.endedAt });
+  });
+
+  it('answers an inbound call to an imported number with its agent, and ends it once when the caller hangs up', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const callSid = await simulator().dialIn({
+      from: '+15550142',
+      to: org.phoneNumber,
+      voiceUrl: `${api.baseUrl}/twilio/voice`,
+      ...org.account,
+      script: { steps: [{ say: 'Hi, I am calling about my order' }], then: 'hangup' },
+    });
+    const sessions = await eventually(
+      async () => (await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data,
+      (found: { id: string; state: string }[]) => found.length === 1 && found[0]!.state === 'CLOSED',
+    );
+    const session = await endedOnce(org, sessions[0]!.id);
+    expect(session).toMatchObject({
+      type: 'VOICE',
+      platform: 'PHONE',
+      direction: 'INBOUND',
+      agentId: org.agentId,
+      endedReason: 'HANGUP_CALLEE',
+      metadata: { customerPhoneNumber: '+15550142', roomName: callSid, sessionVariables: {} },
+    });
+    const [said, reply] = await messages(org, session.id);
+    expect(said).toMatchObject({ role: 'USER', content: 'Hi, I am calling about my order' });
+    expect(simulator().heard(callSid)).toEqual([reply.content]);
+    // Twilio retries the voice webhook: the same call finds the same session.
+    const first = simulator().callbacks.find((callback) => callback.params.CallSid === callSid && callback.url.endsWith('/twilio/voice'))!;
+    const retried = await fetch(first.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': first.signature },
+      body: new URLSearchParams(first.params).toString(),
+    });
+    expect(retried.status).toBe(200);
+    expect(await retried.text()).toContain(`session=${session.id}`);
+    expect((await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data).toHaveLength(1);
+  });
+
+  it('rejects an inbound call to a number without an inbound agent, and refuses an unknown number (404)', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    await api.request('PATCH', `/api/v1/phone-numbers/${org.phoneNumberId}`, { key: org.key, body: { agentId: null } });
+    const params = { CallSid: 'CA0123', From: '+15550142', To: org.phoneNumber, AccountSid: org.account.accountSid };
+    const url = `${api.baseUrl}/twilio/voice`;
+    const rejected = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(org.account.authToken, url, params) },
+      body: new URLSearchParams(params).toString(),
+    });
+    expect(rejected.status).toBe(200);
+    expect(await rejected.text()).toContain('<Reject');
+    const unknown = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'x' },
+      body: new URLSearchParams({ ...params, To: '+19990000000' }).toString(),
+    });
+    expect(unknown.status).toBe(404);
   });
 
   it('refuses callbacks and WebSocket upgrades whose signature does not verify (403), changing nothing', async () => {
