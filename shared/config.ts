@@ -123,6 +123,10 @@ const configSchema = z.object({
   VOICE_RELAY_MANAGEMENT_ENDPOINT: z.url().optional(),
   /** Twilio's REST API; the local Twilio simulator's address locally. */
   TWILIO_API_BASE_URL: z.url().default('https://api.twilio.com'),
+  /** The bucket call recordings are copied into (the stack's; fauxqs's locally). */
+  RECORDINGS_BUCKET: z.string().min(1).optional(),
+  /** Set only for a local S3 (fauxqs); on AWS the SDK finds the regional endpoint. */
+  S3_ENDPOINT: z.url().optional(),
   /** How long an outbound call rings before it counts as not answered (Twilio's `Timeout`, 5–600). */
   CALL_RING_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(30),
   /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */

@@ -325,6 +325,8 @@ export interface OutboundCallRequest {
   statusCallback: string;
   /** The carrier ends the call itself after this many seconds: the call's `ttl`. */
   timeLimitSeconds: number;
+  /** The call is recorded; this URL hears when the recording is ready. */
+  recordingStatusCallback: string;
   /** How long it rings before it counts as not answered. */
   ringTimeoutSeconds: number;
 }
@@ -334,6 +336,16 @@ export interface Telephony {
   createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
   /** Ends a call in progress (the agent hung up). */
   hangUp(credentials: TelephonyCredentials, callSid: string): Promise<void>;
+  /** A finished recording's audio (MP3). */
+  fetchRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<{ body: Uint8Array; contentType: string }>;
+  /** Deletes the carrier's copy once ours is stored; a recording already gone is not an error. */
+  deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void>;
+}
+
+/** Where call recordings are kept (S3; fauxqs's S3 locally), handed out as short-lived signed URLs. */
+export interface RecordingStore {
+  put(key: string, body: Uint8Array, contentType: string): Promise<void>;
+  signedUrl(key: string, expiresInSeconds: number): Promise<string>;
 }
 
 /** Sends to the carrier's side of a ConversationRelay WebSocket (API Gateway's connection-management API). */
@@ -380,6 +392,8 @@ export interface VoiceStore {
    */
   advanceCall(orgId: string, sessionId: string, status: TwilioCallStatus, changes: Partial<VoiceCall>): Promise<boolean>;
   markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void>;
+  /** Where the call's recording is kept, once copied from the carrier. */
+  recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void>;
   /** Remembers which call a WebSocket connection carries, for the messages that follow on it. */
   bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void>;
   connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined>;

@@ -1,15 +1,17 @@
 import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
-import type { RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import type { RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoVoiceStore } from './store/voice-store.ts';
 import { relayConnections } from './telephony/relay-connections.ts';
+import { s3Recordings } from './telephony/s3-recordings.ts';
 import { TwilioRestClient } from './telephony/twilio-client.ts';
 
 /** The runtime plus telephony: phone numbers, carrier credentials and calls, and the carrier's REST API. */
 export interface VoiceRuntime extends Runtime {
   voice: VoiceStore;
   telephony: Telephony;
+  recordings: RecordingStore;
 }
 
 /** What the ConversationRelay function needs besides: turns, and the WebSocket API's connections. */
@@ -24,7 +26,18 @@ const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime =>
   ...base,
   voice: new DynamoVoiceStore(base.documentClient, base.config.TABLE_NAME, secretCipherFromConfig(base.config)),
   telephony: new TwilioRestClient(base.config.TWILIO_API_BASE_URL),
+  recordings: recordingsFrom(base.config),
 });
+
+/** Fails on first use, naming the variable, when no bucket is configured. */
+function recordingsFrom(config: Runtime['config']): RecordingStore {
+  const bucket = config.RECORDINGS_BUCKET;
+  if (!bucket) {
+    const missing = () => Promise.reject(new Error('RECORDINGS_BUCKET is not set: call recordings have nowhere to go.'));
+    return { put: missing, signedUrl: missing };
+  }
+  return s3Recordings({ bucket, region: config.AWS_REGION, endpoint: config.S3_ENDPOINT });
+}
 
 export function voiceRuntime(): VoiceRuntime {
   processVoiceRuntime ??= withTelephony(runtime());

@@ -1,4 +1,4 @@
-import { handleInboundCall, handleRelayEnded, handleStatusCallback } from '../../shared/domain/voice.ts';
+import { handleInboundCall, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/domain/voice.ts';
 import { createHttpHandler, TextBody } from '../../shared/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice-runtime.ts';
 import { carrierCallbackRoutes } from './routes.ts';
@@ -15,6 +15,10 @@ export const handler = createHttpHandler(
     },
     relayEnded: async ({ deps, params, body, headers }) =>
       new TextBody(twimlType, await handleRelayEnded(deps, params.orgId, params.sessionId, body, headers['x-twilio-signature'])),
+    recording: async ({ deps, params, body, headers }) => {
+      await handleRecordingCallback(deps, params.orgId, params.sessionId, body, headers['x-twilio-signature']);
+      return new TextBody(twimlType, emptyTwiml);
+    },
     inboundCall: async ({ deps, body, headers }) => new TextBody(twimlType, await handleInboundCall(deps, body, headers['x-twilio-signature'])),
   },
   voiceRuntime,

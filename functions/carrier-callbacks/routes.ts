@@ -19,7 +19,7 @@ const twiml = z.string().startsWith('<?xml');
 export const carrierCallbackRoutes = defineRouteGroup({
   name: 'carrier-callbacks',
   entry: 'functions/carrier-callbacks/handler.ts',
-  // Opens the carrier's auth token to verify signatures and to hang up.
+  // Opens the carrier's auth token to verify signatures, fetch recordings and hang up; writes recordings.
   opensSecrets: true,
   routes: {
     callStatus: {
@@ -38,6 +38,17 @@ export const carrierCallbackRoutes = defineRouteGroup({
       path: '/twilio/calls/{orgId}/{sessionId}/relay-ended',
       scope: 'public',
       summary: "The <Connect> action: the call's ConversationRelay ended; answers <Hangup/>",
+      successStatus: 200,
+      params: callParams,
+      body: carrierForm,
+      bodyFormat: 'form',
+      response: twiml,
+    },
+    recording: {
+      method: 'POST',
+      path: '/twilio/calls/{orgId}/{sessionId}/recording',
+      scope: 'public',
+      summary: "Twilio's recording status callback: the recording is copied to our bucket, then deleted at Twilio",
       successStatus: 200,
       params: callParams,
       body: carrierForm,

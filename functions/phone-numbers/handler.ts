@@ -6,10 +6,11 @@ import {
   importPhoneNumber,
   listPhoneNumbers,
   putTwilioCredentials,
+  recordingLink,
   startOutboundCall,
   updatePhoneNumber,
 } from '../../shared/domain/voice.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler, Redirect } from '../../shared/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice-runtime.ts';
 import { phoneNumberRoutes } from './routes.ts';
 
@@ -22,6 +23,7 @@ export const handler = createHttpHandler(
     updatePhoneNumber: ({ deps, principal, params, body }) => updatePhoneNumber(deps, principal.orgId, params.phone_number_id, body),
     deletePhoneNumber: ({ deps, principal, params }) => deletePhoneNumber(deps, principal.orgId, params.phone_number_id),
     startCall: ({ deps, principal, params, body }) => startOutboundCall(deps, principal.orgId, params.phone_number_id, body),
+    getRecording: async ({ deps, principal, params }) => new Redirect(await recordingLink(deps, principal.orgId, params.id)),
     putTwilioCredentials: ({ deps, principal, body }) => putTwilioCredentials(deps, principal.orgId, body),
     getTwilioCredentials: ({ deps, principal }) => getTwilioCredentials(deps, principal.orgId),
     deleteTwilioCredentials: ({ deps, principal }) => deleteTwilioCredentials(deps, principal.orgId),

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { defineRouteGroup } from '../../shared/http/route.ts';
+import { idParams } from '../../shared/schemas/common.ts';
 import {
   createPhoneNumberBody,
   listPhoneNumbersQuery,
@@ -16,7 +17,7 @@ import {
 export const phoneNumberRoutes = defineRouteGroup({
   name: 'phone-numbers',
   entry: 'functions/phone-numbers/handler.ts',
-  // Stores the carrier's auth token sealed; opens it to sign requests to the carrier.
+  // Stores the carrier's auth token sealed; opens it to sign requests to the carrier. Reads recordings.
   sealsSecrets: true,
   opensSecrets: true,
   routes: {
@@ -77,6 +78,15 @@ export const phoneNumberRoutes = defineRouteGroup({
       body: startCallBody,
       idempotent: true,
       response: startCallResponse,
+    },
+    getRecording: {
+      method: 'GET',
+      path: '/v1/chat/sessions/{id}/recording',
+      scope: 'chat:read',
+      summary: "A call's recording: 302 to a signed URL valid for 5 minutes",
+      successStatus: 302,
+      params: idParams,
+      response: z.undefined(),
     },
     putTwilioCredentials: {
       method: 'PUT',

@@ -54,6 +54,7 @@ interface SimulatedCall {
   direction: 'outbound-api' | 'inbound';
   status: string;
   statusCallback?: string | undefined;
+  recordingCallback?: string | undefined;
   timeLimitSeconds: number;
   relayUrl?: string | undefined;
   actionUrl?: string | undefined;
@@ -79,6 +80,8 @@ export interface TwilioSimulator {
   callbacks: SentCallback[];
   /** The replies each call's callee heard, by call SID. */
   heard(callSid: string): string[];
+  /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
+  recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
   stop(): Promise<void>;
 }
 
@@ -103,6 +106,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const scripts = new Map<string, CalleeScript>();
   const callees = new Map<string, InteractiveCallee>();
   const callbacks: SentCallback[] = [];
+  const recordings = new Map<string, { callSid: string; accountSid: string; audio: Buffer; deleted: boolean }>();
 
   const post = async (call: SimulatedCall, url: string, params: Record<string, string>): Promise<string> => {
     const signature = twilioSignature(call.authToken, url, params);
@@ -152,11 +156,29 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
     if (relayWasUp) call.socket?.close(1000);
     await report(call, status);
+    if (call.recordingCallback && call.answeredAt) setTimeout(() => void recordingReady(call), 50).unref();
     // A call that ends under a live relay still ends the relay: the <Connect> action hears of it.
     if (relayWasUp && call.actionUrl && !call.relayEndReported) {
       call.relayEndReported = true;
       await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' });
     }
+  };
+
+  /** A recorded call's recording is ready some moments after the call: an MP3-looking file and its callback. */
+  const recordingReady = async (call: SimulatedCall) => {
+    const sid = `RE${randomBytes(16).toString('hex')}`;
+    const duration = Math.round((Date.now() - (call.answeredAt as number)) / 1000);
+    recordings.set(sid, { callSid: call.sid, accountSid: call.accountSid, audio: Buffer.concat([Buffer.from('ID3'), randomBytes(256)]), deleted: false });
+    await post(call, call.recordingCallback as string, {
+      AccountSid: call.accountSid,
+      CallSid: call.sid,
+      RecordingSid: sid,
+      RecordingUrl: `http://${host}:${port}/2010-04-01/Accounts/${call.accountSid}/Recordings/${sid}`,
+      RecordingStatus: 'completed',
+      RecordingDuration: String(duration),
+      RecordingChannels: '1',
+      RecordingSource: 'OutboundAPI',
+    });
   };
 
   /** The relay ended with the call up: Twilio asks the `<Connect>` action what next, and hangs up on `<Hangup/>`. */
@@ -276,6 +298,19 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', `http://${host}`);
     const body = new URLSearchParams(await readText(request));
+    const recordingMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.(mp3|json)$/.exec(url.pathname);
+    if (recordingMatch) {
+      const recording = recordings.get(recordingMatch[2] as string);
+      const [user] = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+      if (!recording || recording.deleted || recording.accountSid !== user) return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+      if (request.method === 'DELETE') {
+        recording.deleted = true;
+        response.writeHead(204).end();
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'audio/mpeg' }).end(recording.audio);
+      return;
+    }
     const createMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\.json$/.exec(url.pathname);
     const updateMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\/([^/]+)\.json$/.exec(url.pathname);
     const account = createMatch?.[1] ?? updateMatch?.[1];
@@ -293,6 +328,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         direction: 'outbound-api',
         status: 'queued',
         statusCallback: body.get('StatusCallback') ?? undefined,
+        recordingCallback: body.get('Record') === 'true' ? (body.get('RecordingStatusCallback') ?? undefined) : undefined,
         timeLimitSeconds: Number(body.get('TimeLimit') ?? 14_400),
         relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
         actionUrl: attribute(twiml, 'Connect', 'action'),
@@ -350,6 +386,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     setScript: (number, script) => scripts.set(number, script),
     attachCallee: (number, callee) => callees.set(number, callee),
     callbacks,
+    recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
     async dialIn(dial) {
       const call: SimulatedCall = {

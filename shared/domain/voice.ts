@@ -6,11 +6,12 @@ import {
   InvalidSignatureError,
   NotFoundError,
   SessionCreationError,
+  SessionNotFoundError,
   TelephonyNotConfiguredError,
   VoicePipelineModeUnsupportedError,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
+import type { RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { EndedReason } from '../schemas/session.ts';
 import {
@@ -34,6 +35,7 @@ import { histories, queueTurn } from './turn-state.ts';
 export interface VoiceDeps extends SessionDeps {
   voice: VoiceStore;
   telephony: Telephony;
+  recordings: RecordingStore;
   config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL' | 'CALL_RING_TIMEOUT_SECONDS'>;
 }
 
@@ -143,6 +145,12 @@ export const statusCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: str
 export const relayEndedUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
   `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/relay-ended`;
 
+export const recordingCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
+  `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/recording`;
+
+/** The session's `recordingUrl`: our own, authenticated address, never the carrier's. */
+export const recordingUrl = (deps: VoiceDeps, sessionId: string): string => `${publicBase(deps)}/v1/chat/sessions/${sessionId}/recording`;
+
 export const inboundWebhookUrl = (deps: VoiceDeps): string => `${publicBase(deps)}/twilio/voice`;
 
 /** Where ConversationRelay connects for one call; the query names the call, and the signature covers it. */
@@ -214,6 +222,8 @@ export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNum
     roomName: '',
     sessionVariables: input.session_variables,
   });
+  // The URL is known before the recording exists; it answers 404 until the carrier's recording is copied.
+  session.recordingUrl = recordingUrl(deps, session.id);
   const call: VoiceCall = {
     orgId,
     sessionId: session.id,
@@ -236,6 +246,7 @@ export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNum
       statusCallback: statusCallbackUrl(deps, orgId, session.id),
       timeLimitSeconds: input.ttl,
       ringTimeoutSeconds: deps.config.CALL_RING_TIMEOUT_SECONDS,
+      recordingStatusCallback: recordingCallbackUrl(deps, orgId, session.id),
     }));
   } catch (error) {
     await deps.voice.recordCarrierCall(session, undefined, events.sessionCreated(session));
@@ -355,6 +366,34 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
   };
   await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)]);
   return twimlFor(deps, agent, owner.orgId, session.id);
+}
+
+/**
+ * The carrier's recording is ready: copied into our bucket, noted on the call, then deleted at the carrier.
+ * Idempotent: a retried callback copies it again (same key) and deletes again (already gone is fine).
+ */
+export async function handleRecordingCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signature: string | undefined): Promise<void> {
+  const credentials = await verifiedCredentials(deps, orgId, recordingCallbackUrl(deps, orgId, sessionId), params, signature);
+  const recordingSid = params.RecordingSid;
+  if (params.RecordingStatus !== 'completed' || !recordingSid || !/^RE[0-9a-f]{32}$/.test(recordingSid)) return;
+  if (!(await deps.voice.getCall(orgId, sessionId))) throw new NotFoundError(`No call for session ${sessionId}.`);
+  const audio = await deps.telephony.fetchRecording(credentials, recordingSid);
+  const recordingKey = `${orgId}/${sessionId}/${recordingSid}.mp3`;
+  await deps.recordings.put(recordingKey, audio.body, audio.contentType);
+  await deps.voice.recordRecording(orgId, sessionId, { recordingKey, recordingSid });
+  await deps.telephony.deleteRecording(credentials, recordingSid);
+}
+
+/** How long a recording's signed URL lasts: enough to start playing it, too short to share it around. */
+const recordingLinkSeconds = 300;
+
+/** `GET /v1/chat/sessions/{id}/recording`: a short-lived signed URL of the copy in our bucket. */
+export async function recordingLink(deps: VoiceDeps, orgId: string, sessionId: string): Promise<string> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
+  const call = session.type === 'VOICE' ? await deps.voice.getCall(orgId, sessionId) : undefined;
+  if (!call?.recordingKey) throw new NotFoundError(`Session ${sessionId} has no recording (yet).`);
+  return deps.recordings.signedUrl(call.recordingKey, recordingLinkSeconds);
 }
 
 /** Ends a call's session once, whatever reports the end first; false when it had ended already. */

@@ -100,6 +100,15 @@ export class TextBody {
   }
 }
 
+/** An implementation returns this to send the client elsewhere (a short-lived signed download URL). */
+export class Redirect {
+  readonly location: string;
+
+  constructor(location: string) {
+    this.location = location;
+  }
+}
+
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -398,6 +407,7 @@ async function dispatch<Deps extends AuthDeps>(
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof Redirect) return { statusCode: 302, headers: { location: body.location, 'cache-control': 'no-store' } };
   if (body instanceof TextBody) return { statusCode: route.successStatus, headers: { 'content-type': body.contentType }, body: body.text };
   return jsonResponse(route.successStatus, body);
 }

@@ -16,7 +16,7 @@ export interface RouteDefinition {
   /** The scope a caller needs; `public` routes need no credentials. */
   scope: Scope | 'public';
   summary: string;
-  successStatus: 200 | 201 | 202 | 204;
+  successStatus: 200 | 201 | 202 | 204 | 302;
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;

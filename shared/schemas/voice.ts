@@ -101,4 +101,7 @@ export interface VoiceCall {
   answeredAt?: string | undefined;
   /** Set when the agent asked the carrier to hang up, so that the carrier's `completed` is read as the agent's. */
   agentHangupAt?: string | undefined;
+  /** The recording's object key in the recordings bucket, once copied there. */
+  recordingKey?: string | undefined;
+  recordingSid?: string | undefined;
 }

@@ -246,6 +246,18 @@ export class DynamoVoiceStore implements VoiceStore {
     );
   }
 
+  async recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.voiceCall(orgId, sessionId),
+        UpdateExpression: 'SET recordingKey = :key, recordingSid = :sid',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':key': recording.recordingKey, ':sid': recording.recordingSid },
+      }),
+    );
+  }
+
   async bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void> {
     await this.client.send(
       new PutCommand({

@@ -6,7 +6,7 @@ import type { TwilioCallStatus } from '../schemas/voice.ts';
 const requestTimeoutMs = 10_000;
 
 /**
- * The three Twilio REST calls the platform makes, over `fetch` (the `twilio` package would add megabytes to each
+ * The Twilio REST calls the platform makes, over `fetch` (the `twilio` package would add megabytes to each
  * bundle and its start-up; decision 121). `baseUrl` is `https://api.twilio.com` on AWS and the local simulator's
  * address locally: the same code talks to both.
  */
@@ -28,6 +28,9 @@ export class TwilioRestClient implements Telephony {
       StatusCallbackMethod: 'POST',
       TimeLimit: String(request.timeLimitSeconds),
       Timeout: String(request.ringTimeoutSeconds),
+      Record: 'true',
+      RecordingStatusCallback: request.recordingStatusCallback,
+      RecordingStatusCallbackEvent: 'completed',
     });
     for (const event of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', event);
     const body = (await this.post(credentials, `/Calls.json`, form)) as { sid: string; status: TwilioCallStatus };
@@ -38,23 +41,39 @@ export class TwilioRestClient implements Telephony {
     await this.post(credentials, `/Calls/${encodeURIComponent(callSid)}.json`, new URLSearchParams({ Status: 'completed' }));
   }
 
-  private async post(credentials: TelephonyCredentials, path: string, form: URLSearchParams): Promise<unknown> {
+  /** The recording is fetched from Twilio's API by its id, never from a URL a callback names. */
+  async fetchRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<{ body: Uint8Array; contentType: string }> {
+    const response = await this.request(credentials, 'GET', `/Recordings/${encodeURIComponent(recordingSid)}.mp3`);
+    if (!response.ok) throw new TelephonyUnavailableError(`Twilio answered ${response.status} for recording ${recordingSid}.`);
+    return { body: new Uint8Array(await response.arrayBuffer()), contentType: response.headers.get('content-type') ?? 'audio/mpeg' };
+  }
+
+  async deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void> {
+    const response = await this.request(credentials, 'DELETE', `/Recordings/${encodeURIComponent(recordingSid)}.json`);
+    await response.arrayBuffer();
+    if (!response.ok && response.status !== 404) throw new TelephonyUnavailableError(`Twilio answered ${response.status} deleting recording ${recordingSid}.`);
+  }
+
+  private async request(credentials: TelephonyCredentials, method: string, path: string, form?: URLSearchParams): Promise<Response> {
     const url = `${this.baseUrl}/2010-04-01/Accounts/${encodeURIComponent(credentials.accountSid)}${path}`;
-    let response: Response;
     try {
-      response = await this.fetchFn(url, {
-        method: 'POST',
+      return await this.fetchFn(url, {
+        method,
         headers: {
           authorization: `Basic ${Buffer.from(`${credentials.accountSid}:${credentials.authToken}`).toString('base64')}`,
-          'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
+          ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
         },
-        body: form.toString(),
+        ...(form ? { body: form.toString() } : {}),
         signal: AbortSignal.timeout(requestTimeoutMs),
       });
     } catch (error) {
       throw new TelephonyUnavailableError('The telephony provider could not be reached; retry.', { cause: error });
     }
+  }
+
+  private async post(credentials: TelephonyCredentials, path: string, form: URLSearchParams): Promise<unknown> {
+    const response = await this.request(credentials, 'POST', path, form);
     const text = await response.text();
     if (response.status === 401 || response.status === 403) {
       throw new TelephonyCredentialsRejectedError('Twilio refused the stored credentials; PUT /v1/chat/telephony/twilio with valid ones.');

@@ -79,9 +79,10 @@ export async function startApi(
   const port = await listenOnLoopback(server);
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
-  const voice = options.voice ? await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl) : undefined;
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
+  // Calls, with recordings in the SQS emulator's S3 when the queues run.
+  const voice = options.voice ? await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { s3Endpoint: queues?.endpoint }) : undefined;
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined
@@ -102,7 +103,8 @@ export async function startApi(
         body = JSON.stringify(options.body);
         headers['content-type'] ??= 'application/json';
       }
-      const response = await fetch(baseUrl + path, { method, headers, body });
+      // Redirects are answers to check (a recording's 302), not to follow.
+      const response = await fetch(baseUrl + path, { method, headers, body, redirect: 'manual' });
       const text = await response.text();
       let parsed: unknown = undefined;
       try {
@@ -154,7 +156,7 @@ async function startPoller(endpoint: string, tableName: string, withQueues: bool
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
-async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
+async function startQueues(options: TestQueueOptions): Promise<{ endpoint: string; handle: TestQueues; stop(): Promise<void> }> {
   const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
@@ -167,6 +169,7 @@ async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQue
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
   return {
+    endpoint: queues.endpoint,
     handle: { urls: queues.urls, clientConfig: queues.clientConfig, crash: pollers.crash },
     stop: async () => {
       await router.stop();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { phoneNumberRoutes } from '../../functions/phone-numbers/routes.ts';
-import { startApi, type TestApi } from '../support/api.ts';
+import { expectError, startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 import { closeServer } from '../support/loopback-server.ts';
 import { Receiver, type Receipt } from '../support/webhook-receiver.ts';
 import { sessionEvents, startWeatherApi, voiceOrg } from './support.ts';
@@ -71,6 +72,22 @@ describe('an outbound call', () => {
     // What the callee heard is what was stored, reply by reply.
     expect(simulator().heard(callSid)).toEqual([transcript.body.data[2].content, transcript.body.data[4].content]);
     expect(transcript.body.data[2].content).toContain('{"tempC":21}');
+
+    // The recording: our own URL in session.ended, a 302 to a signed URL of the copy, the carrier's copy deleted.
+    expect(ended[0]!.body.recordingUrl).toBe(`${api.baseUrl}/v1/chat/sessions/${sessionId}/recording`);
+    const recording = await eventually(
+      () => api.request('GET', `/v1/chat/sessions/${sessionId}/recording`, { key: org.key }),
+      (response) => response.status === 302,
+    );
+    expect(recording.status, recording.text).toBe(302);
+    const location = recording.headers.get('location')!;
+    expect(location).toContain('X-Amz-Signature=');
+    expect(location).toContain('X-Amz-Expires=300');
+    const [recordingSid, carrierCopy] = [...simulator().recordings.entries()].find(([, copy]) => copy.callSid === callSid)!;
+    expect(location).toContain(recordingSid);
+    expect(Buffer.from(await (await fetch(location)).arrayBuffer())).toEqual(carrierCopy.audio);
+    expect(carrierCopy.deleted).toBe(true);
+    expectError(await api.request('GET', `/v1/chat/sessions/${sessionId}/recording`, { key: (await api.newOrg()).key }), 404, 'SESSION_NOT_FOUND');
   });
 
   it('ends as HANGUP_AGENT when the agent says goodbye: `end`, then the carrier hangs up', async () => {
