@@ -127,6 +127,14 @@ const configSchema = z.object({
   RECORDINGS_BUCKET: z.string().min(1).optional(),
   /** Set only for a local S3 (fauxqs); on AWS the SDK finds the regional endpoint. */
   S3_ENDPOINT: z.url().optional(),
+  /** The queue a call's backstop schedule sends to (its ARN: the schedule's target). */
+  CALL_BACKSTOP_QUEUE_ARN: z.string().min(1).optional(),
+  /** The role EventBridge Scheduler assumes to send to that queue. */
+  SCHEDULER_ROLE_ARN: z.string().min(1).optional(),
+  /** Set only for the local Scheduler stand-in; on AWS the SDK finds the regional endpoint. */
+  SCHEDULER_ENDPOINT: z.url().optional(),
+  /** How long after a call's ttl (plus ringing) its backstop ends it if the carrier has not reported the end. */
+  CALL_BACKSTOP_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(120),
   /** How long an outbound call rings before it counts as not answered (Twilio's `Timeout`, 5–600). */
   CALL_RING_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(30),
   /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */

@@ -342,6 +342,12 @@ export interface Telephony {
   deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void>;
 }
 
+/** A call the carrier never reports the end of is ended anyway, at a time fixed when it starts. */
+export interface CallBackstop {
+  /** One one-time schedule per call (EventBridge Scheduler; a stand-in locally) that ends it at `at` if still open. */
+  schedule(call: { orgId: string; sessionId: string }, at: Date): Promise<void>;
+}
+
 /** Where call recordings are kept (S3; fauxqs's S3 locally), handed out as short-lived signed URLs. */
 export interface RecordingStore {
   put(key: string, body: Uint8Array, contentType: string): Promise<void>;

@@ -1,8 +1,9 @@
 import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
-import type { RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoVoiceStore } from './store/voice-store.ts';
+import { schedulerBackstop } from './telephony/call-backstop.ts';
 import { relayConnections } from './telephony/relay-connections.ts';
 import { s3Recordings } from './telephony/s3-recordings.ts';
 import { TwilioRestClient } from './telephony/twilio-client.ts';
@@ -12,6 +13,7 @@ export interface VoiceRuntime extends Runtime {
   voice: VoiceStore;
   telephony: Telephony;
   recordings: RecordingStore;
+  backstop: CallBackstop;
 }
 
 /** What the ConversationRelay function needs besides: turns, and the WebSocket API's connections. */
@@ -27,7 +29,16 @@ const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime =>
   voice: new DynamoVoiceStore(base.documentClient, base.config.TABLE_NAME, secretCipherFromConfig(base.config)),
   telephony: new TwilioRestClient(base.config.TWILIO_API_BASE_URL),
   recordings: recordingsFrom(base.config),
+  backstop: backstopFrom(base.config),
 });
+
+function backstopFrom(config: Runtime['config']): CallBackstop {
+  const { CALL_BACKSTOP_QUEUE_ARN: queueArn, SCHEDULER_ROLE_ARN: roleArn } = config;
+  if (!queueArn || !roleArn) {
+    return { schedule: () => Promise.reject(new Error('CALL_BACKSTOP_QUEUE_ARN and SCHEDULER_ROLE_ARN are not set: calls have no backstop.')) };
+  }
+  return schedulerBackstop({ queueArn, roleArn, region: config.AWS_REGION, endpoint: config.SCHEDULER_ENDPOINT });
+}
 
 /** Fails on first use, naming the variable, when no bucket is configured. */
 function recordingsFrom(config: Runtime['config']): RecordingStore {

@@ -42,7 +42,7 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
   relayPort: optionalPort(process.env.VOICE_RELAY_PORT),
-  s3Endpoint: queues.endpoint,
+  queues,
 }).catch(async (error: Error) => {
   console.error(`Cannot start the Twilio simulator or the WebSocket API: ${error.message}`);
   await queues.stop();

@@ -16,9 +16,13 @@ export interface CalleeScript {
 export type CalleeStep = { say: string } | { dtmf: string } | { say: string; interruptAfterTokens: number };
 
 /** How a destination number of the test range behaves (docs/voice.md#simulator). */
-export type CalleeBehaviour = 'answer' | 'stay' | 'busy' | 'no-answer' | 'failed';
+export type CalleeBehaviour = 'answer' | 'stay' | 'busy' | 'no-answer' | 'failed' | 'carrier-silent';
 
-/** NANP keeps 555-0100 to 555-0199 for fiction: `+1555010x`–`+1555014x` answer, and so on by tens. */
+/**
+ * NANP keeps 555-0100 to 555-0199 for fiction: `+15550100`–`+15550149` answer, `…50`–`…59` answer and stay on the
+ * line, `…60`–`…69` are busy, `…70`–`…79` do not answer, `…80`–`…89` fail, `…90`–`…99` answer and then the carrier
+ * reports nothing more (not even the end of the call).
+ */
 export function behaviourOf(number: string): CalleeBehaviour | undefined {
   const match = /^\+15550(1\d\d)$/.exec(number);
   if (!match) return undefined;
@@ -28,7 +32,7 @@ export function behaviourOf(number: string): CalleeBehaviour | undefined {
   if (n < 170) return 'busy';
   if (n < 180) return 'no-answer';
   if (n < 190) return 'failed';
-  return 'answer';
+  return 'carrier-silent';
 }
 
 const defaultScript: CalleeScript = { steps: [{ say: 'Hello?' }, { say: 'Thank you, goodbye.' }], then: 'hangup' };
@@ -64,6 +68,8 @@ interface SimulatedCall {
   timer?: NodeJS.Timeout | undefined;
   finished: boolean;
   relayEndReported?: boolean;
+  /** A carrier that loses every report after the answer (the backstop's case). */
+  silent?: boolean;
   /** What the callee heard: each reply's tokens joined, and the replies in order. */
   heard: string[];
 }
@@ -138,7 +144,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
 
   const report = async (call: SimulatedCall, status: string) => {
     call.status = status;
-    if (!call.statusCallback) return;
+    if (!call.statusCallback || call.silent) return;
     call.sequence += 1;
     const params = { ...baseParams(call), CallbackSource: 'call-progress-events', SequenceNumber: String(call.sequence), Timestamp: new Date().toUTCString() };
     if (['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(status)) {
@@ -156,9 +162,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
     if (relayWasUp) call.socket?.close(1000);
     await report(call, status);
-    if (call.recordingCallback && call.answeredAt) setTimeout(() => void recordingReady(call), 50).unref();
+    if (call.recordingCallback && call.answeredAt && !call.silent) setTimeout(() => void recordingReady(call), 50).unref();
     // A call that ends under a live relay still ends the relay: the <Connect> action hears of it.
-    if (relayWasUp && call.actionUrl && !call.relayEndReported) {
+    if (relayWasUp && call.actionUrl && !call.relayEndReported && !call.silent) {
       call.relayEndReported = true;
       await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' });
     }
@@ -183,7 +189,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
 
   /** The relay ended with the call up: Twilio asks the `<Connect>` action what next, and hangs up on `<Hangup/>`. */
   const relayEnded = async (call: SimulatedCall) => {
-    if (call.finished || call.relayEndReported) return;
+    if (call.finished || call.relayEndReported || call.silent) return;
     call.relayEndReported = true;
     const twiml = call.actionUrl ? await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' }) : '';
     if (!call.actionUrl || /<Hangup\s*\/>/.test(twiml)) await finish(call, 'completed');
@@ -287,8 +293,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     await new Promise((resolveRing) => setTimeout(resolveRing, ringMs));
     if (behaviour === 'busy') return finish(call, 'busy');
     if (behaviour === 'no-answer') return finish(call, 'no-answer');
-    const script = scripts.get(call.to) ?? (behaviour === 'stay' ? silentScript : defaultScript);
+    const script = scripts.get(call.to) ?? (behaviour === 'stay' || behaviour === 'carrier-silent' ? silentScript : defaultScript);
     await answer(call, script);
+    if (behaviour === 'carrier-silent') call.silent = true;
   };
 
   const server: Server = createServer((request, response) => {

@@ -11,7 +11,7 @@ import {
   VoicePipelineModeUnsupportedError,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { EndedReason } from '../schemas/session.ts';
 import {
@@ -36,7 +36,8 @@ export interface VoiceDeps extends SessionDeps {
   voice: VoiceStore;
   telephony: Telephony;
   recordings: RecordingStore;
-  config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL' | 'CALL_RING_TIMEOUT_SECONDS'>;
+  backstop: CallBackstop;
+  config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL' | 'CALL_RING_TIMEOUT_SECONDS' | 'CALL_BACKSTOP_GRACE_SECONDS'>;
 }
 
 export interface RelayDeps extends VoiceDeps, TurnDeps {
@@ -255,6 +256,7 @@ export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNum
   }
   const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
   await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
+  await scheduleBackstop(deps, orgId, session.id, deps.config.CALL_RING_TIMEOUT_SECONDS + input.ttl);
   return { sessionId: session.id };
 }
 
@@ -364,7 +366,9 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
     startedAt: session.createdAt,
     answeredAt: session.createdAt,
   };
-  await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)]);
+  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)])) {
+    await scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds);
+  }
   return twimlFor(deps, agent, owner.orgId, session.id);
 }
 
@@ -394,6 +398,30 @@ export async function recordingLink(deps: VoiceDeps, orgId: string, sessionId: s
   const call = session.type === 'VOICE' ? await deps.voice.getCall(orgId, sessionId) : undefined;
   if (!call?.recordingKey) throw new NotFoundError(`Session ${sessionId} has no recording (yet).`);
   return deps.recordings.signedUrl(call.recordingKey, recordingLinkSeconds);
+}
+
+/** An inbound call has no ttl; API Gateway ends its WebSocket, and so its conversation, after two hours. */
+const inboundCallLimitSeconds = 2 * 60 * 60;
+
+/**
+ * The backstop: at the call's longest possible end plus a grace, a one-time schedule ends the session if the
+ * carrier never said the call was over. A failure to schedule does not fail the call (the carrier's report
+ * normally ends it); it is logged as an error.
+ */
+async function scheduleBackstop(deps: VoiceDeps, orgId: string, sessionId: string, longestSeconds: number): Promise<void> {
+  const at = new Date(deps.clock.now().getTime() + (longestSeconds + deps.config.CALL_BACKSTOP_GRACE_SECONDS) * 1000);
+  try {
+    await deps.backstop.schedule({ orgId, sessionId }, at);
+  } catch (error) {
+    logger.error('call backstop not scheduled', { orgId, sessionId, error: error as Error });
+  }
+}
+
+/** The backstop fired: a call still open is ended (`CARRIER_SILENT`) and hung up at the carrier in case it is still up. */
+export async function endSilentCall(deps: VoiceDeps, orgId: string, sessionId: string): Promise<boolean> {
+  const ended = await endCall(deps, orgId, sessionId, 'CARRIER_SILENT');
+  if (ended) await hangUp(deps, { orgId, sessionId });
+  return ended;
 }
 
 /** Ends a call's session once, whatever reports the end first; false when it had ended already. */

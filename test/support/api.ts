@@ -3,6 +3,7 @@ import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
+import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
@@ -80,9 +81,13 @@ export async function startApi(
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
-  // Calls, with recordings in the SQS emulator's S3 when the queues run.
-  const voice = options.voice ? await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { s3Endpoint: queues?.endpoint }) : undefined;
+  // Calls (recordings and backstops when the queues run): set up before the consumers' environments start.
+  let voice: LocalVoice | undefined;
+  const startVoice = async (local?: LocalQueues) => {
+    if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+  };
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice) : undefined;
+  if (!queues) await startVoice();
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined
@@ -156,7 +161,7 @@ async function startPoller(endpoint: string, tableName: string, withQueues: bool
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
-async function startQueues(options: TestQueueOptions): Promise<{ endpoint: string; handle: TestQueues; stop(): Promise<void> }> {
+async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: LocalQueues) => Promise<void>): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
   const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
@@ -166,10 +171,10 @@ async function startQueues(options: TestQueueOptions): Promise<{ endpoint: strin
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
   const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
   return {
-    endpoint: queues.endpoint,
     handle: { urls: queues.urls, clientConfig: queues.clientConfig, crash: pollers.crash },
     stop: async () => {
       await router.stop();
