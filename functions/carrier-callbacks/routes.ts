@@ -21,6 +21,7 @@ export const carrierCallbackRoutes = defineRouteGroup({
   entry: 'functions/carrier-callbacks/handler.ts',
   // Opens the carrier's auth token to verify signatures, fetch recordings and hang up; writes recordings.
   opensSecrets: true,
+  telephony: { recordings: 'write', schedulesBackstops: true },
   routes: {
     callStatus: {
       method: 'POST',

@@ -20,6 +20,7 @@ export const phoneNumberRoutes = defineRouteGroup({
   // Stores the carrier's auth token sealed; opens it to sign requests to the carrier. Reads recordings.
   sealsSecrets: true,
   opensSecrets: true,
+  telephony: { recordings: 'read', schedulesBackstops: true },
   routes: {
     listPhoneNumbers: {
       method: 'GET',

@@ -50,6 +50,11 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   sealsSecrets?: boolean;
   /** Opens secrets kept at rest (the carrier's auth token, to sign requests and verify callbacks). */
   opensSecrets?: boolean;
+  /**
+   * Works with calls (docs/voice.md): gets the addresses the carrier and ConversationRelay use, reads (`read`: signs
+   * download URLs) or writes call recordings, and may create each call's backstop schedule.
+   */
+  telephony?: { recordings?: 'read' | 'write'; schedulesBackstops?: boolean };
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
