@@ -8,6 +8,7 @@ import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
+import type { VoiceBenchResult } from './voice.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -46,6 +47,12 @@ export const historyTargets = {
   pageP50Ms: 30,
 };
 
+/** Calls (issue 9): every 100 ms of a phone conversation is audible. */
+export const voiceTargets = {
+  turnOverheadP50Ms: 15,
+  turnOverheadP99Ms: 40,
+};
+
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
 const busyMachineCores = 0.25;
 
@@ -71,6 +78,7 @@ export interface BenchResults {
   webhooks: WebhookBenchResult;
   analysis: AnalysisBenchResult;
   messagePages: MessagePagesResult;
+  voice: VoiceBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -85,6 +93,7 @@ export function evaluate(
   webhooks: WebhookBenchResult,
   analysis: AnalysisBenchResult,
   messagePages: MessagePagesResult,
+  voice: VoiceBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -135,6 +144,11 @@ export function evaluate(
   const history = `${messagePages.messages}-message history`;
   checks.push(atMost(`${history}: page 1 p50`, round(messagePages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost(`${history}: page ${messagePages.deepPage} p50`, round(messagePages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
+  checks.push(atMost('voice turn overhead p50 (prompt → first token, model excluded)', round(voice.turnOverheadMs.p50), 'ms', voiceTargets.turnOverheadP50Ms));
+  checks.push(atMost('voice turn overhead p99', round(voice.turnOverheadMs.p99), 'ms', voiceTargets.turnOverheadP99Ms));
+  const { concurrent } = voice;
+  const wrong = concurrent.lostEnded + concurrent.duplicatedEnded + concurrent.misordered;
+  checks.push({ figure: `${concurrent.calls} concurrent calls: lost or duplicated session.ended, misordered transcripts`, value: wrong, unit: '', target: 0, pass: wrong === 0 });
   return checks;
 }
 
@@ -272,6 +286,17 @@ export function formatReport(results: BenchResults): string {
   lines.push(
     `   page 1: ${ms(pages.pageOneMs)}; page ${pages.deepPage}: ${ms(pages.deepPageMs)}; floor (GET of the session: authentication and one GetItem): ${ms(pages.floorMs)}`,
     `   DynamoDB read units of one page's range Query: ${pages.readUnitsPerPage}; for context, reading the whole history once (what every page cost before): ${pages.wholeHistoryReadMs.toFixed(0)} ms`,
+  );
+
+  const { voice } = results;
+  lines.push('', '8. Calls on the local runtime (API, WebSocket API, Twilio simulator and functions in one child process; built-in model)');
+  lines.push(
+    `   voice turn overhead (prompt sent → first text token at the callee, minus the model's first token), ${voice.turnOverheadMs.turns} turns: ` +
+      `p50 ${voice.turnOverheadMs.p50.toFixed(1)} ms, p99 ${voice.turnOverheadMs.p99.toFixed(1)} ms; ` +
+      `floor (the same WebSocket and management-API path, a handler that only answers): p50 ${voice.floorMs.p50.toFixed(1)} ms, p99 ${voice.floorMs.p99.toFixed(1)} ms`,
+    `   ${voice.concurrent.calls} concurrent calls of ${voice.concurrent.turnsPerCall} turns in ${(voice.concurrent.durationMs / 1000).toFixed(1)} s: ` +
+      `${voice.concurrent.sessionsEnded} session.ended once, ${voice.concurrent.lostEnded} lost, ${voice.concurrent.duplicatedEnded} duplicated, ${voice.concurrent.misordered} transcripts misordered; ` +
+      `CPU per voice turn ${voice.concurrent.cpuMsPerTurn.toFixed(1)} ms (the whole process: platform, gateway and simulator)`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery and post-session analysis.
+ * conversation turns, webhook delivery, post-session analysis, message history pages and calls.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { queueConsumers, tableStreamConsumers } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
+import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { buildBundles } from './bundles.ts';
 import { cpuShare, cpuSnapshot } from './cpu.ts';
 import { measureLocalRuntime, type LoadRun } from './http-load.ts';
@@ -16,6 +17,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
+import { measureVoice } from './voice.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -23,6 +25,7 @@ import { evaluate, formatReport, writeJson, type BenchResults } from './report.t
 /** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
 const functions = [
   ...routeGroups,
+  voiceRelayRoutes,
   ...[...tableStreamConsumers, ...queueConsumers].map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry })),
 ];
 const resultsFile = resolve(import.meta.dirname, 'results', 'latest.json');
@@ -57,7 +60,12 @@ const messagePages = await withDatabase('message history', 'bench-message-pages'
   return measureMessagePages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages);
+const voice = await withDatabase('voice', 'bench-voice', (endpoint, tableName) => {
+  log('voice: 10 calls of 20 turns one after another (overhead), the transport floor, then 50 concurrent calls of 10 turns');
+  return measureVoice(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, voice);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -76,6 +84,7 @@ const results: BenchResults = {
   webhooks,
   analysis,
   messagePages,
+  voice,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -113,6 +113,8 @@ export interface StoredSession extends Session {
   endedEventId?: string | undefined;
   /** The analysis job whose result is stored, so that a redelivered re-run does not announce it twice. */
   analysisJobId?: string | undefined;
+  /** How many of its messages were changed after being written (interrupted replies of a call): cached histories compare it. */
+  historyRevision?: number | undefined;
 }
 
 /**
@@ -194,7 +196,8 @@ export interface SessionStore {
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
   /**
    * A reply cut short on a call: its `content` becomes what was spoken and `metadata.interruption` records the
-   * rest. False when message `seq` is not an assistant reply.
+   * rest, and the session's `historyRevision` counts the change (with it). False when message `seq` is not an
+   * assistant reply.
    */
   truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean>;
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */

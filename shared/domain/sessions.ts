@@ -52,7 +52,7 @@ export async function createSession(deps: SessionDeps, orgId: string, input: Cre
   const sessionKey = `${orgId}/${session.id}`;
   agentOfSession.set(sessionKey, agent.id);
   lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
-  histories.set(sessionKey, { nextSeq: session.nextSeq, messages: [] });
+  histories.set(sessionKey, { nextSeq: session.nextSeq, revision: 0, messages: [] });
   return publicSession(session);
 }
 
@@ -150,6 +150,6 @@ export async function expireIfIdle(deps: SessionDeps, session: StoredSession): P
 
 /** The session as the API shows it, without the store's turn bookkeeping. */
 export function publicSession(session: StoredSession | Session): Session {
-  const { nextSeq: _nextSeq, activeUntil: _activeUntil, endedEventId: _endedEventId, analysisJobId: _analysisJobId, ...visible } = session as StoredSession;
+  const { nextSeq: _nextSeq, activeUntil: _activeUntil, endedEventId: _endedEventId, analysisJobId: _analysisJobId, historyRevision: _historyRevision, ...visible } = session as StoredSession;
   return visible;
 }

@@ -95,7 +95,8 @@ export async function prepareTurn(
     if (session.state !== 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is ${session.state}; open a new session.`);
     if (!context.agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
     const cached = histories.get(sessionKey);
-    const history = cached?.nextSeq === session.nextSeq ? cached.messages : await deps.sessions.messages(orgId, sessionId);
+    const fresh = cached?.nextSeq === session.nextSeq && cached.revision === (session.historyRevision ?? 0);
+    const history = fresh ? cached.messages : await deps.sessions.messages(orgId, sessionId);
     const now = deps.clock.now();
     // A turn counts as activity: if the window could run out before the turn does, record activity now.
     const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
@@ -146,7 +147,9 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
   for (let attempt = 0; session; attempt += 1) {
     if ((await deps.sessions.commitTurn(session, messages, at)) === 'committed') {
       // After a conflict the history has others' messages too: the next turn reads it whole.
-      if (attempt === 0) histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, messages: [...turn.history, ...messages] });
+      if (attempt === 0) {
+        histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
+      }
       else histories.delete(sessionKey);
       return;
     }

@@ -509,8 +509,6 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
       }
     });
   };
-  // An interruption may have cut a reply short since another process cached this history: read it afresh.
-  histories.delete(`${call.orgId}/${call.sessionId}`);
   let turn;
   try {
     turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata });

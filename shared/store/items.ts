@@ -2,7 +2,7 @@
  * Attributes that exist only for storage and never reach an API response. `secret`, `previousSecret` and
  * `previousSecretValidUntil` are a webhook endpoint's signing secrets (shown only when created or rotated).
  */
-const internalAttributes = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'entity', 'version', 'expiresAt', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId', 'statusRank', 'authToken'] as const;
+const internalAttributes = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk', 'entity', 'version', 'expiresAt', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId', 'statusRank', 'authToken', 'historyRevision'] as const;
 
 /**
  * An item as the API shows it: storage attributes dropped, and fields in `fieldOrder` first, because DynamoDB

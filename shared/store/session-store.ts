@@ -3,7 +3,6 @@ import {
   GetCommand,
   PutCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
@@ -13,7 +12,7 @@ import type { AnalysisJob, SecretCipher, SessionFilter, SessionStore, StoredSess
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -72,6 +71,7 @@ export class DynamoSessionStore implements SessionStore {
       activeUntil: item.activeUntil as number | undefined,
       endedEventId: item.endedEventId as string | undefined,
       analysisJobId: item.analysisJobId as string | undefined,
+      historyRevision: item.historyRevision as number | undefined,
     };
   }
 
@@ -293,18 +293,20 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean> {
-    return conditionalWrite(
-      this.client.send(
-        new UpdateCommand({
+    return this.writeIfFirstHolds([
+      {
+        Update: {
           TableName: this.tableName,
           Key: keys.message(orgId, sessionId, seq),
           UpdateExpression: 'SET content = :spoken, metadata.interruption = :interruption',
           ConditionExpression: '#role = :assistant',
           ExpressionAttributeNames: { '#role': 'role' },
           ExpressionAttributeValues: { ':spoken': spoken, ':interruption': interruption, ':assistant': 'ASSISTANT' },
-        }),
-      ),
-    );
+        },
+      },
+      // Histories cached in other processes compare this and read the history again.
+      { Update: { TableName: this.tableName, Key: keys.session(orgId, sessionId), UpdateExpression: 'ADD historyRevision :one', ExpressionAttributeValues: { ':one': 1 } } },
+    ]);
   }
 
   /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */
