@@ -156,6 +156,10 @@ export class PhoneNumberTakenError extends AppError {
   readonly code = 'PHONE_NUMBER_TAKEN';
 }
 
+export class VoiceNotFoundError extends AppError {
+  readonly code = 'VOICE_NOT_FOUND';
+}
+
 export class AgentNotVoiceEnabledError extends AppError {
   readonly code = 'AGENT_NOT_VOICE_ENABLED';
 }

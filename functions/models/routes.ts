@@ -1,5 +1,6 @@
 import { listModelsQuery } from '../../shared/schemas/model.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
+import { listVoicesQuery, voiceList } from '../../shared/telephony/voices.ts';
 
 export const modelRoutes = defineRouteGroup({
   name: 'models',
@@ -12,6 +13,15 @@ export const modelRoutes = defineRouteGroup({
       summary: 'List the model catalog (LLM, STT, TTS)',
       successStatus: 200,
       query: listModelsQuery,
+    },
+    listVoices: {
+      method: 'GET',
+      path: '/v1/chat/voices',
+      scope: 'voice:read',
+      summary: 'The TTS voices catalog (provider, voice id, name, language, gender), filterable by provider and language',
+      successStatus: 200,
+      query: listVoicesQuery,
+      response: voiceList,
     },
   },
 });

@@ -62,6 +62,8 @@ interface SimulatedCall {
   timeLimitSeconds: number;
   relayUrl?: string | undefined;
   actionUrl?: string | undefined;
+  /** The TwiML the call runs (given at creation, or answered by the voice webhook). */
+  twiml?: string | undefined;
   answeredAt?: number | undefined;
   sequence: number;
   socket?: WebSocket | undefined;
@@ -86,6 +88,8 @@ export interface TwilioSimulator {
   callbacks: SentCallback[];
   /** The replies each call's callee heard, by call SID. */
   heard(callSid: string): string[];
+  /** The TwiML a call ran, by call SID. */
+  twimlOf(callSid: string): string | undefined;
   /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
   recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
   stop(): Promise<void>;
@@ -308,7 +312,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const recordingMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.(mp3|json)$/.exec(url.pathname);
     if (recordingMatch) {
       const recording = recordings.get(recordingMatch[2] as string);
-      const [user] = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+      const [user] = basicCredentials(request);
       if (!recording || recording.deleted || recording.accountSid !== user) return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
       if (request.method === 'DELETE') {
         recording.deleted = true;
@@ -322,7 +326,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const updateMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\/([^/]+)\.json$/.exec(url.pathname);
     const account = createMatch?.[1] ?? updateMatch?.[1];
     if (!account || request.method !== 'POST') return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
-    const [user, authToken] = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+    const [user, authToken] = basicCredentials(request);
     if (user !== decodeURIComponent(account) || !authToken) return json(response, 401, { code: 20003, message: 'Authenticate', status: 401 });
     if (createMatch) {
       const twiml = body.get('Twiml') ?? '';
@@ -339,6 +343,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         timeLimitSeconds: Number(body.get('TimeLimit') ?? 14_400),
         relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
         actionUrl: attribute(twiml, 'Connect', 'action'),
+        twiml,
         sequence: -1,
         finished: false,
         heard: [],
@@ -395,6 +400,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     callbacks,
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
+    twimlOf: (callSid) => calls.get(callSid)?.twiml,
     async dialIn(dial) {
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,
@@ -411,6 +417,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       };
       calls.set(call.sid, call);
       const twiml = await post(call, dial.voiceUrl, { ...baseParams(call), CallerName: '' });
+      call.twiml = twiml;
       call.relayUrl = attribute(twiml, 'ConversationRelay', 'url');
       call.actionUrl = attribute(twiml, 'Connect', 'action');
       if (!call.relayUrl) {
@@ -438,6 +445,12 @@ function attribute(twiml: string, element: string, name: string): string | undef
   const tag = new RegExp(`<${element}\\b[^>]*>`).exec(twiml)?.[0];
   const value = tag ? new RegExp(`\\b${name}="([^"]*)"`).exec(tag)?.[1] : undefined;
   return value?.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+/** The account SID and auth token of a request's Basic authorization. */
+function basicCredentials(request: IncomingMessage): [string | undefined, string | undefined] {
+  const [user, password] = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+  return [user, password];
 }
 
 function readText(request: IncomingMessage): Promise<string> {

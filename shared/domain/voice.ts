@@ -26,6 +26,7 @@ import {
 } from '../schemas/voice.ts';
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
+import type { TtsProvider } from '../telephony/voices.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
 import { events } from './events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
@@ -160,12 +161,18 @@ export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string): str
   return `${deps.config.VOICE_RELAY_URL}?org=${encodeURIComponent(orgId)}&session=${encodeURIComponent(sessionId)}`;
 }
 
+/** ConversationRelay's spelling of each TTS provider of the voices catalog. */
+const relayTtsProviders: Record<TtsProvider, string> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
+
 function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string): string {
   const twiml = conversationRelayTwiml({
     url: relayUrl(deps, orgId, sessionId),
     language: agent.language ?? 'en-US',
     interruptible: true,
     welcomeGreetingInterruptible: agent.welcomeAllowInterruptions ?? true,
+    welcomeGreeting: agent.voice?.welcomeMessage || undefined,
+    ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
+    voice: agent.voice?.voiceId,
   });
   // When the relay ends with the call still up (the agent said goodbye, the connection dropped), Twilio asks this
   // action what to do next, and we answer <Hangup/>.

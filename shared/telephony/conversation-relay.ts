@@ -28,6 +28,9 @@ export interface RelaySettings {
   interruptible: boolean;
   welcomeGreeting?: string | undefined;
   welcomeGreetingInterruptible: boolean;
+  /** The TTS provider as ConversationRelay names it (`Google`, `Amazon`, `ElevenLabs`, …) and its voice. */
+  ttsProvider?: string | undefined;
+  voice?: string | undefined;
 }
 
 const escapeXml = (value: string): string =>
@@ -41,6 +44,8 @@ export function conversationRelayTwiml(settings: RelaySettings): string {
     interruptible: settings.interruptible ? 'any' : 'none',
     welcomeGreetingInterruptible: settings.welcomeGreetingInterruptible ? 'any' : 'none',
     ...(settings.welcomeGreeting ? { welcomeGreeting: settings.welcomeGreeting } : {}),
+    ...(settings.ttsProvider ? { ttsProvider: settings.ttsProvider } : {}),
+    ...(settings.voice ? { voice: settings.voice } : {}),
   };
   const rendered = Object.entries(attributes)
     .map(([name, value]) => `${name}="${escapeXml(value)}"`)

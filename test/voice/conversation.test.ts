@@ -3,7 +3,7 @@ import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { sessionEvents, voiceOrg, type VoiceOrg } from './support.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from './support.ts';
 
 let api: TestApi;
 const receiver = new Receiver();
@@ -93,11 +93,7 @@ describe('the conversation of a call', () => {
     const sent = simulator().callbacks.filter((callback) => callback.url.includes(`${sessionId}/status`));
     expect(sent.map((callback) => callback.params.CallStatus)).toEqual(['initiated', 'ringing', 'in-progress', 'completed']);
     for (const callback of [...sent].reverse()) {
-      const replay = await fetch(callback.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': callback.signature },
-        body: new URLSearchParams(callback.params).toString(),
-      });
+      const replay = await postAsTwilio(callback.url, callback.params, callback.signature);
       expect(replay.status).toBe(200);
     }
     const again = await endedOnce(org, sessionId);
@@ -131,11 +127,7 @@ describe('the conversation of a call', () => {
     expect(simulator().heard(callSid)).toEqual([reply.content]);
     // Twilio retries the voice webhook: the same call finds the same session.
     const first = simulator().callbacks.find((callback) => callback.params.CallSid === callSid && callback.url.endsWith('/twilio/voice'))!;
-    const retried = await fetch(first.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': first.signature },
-      body: new URLSearchParams(first.params).toString(),
-    });
+    const retried = await postAsTwilio(first.url, first.params, first.signature);
     expect(retried.status).toBe(200);
     expect(await retried.text()).toContain(`session=${session.id}`);
     expect((await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data).toHaveLength(1);
@@ -146,18 +138,10 @@ describe('the conversation of a call', () => {
     await api.request('PATCH', `/api/v1/phone-numbers/${org.phoneNumberId}`, { key: org.key, body: { agentId: null } });
     const params = { CallSid: 'CA0123', From: '+15550142', To: org.phoneNumber, AccountSid: org.account.accountSid };
     const url = `${api.baseUrl}/twilio/voice`;
-    const rejected = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(org.account.authToken, url, params) },
-      body: new URLSearchParams(params).toString(),
-    });
+    const rejected = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));
     expect(rejected.status).toBe(200);
     expect(await rejected.text()).toContain('<Reject');
-    const unknown = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'x' },
-      body: new URLSearchParams({ ...params, To: '+19990000000' }).toString(),
-    });
+    const unknown = await postAsTwilio(url, { ...params, To: '+19990000000' }, 'x');
     expect(unknown.status).toBe(404);
   });
 
@@ -166,14 +150,10 @@ describe('the conversation of a call', () => {
     const sessionId = await call(org, '+15550153');
     const url = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
     const params = { CallSid: 'CAforged', CallStatus: 'completed', CallDuration: '3' };
-    const forged = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature('0'.repeat(32), url, params) },
-      body: new URLSearchParams(params).toString(),
-    });
+    const forged = await postAsTwilio(url, params, twilioSignature('0'.repeat(32), url, params));
     expect(forged.status).toBe(403);
     expect(((await forged.json()) as { error: { code: string } }).error.code).toBe('INVALID_SIGNATURE');
-    const unsigned = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
+    const unsigned = await postAsTwilio(url, params);
     expect(unsigned.status).toBe(403);
     const upgrade = await new Promise<number>((resolve) => {
       const socket = new WebSocket(`${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`);
@@ -184,11 +164,7 @@ describe('the conversation of a call', () => {
     const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
     expect(session.body.state).toBe('OPEN');
     // A correctly signed completed callback then ends it.
-    const signed = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(org.account.authToken, url, params) },
-      body: new URLSearchParams(params).toString(),
-    });
+    const signed = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));
     expect(signed.status).toBe(200);
     expect((await endedOnce(org, sessionId)).endedReason).toBe('HANGUP_CALLEE');
   });

@@ -77,3 +77,12 @@ export async function sessionEvents(receiver: Receiver, path: string, sessionId:
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   return [...new Map(forSession().map((receipt) => [receipt.webhookId, receipt])).values()];
 }
+
+/** Posts form fields to a carrier route as Twilio does, with the given `X-Twilio-Signature` (or none). */
+export function postAsTwilio(url: string, params: Record<string, string>, signature?: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(signature === undefined ? {} : { 'x-twilio-signature': signature }) },
+    body: new URLSearchParams(params).toString(),
+  });
+}
