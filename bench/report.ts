@@ -10,6 +10,7 @@ import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
 import type { SessionPagesResult } from './session-pages.ts';
 import type { DeveloperPagesResult } from './developer-pages.ts';
+import type { VoiceBenchResult } from './voice.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -54,6 +55,12 @@ export const developerPageTargets = {
   playgroundJsGzipBytes: 200_000,
 };
 
+/** Calls (issue 9): every 100 ms of a phone conversation is audible. */
+export const voiceTargets = {
+  turnOverheadP50Ms: 15,
+  turnOverheadP99Ms: 40,
+};
+
 /** Other processes' CPU above which the report warns that its timings are not trustworthy. */
 const busyMachineCores = 0.25;
 
@@ -81,6 +88,7 @@ export interface BenchResults {
   messagePages: MessagePagesResult;
   sessionPages: SessionPagesResult;
   developerPages: DeveloperPagesResult;
+  voice: VoiceBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -97,6 +105,7 @@ export function evaluate(
   messagePages: MessagePagesResult,
   sessionPages: SessionPagesResult,
   developerPages: DeveloperPagesResult,
+  voice: VoiceBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -152,6 +161,11 @@ export function evaluate(
   checks.push(atMost(`${sessions}: page ${sessionPages.deepPage} p50 (nextCursor)`, round(sessionPages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost('GET /openapi.json p50', round(developerPages.openApiMs.p50), 'ms', developerPageTargets.openApiP50Ms));
   checks.push(atMost('playground first-load JavaScript (gzip)', developerPages.playgroundJsGzipBytes, 'B', developerPageTargets.playgroundJsGzipBytes));
+  checks.push(atMost('voice turn overhead p50 (prompt → first token, model excluded)', round(voice.turnOverheadMs.p50), 'ms', voiceTargets.turnOverheadP50Ms));
+  checks.push(atMost('voice turn overhead p99', round(voice.turnOverheadMs.p99), 'ms', voiceTargets.turnOverheadP99Ms));
+  const { concurrent } = voice;
+  const wrong = concurrent.lostEnded + concurrent.duplicatedEnded + concurrent.misordered;
+  checks.push({ figure: `${concurrent.calls} concurrent calls: lost or duplicated session.ended, misordered transcripts`, value: wrong, unit: '', target: 0, pass: wrong === 0 });
   return checks;
 }
 
@@ -304,6 +318,17 @@ export function formatReport(results: BenchResults): string {
   lines.push(
     `   GET /openapi.json (${kb(pagesBench.openApiBytes)}): first request of the process ${pagesBench.firstOpenApiMs.toFixed(1)} ms (builds it), then ${ms(pagesBench.openApiMs)}; floor (GET /health): ${ms(pagesBench.floorMs)}`,
     `   JavaScript of a first load, gzipped: /playground ${kb(pagesBench.playgroundJsGzipBytes)}; /docs (Scalar's bundle, for context) ${kb(pagesBench.docsJsGzipBytes)}`,
+  );
+
+  const { voice } = results;
+  lines.push('', '10. Calls on the local runtime (API, WebSocket API, Twilio simulator and functions in one child process; built-in model)');
+  lines.push(
+    `   voice turn overhead (prompt sent → first text token at the callee, minus the model's first token), ${voice.turnOverheadMs.turns} turns: ` +
+      `p50 ${voice.turnOverheadMs.p50.toFixed(1)} ms, p99 ${voice.turnOverheadMs.p99.toFixed(1)} ms; ` +
+      `floor (the same WebSocket and management-API path, a handler that only answers): p50 ${voice.floorMs.p50.toFixed(1)} ms, p99 ${voice.floorMs.p99.toFixed(1)} ms`,
+    `   ${voice.concurrent.calls} concurrent calls of ${voice.concurrent.turnsPerCall} turns in ${(voice.concurrent.durationMs / 1000).toFixed(1)} s: ` +
+      `${voice.concurrent.sessionsEnded} session.ended once, ${voice.concurrent.lostEnded} lost, ${voice.concurrent.duplicatedEnded} duplicated, ${voice.concurrent.misordered} transcripts misordered; ` +
+      `CPU per voice turn ${voice.concurrent.cpuMsPerTurn.toFixed(1)} ms (the whole process: platform, gateway and simulator)`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

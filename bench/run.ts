@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, and the
- * developer pages.
+ * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
+ * developer pages and calls.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { queueConsumers, tableStreamConsumers } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
+import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { buildBundles } from './bundles.ts';
 import { cpuShare, cpuSnapshot } from './cpu.ts';
 import { measureLocalRuntime, type LoadRun } from './http-load.ts';
@@ -19,6 +20,7 @@ import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
 import { measureSessionPages } from './session-pages.ts';
 import { measureDeveloperPages } from './developer-pages.ts';
+import { measureVoice } from './voice.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -26,6 +28,7 @@ import { evaluate, formatReport, writeJson, type BenchResults } from './report.t
 /** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
 const functions = [
   ...routeGroups,
+  voiceRelayRoutes,
   ...[...tableStreamConsumers, ...queueConsumers].map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry })),
 ];
 const resultsFile = resolve(import.meta.dirname, 'results', 'latest.json');
@@ -69,7 +72,12 @@ const developerPages = await withDatabase('developer pages', 'bench-developer-pa
   return measureDeveloperPages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages);
+const voice = await withDatabase('voice', 'bench-voice', (endpoint, tableName) => {
+  log('voice: 10 calls of 20 turns one after another (overhead), the transport floor, then 50 concurrent calls of 10 turns');
+  return measureVoice(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -90,6 +98,7 @@ const results: BenchResults = {
   messagePages,
   sessionPages,
   developerPages,
+  voice,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -100,6 +100,16 @@ export const webhookDeliveryQueue: QueueDefinition = {
   maxReceiveCount: 30,
 };
 
+/** Ends a call whose carrier never reported the end: a few reads and one transaction, and a hang-up request. */
+const callBackstopTimeoutSeconds = 20;
+
+/** EventBridge Scheduler's one-time schedule of each call sends here (docs/voice.md#backstop). */
+export const callBackstopQueue: QueueDefinition = {
+  name: 'call-backstop',
+  visibilityTimeoutSeconds: callBackstopTimeoutSeconds + 10,
+  maxReceiveCount: 5,
+};
+
 export const queueConsumers: readonly QueueConsumer[] = [
   {
     name: 'webhook-delivery',
@@ -117,6 +127,15 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: analysisTimeoutSeconds,
     invokesModels: true,
+  },
+  {
+    name: 'call-backstop',
+    entry: 'functions/call-backstop/handler.ts',
+    queue: callBackstopQueue,
+    batchSize: 10,
+    timeoutSeconds: callBackstopTimeoutSeconds,
+    // Opens the carrier's auth token to hang up a call still up.
+    opensSecrets: true,
   },
 ];
 

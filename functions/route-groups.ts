@@ -3,7 +3,9 @@ import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { eventRoutes } from './events/routes.ts';
+import { carrierCallbackRoutes } from './carrier-callbacks/routes.ts';
 import { modelRoutes } from './models/routes.ts';
+import { phoneNumberRoutes } from './phone-numbers/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -20,4 +22,6 @@ export const routeGroups: readonly RouteGroup[] = [
   chatMessageRoutes,
   eventRoutes,
   webhookRoutes,
+  phoneNumberRoutes,
+  carrierCallbackRoutes,
 ];

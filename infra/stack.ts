@@ -4,7 +4,7 @@ import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from '
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { HttpLambdaIntegration, WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -23,8 +23,9 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { eventRules, queueConsumers, tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
+import { callBackstopQueue, eventRules, queueConsumers, tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
+import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
 import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/store/table.ts';
@@ -68,6 +69,8 @@ const streamingTimeout = Duration.minutes(15);
  */
 const streamingOriginReadTimeout = Duration.seconds(120);
 const streamingTurnTimeout = Duration.seconds(110);
+/** Call recordings are deleted a year after the call (docs/voice.md#recordings). */
+const recordingRetentionDays = 365;
 /** The REST API stage that serves the streaming routes (CloudFront adds it as the origin path). */
 const streamingStageName = 'live';
 
@@ -249,7 +252,7 @@ export class AgentPlatformStack extends Stack {
         }),
       );
       if (group.runsTurns) grantModelInvocation(fn);
-      grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns });
+      grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns || group.opensSecrets });
       this.functions.set(group.name, fn);
 
       if (group.streaming) {
@@ -427,9 +430,88 @@ export class AgentPlatformStack extends Stack {
       additionalBehaviors: Object.fromEntries(streamingPatterns.map((pattern) => [pattern, { origin: streamingOrigin, ...noCache }])),
     });
 
-    new CfnOutput(this, 'ApiBaseUrl', { value: `https://${props.domainName ?? distribution.distributionDomainName}`, description: 'The public base address' });
+    const publicBaseUrl = `https://${props.domainName ?? distribution.distributionDomainName}`;
+    new CfnOutput(this, 'ApiBaseUrl', { value: publicBaseUrl, description: 'The public base address' });
+
+    // Calls (docs/voice.md): ConversationRelay's WebSocket API and its function, the recordings bucket, and the
+    // role EventBridge Scheduler sends each call's backstop with.
+    const relayFunction = bundledFunction(new Construct(this, voiceRelayRoutes.name), voiceRelayRoutes.entry, {
+      // A prompt's turn streams its tokens through the management API; the integration's answer does not wait for it.
+      timeout: streamingTurnTimeout.plus(Duration.seconds(20)),
+      environment: { TABLE_NAME: table.tableName, TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()), PUBLIC_BASE_URL: publicBaseUrl },
+    });
+    relayFunction.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+    grantModelInvocation(relayFunction);
+    grantSecretsKey(relayFunction, { opens: true });
+    this.functions.set(voiceRelayRoutes.name, relayFunction);
+    const relayIntegration = (id: string) => new WebSocketLambdaIntegration(id, relayFunction);
+    const relayApi = new apigwv2.WebSocketApi(this, 'VoiceRelayApi', {
+      apiName: 'agent-platform-voice-relay',
+      description: "Twilio ConversationRelay's WebSocket: the function verifies X-Twilio-Signature on $connect",
+      connectRouteOptions: { integration: relayIntegration('RelayConnect') },
+      disconnectRouteOptions: { integration: relayIntegration('RelayDisconnect') },
+      defaultRouteOptions: { integration: relayIntegration('RelayMessage') },
+    });
+    const relayStage = new apigwv2.WebSocketStage(this, 'VoiceRelayStage', {
+      webSocketApi: relayApi,
+      stageName: 'live',
+      autoDeploy: true,
+      throttle: stageThrottle,
+      accessLogSettings: { destination: new apigwv2.LogGroupLogDestination(accessLogs) },
+    });
+    relayStage.grantManagementApiAccess(relayFunction);
+    relayFunction.addEnvironment('VOICE_RELAY_URL', relayStage.url);
+    relayFunction.addEnvironment('VOICE_RELAY_MANAGEMENT_ENDPOINT', relayStage.callbackUrl);
+
+    const recordings = new s3.Bucket(this, 'Recordings', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: distributionLogs,
+      serverAccessLogsPrefix: 'recordings/',
+      lifecycleRules: [{ expiration: Duration.days(recordingRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    const schedulerRole = new iam.Role(this, 'CallBackstopScheduler', {
+      description: "EventBridge Scheduler's role for the one-time schedule of each call: it may only send to the call-backstop queue",
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': this.account } } }),
+    });
+    const backstopQueue = queueFor(callBackstopQueue);
+    backstopQueue.grantSendMessages(schedulerRole);
+    const backstopSchedulers: lambda.Function[] = [];
+    const recordingReaders: lambda.Function[] = [];
+    for (const group of routeGroups) {
+      if (!group.telephony) continue;
+      const fn = this.functions.get(group.name) as NodejsFunction;
+      fn.addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
+      fn.addEnvironment('VOICE_RELAY_URL', relayStage.url);
+      fn.addEnvironment('RECORDINGS_BUCKET', recordings.bucketName);
+      const objects = recordings.arnForObjects('*');
+      if (group.telephony.recordings === 'write') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [objects] }));
+      if (group.telephony.recordings === 'read') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [objects] }));
+      if (group.telephony.recordings) recordingReaders.push(fn);
+      if (group.telephony.schedulesBackstops) {
+        fn.addEnvironment('CALL_BACKSTOP_QUEUE_ARN', backstopQueue.queueArn);
+        fn.addEnvironment('SCHEDULER_ROLE_ARN', schedulerRole.roleArn);
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({ actions: ['scheduler:CreateSchedule'], resources: [`arn:${this.partition}:scheduler:${this.region}:${this.account}:schedule/default/call-*`] }),
+        );
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({
+            actions: ['iam:PassRole'],
+            resources: [schedulerRole.roleArn],
+            conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+          }),
+        );
+        backstopSchedulers.push(fn);
+      }
+    }
+
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
     suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, props });
+    suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
+    new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
+    new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
 
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
@@ -524,6 +606,58 @@ function suppressNagFindings(stack: {
         id: 'AwsSolutions-IAM5',
         reason: 'Models are deployment configuration (BEDROCK_MODELS) chosen per agent at run time, in any region Bedrock routes an inference profile to; only the functions that run turns or analyses get these two invoke actions (test/infra/stack.test.ts).',
         appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile|application-inference-profile)\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
+}
+
+/** The voice resources' cdk-nag findings that stay, each with its evidence (docs/security.md#cdk-nag). */
+function suppressVoiceNagFindings(voice: {
+  relayApi: apigwv2.WebSocketApi;
+  relayFunction: lambda.Function;
+  recordingReaders: lambda.Function[];
+  backstopSchedulers: lambda.Function[];
+}): void {
+  NagSuppressions.addResourceSuppressions(
+    voice.relayApi,
+    [
+      {
+        id: 'AwsSolutions-APIG4',
+        reason: "Twilio connects with no credential of ours: $connect verifies X-Twilio-Signature (HMAC-SHA1 of the relay URL under the organization's auth token) in the function and refuses the upgrade (403) otherwise; later messages are accepted only on a connection bound to an open call (test/voice/conversation.test.ts).",
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    voice.relayFunction.role as iam.Role,
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: "The management API's resource names each connection (@connections/<id>); the grant is limited to this API's live stage.",
+        appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<VoiceRelayApi[A-Za-z0-9]+>\\/live\\/\\*\\/@connections\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    voice.recordingReaders.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'Recordings are objects named <org>/<session>/<recording>.mp3 in a bucket of their own; one action (s3:PutObject for the callback function, s3:GetObject for the one that signs download URLs) on its objects.',
+        appliesTo: [{ regex: '/^Resource::<Recordings[A-Za-z0-9]+\\.Arn>\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    voice.backstopSchedulers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'One schedule per call, named call-<sessionId> at run time; only scheduler:CreateSchedule on that name prefix in the default group.',
+        appliesTo: ['Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/default/call-*'],
       },
     ],
     true,

@@ -112,6 +112,31 @@ const configSchema = z.object({
    * Private ranges are never reachable.
    */
   LOOPBACK_EGRESS_PORTS: portRanges,
+  /**
+   * The address the carrier reaches this API at (status callbacks and inbound voice webhooks; their signatures are
+   * computed over it): the stack's public base, `http://127.0.0.1:<port>` locally.
+   */
+  PUBLIC_BASE_URL: z.url().optional(),
+  /** The WebSocket API's `wss://` address that ConversationRelay connects to (the local runtime's `ws://` one locally). */
+  VOICE_RELAY_URL: z.url().optional(),
+  /** The WebSocket API's connection-management endpoint (`https://<api>.execute-api.<region>.amazonaws.com/<stage>`). */
+  VOICE_RELAY_MANAGEMENT_ENDPOINT: z.url().optional(),
+  /** Twilio's REST API; the local Twilio simulator's address locally. */
+  TWILIO_API_BASE_URL: z.url().default('https://api.twilio.com'),
+  /** The bucket call recordings are copied into (the stack's; fauxqs's locally). */
+  RECORDINGS_BUCKET: z.string().min(1).optional(),
+  /** Set only for a local S3 (fauxqs); on AWS the SDK finds the regional endpoint. */
+  S3_ENDPOINT: z.url().optional(),
+  /** The queue a call's backstop schedule sends to (its ARN: the schedule's target). */
+  CALL_BACKSTOP_QUEUE_ARN: z.string().min(1).optional(),
+  /** The role EventBridge Scheduler assumes to send to that queue. */
+  SCHEDULER_ROLE_ARN: z.string().min(1).optional(),
+  /** Set only for the local Scheduler stand-in; on AWS the SDK finds the regional endpoint. */
+  SCHEDULER_ENDPOINT: z.url().optional(),
+  /** How long after a call's ttl (plus ringing) its backstop ends it if the carrier has not reported the end. */
+  CALL_BACKSTOP_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(120),
+  /** How long an outbound call rings before it counts as not answered (Twilio's `Timeout`, 5–600). */
+  CALL_RING_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(30),
   /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */
   EGRESS_DENIED_PORTS: portRanges,
 });

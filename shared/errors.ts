@@ -151,3 +151,36 @@ export class DeliveryPendingError extends AppError {
 export class WebhookDisabledError extends AppError {
   readonly code = 'WEBHOOK_DISABLED';
 }
+
+export class PhoneNumberTakenError extends AppError {
+  readonly code = 'PHONE_NUMBER_TAKEN';
+}
+
+export class VoiceNotFoundError extends AppError {
+  readonly code = 'VOICE_NOT_FOUND';
+}
+
+export class AgentNotVoiceEnabledError extends AppError {
+  readonly code = 'AGENT_NOT_VOICE_ENABLED';
+}
+
+export class VoicePipelineModeUnsupportedError extends AppError {
+  readonly code = 'VOICE_PIPELINE_MODE_UNSUPPORTED';
+}
+
+export class TelephonyNotConfiguredError extends AppError {
+  readonly code = 'TELEPHONY_NOT_CONFIGURED';
+}
+
+export class TelephonyCredentialsRejectedError extends AppError {
+  readonly code = 'TELEPHONY_CREDENTIALS_REJECTED';
+}
+
+export class TelephonyUnavailableError extends AppError {
+  readonly code = 'TELEPHONY_UNAVAILABLE';
+}
+
+/** A request claiming to come from the carrier whose signature does not verify. */
+export class InvalidSignatureError extends AppError {
+  readonly code = 'INVALID_SIGNATURE';
+}

@@ -10,6 +10,7 @@ import type { ApiKey } from './schemas/api-key.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
+import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './schemas/voice.ts';
 
 export interface Organization {
   id: string;
@@ -64,7 +65,7 @@ export interface ToolStore {
 /** What a secret at rest belongs to: sealed under this context, it opens only with the same one. */
 export interface SecretContext {
   orgId: string;
-  purpose: 'webhook-secret' | 'function-tool-secret';
+  purpose: 'webhook-secret' | 'function-tool-secret' | 'telephony-auth-token';
   /** The id of the item that holds it (the endpoint, the tool). */
   id: string;
 }
@@ -130,6 +131,8 @@ export interface StoredSession extends Session {
   endedEventId?: string | undefined;
   /** The analysis job whose result is stored, so that a redelivered re-run does not announce it twice. */
   analysisJobId?: string | undefined;
+  /** How many of its messages were changed after being written (interrupted replies of a call): cached histories compare it. */
+  historyRevision?: number | undefined;
 }
 
 /**
@@ -224,6 +227,12 @@ export interface SessionStore {
   replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
   readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
+  /**
+   * A reply cut short on a call: its `content` becomes what was spoken and `metadata.interruption` records the
+   * rest, and the session's `historyRevision` counts the change (with it). False when message `seq` is not an
+   * assistant reply.
+   */
+  truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean>;
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
   commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'>;
 }
@@ -335,4 +344,99 @@ export interface EventLogStore {
   append(entry: LoggedEvent, expiresAt: number): Promise<void>;
   /** Up to `limit` entries after `after`, in log order, strongly consistent; `more` when others may follow. */
   read(orgId: string, after: LogPosition, limit: number): Promise<{ entries: LoggedEvent[]; more: boolean }>;
+}
+
+/** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
+export interface TelephonyCredentials {
+  accountSid: string;
+  authToken: string;
+}
+
+export interface OutboundCallRequest {
+  from: string;
+  to: string;
+  /** What the carrier runs once the callee answers (ConversationRelay to our WebSocket API). */
+  twiml: string;
+  /** Receives every status of the call, signed with the account's auth token. */
+  statusCallback: string;
+  /** The carrier ends the call itself after this many seconds: the call's `ttl`. */
+  timeLimitSeconds: number;
+  /** The call is recorded; this URL hears when the recording is ready. */
+  recordingStatusCallback: string;
+  /** How long it rings before it counts as not answered. */
+  ringTimeoutSeconds: number;
+}
+
+/** The carrier's REST API (Twilio's; `shared/telephony/twilio-client.ts`). */
+export interface Telephony {
+  createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
+  /** Ends a call in progress (the agent hung up). */
+  hangUp(credentials: TelephonyCredentials, callSid: string): Promise<void>;
+  /** A finished recording's audio (MP3). */
+  fetchRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<{ body: Uint8Array; contentType: string }>;
+  /** Deletes the carrier's copy once ours is stored; a recording already gone is not an error. */
+  deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void>;
+}
+
+/** A call the carrier never reports the end of is ended anyway, at a time fixed when it starts. */
+export interface CallBackstop {
+  /** One one-time schedule per call (EventBridge Scheduler; a stand-in locally) that ends it at `at` if still open. */
+  schedule(call: { orgId: string; sessionId: string }, at: Date): Promise<void>;
+}
+
+/** Where call recordings are kept (S3; fauxqs's S3 locally), handed out as short-lived signed URLs. */
+export interface RecordingStore {
+  put(key: string, body: Uint8Array, contentType: string): Promise<void>;
+  signedUrl(key: string, expiresInSeconds: number): Promise<string>;
+}
+
+/** Sends to the carrier's side of a ConversationRelay WebSocket (API Gateway's connection-management API). */
+export interface RelayConnections {
+  send(connectionId: string, message: Record<string, unknown>): Promise<void>;
+}
+
+export interface StoredPhoneNumber extends PhoneNumber {
+  orgId: string;
+}
+
+/** Who owns a number worldwide: how an inbound call finds its organization. */
+export interface PhoneNumberOwner {
+  orgId: string;
+  phoneNumberId: string;
+}
+
+export interface VoiceStore {
+  /** Stores the number with its worldwide claim; throws PhoneNumberTakenError when any organization has it. */
+  createPhoneNumber(number: StoredPhoneNumber): Promise<void>;
+  getPhoneNumber(orgId: string, phoneNumberId: string): Promise<StoredPhoneNumber | undefined>;
+  listPhoneNumbers(orgId: string, limit: number): Promise<StoredPhoneNumber[]>;
+  replacePhoneNumber(previous: StoredPhoneNumber, next: StoredPhoneNumber): Promise<void>;
+  /** Removes the number and its claim; false when there was none. */
+  deletePhoneNumber(orgId: string, phoneNumberId: string): Promise<boolean>;
+  phoneNumberOwner(e164: string): Promise<PhoneNumberOwner | undefined>;
+  putCredentials(orgId: string, credentials: TelephonyCredentials, updatedAt: string): Promise<void>;
+  getCredentials(orgId: string): Promise<(TelephonyCredentials & { updatedAt: string }) | undefined>;
+  deleteCredentials(orgId: string): Promise<boolean>;
+  /**
+   * The session of a call, its expiry item, its call item and `events`, together; false when the session exists
+   * already (a retried inbound webhook).
+   */
+  createCall(session: StoredSession, expiresAt: number, call: VoiceCall, events: DomainEvent[]): Promise<boolean>;
+  /**
+   * Announces an outbound call (`session.created`) once the carrier has it: its id on the call and as the session's
+   * `roomName`. Without a call id (the carrier refused it) only the event is recorded.
+   */
+  recordCarrierCall(session: StoredSession, callSid: string | undefined, created: DomainEvent): Promise<void>;
+  getCall(orgId: string, sessionId: string): Promise<VoiceCall | undefined>;
+  /**
+   * Moves the call's status forward (statuses never go back: a late `ringing` after `completed` changes nothing);
+   * false when the call already had this status or a later one.
+   */
+  advanceCall(orgId: string, sessionId: string, status: TwilioCallStatus, changes: Partial<VoiceCall>): Promise<boolean>;
+  markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void>;
+  /** Where the call's recording is kept, once copied from the carrier. */
+  recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void>;
+  /** Remembers which call a WebSocket connection carries, for the messages that follow on it. */
+  bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void>;
+  connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined>;
 }

@@ -1,10 +1,14 @@
 import { listModels } from '../../shared/domain/models.ts';
 import { createHttpHandler } from '../../shared/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { listVoices } from '../../shared/telephony/voices.ts';
 import { modelRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(
   modelRoutes,
-  { listModels: async ({ deps, query }) => listModels(deps.catalog, query) },
+  {
+    listModels: async ({ deps, query }) => listModels(deps.catalog, query),
+    listVoices: async ({ query }) => listVoices(query),
+  },
   runtime,
 );

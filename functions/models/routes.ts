@@ -1,5 +1,6 @@
 import { listModelsQuery, modelPage } from '../../shared/schemas/model.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
+import { listVoicesQuery, voiceList } from '../../shared/telephony/voices.ts';
 
 export const modelRoutes = defineRouteGroup({
   name: 'models',
@@ -13,6 +14,15 @@ export const modelRoutes = defineRouteGroup({
       successStatus: 200,
       response: modelPage,
       query: listModelsQuery,
+    },
+    listVoices: {
+      method: 'GET',
+      path: '/v1/chat/voices',
+      scope: 'voice:read',
+      summary: 'The TTS voices catalog (provider, voice id, name, language, gender), filterable by provider and language',
+      successStatus: 200,
+      query: listVoicesQuery,
+      response: voiceList,
     },
   },
 });

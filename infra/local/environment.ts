@@ -16,6 +16,8 @@ interface RunningInstance {
   pid: number;
   dynamodbEndpoint: string;
   tableName: string;
+  /** The Twilio simulator's address (`npm run call` attaches to it). */
+  twilioSimulator?: string;
 }
 
 const instanceFile = (dataDir: string) => join(dataDir, 'running.json');

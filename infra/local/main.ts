@@ -17,6 +17,7 @@ import { startLocalQueues } from './queues.ts';
 import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
+import { startLocalVoice } from './voice.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -37,6 +38,17 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
     process.exit(1);
   },
 );
+// Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
+const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
+  simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
+  relayPort: optionalPort(process.env.VOICE_RELAY_PORT),
+  queues,
+}).catch(async (error: Error) => {
+  console.error(`Cannot start the Twilio simulator or the WebSocket API: ${error.message}`);
+  await queues.stop();
+  await database.stop();
+  process.exit(1);
+});
 const { server, preload } = createLocalServer(routeGroups);
 try {
   await bootstrapOrganization();
@@ -72,10 +84,12 @@ const forgetInstance = announceRunningInstance(dataDir, {
   pid: process.pid,
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
+  twilioSimulator: voice.simulator.baseUrl,
 });
 server.listen(port, host, () => {
   console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
   console.log(describeLoopbackEgress(process.env));
+  console.log(`Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`);
 });
 
 /** How long requests under way may take to finish once a stop signal came. */
@@ -96,6 +110,7 @@ async function shutdown(signal: string): Promise<void> {
   await router.stop();
   await queuePollers.stop();
   await queues.stop();
+  await voice.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();
@@ -129,6 +144,10 @@ async function bootstrapOrganization(): Promise<void> {
   const created = await issueApiKey(deps, newOrgId, { name: 'bootstrap', scopes: ['*'] });
   writeFileSync(marker, JSON.stringify({ orgId: newOrgId, keyId: created.id }));
   console.log(`Created organization ${newOrgId} with a full-access API key (shown once):\n\n  ${created.key}\n`);
+}
+
+function optionalPort(value: string | undefined): number | undefined {
+  return value ? Number(value) : undefined;
 }
 
 /** What tools and webhooks may reach on this machine, said at start-up so that the opt-in is never a surprise. */

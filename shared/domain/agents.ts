@@ -1,4 +1,5 @@
-import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, type FieldIssue } from '../errors.ts';
+import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../errors.ts';
+import { voiceCatalog } from '../telephony/voices.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { analysisConfigProblems } from '../schemas/analysis.ts';
@@ -27,6 +28,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     updatedAt: now,
   });
   checkConfiguration(deps.catalog, agent, modelFields);
+  checkVoice(agent);
   await deps.agents.create(agent, sealResponse?.(agent));
   return agent;
 }
@@ -64,6 +66,8 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   const next = merged as unknown as Agent;
   // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
   checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
+  // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
+  if (changes.voice) checkVoice(next);
   await deps.agents.replace(previous, next);
   return next;
 }
@@ -100,6 +104,17 @@ function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCh
   if (problems.length > 0) {
     throw new ModelsNotFoundError(problems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {
       details: problems,
+    });
+  }
+}
+
+/** The agent's voice must be in the voices catalog, for its provider. */
+function checkVoice(agent: Agent): void {
+  if (!agent.voice) return;
+  const { provider, voiceId } = agent.voice;
+  if (!voiceCatalog.some((voice) => voice.provider === provider && voice.voiceId === voiceId)) {
+    throw new VoiceNotFoundError(`voice.voiceId: ${provider} has no voice ${voiceId} in the catalog (GET /v1/chat/voices?provider=${provider}).`, {
+      details: [{ field: 'voice.voiceId', message: `is not a ${provider} voice of the catalog` }],
     });
   }
 }

@@ -36,6 +36,7 @@ function sessionPayload(session: Session, eventType: string): Record<string, unk
     ...(session.endedAt ? { endedAt: session.endedAt } : {}),
     metadata: session.metadata,
     ...(session.analysis ? { analysis: session.analysis } : {}),
+    ...(session.recordingUrl ? { recordingUrl: session.recordingUrl } : {}),
   };
 }
 
@@ -48,9 +49,11 @@ export const events = {
 
   /**
    * A session left OPEN: `session.updated`, and `session.closed` when closed rather than expired. `session.ended`
-   * follows once the analysis is attached (`sessionEnded`).
+   * follows once the analysis is attached (`sessionEnded`). A call goes from `session.created` straight to
+   * `session.ended` (the spec's rule for voice), so it records nothing here.
    */
   sessionLeftOpen(session: Session): DomainEvent[] {
+    if (session.type === 'VOICE') return [];
     const at = session.endedAt ?? session.updatedAt;
     const recorded = [sessionUpdated(session, at, ['state', 'endedAt'])];
     if (session.state === 'CLOSED') recorded.push(event(session.orgId, 'session.closed', at, sessionPayload(session, 'session.closed')));

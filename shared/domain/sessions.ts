@@ -8,7 +8,7 @@ import {
 } from '../errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { Page } from '../schemas/common.ts';
-import type { CreateSessionInput, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
+import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
 import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from './clock.ts';
 import { v7 as uuidv7 } from 'uuid';
@@ -54,7 +54,7 @@ export async function createSession(deps: SessionDeps, orgId: string, input: Cre
   const sessionKey = `${orgId}/${session.id}`;
   agentOfSession.set(sessionKey, agent.id);
   lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
-  histories.set(sessionKey, { nextSeq: session.nextSeq, messages: [] });
+  histories.set(sessionKey, { nextSeq: session.nextSeq, revision: 0, messages: [] });
   return created;
 }
 
@@ -148,7 +148,7 @@ export async function endSession(
   deps: Pick<SessionDeps, 'sessions' | 'clock'>,
   session: StoredSession,
   state: 'CLOSED' | 'EXPIRED',
-  reason: 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED',
+  reason: EndedReason,
   endedAt: string,
   options: { unlessActiveSince?: string } = {},
 ): Promise<StoredSession | undefined> {
@@ -191,6 +191,6 @@ export async function expireIfIdle(deps: SessionDeps, session: StoredSession): P
 
 /** The session as the API shows it, without the store's turn bookkeeping. */
 export function publicSession(session: StoredSession | Session): Session {
-  const { nextSeq: _nextSeq, activeUntil: _activeUntil, endedEventId: _endedEventId, analysisJobId: _analysisJobId, ...visible } = session as StoredSession;
+  const { nextSeq: _nextSeq, activeUntil: _activeUntil, endedEventId: _endedEventId, analysisJobId: _analysisJobId, historyRevision: _historyRevision, ...visible } = session as StoredSession;
   return visible;
 }

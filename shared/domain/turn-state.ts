@@ -27,8 +27,11 @@ export const agentOfSession = new BoundedMap<string, string>(10_000);
 /** An agent's tool ids as last read: a guess, to read the tools in the same round trip as the agent. */
 export const lastKnownTools = new BoundedMap<string, string[]>(10_000);
 
-/** Messages never change once written, so a history is exact while the session's next sequence number is the same. */
-export const histories = new BoundedMap<string, { nextSeq: number; messages: Message[] }>(2_000);
+/**
+ * Messages never change once written, except a call's reply cut short by an interruption, which counts in the
+ * session's `historyRevision`: a history is exact while the session's next sequence number and revision are the same.
+ */
+export const histories = new BoundedMap<string, { nextSeq: number; revision: number; messages: Message[] }>(2_000);
 
 const queues = new Map<string, Promise<void>>();
 

@@ -50,6 +50,16 @@ export interface TurnResult {
   messages: Message[];
   /** Set when the turn failed after it began; its messages are persisted all the same. */
   failure?: { code: string; message: string; status: number } | undefined;
+  /** The model called `end_conversation`. */
+  agentEnded: boolean;
+}
+
+export interface TurnOptions {
+  /**
+   * Close the session when the model calls `end_conversation` (chat). A call leaves that to its carrier: the agent
+   * hangs up, and the carrier's report of the end closes the session (docs/voice.md).
+   */
+  closeWhenAgentEnds: boolean;
 }
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
@@ -85,7 +95,8 @@ export async function prepareTurn(
     if (session.state !== 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is ${session.state}; open a new session.`);
     if (!context.agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
     const cached = histories.get(sessionKey);
-    const history = cached?.nextSeq === session.nextSeq ? cached.messages : await deps.sessions.messages(orgId, sessionId);
+    const fresh = cached?.nextSeq === session.nextSeq && cached.revision === (session.historyRevision ?? 0);
+    const history = fresh ? cached.messages : await deps.sessions.messages(orgId, sessionId);
     const now = deps.clock.now();
     // A turn counts as activity: if the window could run out before the turn does, record activity now.
     const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
@@ -136,7 +147,9 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
   for (let attempt = 0; session; attempt += 1) {
     if ((await deps.sessions.commitTurn(session, messages, at)) === 'committed') {
       // After a conflict the history has others' messages too: the next turn reads it whole.
-      if (attempt === 0) histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, messages: [...turn.history, ...messages] });
+      if (attempt === 0) {
+        histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
+      }
       else histories.delete(sessionKey);
       return;
     }
@@ -159,15 +172,15 @@ interface PendingCall {
  * (USER, TOOL, ASSISTANT with where the turn's time went) in one transaction. Never throws for a provider
  * failure: the turn is recorded as failed and the sink told.
  */
-export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions = { closeWhenAgentEnds: true }): Promise<TurnResult> {
   try {
-    return await runPreparedTurn(deps, turn, sink);
+    return await runPreparedTurn(deps, turn, sink, options);
   } finally {
     turn.release();
   }
 }
 
-async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink): Promise<TurnResult> {
+async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions): Promise<TurnResult> {
   const { session, agent } = turn;
   const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
   const languageModel = deps.languageModel(model);
@@ -294,11 +307,11 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
   await commitTurn(deps, turn, messages, now);
-  if (agentEnded) {
+  if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: [...toolMessages, assistant], failure };
+  return { messages: [...toolMessages, assistant], failure, agentEnded };
 }
 
 const validators = new Map<string, ValidateFunction>();

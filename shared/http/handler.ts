@@ -94,7 +94,10 @@ export class StreamingBody {
   }
 }
 
-/** An implementation returns this to answer something other than a JSON body: a page, a script, a cached document. */
+/**
+ * An implementation returns this to answer something other than a JSON body: a page, a script, a cached document,
+ * TwiML to a carrier, a redirect (with `statusCode` 302 and a `location` header).
+ */
 export class RawBody {
   readonly body: string;
   readonly headers: Record<string, string>;
@@ -254,7 +257,7 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
     const query = parseWith(route.query, event.queryStringParameters ?? {}, (issues) => {
       throw new ValidationError(describe('Invalid query parameters', issues), { details: issues });
     });
-    const raw = route.body ? readJson(event, deps().config.MAX_BODY_BYTES) : undefined;
+    const raw = route.body ? (route.bodyFormat === 'form' ? readForm(event, deps().config.MAX_BODY_BYTES) : readJson(event, deps().config.MAX_BODY_BYTES)) : undefined;
     const body = parseWith(route.body, raw, (issues) => {
       throw new ValidationError(describe('Invalid request body', issues), { details: issues });
     });
@@ -262,9 +265,26 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
   },
 });
 
-function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
+function bodyText(event: APIGatewayProxyEventV2, maxBytes: number): string {
   const text = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
   if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(`The body exceeds ${maxBytes} bytes.`);
+  return text;
+}
+
+/** An `application/x-www-form-urlencoded` body as an object of its fields (the first value of a repeated name). */
+function readForm(event: APIGatewayProxyEventV2, maxBytes: number): Record<string, string> {
+  const text = bodyText(event, maxBytes);
+  const contentType = event.headers?.['content-type'];
+  if (text.length > 0 && contentType && !/^application\/x-www-form-urlencoded\b/i.test(contentType)) {
+    throw new UnsupportedMediaTypeError('Send the body as application/x-www-form-urlencoded.');
+  }
+  const fields: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(text)) if (!(name in fields)) fields[name] = value;
+  return fields;
+}
+
+function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
+  const text = bodyText(event, maxBytes);
   const contentType = event.headers?.['content-type'];
   if (text.length > 0 && contentType && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
     throw new UnsupportedMediaTypeError('Send the body as application/json.');

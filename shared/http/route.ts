@@ -17,10 +17,12 @@ export interface RouteDefinition {
   /** The scope a caller needs; `public` routes need no credentials. */
   scope: Scope | 'public';
   summary: string;
-  successStatus: 200 | 201 | 202 | 204;
+  successStatus: 200 | 201 | 202 | 204 | 302;
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** How the body is sent: JSON (default), or an HTML form, as carriers post their callbacks. */
+  bodyFormat?: 'json' | 'form';
   /**
    * The success response's body (JSON). Every documented route with a body to answer declares it: /openapi.json
    * describes it and the integration tests check each response against it (docs/openapi.md).
@@ -62,6 +64,13 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   runsTurns?: boolean;
   /** Creates or rotates secrets kept at rest: may seal them (KMS data keys), never open them (docs/security.md). */
   sealsSecrets?: boolean;
+  /** Opens secrets kept at rest (the carrier's auth token, to sign requests and verify callbacks). */
+  opensSecrets?: boolean;
+  /**
+   * Works with calls (docs/voice.md): gets the addresses the carrier and ConversationRelay use, reads (`read`: signs
+   * download URLs) or writes call recordings, and may create each call's backstop schedule.
+   */
+  telephony?: { recordings?: 'read' | 'write'; schedulesBackstops?: boolean };
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
   /** A directory (relative to the repository root) deployed beside the handler as `assets/`: pages and scripts it serves. */

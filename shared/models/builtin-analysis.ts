@@ -44,6 +44,15 @@ const endings: Record<EndedReason, string> = {
   USER_CLOSED: 'The user closed the session.',
   AGENT_ENDED: 'The agent ended the session.',
   EXPIRED: 'The session expired after inactivity.',
+  HANGUP_CALLEE: 'The caller hung up.',
+  HANGUP_AGENT: 'The agent ended the call.',
+  TTL: 'The call reached its time limit.',
+  NO_ANSWER: 'The call was not answered.',
+  BUSY: 'The line was busy.',
+  FAILED: 'The call could not be connected.',
+  CANCELED: 'The call was canceled before it was answered.',
+  CONNECTION_LOST: "The connection to the agent was lost and the call was ended.",
+  CARRIER_SILENT: 'The carrier never reported the end of the call; it was ended at its time limit.',
 };
 
 function summarize(lines: readonly TranscriptLine[], omitted: number, endedReason: EndedReason | undefined): string {

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { analysisConfigSchema, type AnalysisConfig } from './analysis.ts';
+import { ttsProviders } from '../telephony/voices.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
 
 export const maxToolsPerAgent = 32;
@@ -17,6 +18,19 @@ const bcp47 = z.string().refine(
 );
 
 export const voicePipelineModes = ['pipeline', 'sts', 'hybrid'] as const;
+
+/** How a call decides the caller has finished speaking: the STT provider's endpointing, or a silence threshold. */
+export const endOfTurnOptions = ['STT_ENDPOINTING', 'SILENCE'] as const;
+
+/** The voice of an agent's calls: a voice of `GET /v1/chat/voices`, and how turns start and end. */
+export const agentVoiceSchema = z.strictObject({
+  provider: z.enum(ttsProviders),
+  voiceId: z.string().trim().min(1).max(100),
+  endOfTurn: z.enum(endOfTurnOptions).optional(),
+  /** Spoken when the call connects, before the callee says anything. */
+  welcomeMessage: optionalText(1000).optional(),
+});
+export type AgentVoice = z.output<typeof agentVoiceSchema>;
 
 export const agentToolSchema = z.strictObject({
   toolId: z.uuid({ error: 'must be a UUID' }),
@@ -47,6 +61,7 @@ const agentFields = {
   knowledgeStoreId: z.string().trim().min(1).max(200),
   tools: agentToolsSchema,
   welcomeAllowInterruptions: z.boolean(),
+  voice: agentVoiceSchema,
   analysis: analysisConfigSchema,
 };
 
@@ -65,6 +80,7 @@ export const createAgentBody = z.strictObject({
   knowledgeStoreId: agentFields.knowledgeStoreId.optional(),
   tools: agentFields.tools.default([]),
   welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions.optional(),
+  voice: agentFields.voice.optional(),
   analysis: agentFields.analysis.optional(),
 });
 
@@ -85,6 +101,7 @@ export const updateAgentBody = z
     knowledgeStoreId: agentFields.knowledgeStoreId.nullable(),
     tools: agentFields.tools,
     welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions,
+    voice: agentFields.voice.nullable(),
     analysis: agentFields.analysis.nullable(),
     isActive: z.boolean(),
     isPublic: z.boolean(),
@@ -150,6 +167,8 @@ export interface Agent {
   knowledgeStoreId?: string | undefined;
   tools: AgentToolRef[];
   welcomeAllowInterruptions?: boolean | undefined;
+  /** Calls: the TTS voice (checked against the voices catalog), end-of-turn option and welcome message. */
+  voice?: AgentVoice | undefined;
   /** Post-session analysis; absent: only the summary is produced. */
   analysis?: AnalysisConfig | undefined;
   isActive: boolean;

@@ -3,7 +3,9 @@ import { analysisResultSchema, type AnalysisResult } from './analysis.ts';
 import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from './common.ts';
 import { storableJsonObject } from './storable-json.ts';
 
-export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
+export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE', 'PHONE'] as const;
+/** Platforms a client may name when it opens a chat session; `PHONE` sessions are calls, opened by the platform. */
+export const chatPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE'] as const;
 export const sessionStates = ['OPEN', 'CLOSED', 'EXPIRED'] as const;
 export const messageRoles = ['USER', 'ASSISTANT', 'TOOL', 'SYSTEM'] as const;
 export const maxMessageChars = 32_000;
@@ -13,7 +15,7 @@ const jsonObject = storableJsonObject({ maxBytes: 16 * 1024, key: z.string().min
 export const createSessionBody = z.strictObject({
   agentId: z.uuid({ error: 'must be a UUID' }),
   metadata: jsonObject.default({}),
-  platform: z.enum(sessionPlatforms).default('SDK'),
+  platform: z.enum(chatPlatforms).default('SDK'),
   sessionVariables: jsonObject.default({}),
 });
 
@@ -41,7 +43,9 @@ export type ListSessionsQuery = z.output<typeof listSessionsQuery>;
 
 export type SessionState = (typeof sessionStates)[number];
 export type MessageRole = (typeof messageRoles)[number];
-export type EndedReason = 'USER_CLOSED' | 'AGENT_ENDED' | 'EXPIRED';
+/** Chat: the first three. Calls: how the call ended (docs/voice.md#endedreason). */
+export const endedReasons = ['USER_CLOSED', 'AGENT_ENDED', 'EXPIRED', 'HANGUP_CALLEE', 'HANGUP_AGENT', 'TTL', 'NO_ANSWER', 'BUSY', 'FAILED', 'CANCELED', 'CONNECTION_LOST', 'CARRIER_SILENT'] as const;
+export type EndedReason = (typeof endedReasons)[number];
 
 export interface Session {
   id: string;
@@ -60,6 +64,8 @@ export interface Session {
   messageCount: number;
   /** The post-session analysis, once made (docs/analysis.md). */
   analysis?: AnalysisResult | undefined;
+  /** Calls: our own address of the recording (`GET /v1/chat/sessions/{id}/recording`), never the carrier's. */
+  recordingUrl?: string | undefined;
 }
 
 export interface ToolCallRecord {

@@ -51,4 +51,12 @@ export const keys = {
   /** One per analysis asked for (the end's, each re-run's); its INSERT on the stream sends it to the analysis queue. */
   analysisJob: (orgId: string, sessionId: string, jobId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: `ANALYSIS#${jobId}` }),
   outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
+  phoneNumber: (orgId: string, phoneNumberId: string) => ({ pk: `ORG#${orgId}`, sk: `PHONE#${phoneNumberId}` }),
+  phoneNumberPrefix: 'PHONE#',
+  /** Cross-tenant, like the API-key hash: which organization owns a number (inbound routing, worldwide uniqueness). */
+  phoneNumberClaim: (e164: string) => ({ pk: `PHONENUMBER#${e164}`, sk: '#PHONENUMBER' }),
+  telephonyCredentials: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'TELEPHONY#twilio' }),
+  voiceCall: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#CALL' }),
+  /** Cross-tenant: the call a ConversationRelay WebSocket connection carries (its later messages name only the connection). */
+  relayConnection: (connectionId: string) => ({ pk: `VOICECONN#${connectionId}`, sk: '#VOICECONN' }),
 } as const;

@@ -106,32 +106,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async create(session: StoredSession, expiresAt: number, events: DomainEvent[], completion?: IdempotencyCompletion): Promise<void> {
-    await transactWithCompletion(
-      this.client,
-      this.tableName,
-      [
-        {
-          Put: {
-            TableName: this.tableName,
-            Item: {
-              ...keys.session(session.orgId, session.id),
-              entity: 'session',
-              gsi1pk: keys.sessionsByOrg(session.orgId),
-              gsi1sk: `${session.createdAt}#${session.id}`,
-              gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
-              gsi2sk: `${session.createdAt}#${session.id}`,
-              ...(session.state === 'OPEN' ? { gsi3pk: keys.openSessions(session.orgId), gsi3sk: `${session.createdAt}#${session.id}` } : {}),
-              ...session,
-            },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-        ...this.counterUpdates(session, { [counterCell(session.state, session.platform)]: 1 }),
-        this.expiryPut(session.orgId, session.id, expiresAt),
-        ...this.outboxPuts(session.orgId, session.id, events),
-      ],
-      completion,
-    );
+    await transactWithCompletion(this.client, this.tableName, sessionCreationWrites(this.tableName, session, expiresAt, events), completion);
   }
 
   async get(orgId: string, sessionId: string): Promise<StoredSession | undefined> {
@@ -148,6 +123,7 @@ export class DynamoSessionStore implements SessionStore {
       activeUntil: item.activeUntil as number | undefined,
       endedEventId: item.endedEventId as string | undefined,
       analysisJobId: item.analysisJobId as string | undefined,
+      historyRevision: item.historyRevision as number | undefined,
     };
   }
 
@@ -303,7 +279,7 @@ export class DynamoSessionStore implements SessionStore {
           },
         },
       },
-      ...this.counterUpdates(session, { [counterCell('OPEN', session.platform)]: -1, [counterCell(ended.state, session.platform)]: 1 }),
+      ...counterUpdates(this.tableName, session, { [counterCell('OPEN', session.platform)]: -1, [counterCell(ended.state, session.platform)]: 1 }),
       { Delete: { TableName: this.tableName, Key: keys.sessionExpiry(session.orgId, session.id) } },
       ...this.outboxPuts(session.orgId, session.id, events),
       { Put: this.analysisJobPut(job) },
@@ -429,6 +405,23 @@ export class DynamoSessionStore implements SessionStore {
     return committed ? 'committed' : 'conflict';
   }
 
+  async truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean> {
+    return this.writeIfFirstHolds([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.message(orgId, sessionId, seq),
+          UpdateExpression: 'SET content = :spoken, metadata.interruption = :interruption',
+          ConditionExpression: '#role = :assistant',
+          ExpressionAttributeNames: { '#role': 'role' },
+          ExpressionAttributeValues: { ':spoken': spoken, ':interruption': interruption, ':assistant': 'ASSISTANT' },
+        },
+      },
+      // Histories cached in other processes compare this and read the history again.
+      { Update: { TableName: this.tableName, Key: keys.session(orgId, sessionId), UpdateExpression: 'ADD historyRevision :one', ExpressionAttributeValues: { ':one': 1 } } },
+    ]);
+  }
+
   /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */
   private async writeIfFirstHolds(items: TransactItem[]): Promise<boolean> {
     try {
@@ -450,26 +443,11 @@ export class DynamoSessionStore implements SessionStore {
     };
   }
 
-  /** Adds `changes` (counter cell → delta) to the session's counter shard of its organization and of its agent. */
-  private counterUpdates(session: Session, changes: Record<string, number>): TransactItem[] {
-    const cells = Object.entries(changes);
-    const shard = counterShard(session.id);
-    return (['ORG', `AGENT#${session.agentId}`] as const).map((scope) => ({
-      Update: {
-        TableName: this.tableName,
-        Key: keys.sessionCounter(session.orgId, scope, shard),
-        UpdateExpression: `ADD ${cells.map((_, index) => `#cell${index} :delta${index}`).join(', ')}`,
-        ExpressionAttributeNames: Object.fromEntries(cells.map(([cell], index) => [`#cell${index}`, cell])),
-        ExpressionAttributeValues: Object.fromEntries(cells.map(([, delta], index) => [`:delta${index}`, delta])),
-      },
-    }));
-  }
-
   private expiryPut(orgId: string, sessionId: string, expiresAt: number): TransactItem {
     return {
       Put: {
         TableName: this.tableName,
-        Item: { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt },
+        Item: expiryItem(orgId, sessionId, expiresAt),
       },
     };
   }
@@ -487,16 +465,63 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private outboxPuts(orgId: string, sessionId: string, events: DomainEvent[]): TransactItem[] {
-    return events.map((event) => ({
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
-          entity: 'outbox',
-          ...event,
-          expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
-        },
-      },
-    }));
+    return events.map((event) => ({ Put: { TableName: this.tableName, Item: outboxItem(orgId, sessionId, event) } }));
   }
+}
+
+/**
+ * Everything that creates a session, for one transaction (with whatever else the caller creates beside it): its
+ * item, its counters, its expiry item and its events.
+ */
+export function sessionCreationWrites(tableName: string, session: StoredSession, expiresAt: number, events: DomainEvent[]): TransactItem[] {
+  return [
+    { Put: { TableName: tableName, Item: sessionItem(session), ConditionExpression: 'attribute_not_exists(pk)' } },
+    ...counterUpdates(tableName, session, { [counterCell(session.state, session.platform)]: 1 }),
+    { Put: { TableName: tableName, Item: expiryItem(session.orgId, session.id, expiresAt) } },
+    ...events.map((event) => ({ Put: { TableName: tableName, Item: outboxItem(session.orgId, session.id, event) } })),
+  ];
+}
+
+/** Adds `changes` (counter cell → delta) to the session's counter shard of its organization and of its agent. */
+function counterUpdates(tableName: string, session: Session, changes: Record<string, number>): TransactItem[] {
+  const cells = Object.entries(changes);
+  const shard = counterShard(session.id);
+  return (['ORG', `AGENT#${session.agentId}`] as const).map((scope) => ({
+    Update: {
+      TableName: tableName,
+      Key: keys.sessionCounter(session.orgId, scope, shard),
+      UpdateExpression: `ADD ${cells.map((_, index) => `#cell${index} :delta${index}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(cells.map(([cell], index) => [`#cell${index}`, cell])),
+      ExpressionAttributeValues: Object.fromEntries(cells.map(([, delta], index) => [`:delta${index}`, delta])),
+    },
+  }));
+}
+
+/** A session's item, with the index keys of its organization's and its agent's listings, and of the open ones while OPEN. */
+function sessionItem(session: StoredSession): Record<string, unknown> {
+  return {
+    ...keys.session(session.orgId, session.id),
+    entity: 'session',
+    gsi1pk: keys.sessionsByOrg(session.orgId),
+    gsi1sk: `${session.createdAt}#${session.id}`,
+    gsi2pk: keys.sessionsByAgent(session.orgId, session.agentId),
+    gsi2sk: `${session.createdAt}#${session.id}`,
+    ...(session.state === 'OPEN' ? { gsi3pk: keys.openSessions(session.orgId), gsi3sk: `${session.createdAt}#${session.id}` } : {}),
+    ...session,
+  };
+}
+
+/** The item whose TTL deletion tells the `session-expiry` consumer that the session may have gone idle. */
+function expiryItem(orgId: string, sessionId: string, expiresAt: number): Record<string, unknown> {
+  return { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt };
+}
+
+/** A domain event waiting in the session's partition for the stream to hand it on. */
+export function outboxItem(orgId: string, sessionId: string, event: DomainEvent): Record<string, unknown> {
+  return {
+    ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
+    entity: 'outbox',
+    ...event,
+    expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
+  };
 }

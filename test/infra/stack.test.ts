@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
 import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
+import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import type { RouteGroup } from '../../shared/http/route.ts';
 import { tableDefinition } from '../../shared/store/table.ts';
@@ -79,11 +80,19 @@ function functionIdOf(group: Pick<RouteGroup, 'name'>): string {
   return stack.getLogicalId(fn?.node.defaultChild as CfnElement);
 }
 
-/** Follows a route's target to its integration and returns the logical id of the function it invokes. */
-function functionBehind(routeKey: string): string {
-  const routes = Object.values(resources).filter(
-    (candidate) => candidate.Type === 'AWS::ApiGatewayV2::Route' && candidate.Properties.RouteKey === routeKey,
+/** The API Gateway v2 routes of one API (the HTTP API, or the voice relay's WebSocket API). */
+function routesOfApi(apiType: 'HTTP' | 'WEBSOCKET'): Resource[] {
+  const apiIds = Object.entries(resources)
+    .filter(([, candidate]) => candidate.Type === 'AWS::ApiGatewayV2::Api' && candidate.Properties.ProtocolType === apiType)
+    .map(([id]) => id);
+  return Object.values(resources).filter(
+    (candidate) => candidate.Type === 'AWS::ApiGatewayV2::Route' && apiIds.includes((candidate.Properties.ApiId as { Ref: string }).Ref),
   );
+}
+
+/** Follows an HTTP API route's target to its integration and returns the logical id of the function it invokes. */
+function functionBehind(routeKey: string): string {
+  const routes = routesOfApi('HTTP').filter((candidate) => candidate.Properties.RouteKey === routeKey);
   expect(routes, routeKey).toHaveLength(1);
   const target = routes[0]?.Properties.Target as { 'Fn::Join': [string, [string, { Ref: string }]] };
   expect(target).toEqual({ 'Fn::Join': ['', ['integrations/', { Ref: expect.any(String) }]] });
@@ -209,7 +218,7 @@ describe('AgentPlatformStack', () => {
     });
 
     it('has no other routes', () => {
-      template.resourceCountIs('AWS::ApiGatewayV2::Route', httpRoutes.length + 1);
+      expect(routesOfApi('HTTP')).toHaveLength(httpRoutes.length + 1);
     });
 
     it.each(streamingRoutes.map(({ route }) => [`${route.method} ${route.path}`] as const))('%s is not on the HTTP API', (routeKey) => {
@@ -220,7 +229,7 @@ describe('AgentPlatformStack', () => {
     });
 
     it('throttles every route on the default stage, writes harder than reads', () => {
-      const stages = Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[];
+      const stages = (Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[]).filter((candidate) => candidate.Properties.StageName === '$default');
       expect(stages).toHaveLength(1);
       const stage = stages[0]?.Properties as {
         StageName: string;
@@ -383,7 +392,7 @@ describe('AgentPlatformStack', () => {
 
   describe('functions', () => {
     it('has exactly one function per route group, per stream consumer and per queue consumer, and no helper functions', () => {
-      const owners = [...routeGroups, ...tableStreamConsumers, ...queueConsumers];
+      const owners = [...routeGroups, ...tableStreamConsumers, ...queueConsumers, voiceRelayRoutes];
       template.resourceCountIs('AWS::Lambda::Function', owners.length);
       expect(new Set(owners.map(functionIdOf)).size).toBe(owners.length);
     });
@@ -651,8 +660,8 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery and analysis queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(4);
+    // The stream consumers' failures, the delivery, analysis and call-backstop queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(5);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);
@@ -670,7 +679,7 @@ describe('AgentPlatformStack', () => {
 
   it('outputs the public base address, both APIs for debugging, the table, the event bus and the alarm topic', () => {
     const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
-    expect(Object.keys(outputs).sort()).toEqual(['AlarmTopicArn', 'ApiBaseUrl', 'ApiUrl', 'EventBusName', 'StreamingApiUrl', 'TableName']);
+    expect(Object.keys(outputs).sort()).toEqual(['AlarmTopicArn', 'ApiBaseUrl', 'ApiUrl', 'EventBusName', 'RecordingsBucket', 'StreamingApiUrl', 'TableName', 'VoiceRelayUrl']);
     expect(outputs.EventBusName?.Value).toEqual({ Ref: Object.keys(template.findResources('AWS::Events::EventBus'))[0] });
     expect(outputs.ApiBaseUrl?.Value).toEqual({
       'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [Object.keys(template.findResources('AWS::CloudFront::Distribution'))[0], 'DomainName'] }]],
@@ -692,7 +701,8 @@ describe('the secrets key', () => {
     const [keyId] = Object.keys(template.findResources('AWS::KMS::Key'));
     const keyArn = { 'Fn::GetAtt': [keyId, 'Arn'] };
     const functions = [
-      ...routeGroups.map((group) => ({ unit: group, seals: group.sealsSecrets === true, opens: group.runsTurns === true })),
+      ...routeGroups.map((group) => ({ unit: group, seals: group.sealsSecrets === true, opens: group.runsTurns === true || group.opensSecrets === true })),
+      { unit: voiceRelayRoutes, seals: false, opens: true },
       ...tableStreamConsumers.map((consumer) => ({ unit: consumer, seals: false, opens: false })),
       ...queueConsumers.map((consumer) => ({ unit: consumer, seals: false, opens: consumer.opensSecrets === true })),
     ];
@@ -700,15 +710,15 @@ describe('the secrets key', () => {
       const kmsStatements = policyDocumentsOfFunction(unit as RouteGroup)
         .flatMap(statementsOf)
         .filter((statement) => asArray(statement.Action).some((action) => action.startsWith('kms:')));
-      const expected = [...(seals ? ['kms:GenerateDataKey'] : []), ...(opens ? ['kms:Decrypt'] : [])];
+      const expected = [...(seals ? ['kms:GenerateDataKey'] : []), ...(opens ? ['kms:Decrypt'] : [])].sort();
       expect(kmsStatements.flatMap((statement) => asArray(statement.Action)).sort(), unit.name).toEqual(expected);
       for (const statement of kmsStatements) expect(statement.Resource, unit.name).toEqual(keyArn);
       const variables = (resource(functionIdOf(unit), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
       expect(variables.SECRETS_KMS_KEY_ID, unit.name).toEqual(seals || opens ? keyArn : undefined);
     }
     const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
-    expect(names((entry) => entry.seals)).toEqual(['tools', 'webhooks']);
-    expect(names((entry) => entry.opens)).toEqual(['chat-messages', 'webhook-delivery']);
+    expect(names((entry) => entry.seals)).toEqual(['phone-numbers', 'tools', 'webhooks']);
+    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery']);
   });
 
   it('keeps the default key policy (the account), so the functions\' IAM policies alone say who may use the key', () => {
@@ -716,6 +726,90 @@ describe('the secrets key', () => {
     const statements = statementsOf((key?.Properties.KeyPolicy as unknown) ?? {});
     expect(statements).toHaveLength(1);
     expect(JSON.stringify((statements[0] as Statement & { Principal: unknown }).Principal)).toContain(':root');
+  });
+});
+
+describe('voice', () => {
+  const bucketId = () => Object.keys(template.findResources('AWS::S3::Bucket')).find((id) => id.startsWith('Recordings')) as string;
+  const statementsOfUnit = (name: string) => policyDocumentsOfFunction({ name }).flatMap(statementsOf);
+  const allFunctionNames = [...routeGroups, ...tableStreamConsumers, ...queueConsumers, voiceRelayRoutes].map((unit) => unit.name);
+
+  it("serves ConversationRelay's WebSocket API: $connect, $disconnect and $default to the relay function, on a throttled, logged `live` stage", () => {
+    const routes = routesOfApi('WEBSOCKET');
+    expect(routes.map((route) => route.Properties.RouteKey).sort()).toEqual(['$connect', '$default', '$disconnect']);
+    const relayId = functionIdOf(voiceRelayRoutes);
+    for (const route of routes) {
+      const integrationId = ((route.Properties.Target as { 'Fn::Join': [string, [string, { Ref: string }]] })['Fn::Join'][1][1]).Ref;
+      expect(JSON.stringify(resource(integrationId, 'AWS::ApiGatewayV2::Integration').Properties.IntegrationUri)).toContain(relayId);
+    }
+    const stage = (Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[]).find((candidate) => candidate.Properties.StageName === 'live');
+    expect(stage?.Properties).toMatchObject({ AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: expect.any(Number) }, AccessLogSettings: { DestinationArn: expect.anything() } });
+  });
+
+  it('lets only the relay function post to connections, of this API\'s live stage', () => {
+    for (const name of allFunctionNames) {
+      const manages = statementsOfUnit(name).filter((statement) => asArray(statement.Action).includes('execute-api:ManageConnections'));
+      if (name !== voiceRelayRoutes.name) expect(manages, name).toEqual([]);
+      else expect(JSON.stringify(manages[0]?.Resource)).toMatch(/VoiceRelayApi[A-Za-z0-9]+"\},"\/live\/\*\/@connections\/\*"/);
+    }
+    const variables = (resource(functionIdOf(voiceRelayRoutes), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(Object.keys(variables)).toEqual(expect.arrayContaining(['VOICE_RELAY_URL', 'VOICE_RELAY_MANAGEMENT_ENDPOINT', 'PUBLIC_BASE_URL', 'TURN_TIMEOUT_SECONDS', 'SECRETS_KMS_KEY_ID']));
+  });
+
+  it('keeps recordings in an encrypted, private, TLS-only bucket that expires them after a year and is retained', () => {
+    const bucket = resource(bucketId(), 'AWS::S3::Bucket');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties).toMatchObject({
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      LifecycleConfiguration: { Rules: [expect.objectContaining({ ExpirationInDays: 365, Status: 'Enabled' })] },
+      LoggingConfiguration: { LogFilePrefix: 'recordings/' },
+    });
+    const policy = Object.values(resources).find((candidate) => candidate.Type === 'AWS::S3::BucketPolicy' && JSON.stringify(candidate.Properties.Bucket) === JSON.stringify({ Ref: bucketId() }));
+    expect(statementsOf(policy?.Properties.PolicyDocument)).toContainEqual(expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }));
+  });
+
+  it('lets the callback function only put recordings and the API function only get them; no other function touches them', () => {
+    const bucket = bucketId();
+    const s3Actions = (name: string) =>
+      statementsOfUnit(name)
+        .filter((statement) => JSON.stringify(statement.Resource).includes(bucket))
+        .flatMap((statement) => asArray(statement.Action));
+    for (const name of allFunctionNames) {
+      const expected = name === 'carrier-callbacks' ? ['s3:PutObject'] : name === 'phone-numbers' ? ['s3:GetObject'] : [];
+      expect(s3Actions(name), name).toEqual(expected);
+    }
+  });
+
+  it("gives EventBridge Scheduler a role that may only send to the call-backstop queue, and lets only the call-starting functions create call-* schedules with it", () => {
+    const roles = Object.entries(resources).filter(
+      ([, candidate]) => candidate.Type === 'AWS::IAM::Role' && JSON.stringify(candidate.Properties.AssumeRolePolicyDocument).includes('scheduler.amazonaws.com'),
+    );
+    expect(roles).toHaveLength(1);
+    const [roleId, role] = roles[0] as [string, Resource];
+    expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain('aws:SourceAccount');
+    const rolePolicies = Object.values(resources).filter(
+      (policy) => policy.Type === 'AWS::IAM::Policy' && JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]),
+    );
+    const statements = rolePolicies.flatMap((policy) => statementsOf(policy.Properties.PolicyDocument));
+    expect(statements.flatMap((statement) => asArray(statement.Action)).sort()).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    const queueId = Object.entries(resources).find(
+      ([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith('Queuecallbackstop') && candidate.Properties.RedrivePolicy !== undefined,
+    )?.[0];
+    for (const statement of statements) expect(statement.Resource).toEqual({ 'Fn::GetAtt': [queueId, 'Arn'] });
+
+    for (const name of allFunctionNames) {
+      const creates = statementsOfUnit(name).filter((statement) => asArray(statement.Action).includes('scheduler:CreateSchedule'));
+      const passes = statementsOfUnit(name).filter((statement) => asArray(statement.Action).includes('iam:PassRole'));
+      if (['phone-numbers', 'carrier-callbacks'].includes(name)) {
+        expect(JSON.stringify(creates[0]?.Resource), name).toContain(':schedule/default/call-*');
+        expect(passes[0]?.Resource, name).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
+        expect((passes[0] as unknown as { Condition: unknown }).Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } });
+      } else {
+        expect(creates, name).toEqual([]);
+        expect(passes, name).toEqual([]);
+      }
+    }
   });
 });
 

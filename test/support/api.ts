@@ -3,6 +3,8 @@ import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
+import type { LocalQueues } from '../../infra/local/queues.ts';
+import type { LocalVoice } from '../../infra/local/voice.ts';
 import { assertDocumentedResponse } from './contract.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
@@ -30,6 +32,8 @@ export interface TestApi {
   newKey(orgId: string, scopes: Scope[]): Promise<string>;
   /** The local SQS side, when started with the `queues` option. */
   queues?: TestQueues;
+  /** The Twilio simulator and the WebSocket API, when started with the `voice` option. */
+  voice?: LocalVoice;
   close(): Promise<void>;
 }
 
@@ -59,7 +63,7 @@ export interface TestQueues {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   const [{ denyEgressTo, useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
@@ -78,7 +82,13 @@ export async function startApi(
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues) : undefined;
+  // Calls (recordings and backstops when the queues run): set up before the consumers' environments start.
+  let voice: LocalVoice | undefined;
+  const startVoice = async (local?: LocalQueues) => {
+    if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+  };
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice) : undefined;
+  if (!queues) await startVoice();
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined
@@ -99,7 +109,8 @@ export async function startApi(
         body = JSON.stringify(options.body);
         headers['content-type'] ??= 'application/json';
       }
-      const response = await fetch(baseUrl + path, { method, headers, body });
+      // Redirects are answers to check (a recording's 302), not to follow.
+      const response = await fetch(baseUrl + path, { method, headers, body, redirect: 'manual' });
       const text = await response.text();
       assertDocumentedResponse({ method, url: path, status: response.status, headers: response.headers, text });
       let parsed: unknown = undefined;
@@ -117,7 +128,9 @@ export async function startApi(
     },
     newKey,
     queues: queues?.handle,
+    voice,
     close: async () => {
+      await voice?.stop();
       await poller?.stop();
       await queues?.stop();
       sweeper?.stop();
@@ -150,7 +163,7 @@ async function startPoller(endpoint: string, tableName: string, withQueues: bool
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
-async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
+async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: LocalQueues) => Promise<void>): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
   const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
@@ -160,6 +173,7 @@ async function startQueues(options: TestQueueOptions): Promise<{ handle: TestQue
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
   const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
   return {

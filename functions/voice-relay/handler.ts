@@ -1,0 +1,33 @@
+import type { APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
+import { closeRelay, handleRelayMessage, openRelay } from '../../shared/domain/voice.ts';
+import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
+import { logger } from '../../shared/logger.ts';
+import { relayRuntime } from '../../shared/voice-runtime.ts';
+
+/** A WebSocket API event; `$connect` also carries the upgrade request's headers. */
+type RelayEvent = APIGatewayProxyWebsocketEventV2 & { headers?: Record<string, string | undefined> };
+
+/**
+ * ConversationRelay's WebSocket: `$connect` checks Twilio's signature and binds the connection to its call,
+ * `$default` handles each message (a prompt runs a turn whose tokens go back through the connection-management
+ * API), `$disconnect` forgets the connection. A refused `$connect` answers its status, which refuses the upgrade.
+ */
+export async function handler(event: RelayEvent): Promise<{ statusCode: number }> {
+  const { routeKey, connectionId, requestId } = event.requestContext;
+  try {
+    if (routeKey === '$connect') {
+      const signature = Object.entries(event.headers ?? {}).find(([name]) => name.toLowerCase() === 'x-twilio-signature')?.[1];
+      await openRelay(relayRuntime(), connectionId, event.queryStringParameters ?? {}, signature);
+    } else if (routeKey === '$disconnect') {
+      closeRelay(connectionId);
+    } else {
+      await handleRelayMessage(relayRuntime(), connectionId, event.body);
+    }
+    return { statusCode: 200 };
+  } catch (error) {
+    const envelope = toErrorEnvelope(error, requestId);
+    if (envelope.error.status >= 500) logger.error('relay failed', { routeKey, connectionId, error: error as Error });
+    else logger.warn('relay refused', { routeKey, connectionId, code: envelope.error.code });
+    return { statusCode: envelope.error.status };
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * The WebSocket API ConversationRelay talks to: one function for its three routes. The CDK stack deploys it as an
+ * API Gateway WebSocket API and the local runtime serves it with the same events (infra/local/websocket-gateway.ts).
+ */
+export interface WebSocketRouteGroup {
+  name: string;
+  entry: string;
+  routeKeys: readonly string[];
+}
+
+export const voiceRelayRoutes: WebSocketRouteGroup = {
+  name: 'voice-relay',
+  entry: 'functions/voice-relay/handler.ts',
+  routeKeys: ['$connect', '$disconnect', '$default'],
+};

@@ -1,0 +1,467 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import WebSocket, { WebSocketServer } from 'ws';
+import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+
+/**
+ * What a simulated callee does once it answers: each step says a line (a final `prompt`), presses a key (`dtmf`),
+ * or interrupts the agent's next reply after some of its tokens (`interrupt`); then it hangs up or stays on.
+ */
+export interface CalleeScript {
+  steps: CalleeStep[];
+  /** After the last step: hang up (default), or stay silent on the line until the agent or the time limit ends it. */
+  then?: 'hangup' | 'stay';
+}
+
+export type CalleeStep = { say: string } | { dtmf: string } | { say: string; interruptAfterTokens: number };
+
+/** How a destination number of the test range behaves (docs/voice.md#simulator). */
+export type CalleeBehaviour = 'answer' | 'stay' | 'busy' | 'no-answer' | 'failed' | 'carrier-silent';
+
+/**
+ * NANP keeps 555-0100 to 555-0199 for fiction: `+15550100`–`+15550149` answer, `…50`–`…59` answer and stay on the
+ * line, `…60`–`…69` are busy, `…70`–`…79` do not answer, `…80`–`…89` fail, `…90`–`…99` answer and then the carrier
+ * reports nothing more (not even the end of the call).
+ */
+export function behaviourOf(number: string): CalleeBehaviour | undefined {
+  const match = /^\+15550(1\d\d)$/.exec(number);
+  if (!match) return undefined;
+  const n = Number(match[1]);
+  if (n < 150) return 'answer';
+  if (n < 160) return 'stay';
+  if (n < 170) return 'busy';
+  if (n < 180) return 'no-answer';
+  if (n < 190) return 'failed';
+  return 'carrier-silent';
+}
+
+const defaultScript: CalleeScript = { steps: [{ say: 'Hello?' }, { say: 'Thank you, goodbye.' }], then: 'hangup' };
+/** The `stay` numbers: one word, then silence until the agent or the time limit ends the call. */
+const silentScript: CalleeScript = { steps: [{ say: 'Hello?' }], then: 'stay' };
+
+/** A request the simulator made to the platform, kept so that tests can replay it (Twilio retries callbacks). */
+export interface SentCallback {
+  url: string;
+  params: Record<string, string>;
+  signature: string;
+  status: number;
+  /** When it was sent (epoch ms). */
+  at: number;
+}
+
+interface SimulatedCall {
+  sid: string;
+  accountSid: string;
+  authToken: string;
+  from: string;
+  to: string;
+  direction: 'outbound-api' | 'inbound';
+  status: string;
+  statusCallback?: string | undefined;
+  recordingCallback?: string | undefined;
+  timeLimitSeconds: number;
+  relayUrl?: string | undefined;
+  actionUrl?: string | undefined;
+  /** The TwiML the call runs (given at creation, or answered by the voice webhook). */
+  twiml?: string | undefined;
+  answeredAt?: number | undefined;
+  sequence: number;
+  socket?: WebSocket | undefined;
+  timer?: NodeJS.Timeout | undefined;
+  finished: boolean;
+  relayEndReported?: boolean;
+  /** A carrier that loses every report after the answer (the backstop's case). */
+  silent?: boolean;
+  /** What the callee heard: each reply's tokens joined, and the replies in order. */
+  heard: string[];
+}
+
+export interface TwilioSimulator {
+  baseUrl: string;
+  port: number;
+  /** Overrides the default script of a destination number. */
+  setScript(number: string, script: CalleeScript): void;
+  /** A callee driven from outside (`npm run call`): lines in, the agent's tokens out. */
+  attachCallee(number: string, callee: InteractiveCallee): void;
+  /** Places an inbound call to `to`, as Twilio does when someone dials an imported number. */
+  dialIn(options: { from: string; to: string; voiceUrl: string; accountSid: string; authToken: string; script?: CalleeScript }): Promise<string>;
+  callbacks: SentCallback[];
+  /** The replies each call's callee heard, by call SID. */
+  heard(callSid: string): string[];
+  /** The TwiML a call ran, by call SID. */
+  twimlOf(callSid: string): string | undefined;
+  /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
+  recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
+  stop(): Promise<void>;
+}
+
+export interface InteractiveCallee {
+  /** The agent's tokens, as they arrive; `last` closes a reply. */
+  onToken(token: string, last: boolean): void;
+  onEnd(reason: string): void;
+  /** Called once connected, with a function that says a line (or `null` to hang up). */
+  onConnected(say: (line: string | null) => void): void;
+}
+
+/**
+ * A local Twilio that speaks Twilio's wire protocol: the REST calls the platform makes (create a call, hang it
+ * up), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
+ * WebSocket protocol (`setup`, `prompt`, `interrupt`, `dtmf` out; `text`, `end` in) against the relay URL of the
+ * call's TwiML. Any account SID is accepted; each call's callbacks are signed with the token it was created with.
+ */
+export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
+  const host = options.host ?? '127.0.0.1';
+  const ringMs = options.ringMs ?? 200;
+  const calls = new Map<string, SimulatedCall>();
+  const scripts = new Map<string, CalleeScript>();
+  const callees = new Map<string, InteractiveCallee>();
+  const callbacks: SentCallback[] = [];
+  const recordings = new Map<string, { callSid: string; accountSid: string; audio: Buffer; deleted: boolean }>();
+
+  const post = async (call: SimulatedCall, url: string, params: Record<string, string>): Promise<string> => {
+    const signature = twilioSignature(call.authToken, url, params);
+    const at = Date.now();
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature, 'i-twilio-idempotency-token': randomBytes(8).toString('hex') },
+        body: new URLSearchParams(params).toString(),
+      });
+      const text = await response.text();
+      callbacks.push({ url, params, signature, status: response.status, at });
+      return text;
+    } catch {
+      callbacks.push({ url, params, signature, status: 0, at });
+      return '';
+    }
+  };
+
+  const baseParams = (call: SimulatedCall): Record<string, string> => ({
+    AccountSid: call.accountSid,
+    ApiVersion: '2010-04-01',
+    CallSid: call.sid,
+    CallStatus: call.status,
+    Direction: call.direction,
+    From: call.from,
+    To: call.to,
+  });
+
+  const report = async (call: SimulatedCall, status: string) => {
+    call.status = status;
+    if (!call.statusCallback || call.silent) return;
+    call.sequence += 1;
+    const params = { ...baseParams(call), CallbackSource: 'call-progress-events', SequenceNumber: String(call.sequence), Timestamp: new Date().toUTCString() };
+    if (['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(status)) {
+      const duration = call.answeredAt ? Math.round((Date.now() - call.answeredAt) / 1000) : 0;
+      Object.assign(params, { CallDuration: String(duration), Duration: String(Math.ceil(duration / 60)) });
+    }
+    await post(call, call.statusCallback, params);
+  };
+
+  const finish = async (call: SimulatedCall, status: string) => {
+    if (call.finished) return;
+    call.finished = true;
+    callees.get(call.direction === 'inbound' ? call.from : call.to)?.onEnd(`call ${status}`);
+    clearTimeout(call.timer);
+    const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
+    if (relayWasUp) call.socket?.close(1000);
+    await report(call, status);
+    if (call.recordingCallback && call.answeredAt && !call.silent) setTimeout(() => void recordingReady(call), 50).unref();
+    // A call that ends under a live relay still ends the relay: the <Connect> action hears of it.
+    if (relayWasUp && call.actionUrl && !call.relayEndReported && !call.silent) {
+      call.relayEndReported = true;
+      await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' });
+    }
+  };
+
+  /** A recorded call's recording is ready some moments after the call: an MP3-looking file and its callback. */
+  const recordingReady = async (call: SimulatedCall) => {
+    const sid = `RE${randomBytes(16).toString('hex')}`;
+    const duration = Math.round((Date.now() - (call.answeredAt as number)) / 1000);
+    recordings.set(sid, { callSid: call.sid, accountSid: call.accountSid, audio: Buffer.concat([Buffer.from('ID3'), randomBytes(256)]), deleted: false });
+    await post(call, call.recordingCallback as string, {
+      AccountSid: call.accountSid,
+      CallSid: call.sid,
+      RecordingSid: sid,
+      RecordingUrl: `http://${host}:${port}/2010-04-01/Accounts/${call.accountSid}/Recordings/${sid}`,
+      RecordingStatus: 'completed',
+      RecordingDuration: String(duration),
+      RecordingChannels: '1',
+      RecordingSource: 'OutboundAPI',
+    });
+  };
+
+  /** The relay ended with the call up: Twilio asks the `<Connect>` action what next, and hangs up on `<Hangup/>`. */
+  const relayEnded = async (call: SimulatedCall) => {
+    if (call.finished || call.relayEndReported || call.silent) return;
+    call.relayEndReported = true;
+    const twiml = call.actionUrl ? await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' }) : '';
+    if (!call.actionUrl || /<Hangup\s*\/>/.test(twiml)) await finish(call, 'completed');
+  };
+
+  const converse = (call: SimulatedCall, script: CalleeScript) => {
+    const signature = twilioSignature(call.authToken, call.relayUrl as string);
+    const socket = new WebSocket(call.relayUrl as string, { headers: { 'x-twilio-signature': signature } });
+    call.socket = socket;
+    const callee = callees.get(call.direction === 'inbound' ? call.from : call.to);
+    let reply = '';
+    let tokensThisReply = 0;
+    let interruptAfter: number | undefined;
+    let replyDone: (() => void) | undefined;
+    const send = (message: Record<string, unknown>) => {
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+    };
+    const waitForReply = () =>
+      new Promise<void>((resolveReply) => {
+        replyDone = resolveReply;
+      });
+    socket.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as { type: string; token?: string; last?: boolean };
+      if (message.type === 'text') {
+        callee?.onToken(message.token ?? '', message.last === true);
+        if (interruptAfter !== undefined && tokensThisReply >= interruptAfter) {
+          if (message.last) finishReply();
+          return;
+        }
+        reply += message.token ?? '';
+        tokensThisReply += 1;
+        if (interruptAfter !== undefined && tokensThisReply >= interruptAfter) {
+          // The callee talks over the agent: the relay reports what had been spoken so far.
+          send({ type: 'interrupt', utteranceUntilInterrupt: reply, durationUntilInterruptMs: 400 });
+        }
+        if (message.last) finishReply();
+      } else if (message.type === 'end') {
+        callee?.onEnd('agent ended the call');
+        socket.close(1000);
+      }
+    });
+    const finishReply = () => {
+      call.heard.push(reply);
+      reply = '';
+      tokensThisReply = 0;
+      interruptAfter = undefined;
+      replyDone?.();
+    };
+    socket.on('close', () => {
+      replyDone?.();
+      void relayEnded(call);
+    });
+    socket.on('error', () => undefined);
+    socket.on('open', async () => {
+      send({
+        type: 'setup',
+        sessionId: `VX${randomBytes(16).toString('hex')}`,
+        accountSid: call.accountSid,
+        callSid: call.sid,
+        from: call.from,
+        to: call.to,
+        direction: call.direction === 'inbound' ? 'inbound' : 'outbound-api',
+        callType: 'PSTN',
+        callStatus: 'IN-PROGRESS',
+        customParameters: {},
+      });
+      if (callee) {
+        callee.onConnected((line) => {
+          if (line === null) void finish(call, 'completed');
+          else send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+        });
+        return;
+      }
+      for (const step of script.steps) {
+        if (call.finished || socket.readyState !== WebSocket.OPEN) return;
+        const replied = waitForReply();
+        if ('dtmf' in step) send({ type: 'dtmf', digit: step.dtmf });
+        else {
+          if ('interruptAfterTokens' in step) interruptAfter = step.interruptAfterTokens;
+          send({ type: 'prompt', voicePrompt: step.say, lang: 'en-US', last: true });
+        }
+        await replied;
+      }
+      if ((script.then ?? 'hangup') === 'hangup') await finish(call, 'completed');
+    });
+  };
+
+  const answer = async (call: SimulatedCall, script: CalleeScript) => {
+    call.answeredAt = Date.now();
+    await report(call, 'in-progress');
+    // TimeLimit counts from the answer; the carrier itself ends the call then.
+    if (call.timeLimitSeconds > 0) call.timer = setTimeout(() => void finish(call, 'completed'), call.timeLimitSeconds * 1000);
+    if (call.relayUrl) converse(call, script);
+  };
+
+  const place = async (call: SimulatedCall) => {
+    await report(call, 'initiated');
+    const behaviour = callees.has(call.to) ? 'answer' : (behaviourOf(call.to) ?? 'failed');
+    if (behaviour === 'failed') return finish(call, 'failed');
+    await report(call, 'ringing');
+    await new Promise((resolveRing) => setTimeout(resolveRing, ringMs));
+    if (behaviour === 'busy') return finish(call, 'busy');
+    if (behaviour === 'no-answer') return finish(call, 'no-answer');
+    const script = scripts.get(call.to) ?? (behaviour === 'stay' || behaviour === 'carrier-silent' ? silentScript : defaultScript);
+    await answer(call, script);
+    if (behaviour === 'carrier-silent') call.silent = true;
+  };
+
+  const server: Server = createServer((request, response) => {
+    void route(request, response).catch((error: Error) => json(response, 500, { message: error.message }));
+  });
+
+  async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', `http://${host}`);
+    const body = new URLSearchParams(await readText(request));
+    const recordingMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.(mp3|json)$/.exec(url.pathname);
+    if (recordingMatch) {
+      const recording = recordings.get(recordingMatch[2] as string);
+      const [user] = basicCredentials(request);
+      if (!recording || recording.deleted || recording.accountSid !== user) return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+      if (request.method === 'DELETE') {
+        recording.deleted = true;
+        response.writeHead(204).end();
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'audio/mpeg' }).end(recording.audio);
+      return;
+    }
+    const createMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\.json$/.exec(url.pathname);
+    const updateMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Calls\/([^/]+)\.json$/.exec(url.pathname);
+    const account = createMatch?.[1] ?? updateMatch?.[1];
+    if (!account || request.method !== 'POST') return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+    const [user, authToken] = basicCredentials(request);
+    if (user !== decodeURIComponent(account) || !authToken) return json(response, 401, { code: 20003, message: 'Authenticate', status: 401 });
+    if (createMatch) {
+      const twiml = body.get('Twiml') ?? '';
+      const call: SimulatedCall = {
+        sid: `CA${randomBytes(16).toString('hex')}`,
+        accountSid: user,
+        authToken,
+        from: body.get('From') ?? '',
+        to: body.get('To') ?? '',
+        direction: 'outbound-api',
+        status: 'queued',
+        statusCallback: body.get('StatusCallback') ?? undefined,
+        recordingCallback: body.get('Record') === 'true' ? (body.get('RecordingStatusCallback') ?? undefined) : undefined,
+        timeLimitSeconds: Number(body.get('TimeLimit') ?? 14_400),
+        relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
+        actionUrl: attribute(twiml, 'Connect', 'action'),
+        twiml,
+        sequence: -1,
+        finished: false,
+        heard: [],
+      };
+      calls.set(call.sid, call);
+      json(response, 201, { sid: call.sid, account_sid: user, status: 'queued', to: call.to, from: call.from, direction: call.direction });
+      setImmediate(() => void place(call));
+      return;
+    }
+    const call = calls.get(decodeURIComponent(updateMatch?.[2] ?? ''));
+    if (!call || call.accountSid !== user) return json(response, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+    if (body.get('Status') === 'completed' || body.get('Status') === 'canceled') await finish(call, call.answeredAt ? 'completed' : 'canceled');
+    json(response, 200, { sid: call.sid, status: call.status });
+  }
+
+  // `npm run call`: a person is the callee of a number, over a WebSocket of the simulator's own.
+  const calleeChannel = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (request, socket, head) => {
+    const url = new URL(request.url ?? '/', `http://${host}`);
+    const number = url.searchParams.get('number');
+    if (url.pathname !== '/simulator/callee' || !number) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    calleeChannel.handleUpgrade(request, socket, head, (channel) => {
+      let say: ((line: string | null) => void) | undefined;
+      const tell = (message: Record<string, unknown>) => channel.readyState === WebSocket.OPEN && channel.send(JSON.stringify(message));
+      callees.set(number, {
+        onToken: (token, last) => tell({ type: 'token', token, last }),
+        onEnd: (reason) => tell({ type: 'end', reason }),
+        onConnected: (speak) => {
+          say = speak;
+          tell({ type: 'connected' });
+        },
+      });
+      channel.on('message', (data) => {
+        const message = JSON.parse(data.toString()) as { type: string; text?: string };
+        if (message.type === 'say' && message.text) say?.(message.text);
+        else if (message.type === 'hangup') say?.(null);
+      });
+      channel.on('close', () => callees.delete(number));
+      tell({ type: 'ready', number });
+    });
+  });
+
+  await new Promise<void>((resolveListen) => server.listen(options.port ?? 0, host, resolveListen));
+  const port = (server.address() as { port: number }).port;
+
+  return {
+    baseUrl: `http://${host}:${port}`,
+    port,
+    setScript: (number, script) => scripts.set(number, script),
+    attachCallee: (number, callee) => callees.set(number, callee),
+    callbacks,
+    recordings,
+    heard: (callSid) => calls.get(callSid)?.heard ?? [],
+    twimlOf: (callSid) => calls.get(callSid)?.twiml,
+    async dialIn(dial) {
+      const call: SimulatedCall = {
+        sid: `CA${randomBytes(16).toString('hex')}`,
+        accountSid: dial.accountSid,
+        authToken: dial.authToken,
+        from: dial.from,
+        to: dial.to,
+        direction: 'inbound',
+        status: 'ringing',
+        timeLimitSeconds: 0,
+        sequence: -1,
+        finished: false,
+        heard: [],
+      };
+      calls.set(call.sid, call);
+      const twiml = await post(call, dial.voiceUrl, { ...baseParams(call), CallerName: '' });
+      call.twiml = twiml;
+      call.relayUrl = attribute(twiml, 'ConversationRelay', 'url');
+      call.actionUrl = attribute(twiml, 'Connect', 'action');
+      if (!call.relayUrl) {
+        call.finished = true;
+        call.status = /<Reject/.test(twiml) ? 'busy' : 'failed';
+        return call.sid;
+      }
+      call.status = 'in-progress';
+      await answer(call, dial.script ?? defaultScript);
+      return call.sid;
+    },
+    stop: async () => {
+      for (const call of calls.values()) {
+        clearTimeout(call.timer);
+        call.finished = true;
+        call.socket?.terminate();
+      }
+      server.closeAllConnections();
+      await new Promise((resolveClose) => server.close(resolveClose));
+    },
+  };
+}
+
+function attribute(twiml: string, element: string, name: string): string | undefined {
+  const tag = new RegExp(`<${element}\\b[^>]*>`).exec(twiml)?.[0];
+  const value = tag ? new RegExp(`\\b${name}="([^"]*)"`).exec(tag)?.[1] : undefined;
+  return value?.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+/** The account SID and auth token of a request's Basic authorization. */
+function basicCredentials(request: IncomingMessage): [string | undefined, string | undefined] {
+  const [user, password] = Buffer.from((request.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+  return [user, password];
+}
+
+function readText(request: IncomingMessage): Promise<string> {
+  return new Promise((resolveText, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolveText(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+function json(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}

@@ -1,0 +1,68 @@
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { callBackstopQueue } from '../../functions/consumers.ts';
+import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
+import type { LocalQueues } from './queues.ts';
+import { startSchedulerStandIn, type SchedulerStandIn } from './scheduler-stand-in.ts';
+import { denyEgressTo } from './environment.ts';
+import { startTwilioSimulator, type TwilioSimulator } from './twilio-simulator.ts';
+import { startWebSocketGateway, type LocalWebSocketGateway } from './websocket-gateway.ts';
+
+const recordingsBucket = 'call-recordings';
+
+export interface LocalVoice {
+  simulator: TwilioSimulator;
+  gateway: LocalWebSocketGateway;
+  /** With the queues: EventBridge Scheduler's stand-in (call backstops). */
+  scheduler?: SchedulerStandIn | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * Calls on this machine: the WebSocket API (ConversationRelay's side) and the Twilio simulator, wired through the
+ * variables the handlers read on AWS too. Call before the handlers read their configuration. `apiBaseUrl` is where
+ * the simulator calls back (the API's own address). Tools and webhooks can reach neither. With the queues, call
+ * recordings go to a bucket of the emulator's S3 and backstops to a Scheduler stand-in.
+ */
+export async function startLocalVoice(
+  apiBaseUrl: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: {
+    simulatorPort?: number | undefined;
+    relayPort?: number | undefined;
+    /** The SQS emulator: its S3 keeps recordings, its call-backstop queue gets the Scheduler stand-in's messages. */
+    queues?: Pick<LocalQueues, 'endpoint' | 'region' | 'clientConfig' | 'urlOf' | 'arnOf'> | undefined;
+  } = {},
+): Promise<LocalVoice> {
+  const simulator = await startTwilioSimulator({ port: options.simulatorPort });
+  const gateway = await startWebSocketGateway(voiceRelayRoutes, { port: options.relayPort });
+  denyEgressTo(simulator.port, env);
+  denyEgressTo(gateway.port, env);
+  env.TWILIO_API_BASE_URL = simulator.baseUrl;
+  env.PUBLIC_BASE_URL = apiBaseUrl;
+  env.VOICE_RELAY_URL = gateway.url;
+  env.VOICE_RELAY_MANAGEMENT_ENDPOINT = gateway.managementEndpoint;
+  let scheduler: SchedulerStandIn | undefined;
+  if (options.queues) {
+    const { queues } = options;
+    env.S3_ENDPOINT = queues.endpoint;
+    env.RECORDINGS_BUCKET = recordingsBucket;
+    const s3 = new S3Client({ endpoint: queues.endpoint, forcePathStyle: true, region: queues.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    await s3.send(new CreateBucketCommand({ Bucket: recordingsBucket }));
+    s3.destroy();
+    scheduler = await startSchedulerStandIn(queues);
+    denyEgressTo(scheduler.port, env);
+    env.SCHEDULER_ENDPOINT = scheduler.endpoint;
+    env.CALL_BACKSTOP_QUEUE_ARN = queues.arnOf(callBackstopQueue.name);
+    env.SCHEDULER_ROLE_ARN = 'arn:aws:iam::000000000000:role/local-scheduler';
+  }
+  return {
+    simulator,
+    gateway,
+    scheduler,
+    stop: async () => {
+      await scheduler?.stop();
+      await simulator.stop();
+      await gateway.stop();
+    },
+  };
+}

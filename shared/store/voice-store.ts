@@ -1,0 +1,281 @@
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DomainEvent } from '../domain/events.ts';
+import { ConcurrentModificationError, PhoneNumberTakenError } from '../errors.ts';
+import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
+import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
+import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { toRecord } from './items.ts';
+import { keys } from './keys.ts';
+import { queryAll } from './query-all.ts';
+import { outboxItem, sessionCreationWrites } from './session-store.ts';
+
+const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'createdAt', 'updatedAt'];
+
+/** Statuses only move forward; every final status ranks last, so the first one to arrive wins. */
+const statusRank: Record<TwilioCallStatus, number> = {
+  queued: 0,
+  initiated: 1,
+  ringing: 2,
+  'in-progress': 3,
+  completed: 4,
+  busy: 4,
+  'no-answer': 4,
+  failed: 4,
+  canceled: 4,
+};
+
+/** API Gateway closes a WebSocket connection after 2 hours; its binding is kept a little longer. */
+const connectionRetentionSeconds = 3 * 60 * 60;
+
+const tokenContext = (orgId: string): SecretContext => ({ orgId, purpose: 'telephony-auth-token', id: 'twilio' });
+
+/**
+ * Phone numbers (`ORG#<org>` / `PHONE#<id>`, plus the worldwide claim `PHONENUMBER#<e164>`), the carrier
+ * credentials (`TELEPHONY#twilio`, the auth token sealed), calls (`#CALL` in the session's partition) and the
+ * bindings of ConversationRelay connections (docs/voice.md#storage).
+ */
+export class DynamoVoiceStore implements VoiceStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly cipher: SecretCipher;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string, cipher: SecretCipher) {
+    this.client = client;
+    this.tableName = tableName;
+    this.cipher = cipher;
+  }
+
+  async createPhoneNumber(number: StoredPhoneNumber): Promise<void> {
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: { ...keys.phoneNumberClaim(number.phone_number), entity: 'phoneNumberClaim', orgId: number.orgId, phoneNumberId: number.id },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: { ...keys.phoneNumber(number.orgId, number.id), entity: 'phoneNumber', ...number },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
+        throw new PhoneNumberTakenError(`${number.phone_number} is already imported (numbers belong to one organization).`);
+      }
+      throw error;
+    }
+  }
+
+  async getPhoneNumber(orgId: string, phoneNumberId: string): Promise<StoredPhoneNumber | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.phoneNumber(orgId, phoneNumberId), ConsistentRead: true }));
+    return result.Item ? toPhoneNumber(result.Item) : undefined;
+  }
+
+  async listPhoneNumbers(orgId: string, limit: number): Promise<StoredPhoneNumber[]> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': keys.orgPartition(orgId), ':prefix': keys.phoneNumberPrefix },
+      ConsistentRead: true,
+    });
+    return items
+      .map(toPhoneNumber)
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0))
+      .slice(0, limit);
+  }
+
+  async replacePhoneNumber(previous: StoredPhoneNumber, next: StoredPhoneNumber): Promise<void> {
+    const applied = await conditionalWrite(
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...keys.phoneNumber(next.orgId, next.id), entity: 'phoneNumber', ...next },
+          ConditionExpression: 'updatedAt = :seen',
+          ExpressionAttributeValues: { ':seen': previous.updatedAt },
+        }),
+      ),
+    );
+    if (!applied) throw new ConcurrentModificationError('The phone number changed meanwhile; read it again and retry.');
+  }
+
+  async deletePhoneNumber(orgId: string, phoneNumberId: string): Promise<boolean> {
+    const number = await this.getPhoneNumber(orgId, phoneNumberId);
+    if (!number) return false;
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Delete: { TableName: this.tableName, Key: keys.phoneNumber(orgId, phoneNumberId), ConditionExpression: 'attribute_exists(pk)' } },
+            {
+              Delete: {
+                TableName: this.tableName,
+                Key: keys.phoneNumberClaim(number.phone_number),
+                ConditionExpression: 'orgId = :org',
+                ExpressionAttributeValues: { ':org': orgId },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  async phoneNumberOwner(e164: string): Promise<PhoneNumberOwner | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.phoneNumberClaim(e164), ConsistentRead: true }));
+    return result.Item ? { orgId: result.Item.orgId as string, phoneNumberId: result.Item.phoneNumberId as string } : undefined;
+  }
+
+  async putCredentials(orgId: string, credentials: TelephonyCredentials, updatedAt: string): Promise<void> {
+    const authToken = await this.cipher.seal(credentials.authToken, tokenContext(orgId));
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...keys.telephonyCredentials(orgId), entity: 'telephonyCredentials', provider: 'twilio', accountSid: credentials.accountSid, authToken, updatedAt },
+      }),
+    );
+  }
+
+  async getCredentials(orgId: string): Promise<(TelephonyCredentials & { updatedAt: string }) | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.telephonyCredentials(orgId), ConsistentRead: true }));
+    if (!result.Item) return undefined;
+    return {
+      accountSid: result.Item.accountSid as string,
+      authToken: await this.cipher.open(result.Item.authToken as string, tokenContext(orgId)),
+      updatedAt: result.Item.updatedAt as string,
+    };
+  }
+
+  async deleteCredentials(orgId: string): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: keys.telephonyCredentials(orgId), ConditionExpression: 'attribute_exists(pk)' })),
+    );
+  }
+
+  async createCall(session: StoredSession, expiresAt: number, call: VoiceCall, events: DomainEvent[]): Promise<boolean> {
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [...sessionCreationWrites(this.tableName, session, expiresAt, events), { Put: { TableName: this.tableName, Item: this.callItem(call) } }],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  async recordCarrierCall(session: StoredSession, callSid: string | undefined, created: DomainEvent): Promise<void> {
+    const outbox = { Put: { TableName: this.tableName, Item: outboxItem(session.orgId, session.id, created) } };
+    if (callSid === undefined) {
+      await this.client.send(new PutCommand(outbox.Put));
+      return;
+    }
+    await this.client.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: this.tableName,
+              Key: keys.session(session.orgId, session.id),
+              UpdateExpression: 'SET metadata.roomName = :sid',
+              ExpressionAttributeValues: { ':sid': callSid },
+            },
+          },
+          {
+            Update: {
+              TableName: this.tableName,
+              Key: keys.voiceCall(session.orgId, session.id),
+              UpdateExpression: 'SET callSid = :sid',
+              ExpressionAttributeValues: { ':sid': callSid },
+            },
+          },
+          outbox,
+        ],
+      }),
+    );
+  }
+
+  async getCall(orgId: string, sessionId: string): Promise<VoiceCall | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.voiceCall(orgId, sessionId), ConsistentRead: true }));
+    return result.Item ? toRecord<VoiceCall>(result.Item, []) : undefined;
+  }
+
+  async advanceCall(orgId: string, sessionId: string, status: TwilioCallStatus, changes: Partial<VoiceCall>): Promise<boolean> {
+    const fields = Object.entries({ ...changes, status, statusRank: statusRank[status] }).filter(([, value]) => value !== undefined);
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.voiceCall(orgId, sessionId),
+          UpdateExpression: `SET ${fields.map((_, index) => `#f${index} = :v${index}`).join(', ')}`,
+          ConditionExpression: 'attribute_exists(pk) AND statusRank < :rank',
+          ExpressionAttributeNames: Object.fromEntries(fields.map(([name], index) => [`#f${index}`, name])),
+          ExpressionAttributeValues: { ...Object.fromEntries(fields.map(([, value], index) => [`:v${index}`, value])), ':rank': statusRank[status] },
+        }),
+      ),
+    );
+  }
+
+  async markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.voiceCall(orgId, sessionId),
+        UpdateExpression: 'SET agentHangupAt = if_not_exists(agentHangupAt, :at)',
+        ExpressionAttributeValues: { ':at': at },
+      }),
+    );
+  }
+
+  async recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void> {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: keys.voiceCall(orgId, sessionId),
+        UpdateExpression: 'SET recordingKey = :key, recordingSid = :sid',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':key': recording.recordingKey, ':sid': recording.recordingSid },
+      }),
+    );
+  }
+
+  async bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void> {
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          ...keys.relayConnection(connectionId),
+          entity: 'relayConnection',
+          orgId,
+          sessionId,
+          expiresAt: Math.floor(Date.now() / 1000) + connectionRetentionSeconds,
+        },
+      }),
+    );
+  }
+
+  async connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.relayConnection(connectionId) }));
+    return result.Item ? { orgId: result.Item.orgId as string, sessionId: result.Item.sessionId as string } : undefined;
+  }
+
+  private callItem(call: VoiceCall): Record<string, unknown> {
+    return { ...keys.voiceCall(call.orgId, call.sessionId), entity: 'voiceCall', ...call, statusRank: statusRank[call.status] };
+  }
+}
+
+const toPhoneNumber = (item: Record<string, unknown>): StoredPhoneNumber => ({ ...toRecord<StoredPhoneNumber>(item, phoneNumberFieldOrder), orgId: item.orgId as string });

@@ -1,0 +1,65 @@
+import * as z from 'zod';
+
+/**
+ * The TTS voices calls can use, by provider. ConversationRelay speaks with the voice the call's TwiML names; this
+ * catalog is what an agent's voice settings are checked against. Configuration, like the model catalog: the same
+ * for every organization, and the same on every deployment.
+ */
+export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime'] as const;
+export type TtsProvider = (typeof ttsProviders)[number];
+
+export interface Voice {
+  provider: TtsProvider;
+  voiceId: string;
+  name: string;
+  /** BCP-47. */
+  language: string;
+  gender: 'female' | 'male' | 'neutral';
+}
+
+export const voiceCatalog: readonly Voice[] = [
+  { provider: 'google', voiceId: 'en-US-Journey-O', name: 'Journey O', language: 'en-US', gender: 'female' },
+  { provider: 'google', voiceId: 'en-US-Journey-D', name: 'Journey D', language: 'en-US', gender: 'male' },
+  { provider: 'google', voiceId: 'en-GB-Neural2-A', name: 'Neural2 A', language: 'en-GB', gender: 'female' },
+  { provider: 'google', voiceId: 'fr-FR-Neural2-B', name: 'Neural2 B', language: 'fr-FR', gender: 'male' },
+  { provider: 'google', voiceId: 'de-DE-Neural2-C', name: 'Neural2 C', language: 'de-DE', gender: 'female' },
+  { provider: 'google', voiceId: 'es-ES-Neural2-B', name: 'Neural2 B', language: 'es-ES', gender: 'male' },
+  { provider: 'amazon', voiceId: 'Joanna-Neural', name: 'Joanna', language: 'en-US', gender: 'female' },
+  { provider: 'amazon', voiceId: 'Matthew-Neural', name: 'Matthew', language: 'en-US', gender: 'male' },
+  { provider: 'amazon', voiceId: 'Amy-Neural', name: 'Amy', language: 'en-GB', gender: 'female' },
+  { provider: 'amazon', voiceId: 'Lea-Neural', name: 'Léa', language: 'fr-FR', gender: 'female' },
+  { provider: 'elevenlabs', voiceId: 'UgBBYS2sOqTuMpoF3BR0', name: 'Mark', language: 'en-US', gender: 'male' },
+  { provider: 'elevenlabs', voiceId: '21m00Tcm4TlvDq8ikWAM', name: 'Rachel', language: 'en-US', gender: 'female' },
+  { provider: 'cartesia', voiceId: 'a0e99841-438c-4a64-b679-ae501e7d6091', name: 'Barbershop Man', language: 'en-US', gender: 'male' },
+  { provider: 'cartesia', voiceId: '79a125e8-cd45-4c13-8a67-188112f4dd22', name: 'British Lady', language: 'en-GB', gender: 'female' },
+  { provider: 'rime', voiceId: 'celeste', name: 'Celeste', language: 'en-US', gender: 'female' },
+  { provider: 'rime', voiceId: 'orion', name: 'Orion', language: 'en-US', gender: 'male' },
+];
+
+export const listVoicesQuery = z.object({
+  provider: z.enum(ttsProviders).optional(),
+  /** A language tag or its primary subtag: `en` lists `en-US` and `en-GB`. */
+  language: z.string().trim().min(2).max(35).optional(),
+});
+
+export const voiceRecord = z.object({
+  provider: z.enum(ttsProviders),
+  voiceId: z.string(),
+  name: z.string(),
+  language: z.string(),
+  gender: z.enum(['female', 'male', 'neutral']),
+});
+
+export const voiceList = z.object({ items: z.array(voiceRecord) });
+
+/** The catalog filtered by provider and language (case-insensitive; a primary subtag matches its regions). */
+export function listVoices(query: z.output<typeof listVoicesQuery>): { items: Voice[] } {
+  const language = query.language?.toLowerCase();
+  return {
+    items: voiceCatalog.filter(
+      (voice) =>
+        (!query.provider || voice.provider === query.provider) &&
+        (!language || voice.language.toLowerCase() === language || voice.language.toLowerCase().startsWith(`${language}-`)),
+    ),
+  };
+}

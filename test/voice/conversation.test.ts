@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
+import { Receiver } from '../support/webhook-receiver.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from './support.ts';
+
+let api: TestApi;
+const receiver = new Receiver();
+let receiverUrl: string;
+
+beforeAll(async () => {
+  receiverUrl = await receiver.start();
+  api = await startApi({}, { streamPoller: true, queues: true, voice: true });
+});
+afterAll(async () => {
+  await api.close();
+  await receiver.close();
+});
+
+const simulator = () => api.voice!.simulator;
+
+async function call(org: VoiceOrg, to: string, extra: object = {}): Promise<string> {
+  const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId, ...extra } });
+  expect(started.status, started.text).toBe(201);
+  return started.body.sessionId;
+}
+
+const endedOnce = async (org: VoiceOrg, sessionId: string) => {
+  const events = await sessionEvents(receiver, org.webhookPath, sessionId);
+  expect(events.filter((receipt) => receipt.body.eventType === 'session.ended')).toHaveLength(1);
+  return (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body;
+};
+
+const messages = async (org: VoiceOrg, sessionId: string) => (await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
+
+describe('the conversation of a call', () => {
+  it('truncates an interrupted reply to what was spoken and records the rest', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const to = '+15550103';
+    simulator().setScript(to, { steps: [{ say: 'Tell me everything about your offers please', interruptAfterTokens: 3 }, { say: 'Sorry, go on.' }], then: 'hangup' });
+    const sessionId = await call(org, to);
+    await endedOnce(org, sessionId);
+    const [, interrupted] = await messages(org, sessionId);
+    const heard = simulator().heard((await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName);
+    expect(interrupted.role).toBe('ASSISTANT');
+    expect(interrupted.content).toBe(heard[0]);
+    expect(interrupted.metadata.interruption).toMatchObject({ spokenChars: heard[0]!.length, unspoken: expect.any(String), durationUntilInterruptMs: 400 });
+    expect(interrupted.content + interrupted.metadata.interruption.unspoken).toBe(
+      'You said: "Tell me everything about your offers please". I am the built-in offline model; connect a provider model for real answers.',
+    );
+  });
+
+  it('makes a key press a user message the agent answers', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const to = '+15550104';
+    simulator().setScript(to, { steps: [{ dtmf: '5' }], then: 'hangup' });
+    const sessionId = await call(org, to);
+    await endedOnce(org, sessionId);
+    const [pressed, reply] = await messages(org, sessionId);
+    expect(pressed).toMatchObject({ role: 'USER', content: '[The caller pressed 5]', metadata: { source: 'dtmf', digit: '5' } });
+    expect(reply.role).toBe('ASSISTANT');
+  });
+
+  it('ends at ttl (±1 s) as TTL when the callee stays on the line', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const sessionId = await call(org, '+15550151', { ttl: 10 });
+    const session = await endedOnce(org, sessionId);
+    expect(session).toMatchObject({ state: 'CLOSED', endedReason: 'TTL' });
+    const callbacks = simulator().callbacks.filter((callback) => callback.params.CallSid === session.metadata.roomName);
+    const answeredAt = callbacks.find((callback) => callback.params.CallStatus === 'in-progress')!.at;
+    const completedAt = callbacks.find((callback) => callback.params.CallStatus === 'completed')!.at;
+    expect(Math.abs(completedAt - answeredAt - 10_000)).toBeLessThanOrEqual(1000);
+    expect(Math.abs(Date.parse(session.endedAt) - answeredAt - 10_000)).toBeLessThanOrEqual(1000);
+  });
+
+  it('ends once as CONNECTION_LOST when the WebSocket drops, the carrier hanging up', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const sessionId = await call(org, '+15550152');
+    await eventually(() => messages(org, sessionId), (found) => found.length >= 2);
+    api.voice!.gateway.dropConnections();
+    const session = await endedOnce(org, sessionId);
+    expect(session).toMatchObject({ state: 'CLOSED', endedReason: 'CONNECTION_LOST' });
+    await eventually(() => simulator().callbacks.some((callback) => callback.params.CallSid === session.metadata.roomName && callback.params.CallStatus === 'completed'), Boolean);
+  });
+
+  it('ends exactly once when the callbacks come again, in reverse order', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const to = '+15550105';
+    simulator().setScript(to, { steps: [{ say: 'Hi there' }], then: 'hangup' });
+    const sessionId = await call(org, to);
+    const session = await endedOnce(org, sessionId);
+    const sent = simulator().callbacks.filter((callback) => callback.url.includes(`${sessionId}/status`));
+    expect(sent.map((callback) => callback.params.CallStatus)).toEqual(['initiated', 'ringing', 'in-progress', 'completed']);
+    for (const callback of [...sent].reverse()) {
+      const replay = await postAsTwilio(callback.url, callback.params, callback.signature);
+      expect(replay.status).toBe(200);
+    }
+    const again = await endedOnce(org, sessionId);
+    expect(again).toMatchObject({ endedReason: session.endedReason, endedAt: session.endedAt });
+  });
+
+  it('answers an inbound call to an imported number with its agent, and ends it once when the caller hangs up', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const callSid = await simulator().dialIn({
+      from: '+15550142',
+      to: org.phoneNumber,
+      voiceUrl: `${api.baseUrl}/twilio/voice`,
+      ...org.account,
+      script: { steps: [{ say: 'Hi, I am calling about my order' }], then: 'hangup' },
+    });
+    const sessions = await eventually(
+      async () => (await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data,
+      (found: { id: string; state: string }[]) => found.length === 1 && found[0]!.state === 'CLOSED',
+    );
+    const session = await endedOnce(org, sessions[0]!.id);
+    expect(session).toMatchObject({
+      type: 'VOICE',
+      platform: 'PHONE',
+      direction: 'INBOUND',
+      agentId: org.agentId,
+      endedReason: 'HANGUP_CALLEE',
+      metadata: { customerPhoneNumber: '+15550142', roomName: callSid, sessionVariables: {} },
+    });
+    const [said, reply] = await messages(org, session.id);
+    expect(said).toMatchObject({ role: 'USER', content: 'Hi, I am calling about my order' });
+    expect(simulator().heard(callSid)).toEqual([reply.content]);
+    // Twilio retries the voice webhook: the same call finds the same session.
+    const first = simulator().callbacks.find((callback) => callback.params.CallSid === callSid && callback.url.endsWith('/twilio/voice'))!;
+    const retried = await postAsTwilio(first.url, first.params, first.signature);
+    expect(retried.status).toBe(200);
+    expect(await retried.text()).toContain(`session=${session.id}`);
+    expect((await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data).toHaveLength(1);
+  });
+
+  it('rejects an inbound call to a number without an inbound agent, and refuses an unknown number (404)', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    await api.request('PATCH', `/api/v1/phone-numbers/${org.phoneNumberId}`, { key: org.key, body: { agentId: null } });
+    const params = { CallSid: 'CA0123', From: '+15550142', To: org.phoneNumber, AccountSid: org.account.accountSid };
+    const url = `${api.baseUrl}/twilio/voice`;
+    const rejected = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));
+    expect(rejected.status).toBe(200);
+    expect(await rejected.text()).toContain('<Reject');
+    const unknown = await postAsTwilio(url, { ...params, To: '+19990000000' }, 'x');
+    expect(unknown.status).toBe(404);
+  });
+
+  it('refuses callbacks and WebSocket upgrades whose signature does not verify (403), changing nothing', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const sessionId = await call(org, '+15550153');
+    const url = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
+    const params = { CallSid: 'CAforged', CallStatus: 'completed', CallDuration: '3' };
+    const forged = await postAsTwilio(url, params, twilioSignature('0'.repeat(32), url, params));
+    expect(forged.status).toBe(403);
+    expect(((await forged.json()) as { error: { code: string } }).error.code).toBe('INVALID_SIGNATURE');
+    const unsigned = await postAsTwilio(url, params);
+    expect(unsigned.status).toBe(403);
+    const upgrade = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`);
+      socket.onopen = () => resolve(101);
+      socket.onerror = () => resolve(403);
+    });
+    expect(upgrade).toBe(403);
+    const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
+    expect(session.body.state).toBe('OPEN');
+    // A correctly signed completed callback then ends it.
+    const signed = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));
+    expect(signed.status).toBe(200);
+    expect((await endedOnce(org, sessionId)).endedReason).toBe('HANGUP_CALLEE');
+  });
+});

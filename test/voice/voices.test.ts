@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelRoutes } from '../../functions/models/routes.ts';
+import { expectError, startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
+import { twilioAccount, uniqueNumber } from './support.ts';
+
+let api: TestApi;
+
+beforeAll(async () => {
+  api = await startApi({}, { voice: true });
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const agentBody = { fullName: 'Vox', description: 'Phone', role: 'Phone agent', voiceEnabled: true, voicePipelineMode: 'pipeline' };
+
+describe('the voices catalog', () => {
+  it('lists voices of every TTS provider, cartesia and rime among them, filtered by provider and language', async () => {
+    const { key } = await api.newOrg(['voice:read']);
+    const all = await api.request('GET', '/v1/chat/voices', { key });
+    expect(all.status).toBe(200);
+    const items = modelRoutes.routes.listVoices.response.parse(all.body).items;
+    expect(new Set(items.map((voice) => voice.provider))).toEqual(new Set(['google', 'amazon', 'elevenlabs', 'cartesia', 'rime']));
+    const rime = (await api.request('GET', '/v1/chat/voices?provider=rime', { key })).body.items;
+    expect(rime.length).toBeGreaterThan(0);
+    expect(rime.every((voice: { provider: string }) => voice.provider === 'rime')).toBe(true);
+    const english = (await api.request('GET', '/v1/chat/voices?language=en', { key })).body.items as { language: string }[];
+    expect(new Set(english.map((voice) => voice.language))).toEqual(new Set(['en-US', 'en-GB']));
+    const british = (await api.request('GET', '/v1/chat/voices?language=EN-gb&provider=google', { key })).body.items as { language: string; provider: string }[];
+    expect(british.every((voice) => voice.language === 'en-GB' && voice.provider === 'google')).toBe(true);
+    expectError(await api.request('GET', '/v1/chat/voices?provider=acme', { key }), 400, 'VALIDATION_ERROR', 'provider');
+  });
+});
+
+describe("an agent's voice", () => {
+  it('is checked against the catalog on create and on PATCH (422 VOICE_NOT_FOUND)', async () => {
+    const { key } = await api.newOrg();
+    const unknown = await api.request('POST', '/v2/chat/agents', { key, body: { ...agentBody, voice: { provider: 'rime', voiceId: 'Journey-O' } } });
+    expectError(unknown, 422, 'VOICE_NOT_FOUND', 'voice.voiceId');
+    expectError(await api.request('POST', '/v2/chat/agents', { key, body: { ...agentBody, voice: { provider: 'rime', voiceId: 'celeste', endOfTurn: 'EVENTUALLY' } } }), 400, 'VALIDATION_ERROR');
+    const created = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { ...agentBody, voice: { provider: 'rime', voiceId: 'celeste', endOfTurn: 'STT_ENDPOINTING', welcomeMessage: 'Hi, this is Vox.' } },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.voice).toEqual({ provider: 'rime', voiceId: 'celeste', endOfTurn: 'STT_ENDPOINTING', welcomeMessage: 'Hi, this is Vox.' });
+    expectError(await api.request('PATCH', `/v2/chat/agents/${created.body.id}`, { key, body: { voice: { provider: 'google', voiceId: 'celeste' } } }), 422, 'VOICE_NOT_FOUND');
+    const cleared = await api.request('PATCH', `/v2/chat/agents/${created.body.id}`, { key, body: { voice: null } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.voice).toBeUndefined();
+  });
+
+  it("is what the call's TwiML asks ConversationRelay to speak with, welcome message included", async () => {
+    const { key } = await api.newOrg();
+    await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: twilioAccount() });
+    const agent = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { ...agentBody, language: 'en-GB', voice: { provider: 'elevenlabs', voiceId: '21m00Tcm4TlvDq8ikWAM', welcomeMessage: 'Hello & welcome' } },
+    });
+    const number = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: uniqueNumber() } });
+    const started = await api.request('POST', `/api/v1/phone-numbers/${number.body.id}/calls/start`, { key, body: { to_phone_number: '+15550161', agent_id: agent.body.id } });
+    expect(started.status, started.text).toBe(201);
+    const session = await eventually(
+      async () => (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}`, { key })).body,
+      (found: { metadata: { roomName: string } }) => found.metadata.roomName !== '',
+    );
+    const twiml = api.voice!.simulator.twimlOf(session.metadata.roomName);
+    expect(twiml).toContain('ttsProvider="ElevenLabs"');
+    expect(twiml).toContain('voice="21m00Tcm4TlvDq8ikWAM"');
+    expect(twiml).toContain('welcomeGreeting="Hello &amp; welcome"');
+    expect(twiml).toContain('language="en-GB"');
+  });
+});
