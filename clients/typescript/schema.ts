@@ -57,6 +57,10 @@ export interface paths {
     /** List the model catalog (LLM, STT, TTS) */
     get: operations["listModels"];
   };
+  "/v1/chat/voices": {
+    /** The TTS voices catalog (provider, voice id, name, language, gender), filterable by provider and language */
+    get: operations["listVoices"];
+  };
   "/v1/chat/chat/sessions": {
     /** List sessions by agent, state, platform and creation time */
     get: operations["listSessions"];
@@ -125,6 +129,36 @@ export interface paths {
     /** Send a delivered or dead-lettered event to the endpoint again, once */
     post: operations["retryDelivery"];
   };
+  "/api/v1/phone-numbers": {
+    /** The organization's phone numbers (oldest first, at most `size`) */
+    get: operations["listPhoneNumbers"];
+    /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+    post: operations["importPhoneNumber"];
+  };
+  "/api/v1/phone-numbers/{phone_number_id}": {
+    /** Get a phone number */
+    get: operations["getPhoneNumber"];
+    /** Remove a phone number (it can then be imported again, by any organization) */
+    delete: operations["deletePhoneNumber"];
+    /** Change a phone number's label or inbound agent (null removes it) */
+    patch: operations["updatePhoneNumber"];
+  };
+  "/api/v1/phone-numbers/{phone_number_id}/calls/start": {
+    /** Start an outbound call from this number, driven by a voice-enabled agent */
+    post: operations["startCall"];
+  };
+  "/v1/chat/sessions/{id}/recording": {
+    /** A call's recording: 302 to a signed URL valid for 5 minutes */
+    get: operations["getRecording"];
+  };
+  "/v1/chat/telephony/twilio": {
+    /** The organization's Twilio account SID (never the token) */
+    get: operations["getTwilioCredentials"];
+    /** Set the organization's Twilio account SID and auth token (the token is write-only) */
+    put: operations["putTwilioCredentials"];
+    /** Remove the organization's Twilio credentials */
+    delete: operations["deleteTwilioCredentials"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -184,6 +218,14 @@ export interface components {
               values?: string[];
             })[];
         };
+      };
+      voice?: {
+        /** @enum {string} */
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        voiceId: string;
+        /** @enum {string} */
+        endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        welcomeMessage?: string;
       };
       isActive: boolean;
       isPublic: boolean;
@@ -255,7 +297,7 @@ export interface components {
       /** @enum {string} */
       direction: "INBOUND" | "OUTBOUND";
       /** @enum {string} */
-      platform: "SDK" | "WEB" | "WHATSAPP" | "VOICE";
+      platform: "SDK" | "WEB" | "WHATSAPP" | "VOICE" | "PHONE";
       /** @enum {string} */
       state: "OPEN" | "CLOSED" | "EXPIRED";
       metadata: {
@@ -273,9 +315,10 @@ export interface components {
       /** Format: date-time */
       endedAt?: string;
       /** @enum {string} */
-      endedReason?: "USER_CLOSED" | "AGENT_ENDED" | "EXPIRED";
+      endedReason?: "USER_CLOSED" | "AGENT_ENDED" | "EXPIRED" | "HANGUP_CALLEE" | "HANGUP_AGENT" | "TTL" | "NO_ANSWER" | "BUSY" | "FAILED" | "CANCELED" | "CONNECTION_LOST" | "CARRIER_SILENT";
       messageCount: number;
       analysis?: components["schemas"]["AnalysisResult"];
+      recordingUrl?: string;
     };
     Message: {
       id: string;
@@ -457,6 +500,17 @@ export interface components {
         total: number;
         totalPages: number;
       };
+    };
+    ListVoicesResponse: {
+      items: ({
+          /** @enum {string} */
+          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+          voiceId: string;
+          name: string;
+          language: string;
+          /** @enum {string} */
+          gender: "female" | "male" | "neutral";
+        })[];
     };
     ListSessionsResponse: {
       data: components["schemas"]["Session"][];
@@ -710,6 +764,31 @@ export interface components {
         nextCursor?: string;
       };
     };
+    ListPhoneNumbersResponse: {
+      items: components["schemas"]["ImportPhoneNumberResponse"][];
+    };
+    ImportPhoneNumberResponse: {
+      /** Format: uuid */
+      id: string;
+      phone_number: string;
+      /** @enum {string} */
+      provider: "twilio";
+      label?: string;
+      /** Format: uuid */
+      agentId?: string;
+      createdAt: string;
+      updatedAt: string;
+    };
+    StartCallResponse: {
+      /** Format: uuid */
+      sessionId: string;
+    };
+    PutTwilioCredentialsResponse: {
+      /** @constant */
+      provider: "twilio";
+      accountSid: string;
+      updatedAt: string;
+    };
     CreateApiKeyBody: {
       name: string;
       scopes: string[];
@@ -738,6 +817,14 @@ export interface components {
           toolDescription?: string;
         }[];
       welcomeAllowInterruptions?: boolean;
+      voice?: {
+        /** @enum {string} */
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        voiceId: string;
+        /** @enum {string} */
+        endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        welcomeMessage?: string;
+      };
       analysis?: {
         intentRecognition?: {
           enabled: boolean;
@@ -788,6 +875,14 @@ export interface components {
           toolDescription?: string;
         }[];
       welcomeAllowInterruptions?: boolean;
+      voice?: ({
+        /** @enum {string} */
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        voiceId: string;
+        /** @enum {string} */
+        endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        welcomeMessage?: string;
+      }) | null;
       analysis?: ({
         intentRecognition?: {
           enabled: boolean;
@@ -909,6 +1004,36 @@ export interface components {
       events?: string[];
       description?: string | null;
       enabled?: boolean;
+    };
+    ImportPhoneNumberBody: {
+      phone_number: string;
+      /**
+       * @default twilio
+       * @enum {string}
+       */
+      provider?: "twilio";
+      label?: string;
+      /** Format: uuid */
+      agentId?: string;
+    };
+    UpdatePhoneNumberBody: {
+      label?: string | null;
+      agentId?: string | null;
+    };
+    StartCallBody: {
+      to_phone_number: string;
+      /** Format: uuid */
+      agent_id: string;
+      /** @default 100 */
+      ttl?: number;
+      /** @default {} */
+      session_variables?: {
+        [key: string]: unknown;
+      };
+    };
+    PutTwilioCredentialsBody: {
+      accountSid: string;
+      authToken: string;
     };
     ErrorEnvelope: {
       error: {
@@ -1351,13 +1476,13 @@ export interface operations {
           };
         };
       };
-      /** @description Well-formed but unusable: MODELS_NOT_FOUND, TOOLS_NOT_FOUND, INVALID_ANALYSIS_CONFIG */
+      /** @description Well-formed but unusable: MODELS_NOT_FOUND, TOOLS_NOT_FOUND, INVALID_ANALYSIS_CONFIG, VOICE_NOT_FOUND */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "MODELS_NOT_FOUND" | "TOOLS_NOT_FOUND" | "INVALID_ANALYSIS_CONFIG";
+              code?: "MODELS_NOT_FOUND" | "TOOLS_NOT_FOUND" | "INVALID_ANALYSIS_CONFIG" | "VOICE_NOT_FOUND";
               /** @constant */
               status?: 422;
             };
@@ -1502,13 +1627,13 @@ export interface operations {
           };
         };
       };
-      /** @description Well-formed but unusable: MODELS_NOT_FOUND, TOOLS_NOT_FOUND, INVALID_ANALYSIS_CONFIG */
+      /** @description Well-formed but unusable: MODELS_NOT_FOUND, TOOLS_NOT_FOUND, INVALID_ANALYSIS_CONFIG, VOICE_NOT_FOUND */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "MODELS_NOT_FOUND" | "TOOLS_NOT_FOUND" | "INVALID_ANALYSIS_CONFIG";
+              code?: "MODELS_NOT_FOUND" | "TOOLS_NOT_FOUND" | "INVALID_ANALYSIS_CONFIG" | "VOICE_NOT_FOUND";
               /** @constant */
               status?: 422;
             };
@@ -2438,6 +2563,88 @@ export interface operations {
       };
     };
   };
+  /** The TTS voices catalog (provider, voice id, name, language, gender), filterable by provider and language */
+  listVoices: {
+    parameters: {
+      query?: {
+        provider?: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        language?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListVoicesResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** List sessions by agent, state, platform and creation time */
   listSessions: {
     parameters: {
@@ -2447,7 +2654,7 @@ export interface operations {
         sort?: string;
         agentId?: string;
         state?: "OPEN" | "CLOSED" | "EXPIRED";
-        platform?: "SDK" | "WEB" | "WHATSAPP" | "VOICE";
+        platform?: "SDK" | "WEB" | "WHATSAPP" | "VOICE" | "PHONE";
         createdAfter?: string;
         cursor?: string;
       };
@@ -4319,6 +4526,1015 @@ export interface operations {
               status?: 409;
             };
           });
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's phone numbers (oldest first, at most `size`) */
+  listPhoneNumbers: {
+    parameters: {
+      query?: {
+        size?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListPhoneNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+  importPhoneNumber: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["ImportPhoneNumberBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PHONE_NUMBER_TAKEN */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "PHONE_NUMBER_TAKEN";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Get a phone number */
+  getPhoneNumber: {
+    parameters: {
+      path: {
+        phone_number_id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Remove a phone number (it can then be imported again, by any organization) */
+  deletePhoneNumber: {
+    parameters: {
+      path: {
+        phone_number_id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Change a phone number's label or inbound agent (null removes it) */
+  updatePhoneNumber: {
+    parameters: {
+      path: {
+        phone_number_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["UpdatePhoneNumberBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Start an outbound call from this number, driven by a voice-enabled agent */
+  startCall: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+      path: {
+        phone_number_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartCallBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["StartCallResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE, SESSION_CREATION_ERROR */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE" | "SESSION_CREATION_ERROR";
+              /** @constant */
+              status?: 503;
+            };
+          });
+        };
+      };
+    };
+  };
+  /** A call's recording: 302 to a signed URL valid for 5 minutes */
+  getRecording: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description Found: the `Location` header names where to get it */
+      302: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND" | "SESSION_NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          });
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's Twilio account SID (never the token) */
+  getTwilioCredentials: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["PutTwilioCredentialsResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Set the organization's Twilio account SID and auth token (the token is write-only) */
+  putTwilioCredentials: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["PutTwilioCredentialsBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["PutTwilioCredentialsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Remove the organization's Twilio credentials */
+  deleteTwilioCredentials: {
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
         };
       };
       /** @description Internal error: GENERIC_ERROR */

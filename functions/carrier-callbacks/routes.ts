@@ -26,6 +26,7 @@ export const carrierCallbackRoutes = defineRouteGroup({
     callStatus: {
       method: 'POST',
       path: '/twilio/calls/{orgId}/{sessionId}/status',
+      internal: true,
       scope: 'public',
       summary: "Twilio's status callback of a call (every status; retried and possibly out of order)",
       successStatus: 200,
@@ -37,6 +38,7 @@ export const carrierCallbackRoutes = defineRouteGroup({
     relayEnded: {
       method: 'POST',
       path: '/twilio/calls/{orgId}/{sessionId}/relay-ended',
+      internal: true,
       scope: 'public',
       summary: "The <Connect> action: the call's ConversationRelay ended; answers <Hangup/>",
       successStatus: 200,
@@ -48,6 +50,7 @@ export const carrierCallbackRoutes = defineRouteGroup({
     recording: {
       method: 'POST',
       path: '/twilio/calls/{orgId}/{sessionId}/recording',
+      internal: true,
       scope: 'public',
       summary: "Twilio's recording status callback: the recording is copied to our bucket, then deleted at Twilio",
       successStatus: 200,
@@ -59,6 +62,7 @@ export const carrierCallbackRoutes = defineRouteGroup({
     inboundCall: {
       method: 'POST',
       path: '/twilio/voice',
+      internal: true,
       scope: 'public',
       summary: "Twilio's voice webhook for imported numbers: the number's inbound agent answers",
       successStatus: 200,

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 import { idParams } from '../../shared/schemas/common.ts';
 import {
@@ -40,6 +39,7 @@ export const phoneNumberRoutes = defineRouteGroup({
       body: createPhoneNumberBody,
       idempotent: true,
       response: phoneNumberRecord,
+      errors: ['PHONE_NUMBER_TAKEN', 'NOT_FOUND'],
     },
     getPhoneNumber: {
       method: 'GET',
@@ -67,7 +67,6 @@ export const phoneNumberRoutes = defineRouteGroup({
       summary: 'Remove a phone number (it can then be imported again, by any organization)',
       successStatus: 204,
       params: phoneNumberParams,
-      response: z.undefined(),
     },
     startCall: {
       method: 'POST',
@@ -79,6 +78,7 @@ export const phoneNumberRoutes = defineRouteGroup({
       body: startCallBody,
       idempotent: true,
       response: startCallResponse,
+      errors: ['AGENT_NOT_VOICE_ENABLED', 'VOICE_PIPELINE_MODE_UNSUPPORTED', 'AGENT_INACTIVE', 'TELEPHONY_NOT_CONFIGURED', 'TELEPHONY_CREDENTIALS_REJECTED', 'TELEPHONY_UNAVAILABLE', 'SESSION_CREATION_ERROR'],
     },
     getRecording: {
       method: 'GET',
@@ -87,7 +87,7 @@ export const phoneNumberRoutes = defineRouteGroup({
       summary: "A call's recording: 302 to a signed URL valid for 5 minutes",
       successStatus: 302,
       params: idParams,
-      response: z.undefined(),
+      errors: ['SESSION_NOT_FOUND'],
     },
     putTwilioCredentials: {
       method: 'PUT',
@@ -105,6 +105,7 @@ export const phoneNumberRoutes = defineRouteGroup({
       summary: "The organization's Twilio account SID (never the token)",
       successStatus: 200,
       response: twilioCredentialsRecord,
+      errors: ['NOT_FOUND'],
     },
     deleteTwilioCredentials: {
       method: 'DELETE',
@@ -112,7 +113,7 @@ export const phoneNumberRoutes = defineRouteGroup({
       scope: 'voice:write',
       summary: "Remove the organization's Twilio credentials",
       successStatus: 204,
-      response: z.undefined(),
+      errors: ['NOT_FOUND'],
     },
   },
 });

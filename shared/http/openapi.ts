@@ -68,6 +68,7 @@ const statusText: Record<number, string> = {
   201: 'Created',
   202: 'Accepted',
   204: 'No content',
+  302: 'Found: the `Location` header names where to get it',
   400: 'The request is invalid',
   401: 'No valid credential',
   403: 'The credential lacks the scope, or the action is not allowed',

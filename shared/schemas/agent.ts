@@ -137,6 +137,7 @@ export const agentSchema = z.object({
   tools: z.array(agentToolSchema),
   welcomeAllowInterruptions: z.boolean().optional(),
   analysis: analysisConfigSchema.optional(),
+  voice: agentVoiceSchema.optional(),
   isActive: z.boolean(),
   isPublic: z.boolean(),
   createdAt: instant,

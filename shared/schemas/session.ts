@@ -100,9 +100,10 @@ export const sessionSchema = z.object({
   updatedAt: instant,
   lastActivityAt: instant,
   endedAt: instant.optional(),
-  endedReason: z.enum(['USER_CLOSED', 'AGENT_ENDED', 'EXPIRED']).optional(),
+  endedReason: z.enum(endedReasons).optional(),
   messageCount: z.int().min(0),
   analysis: analysisResultSchema.optional(),
+  recordingUrl: z.string().optional(),
 }) satisfies z.ZodType<Session>;
 
 /** With `nextCursor` while more follow: pass it as `cursor` to read the next page from where this one ended. */
