@@ -49,6 +49,13 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   },
   { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, worksOnTable: true },
   {
+    name: 'usage-meter',
+    entry: 'functions/usage-meter/handler.ts',
+    // Messages, and the outbox records among which a voice session's end is.
+    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    worksOnTable: true,
+  },
+  {
     name: 'analysis-dispatch',
     entry: 'functions/analysis-dispatch/handler.ts',
     select: { records: 'inserts', entities: ['analysisJob'] },

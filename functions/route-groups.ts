@@ -6,6 +6,7 @@ import { eventRoutes } from './events/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
+import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
@@ -20,4 +21,5 @@ export const routeGroups: readonly RouteGroup[] = [
   chatMessageRoutes,
   eventRoutes,
   webhookRoutes,
+  usageRoutes,
 ];

@@ -151,3 +151,29 @@ export class DeliveryPendingError extends AppError {
 export class WebhookDisabledError extends AppError {
   readonly code = 'WEBHOOK_DISABLED';
 }
+
+/** The subscription is canceled or paused (or past due beyond its grace period): operations that consume are refused. */
+export class SubscriptionInactiveError extends AppError {
+  readonly code = 'SUBSCRIPTION_INACTIVE';
+}
+
+/** The subscription's status does not allow this change (e.g. resuming an active subscription). */
+export class InvalidSubscriptionTransitionError extends AppError {
+  readonly code = 'INVALID_SUBSCRIPTION_TRANSITION';
+}
+
+/** A plan the catalog does not hold. */
+export class UnknownPlanError extends AppError {
+  readonly code = 'UNKNOWN_PLAN';
+}
+
+/** A period quota is used up; the client may try again when the period ends (`Retry-After`). */
+export class QuotaExceededError extends AppError {
+  readonly code = 'QUOTA_EXCEEDED';
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

@@ -10,6 +10,8 @@ import type { ApiKey } from './schemas/api-key.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
+import type { SubscriptionStatus } from './schemas/billing.ts';
+import type { Granularity, MeteredRecord, UsageCounts } from './domain/usage.ts';
 
 export interface Organization {
   id: string;
@@ -302,4 +304,40 @@ export interface EventLogStore {
   append(entry: LoggedEvent, expiresAt: number): Promise<void>;
   /** Up to `limit` entries after `after`, in log order, strongly consistent; `more` when others may follow. */
   read(orgId: string, after: LogPosition, limit: number): Promise<{ entries: LoggedEvent[]; more: boolean }>;
+}
+
+export interface UsageStore {
+  /**
+   * Counts the records (all of one organization) exactly once: those a session's meter is already past are
+   * skipped. True when anything was added. Throws MeterGapError when a message before these was not counted yet.
+   */
+  record(orgId: string, records: readonly MeteredRecord[]): Promise<boolean>;
+  /** The counters of the buckets from `fromBucket` to `toBucket` (inclusive) that have any, by bucket. */
+  counters(orgId: string, granularity: Granularity, fromBucket: string, toBucket: string): Promise<Map<string, UsageCounts>>;
+  /** The month's counters (`yyyy-mm`), read eventually consistently. */
+  periodCounts(orgId: string, month: string): Promise<UsageCounts>;
+}
+
+/** The subscription as stored: its period is the calendar month, computed, not stored. */
+export interface StoredSubscription {
+  orgId: string;
+  subscriptionId: string;
+  status: SubscriptionStatus;
+  currentPlan: string;
+  provider: 'manual' | 'stripe';
+  /** The billing provider's ids (Stripe customer and subscription), when it has them. */
+  providerCustomerId?: string | undefined;
+  providerSubscriptionId?: string | undefined;
+  pastDueSince?: string | undefined;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SubscriptionStore {
+  get(orgId: string): Promise<StoredSubscription | undefined>;
+  /**
+   * Writes `next` with its `subscription.updated` outbox event, if the stored subscription is still `previous`
+   * (none stored: still none); false when it changed meanwhile.
+   */
+  replace(previous: StoredSubscription | undefined, next: StoredSubscription, event: DomainEvent): Promise<boolean>;
 }

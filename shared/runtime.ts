@@ -4,7 +4,8 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
+import { createPlanCatalog, type PlanCatalog } from './domain/plans.ts';
+import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
@@ -13,7 +14,9 @@ import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
+import { DynamoSubscriptionStore } from './store/subscription-store.ts';
 import { DynamoToolStore } from './store/tool-store.ts';
+import { DynamoUsageStore } from './store/usage-store.ts';
 import { DynamoWebhookStore } from './store/webhook-store.ts';
 
 /** Everything a handler needs, built once per process from configuration. */
@@ -31,6 +34,9 @@ export interface Runtime {
   sessions: SessionStore;
   webhooks: WebhookStore;
   eventLog: EventLogStore;
+  plans: PlanCatalog;
+  subscriptions: SubscriptionStore;
+  usage: UsageStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
@@ -52,6 +58,9 @@ export function createRuntime(config: Config): Runtime {
     sessions: new DynamoSessionStore(client, table, secrets),
     webhooks: new DynamoWebhookStore(client, table, secrets),
     eventLog: new DynamoEventLogStore(client, table),
+    plans: createPlanCatalog(config),
+    subscriptions: new DynamoSubscriptionStore(client, table),
+    usage: new DynamoUsageStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

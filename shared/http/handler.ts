@@ -14,6 +14,7 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  QuotaExceededError,
   UnsupportedMediaTypeError,
   ValidationError,
   type FieldIssue,
@@ -157,6 +158,7 @@ const errorEnvelope = (): Middleware => ({
     if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
     const headers: Record<string, string> =
       request.error instanceof MethodNotAllowedError ? { allow: request.error.allowedMethods.join(', ') } : {};
+    if (request.error instanceof QuotaExceededError) headers['retry-after'] = String(request.error.retryAfterSeconds);
     request.response = jsonResponse(envelope.error.status, envelope, headers);
   },
 });

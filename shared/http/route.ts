@@ -20,6 +20,8 @@ export interface RouteDefinition {
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** The success body's shape: what clients may rely on (tests parse responses with it). */
+  response?: z.ZodType;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
   /**

@@ -46,4 +46,15 @@ export const keys = {
   /** One per analysis asked for (the end's, each re-run's); its INSERT on the stream sends it to the analysis queue. */
   analysisJob: (orgId: string, sessionId: string, jobId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: `ANALYSIS#${jobId}` }),
   outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
+  /** Usage counters of an organization, one item per hour, day and month (`HOUR#2026-11-25T11`, `DAY#…`, `MONTH#…`). */
+  usagePartition: (orgId: string) => `ORG#${orgId}#USAGE`,
+  usageCounter: (orgId: string, granularity: 'hour' | 'day' | 'month', bucket: string) => ({
+    pk: `ORG#${orgId}#USAGE`,
+    sk: `${granularity.toUpperCase()}#${bucket}`,
+  }),
+  /** What of a session's records the meter has counted: the watermark that makes counting exactly once. */
+  usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
+  /** When `usage.updated` was last sent for the organization, and what it said. */
+  usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
+  subscription: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SUBSCRIPTION' }),
 } as const;

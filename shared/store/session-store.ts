@@ -15,13 +15,12 @@ import { toAgent } from './agent-store.ts';
 import { transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
+import { outboxPut, outboxRetentionSeconds } from './outbox.ts';
 import { queryAll } from './query-all.ts';
 import { toExecutableTool } from './tool-store.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
-/** Outbox events and analysis jobs live a week in the partition of what they describe; the stream hands them on when written. */
-const outboxRetentionSeconds = 7 * 24 * 60 * 60;
 
 const sessionFieldOrder = [
   'id', 'orgId', 'agentId', 'type', 'direction', 'platform', 'state', 'metadata', 'createdAt', 'updatedAt',
@@ -348,16 +347,6 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private outboxPuts(orgId: string, sessionId: string, events: DomainEvent[]): TransactItem[] {
-    return events.map((event) => ({
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
-          entity: 'outbox',
-          ...event,
-          expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
-        },
-      },
-    }));
+    return events.map((event) => outboxPut(this.tableName, keys.sessionPartition(orgId, sessionId), event));
   }
 }
