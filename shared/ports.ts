@@ -314,8 +314,34 @@ export interface UsageStore {
   record(orgId: string, records: readonly MeteredRecord[]): Promise<boolean>;
   /** The counters of the buckets from `fromBucket` to `toBucket` (inclusive) that have any, by bucket. */
   counters(orgId: string, granularity: Granularity, fromBucket: string, toBucket: string): Promise<Map<string, UsageCounts>>;
-  /** The month's counters (`yyyy-mm`), read eventually consistently. */
+  /** The month's counters (`yyyy-mm`), strongly consistent. */
   periodCounts(orgId: string, month: string): Promise<UsageCounts>;
+  /**
+   * Marks a roll-up as due at `due` (epoch ms) unless one is pending already (a pending one older than
+   * `staleBefore` counts as lost); true when this call marked it, and must then queue it.
+   */
+  markRollupDue(orgId: string, due: number, staleBefore: number): Promise<boolean>;
+  /** Removes the mark `due` (its queue message could not be sent). */
+  unmarkRollup(orgId: string, due: number): Promise<void>;
+  rollupState(orgId: string): Promise<RollupState>;
+  /**
+   * Ends the pending roll-up `due`: records what was reported and writes its `usage.updated` event, or, without
+   * one, only clears the mark. False when the mark is not `due` any more (a duplicate message).
+   */
+  completeRollup(orgId: string, due: number, report?: { at: number; metrics: Record<string, unknown>; event: DomainEvent }): Promise<boolean>;
+}
+
+/** What the organization's last `usage.updated` said, and when it was sent; the roll-up pending, if any. */
+export interface RollupState {
+  pendingUntil?: number | undefined;
+  lastSentAt?: number | undefined;
+  reported?: Record<string, unknown> | undefined;
+}
+
+export interface RollupMessage {
+  orgId: string;
+  /** The roll-up's mark: when it is due (epoch ms). */
+  notBefore: number;
 }
 
 /** The subscription as stored: its period is the calendar month, computed, not stored. */

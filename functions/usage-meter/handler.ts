@@ -3,7 +3,8 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { meteredRecordOf, type MeteredRecord } from '../../shared/domain/usage.ts';
 import { logger } from '../../shared/logger.ts';
-import { runtime } from '../../shared/runtime.ts';
+import { scheduleRollup } from '../../shared/domain/usage-rollup.ts';
+import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
 
 /**
  * Counts usage from the table's stream: each organization's records of the batch in one transaction (per 100
@@ -12,7 +13,7 @@ import { runtime } from '../../shared/runtime.ts';
  * records already counted.
  */
 export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
-  const deps = runtime();
+  const deps = usageRollupRuntime();
   const byOrg = new Map<string, { firstIndex: number; records: MeteredRecord[] }>();
   event.Records.forEach((record, index) => {
     const image = record.dynamodb?.NewImage;
@@ -24,7 +25,14 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     byOrg.set(metered.orgId, org);
   });
   const orgs = [...byOrg.entries()];
-  const outcomes = await Promise.allSettled(orgs.map(([orgId, { records }]) => deps.usage.record(orgId, records)));
+  // Each organization with usage in the batch gets a roll-up, even on a replay that adds nothing: the first
+  // delivery may have counted and then failed before queuing it.
+  const outcomes = await Promise.allSettled(
+    orgs.map(async ([orgId, { records }]) => {
+      await deps.usage.record(orgId, records);
+      await scheduleRollup(deps, orgId);
+    }),
+  );
   const failedAt = outcomes.flatMap((outcome, index) => (outcome.status === 'rejected' ? [index] : []));
   if (failedAt.length === 0) return { batchItemFailures: [] };
   const first = Math.min(...failedAt.map((index) => orgs[index]?.[1].firstIndex ?? 0));

@@ -1,9 +1,12 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { addCounts, bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from '../domain/usage.ts';
-import type { UsageStore } from '../ports.ts';
+import type { DomainEvent } from '../domain/events.ts';
+import type { RollupState, UsageStore } from '../ports.ts';
+import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { outboxPut } from './outbox.ts';
 import { keys } from './keys.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
@@ -158,8 +161,69 @@ export class DynamoUsageStore implements UsageStore {
   }
 
   async periodCounts(orgId: string, month: string): Promise<UsageCounts> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageCounter(orgId, 'month', month) }));
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageCounter(orgId, 'month', month), ConsistentRead: true }));
     return result.Item ? countsOf(result.Item) : {};
+  }
+
+  async markRollupDue(orgId: string, due: number, staleBefore: number): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.usageRollup(orgId),
+          UpdateExpression: 'SET entity = :entity, pendingUntil = :due',
+          ConditionExpression: 'attribute_not_exists(pendingUntil) OR pendingUntil < :stale',
+          ExpressionAttributeValues: { ':entity': 'usageRollup', ':due': due, ':stale': staleBefore },
+        }),
+      ),
+    );
+  }
+
+  async unmarkRollup(orgId: string, due: number): Promise<void> {
+    await conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.usageRollup(orgId),
+          UpdateExpression: 'REMOVE pendingUntil',
+          ConditionExpression: 'pendingUntil = :due',
+          ExpressionAttributeValues: { ':due': due },
+        }),
+      ),
+    );
+  }
+
+  async rollupState(orgId: string): Promise<RollupState> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageRollup(orgId), ConsistentRead: true }));
+    const item = result.Item ?? {};
+    return { pendingUntil: item.pendingUntil as number | undefined, lastSentAt: item.lastSentAt as number | undefined, reported: item.reported as Record<string, unknown> | undefined };
+  }
+
+  async completeRollup(orgId: string, due: number, report?: { at: number; metrics: Record<string, unknown>; event: DomainEvent }): Promise<boolean> {
+    const condition = { ConditionExpression: 'pendingUntil = :due', Key: keys.usageRollup(orgId), TableName: this.tableName };
+    if (!report) {
+      return conditionalWrite(this.client.send(new UpdateCommand({ ...condition, UpdateExpression: 'REMOVE pendingUntil', ExpressionAttributeValues: { ':due': due } })));
+    }
+    try {
+      await this.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                ...condition,
+                UpdateExpression: 'SET lastSentAt = :at, reported = :metrics REMOVE pendingUntil',
+                ExpressionAttributeValues: { ':due': due, ':at': report.at, ':metrics': report.metrics },
+              },
+            },
+            outboxPut(this.tableName, keys.usagePartition(orgId), report.event),
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
   }
 }
 

@@ -11,13 +11,14 @@ import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
 const freePlan = { name: 'Free (test)', quotas: { chat_messages: 4, voice_seconds: 60, knowledge_chunks: 10 }, concurrentCalls: 1, requestsPerSecond: 5, burst: 10 };
+const rollupSeconds = 2;
 let api: TestApi;
 const receiver = new Receiver();
 let receiverUrl: string;
 
 beforeAll(async () => {
   receiverUrl = await receiver.start();
-  api = await startApi({ PLANS: JSON.stringify({ free: freePlan }), QUOTA_CACHE_SECONDS: '1' }, { streamPoller: true, queues: true });
+  api = await startApi({ PLANS: JSON.stringify({ free: freePlan }), QUOTA_CACHE_SECONDS: '1', USAGE_ROLLUP_SECONDS: String(rollupSeconds) }, { streamPoller: true, queues: true });
 });
 afterAll(async () => {
   await api.close();
@@ -179,5 +180,46 @@ describe('quota enforcement', () => {
     expect(afterUpgrade.status, afterUpgrade.text).toBe(200);
     const history = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages?limit=100`, { key });
     expect(history.body.pagination.total).toBe(6);
+  });
+});
+
+describe('usage.updated', () => {
+  it('reaches a webhook with the period totals, at most once per roll-up interval, and only when they changed', async () => {
+    // Prepare
+    const { key, agentId } = await orgWithAgent();
+    await api.request('PATCH', '/v1/chat/subscription', { key, body: { plan: 'pro' } });
+    const path = `/ok/${crypto.randomUUID()}`;
+    const endpoint = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + path, events: ['usage.updated'] } });
+    receiver.secrets.set(path, [endpoint.body.secret]);
+    const session = await openSession(key, agentId);
+
+    // Act: three turns, the last one after the first roll-up.
+    await send(key, session.body.id);
+    await send(key, session.body.id);
+    await eventually(() => receiver.for(path), (list) => list.length >= 1);
+    await send(key, session.body.id);
+    const receipts = await eventually(
+      () => receiver.for(path),
+      (list) => list.some((receipt) => receipt.body.data.metrics.chat_messages === 6),
+    );
+    // Nothing changes now: no further event may come.
+    await new Promise((resolve) => setTimeout(resolve, (rollupSeconds + 1) * 1000));
+
+    // Assess
+    expect(receiver.for(path)).toHaveLength(receipts.length);
+    const payloads = receipts.map((receipt) => eventSchemas['usage.updated'].parse(receipt.body));
+    const counts = payloads.map((payload) => payload.data.metrics.chat_messages);
+    expect(counts).toEqual([...new Set(counts)].sort((a, b) => a - b));
+    expect(counts.at(-1)).toBe(6);
+    for (let index = 1; index < payloads.length; index += 1) {
+      const gap = Date.parse(payloads[index]?.createdAt ?? '') - Date.parse(payloads[index - 1]?.createdAt ?? '');
+      expect(gap).toBeGreaterThanOrEqual(rollupSeconds * 1000);
+    }
+    const now = new Date();
+    expect(payloads[0]?.data.period).toEqual({
+      start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+      end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+    });
+    expect(payloads[0]?.data.metrics).toMatchObject({ voice_seconds: 0, knowledge_chunks: 0 });
   });
 });

@@ -14,7 +14,7 @@ import { startApi, type TestApi } from '../support/api.ts';
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi();
+  api = await startApi({}, { queues: true });
 });
 afterAll(() => api.close());
 
