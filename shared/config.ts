@@ -118,6 +118,11 @@ const configSchema = z.object({
    * again: the bound of how far over its quota an organization can go (docs/usage-and-billing.md#enforcement).
    */
   QUOTA_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+  /**
+   * `off` admits every request whatever the plan's rate: for test suites whose bursts are not what they test
+   * (test/support/api.ts); deployments and `npm start` keep it `on`.
+   */
+  RATE_LIMITING: z.enum(['on', 'off']).default('on'),
   /** A `past_due` subscription keeps working this long after the failed payment; then it is refused as inactive. */
   PAST_DUE_GRACE_DAYS: z.coerce.number().int().min(0).max(90).default(7),
   /** The queue of usage roll-ups: `usage.updated` at most once per organization per USAGE_ROLLUP_SECONDS. */

@@ -177,3 +177,14 @@ export class QuotaExceededError extends AppError {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/** The organization (or the API key) sent more requests than its rate limit admits; retry after `Retry-After`. */
+export class RateLimitedError extends AppError {
+  readonly code = 'RATE_LIMITED';
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

@@ -28,6 +28,7 @@ export interface KeyIdentity {
   orgId: string;
   keyId: string;
   scopes: string[];
+  rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
   keyHash: string;
 }
 
@@ -366,4 +367,12 @@ export interface SubscriptionStore {
    * (none stored: still none); false when it changed meanwhile.
    */
   replace(previous: StoredSubscription | undefined, next: StoredSubscription, event: DomainEvent): Promise<boolean>;
+}
+
+export interface RateLimitStore {
+  /**
+   * Moves the bucket's theoretical arrival time from `expected` (undefined: the bucket has none yet) to `next`
+   * (epoch ms); when it was not `expected`, nothing is written and the stored value is returned.
+   */
+  advance(orgId: string, bucket: string, expected: number | undefined, next: number): Promise<{ advanced: true } | { advanced: false; stored: number | undefined }>;
 }

@@ -5,6 +5,8 @@ import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createPlanCatalog, type PlanCatalog } from './domain/plans.ts';
+import { RateLimiter } from './domain/rate-limit.ts';
+import { checkRequestRate, type RequestRateCheck } from './domain/request-limits.ts';
 import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
@@ -15,6 +17,7 @@ import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
 import { DynamoSubscriptionStore } from './store/subscription-store.ts';
+import { DynamoRateLimitStore } from './store/rate-limit-store.ts';
 import { DynamoToolStore } from './store/tool-store.ts';
 import { DynamoUsageStore } from './store/usage-store.ts';
 import { DynamoWebhookStore } from './store/webhook-store.ts';
@@ -37,10 +40,18 @@ export interface Runtime {
   plans: PlanCatalog;
   subscriptions: SubscriptionStore;
   usage: UsageStore;
+  rateLimiter: RateLimiter;
+  checkRequestRate?: (principal: Principal) => Promise<RequestRateCheck>;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
 export function createRuntime(config: Config): Runtime {
+  const built = runtimeOf(config);
+  if (config.RATE_LIMITING === 'on') built.checkRequestRate = (principal) => checkRequestRate(built, principal);
+  return built;
+}
+
+function runtimeOf(config: Config): Runtime {
   const client = createDocumentClient(config);
   const table = config.TABLE_NAME;
   // One cipher for every store, so they share its cache of data keys.
@@ -61,6 +72,7 @@ export function createRuntime(config: Config): Runtime {
     plans: createPlanCatalog(config),
     subscriptions: new DynamoSubscriptionStore(client, table),
     usage: new DynamoUsageStore(client, table),
+    rateLimiter: new RateLimiter(new DynamoRateLimitStore(client, table)),
     verifyJwt: createJwtVerifier(config),
   };
 }

@@ -1,6 +1,6 @@
 import { QuotaExceededError, SubscriptionInactiveError } from '../errors.ts';
 import type { StoredSubscription, SubscriptionStore, UsageStore } from '../ports.ts';
-import type { QuotaMetric } from '../schemas/billing.ts';
+import type { Plan, QuotaMetric } from '../schemas/billing.ts';
 import type { Clock } from './clock.ts';
 import type { PlanCatalog } from './plans.ts';
 import { currentPeriod, initialSubscription } from './subscriptions.ts';
@@ -45,6 +45,12 @@ export async function assertMayConsume(deps: AdmissionDeps, orgId: string, metri
     const retryAfter = Math.max(1, Math.ceil((currentPeriod(now).end.getTime() - now.getTime()) / 1000));
     throw new QuotaExceededError(`The ${subscription.currentPlan} plan's ${metric} quota of ${quota} for this period is used up; it renews at the period's end.`, retryAfter);
   }
+}
+
+/** The organization's current plan, from the same per-process cache as the quota check. */
+export async function currentPlan(deps: AdmissionDeps, orgId: string): Promise<Plan> {
+  const { subscription } = await standingOf(deps, orgId, deps.clock.now());
+  return deps.plans.get(subscription.currentPlan);
 }
 
 function pastGrace(deps: AdmissionDeps, subscription: StoredSubscription, now: Date): boolean {

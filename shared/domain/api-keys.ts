@@ -32,6 +32,7 @@ export async function issueApiKey(deps: ApiKeyDeps, orgId: string, input: Create
     orgId,
     name: input.name,
     scopes: input.scopes,
+    ...(input.rateLimit ? { rateLimit: input.rateLimit } : {}),
     prefix: displayPrefix(key),
     createdAt: deps.clock.now().toISOString(),
   };

@@ -15,6 +15,7 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   QuotaExceededError,
+  RateLimitedError,
   UnsupportedMediaTypeError,
   ValidationError,
   type FieldIssue,
@@ -54,6 +55,8 @@ export type RouteImplementations<Routes extends Record<string, RouteDefinition>,
 export interface PipelineDeps extends AuthDeps {
   idempotency: IdempotencyStore;
   config: { MAX_BODY_BYTES: number };
+  /** The request's rate limits (docs/usage-and-billing.md#rate-limits); without it, every request is admitted. */
+  checkRequestRate?: (principal: Principal) => Promise<{ admitted: boolean; retryAfterSeconds: number; headers: Record<string, string> }>;
 }
 
 type Result = APIGatewayProxyStructuredResultV2;
@@ -68,6 +71,8 @@ interface ApiState {
   input?: { params: unknown; query: unknown; body: unknown };
   pending: Promise<unknown>[];
   idempotency?: { orgId: string; key: string; replay?: StoredResponse };
+  /** The rate-limit headers every response of an authenticated request carries. */
+  rateLimitHeaders?: Record<string, string>;
 }
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
@@ -123,7 +128,7 @@ const requestContext = (): Middleware => ({
 });
 
 async function finish(state: ApiState, event: APIGatewayProxyEventV2, response: Result | null | undefined): Promise<void> {
-  if (response) response.headers = { ...response.headers, ...deprecationHeaders(state.route), 'x-request-id': state.requestId };
+  if (response) response.headers = { ...response.headers, ...state.rateLimitHeaders, ...deprecationHeaders(state.route), 'x-request-id': state.requestId };
   await Promise.allSettled(state.pending);
   logger.info('request', {
     requestId: state.requestId,
@@ -158,7 +163,7 @@ const errorEnvelope = (): Middleware => ({
     if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
     const headers: Record<string, string> =
       request.error instanceof MethodNotAllowedError ? { allow: request.error.allowedMethods.join(', ') } : {};
-    if (request.error instanceof QuotaExceededError) headers['retry-after'] = String(request.error.retryAfterSeconds);
+    if (request.error instanceof QuotaExceededError || request.error instanceof RateLimitedError) headers['retry-after'] = String(request.error.retryAfterSeconds);
     request.response = jsonResponse(envelope.error.status, envelope, headers);
   },
 });
@@ -212,12 +217,24 @@ const authorize = (deps: () => AuthDeps): Middleware => ({
       return;
     }
     // The organization is known; the key itself is confirmed while the implementation reads.
-    state.principal = { orgId: remembered.orgId, scopes: [], via: { kind: 'apiKey', keyId: remembered.keyId } };
+    state.principal = { orgId: remembered.orgId, scopes: [], ...(remembered.rateLimit ? { rateLimit: remembered.rateLimit } : {}), via: { kind: 'apiKey', keyId: remembered.keyId } };
     const confirmation = verify().then((principal) => {
       state.principal = principal;
     });
     confirmation.catch(() => undefined);
     state.verified = confirmation;
+  },
+});
+
+/** Admits the request within its organization's (and key's) rate limits, or answers 429 RATE_LIMITED. */
+const rateLimit = (deps: () => PipelineDeps): Middleware => ({
+  before: async (request) => {
+    const state = request.internal.api;
+    const check = deps().checkRequestRate;
+    if (!state.principal || !check) return;
+    const outcome = await check(state.principal);
+    state.rateLimitHeaders = outcome.headers;
+    if (!outcome.admitted) throw new RateLimitedError(`Too many requests; retry in ${outcome.retryAfterSeconds} s.`, outcome.retryAfterSeconds);
   },
 });
 
@@ -330,6 +347,7 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     .use(errorEnvelope())
     .use(resolveRoute(routes, options.unmatched ?? []))
     .use(authorize(deps))
+    .use(rateLimit(deps))
     .use(parseInput(deps))
     .use(idempotency(deps))
     .handler(async (event, context) => {

@@ -56,5 +56,7 @@ export const keys = {
   usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
   /** When `usage.updated` was last sent for the organization, and what it said. */
   usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
+  /** A rate-limit bucket: `org` for the organization, `key#<keyId>` for an API key with its own limit. */
+  rateLimit: (orgId: string, bucket: string) => ({ pk: `ORG#${orgId}#RL#${bucket}`, sk: '#RL' }),
   subscription: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SUBSCRIPTION' }),
 } as const;
