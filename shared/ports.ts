@@ -310,7 +310,7 @@ export interface EventLogStore {
 export interface UsageStore {
   /**
    * Counts the records (all of one organization) exactly once: those a session's meter is already past are
-   * skipped. True when anything was added. Throws MeterGapError when a message before these was not counted yet.
+   * skipped. True when anything was added. Throws CountingGapError when a message before these was not counted yet.
    */
   record(orgId: string, records: readonly MeteredRecord[]): Promise<boolean>;
   /** The counters of the buckets from `fromBucket` to `toBucket` (inclusive) that have any, by bucket. */

@@ -34,8 +34,8 @@ export function meteredRecordOf(item: Record<string, unknown>): MeteredRecord | 
   if (!partition) return undefined;
   const [, orgId = '', sessionId = ''] = partition;
   if (item.entity === 'message' && typeof item.seq === 'number') {
-    const counts = messageCounts(item);
-    return Object.keys(counts).length > 0 ? { orgId, sessionId, seq: item.seq, at: String(item.createdAt), counts } : undefined;
+    // Every message is a record, even one that counts nothing: the meter's sequence has no holes.
+    return { orgId, sessionId, seq: item.seq, at: String(item.createdAt), counts: messageCounts(item) };
   }
   if (item.entity === 'outbox' && item.type === 'session.ended') {
     const payload = item.payload as { type?: string; createdAt?: string; endedAt?: string } | undefined;
