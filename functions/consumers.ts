@@ -64,6 +64,13 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
     worksOnTable: true,
   },
   {
+    name: 'analytics-aggregate',
+    entry: 'functions/analytics-aggregate/handler.ts',
+    // Messages, and the outbox records of sessions starting and ending.
+    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    worksOnTable: true,
+  },
+  {
     name: 'analysis-dispatch',
     entry: 'functions/analysis-dispatch/handler.ts',
     select: { records: 'inserts', entities: ['analysisJob'] },

@@ -1,4 +1,5 @@
 import { agentRoutes } from './agents/routes.ts';
+import { analyticsRoutes } from './analytics/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
@@ -22,4 +23,5 @@ export const routeGroups: readonly RouteGroup[] = [
   eventRoutes,
   webhookRoutes,
   usageRoutes,
+  analyticsRoutes,
 ];

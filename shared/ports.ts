@@ -12,6 +12,7 @@ import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 import type { SubscriptionStatus } from './schemas/billing.ts';
 import type { Granularity, MeteredRecord, UsageCounts } from './domain/usage.ts';
+import type { AnalyticsRecord, EndedSessionFacts } from './domain/analytics.ts';
 
 export interface Organization {
   id: string;
@@ -375,4 +376,20 @@ export interface RateLimitStore {
    * (epoch ms); when it was not `expected`, nothing is written and the stored value is returned.
    */
   advance(orgId: string, bucket: string, expected: number | undefined, next: number): Promise<{ advanced: true } | { advanced: false; stored: number | undefined }>;
+}
+
+/** One pre-aggregated analytics item: an agent's counts in one hour or day. */
+export interface AnalyticsAggregate {
+  bucket: string;
+  agentId: string;
+  counts: Record<string, number>;
+}
+
+export interface AnalyticsStore {
+  /** Adds the records exactly once (a session's marker `#ANALYTICS` is past what was counted). */
+  record(orgId: string, records: readonly AnalyticsRecord[]): Promise<void>;
+  /** The agent and the end facts of sessions, for the records that need them. */
+  sessionFacts(orgId: string, sessionIds: readonly string[]): Promise<Map<string, { agentId: string } & EndedSessionFacts>>;
+  /** The aggregates of the buckets from `fromBucket` to `toBucket` (inclusive), of one agent or all. */
+  aggregates(orgId: string, granularity: 'hour' | 'day', fromBucket: string, toBucket: string, agentId?: string): Promise<AnalyticsAggregate[]>;
 }

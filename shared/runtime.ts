@@ -7,9 +7,10 @@ import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createPlanCatalog, type PlanCatalog } from './domain/plans.ts';
 import { RateLimiter } from './domain/rate-limit.ts';
 import { checkRequestRate, type RequestRateCheck } from './domain/request-limits.ts';
-import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
+import type { AgentStore, AnalyticsStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
+import { DynamoAnalyticsStore } from './store/analytics-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
 import { DynamoEventLogStore } from './store/event-log-store.ts';
@@ -41,6 +42,7 @@ export interface Runtime {
   subscriptions: SubscriptionStore;
   usage: UsageStore;
   rateLimiter: RateLimiter;
+  analytics: AnalyticsStore;
   checkRequestRate?: (principal: Principal) => Promise<RequestRateCheck>;
   verifyJwt: (token: string) => Promise<Principal>;
 }
@@ -73,6 +75,7 @@ function runtimeOf(config: Config): Runtime {
     subscriptions: new DynamoSubscriptionStore(client, table),
     usage: new DynamoUsageStore(client, table),
     rateLimiter: new RateLimiter(new DynamoRateLimitStore(client, table)),
+    analytics: new DynamoAnalyticsStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

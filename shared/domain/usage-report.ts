@@ -20,13 +20,8 @@ export async function getUsage(deps: UsageReportDeps, orgId: string, query: Usag
   const period = currentPeriod(now);
   const from = query.from ? new Date(query.from) : period.start;
   const to = query.to ? new Date(query.to) : now;
-  if (from.getTime() > to.getTime()) throw new ValidationError('from must not be after to.', { details: [{ field: 'from', message: 'must not be after to' }] });
+  assertOrdered(from, to);
   const buckets = bucketsBetween(from, to, query.granularity);
-  if (buckets.length > maxSeriesBuckets) {
-    throw new ValidationError(`The range holds ${buckets.length} ${query.granularity}s; at most ${maxSeriesBuckets}: use a coarser granularity or a shorter range.`, {
-      details: [{ field: 'granularity', message: `gives more than ${maxSeriesBuckets} buckets for this range` }],
-    });
-  }
   const month = bucketOf(now.toISOString(), 'month');
   const [counters, periodCounts, subscription] = await Promise.all([
     deps.usage.counters(orgId, query.granularity, bucketOf(from.toISOString(), query.granularity), bucketOf(to.toISOString(), query.granularity)),
@@ -47,11 +42,20 @@ export async function getUsage(deps: UsageReportDeps, orgId: string, query: Usag
   };
 }
 
-function bucketsBetween(from: Date, to: Date, granularity: UsageQuery['granularity']): { start: Date; end: Date }[] {
+export function assertOrdered(from: Date, to: Date): void {
+  if (from.getTime() > to.getTime()) throw new ValidationError('from must not be after to.', { details: [{ field: 'from', message: 'must not be after to' }] });
+}
+
+/** The buckets from the one holding `from` to the one holding `to`; refused (400) beyond maxSeriesBuckets. */
+export function bucketsBetween(from: Date, to: Date, granularity: UsageQuery['granularity']): { start: Date; end: Date }[] {
   const buckets: { start: Date; end: Date }[] = [];
   for (let bucket = bucketBounds(from, granularity); bucket.start.getTime() <= to.getTime(); bucket = bucketBounds(bucket.end, granularity)) {
     buckets.push(bucket);
-    if (buckets.length > maxSeriesBuckets) break;
+    if (buckets.length > maxSeriesBuckets) {
+      throw new ValidationError(`The range holds more than ${maxSeriesBuckets} ${granularity}s: use a coarser granularity or a shorter range.`, {
+        details: [{ field: 'granularity', message: `gives more than ${maxSeriesBuckets} buckets for this range` }],
+      });
+    }
   }
   return buckets;
 }

@@ -95,6 +95,17 @@ export class StreamingBody {
   }
 }
 
+/** An implementation returns this to answer with a body that is not JSON (e.g. CSV), with the route's success status. */
+export class TextBody {
+  readonly text: string;
+  readonly contentType: string;
+
+  constructor(text: string, contentType: string) {
+    this.text = text;
+    this.contentType = contentType;
+  }
+}
+
 /** The handler receives only (event, context); the pipeline's state reaches it through its context object. */
 const stateByContext = new WeakMap<object, ApiState>();
 
@@ -390,5 +401,6 @@ async function dispatch<Deps extends AuthDeps>(
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
   if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof TextBody) return { statusCode: route.successStatus, headers: { 'content-type': body.contentType }, body: body.text };
   return jsonResponse(route.successStatus, body);
 }

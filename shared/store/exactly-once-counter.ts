@@ -2,6 +2,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { addCounts } from '../domain/usage.ts';
 import { keys } from './keys.ts';
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
@@ -96,7 +97,7 @@ export class ExactlyOnceCounter {
       for (const increment of record.increments) {
         const id = `${increment.key.pk}\n${increment.key.sk}`;
         const total = totals.get(id) ?? { key: increment.key, counts: {} };
-        for (const [name, value] of Object.entries(increment.counts)) total.counts[name] = (total.counts[name] ?? 0) + value;
+        addCounts(total.counts, increment.counts);
         totals.set(id, total);
       }
     }

@@ -58,5 +58,11 @@ export const keys = {
   usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
   /** A rate-limit bucket: `org` for the organization, `key#<keyId>` for an API key with its own limit. */
   rateLimit: (orgId: string, bucket: string) => ({ pk: `ORG#${orgId}#RL#${bucket}`, sk: '#RL' }),
+  /** Analytics aggregates: one item per agent per day and per hour (`DAY#2026-11-25#AGENT#<id>`, `HOUR#2026-11-25T11#AGENT#<id>`). */
+  analyticsPartition: (orgId: string) => `ORG#${orgId}#ANALYTICS`,
+  analyticsAggregate: (orgId: string, granularity: 'hour' | 'day', bucket: string, agentId: string) => ({
+    pk: `ORG#${orgId}#ANALYTICS`,
+    sk: `${granularity.toUpperCase()}#${bucket}#AGENT#${agentId}`,
+  }),
   subscription: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SUBSCRIPTION' }),
 } as const;
