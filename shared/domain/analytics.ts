@@ -1,15 +1,22 @@
 /**
- * Session analytics, pre-aggregated: the `analytics` stream consumer turns each session start, session end and
- * message into counts added (exactly once) to an item per agent per day and per hour; a dashboard's query reads
- * those few items whatever the traffic (docs/analytics.md). Percentiles come from DDSketch bins, stored as
+ * Session analytics, pre-aggregated: the `analytics-aggregate` stream consumer turns each session start, session
+ * end and message into counts added (exactly once) to an item per agent per day and per hour; a dashboard's query
+ * reads those few items whatever the traffic (docs/analytics.md). Percentiles come from DDSketch bins, stored as
  * counters (`<metric>#<bin>`), so they merge across items by addition.
  */
-import { DDSketch } from '@datadog/sketches-js';
 import type { Counts } from '../store/exactly-once-counter.ts';
 
-/** 2 % relative accuracy: a p95 of 1,000 ms is reported between 980 and 1,020 ms. */
+/**
+ * DDSketch's logarithmic mapping (Masson et al., VLDB 2019): a value v > 0 falls in bin ⌈log_γ v⌉ with
+ * γ = (1 + α)/(1 − α), and a bin stands for 2γ^k/(γ + 1), within α of every value in it. Bins are counters, so
+ * sketches merge by addition. (`@datadog/sketches-js` has the same mapping but requires an undeclared protobufjs
+ * at bundle time; decision 196.)
+ */
 const relativeAccuracy = 0.02;
-const mapping = new DDSketch({ relativeAccuracy }).mapping;
+const gamma = (1 + relativeAccuracy) / (1 - relativeAccuracy);
+const logGamma = Math.log(gamma);
+/** Values at or below this (1 µs, 0 messages) share one bin, reported as 0. */
+const smallest = 1e-3;
 const zeroBin = 'z';
 
 export const sketchedMetrics = ['durationSeconds', 'messagesPerSession', 'modelFirstTokenMs', 'platformMs'] as const;
@@ -17,21 +24,31 @@ export type SketchedMetric = (typeof sketchedMetrics)[number];
 
 /** The counter that one observation of `value` adds to. */
 export function sketchBin(metric: SketchedMetric, value: number): string {
-  return `${metric}#${value <= mapping.minPossible ? zeroBin : mapping.key(value)}`;
+  return `${metric}#${value <= smallest ? zeroBin : Math.ceil(Math.log(value) / logGamma)}`;
 }
 
-/** p50 and p95 of a metric from its summed bins; null without observations. */
+/** p50 and p95 of a metric from its summed bins (within 2 % of the true values); null without observations. */
 export function percentiles(counts: Counts, metric: SketchedMetric): { p50: number; p95: number; count: number } | null {
-  const sketch = new DDSketch({ relativeAccuracy });
   const prefix = `${metric}#`;
-  for (const [name, count] of Object.entries(counts)) {
-    if (!name.startsWith(prefix) || count <= 0) continue;
-    const bin = name.slice(prefix.length);
-    sketch.accept(bin === zeroBin ? 0 : mapping.value(Number(bin)), count);
-  }
-  if (sketch.count === 0) return null;
-  const round = (value: number) => Math.round(value * 100) / 100;
-  return { p50: round(sketch.getValueAtQuantile(0.5)), p95: round(sketch.getValueAtQuantile(0.95)), count: sketch.count };
+  const bins = Object.entries(counts)
+    .filter(([name, count]) => name.startsWith(prefix) && count > 0)
+    .map(([name, count]) => {
+      const bin = name.slice(prefix.length);
+      return { value: bin === zeroBin ? 0 : (2 * gamma ** Number(bin)) / (gamma + 1), count };
+    })
+    .sort((a, b) => a.value - b.value);
+  const total = bins.reduce((sum, bin) => sum + bin.count, 0);
+  if (total === 0) return null;
+  const at = (quantile: number) => {
+    const rank = quantile * (total - 1);
+    let seen = 0;
+    for (const bin of bins) {
+      seen += bin.count;
+      if (seen > rank) return Math.round(bin.value * 100) / 100;
+    }
+    return Math.round((bins.at(-1)?.value ?? 0) * 100) / 100;
+  };
+  return { p50: at(0.5), p95: at(0.95), count: total };
 }
 
 /** What a session's end needs beyond its `session.ended` record: read from the session item. */
