@@ -8,12 +8,20 @@ import type { TurnBenchResult } from './turns.ts';
 import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
+import type { UsageBenchResult } from './usage.ts';
 
 export const targets = {
   bundleBytes: 300_000,
   initImportMs: 60,
   p50Ms: 10,
   errors: 0,
+};
+
+/** Usage, quotas, rate limits and analytics (issue 11). */
+export const usageTargets = {
+  writesPerRequest: 0.05,
+  checksP50Ms: 0.5,
+  analyticsP50Ms: 50,
 };
 
 /** The conversation engine's targets (issue 3). */
@@ -71,6 +79,7 @@ export interface BenchResults {
   webhooks: WebhookBenchResult;
   analysis: AnalysisBenchResult;
   messagePages: MessagePagesResult;
+  usage: UsageBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -85,6 +94,7 @@ export function evaluate(
   webhooks: WebhookBenchResult,
   analysis: AnalysisBenchResult,
   messagePages: MessagePagesResult,
+  usage: UsageBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -135,6 +145,9 @@ export function evaluate(
   const history = `${messagePages.messages}-message history`;
   checks.push(atMost(`${history}: page 1 p50`, round(messagePages.pageOneMs.p50), 'ms', historyTargets.pageP50Ms));
   checks.push(atMost(`${history}: page ${messagePages.deepPage} p50`, round(messagePages.deepPageMs.p50), 'ms', historyTargets.pageP50Ms));
+  checks.push(atMost('rate limiting: table writes per request at steady state', round(usage.rateLimit.writesPerRequest), '', usageTargets.writesPerRequest));
+  checks.push(atMost('quota + rate checks of a turn: p50', round(usage.checksUs.p50 / 1000), 'ms', usageTargets.checksP50Ms));
+  checks.push(atMost(`analytics overview over ${usage.analytics.sessions} sessions of aggregates: p50`, round(usage.analytics.overviewMs.p50), 'ms', usageTargets.analyticsP50Ms));
   return checks;
 }
 
@@ -272,6 +285,17 @@ export function formatReport(results: BenchResults): string {
   lines.push(
     `   page 1: ${ms(pages.pageOneMs)}; page ${pages.deepPage}: ${ms(pages.deepPageMs)}; floor (GET of the session: authentication and one GetItem): ${ms(pages.floorMs)}`,
     `   DynamoDB read units of one page's range Query: ${pages.readUnitsPerPage}; for context, reading the whole history once (what every page cost before): ${pages.wholeHistoryReadMs.toFixed(0)} ms`,
+  );
+
+  const { rateLimit, checksUs, checksFloorUs, analytics } = results.usage;
+  const us = (figures: { p50: number; p99: number }) => `p50 ${figures.p50.toFixed(1)} µs, p99 ${figures.p99.toFixed(1)} µs`;
+  lines.push('', '8. Usage, quotas, rate limits and analytics (child process, DynamoDB Local)');
+  lines.push(
+    `   rate limiter, one process offering ${rateLimit.requestsPerSecond}/s for ${rateLimit.requests} requests under a limit of ${rateLimit.limit.requestsPerSecond}/s (burst ${rateLimit.limit.burst}): ` +
+      `${rateLimit.admitted} admitted, ${rateLimit.writesPerRequest.toFixed(3)} table writes per request after the first second (floor: 0, no limiter)`,
+    `   a turn's quota and rate checks, caches warm, ${checksUs.calls} calls: ${us(checksUs)}; floor (an empty async call, timed the same way): ${us(checksFloorUs)}`,
+    `   analytics overview, 30 days of ${analytics.items} aggregate items standing for ${analytics.sessions} sessions, ${analytics.overviewMs.queries} queries: ` +
+      `${ms(analytics.overviewMs)}; floor (the Query of the same items alone): ${ms(analytics.queryMs)}`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

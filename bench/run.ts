@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery and post-session analysis.
+ * conversation turns, webhook delivery, post-session analysis, message pages, and usage (rate limits, quota checks, analytics).
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureTurns } from './turns.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
+import { measureUsage } from './usage.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -57,7 +58,12 @@ const messagePages = await withDatabase('message history', 'bench-message-pages'
   return measureMessagePages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages);
+const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) => {
+  log('usage: rate-limit writes per request at 200/s, the quota and rate checks of a turn, analytics over 100,000 sessions of aggregates');
+  return measureUsage(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, usage);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -76,6 +82,7 @@ const results: BenchResults = {
   webhooks,
   analysis,
   messagePages,
+  usage,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -28,6 +28,7 @@ interface BucketState {
 /** A lease is used within this long, or its tokens are dropped (never carried into a later second). */
 const leaseLifetimeMs = 1_000;
 const maxAdvanceAttempts = 4;
+const maxLeaseWaits = 3;
 const maxBuckets = 10_000;
 
 /**
@@ -58,10 +59,11 @@ export class RateLimiter {
   async admit(orgId: string, bucket: string, limit: RateLimit): Promise<RateDecision> {
     const state = this.bucketState(`${orgId}/${bucket}`);
     this.recordDemand(state);
-    if (!this.hasToken(state)) {
-      if (this.now() < state.refusedUntil) return this.refusal(state, limit);
+    // Requests that waited for a lease another request started may find it taken: they lease again, unless the
+    // bucket is known to be empty.
+    for (let attempt = 0; !this.hasToken(state); attempt += 1) {
+      if (this.now() < state.refusedUntil || attempt >= maxLeaseWaits) return this.refusal(state, limit);
       await this.refill(orgId, bucket, limit, state);
-      if (!this.hasToken(state)) return this.refusal(state, limit);
     }
     state.tokens -= 1;
     if (state.tokens <= this.leaseSizeOf(state, limit) / 2 && !state.refill) {
