@@ -123,6 +123,18 @@ const configSchema = z.object({
    * (test/support/api.ts); deployments and `npm start` keep it `on`.
    */
   RATE_LIMITING: z.enum(['on', 'off']).default('on'),
+  /**
+   * Who bills: `manual` (the default; the operator sets statuses with the keys CLI) or `stripe` (plan changes,
+   * pauses and cancels are sent to Stripe, and Stripe's webhooks drive past_due/active).
+   */
+  BILLING_PROVIDER: z.enum(['manual', 'stripe']).default('manual'),
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  /** The `whsec_…` secret Stripe signs webhook events with; without it the Stripe webhook route answers 404. */
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Set only for the local Stripe simulator (`npm start`); on AWS the SDK talks to api.stripe.com. */
+  STRIPE_API_URL: z.url().optional(),
+  /** The Stripe price of each plan, as JSON: `{"pro": "price_…"}`. */
+  STRIPE_PRICES: z.string().optional(),
   /** A `past_due` subscription keeps working this long after the failed payment; then it is refused as inactive. */
   PAST_DUE_GRACE_DAYS: z.coerce.number().int().min(0).max(90).default(7),
   /** The queue of usage roll-ups: `usage.updated` at most once per organization per USAGE_ROLLUP_SECONDS. */

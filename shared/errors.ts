@@ -162,6 +162,11 @@ export class InvalidSubscriptionTransitionError extends AppError {
   readonly code = 'INVALID_SUBSCRIPTION_TRANSITION';
 }
 
+/** A provider's webhook whose signature does not verify (or is missing, or too old). */
+export class InvalidSignatureError extends AppError {
+  readonly code = 'INVALID_SIGNATURE';
+}
+
 /** A plan the catalog does not hold. */
 export class UnknownPlanError extends AppError {
   readonly code = 'UNKNOWN_PLAN';

@@ -393,3 +393,13 @@ export interface AnalyticsStore {
   /** The aggregates of the buckets from `fromBucket` to `toBucket` (inclusive), of one agent or all. */
   aggregates(orgId: string, granularity: 'hour' | 'day', fromBucket: string, toBucket: string, agentId?: string): Promise<AnalyticsAggregate[]>;
 }
+
+/** The changes of a subscription the API makes (the provider drives payments itself). */
+export type ProviderChange = { kind: 'changePlan'; plan: string } | { kind: 'pause' } | { kind: 'resume' } | { kind: 'cancel' };
+
+/** Who bills the organization: told of every change the API makes, before it is recorded. */
+export interface BillingProvider {
+  readonly name: 'manual' | 'stripe';
+  /** Throws when the provider refuses; the change is then not recorded. */
+  apply(subscription: StoredSubscription, change: ProviderChange): Promise<void>;
+}

@@ -1,4 +1,4 @@
-import { changePlanBody, listPlansResponse, subscriptionSchema } from '../../shared/schemas/billing.ts';
+import { changePlanBody, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/schemas/billing.ts';
 import { usageQuery, usageResponse } from '../../shared/schemas/usage.ts';
 import { defineRouteGroup } from '../../shared/http/route.ts';
 
@@ -57,6 +57,14 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Resume a paused subscription',
       successStatus: 200,
       response: subscriptionSchema,
+    },
+    stripeWebhook: {
+      method: 'POST',
+      path: '/v1/billing/stripe/webhook',
+      scope: 'public',
+      summary: 'Stripe events (payment failed or paid, subscription paused, resumed, deleted), verified by Stripe-Signature',
+      successStatus: 200,
+      response: stripeWebhookResponse,
     },
     cancelSubscription: {
       method: 'POST',

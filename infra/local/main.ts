@@ -16,6 +16,7 @@ import { startQueuePollers } from './queue-poller.ts';
 import { startLocalQueues } from './queues.ts';
 import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
+import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -37,6 +38,13 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
     process.exit(1);
   },
 );
+// Stripe's stand-in, before the handlers read their configuration: the Stripe adapter talks to it, and its
+// signed events reach the webhook route.
+const stripe = await startStripeSimulator({ webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`, webhookSecret: process.env.STRIPE_WEBHOOK_SECRET });
+denyEgressTo(stripe.url);
+process.env.STRIPE_API_URL ??= stripe.url;
+process.env.STRIPE_WEBHOOK_SECRET ??= stripe.webhookSecret;
+process.env.STRIPE_SECRET_KEY ??= 'sk_test_local';
 const { server, preload } = createLocalServer(routeGroups);
 try {
   await bootstrapOrganization();
@@ -96,6 +104,7 @@ async function shutdown(signal: string): Promise<void> {
   await router.stop();
   await queuePollers.stop();
   await queues.stop();
+  await stripe.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from '../errors.ts';
-import type { StoredSubscription, SubscriptionStore } from '../ports.ts';
+import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from '../ports.ts';
 import type { Subscription, SubscriptionStatus } from '../schemas/billing.ts';
 import { nextUpdatedAt, type Clock } from './clock.ts';
 import { events } from './events.ts';
@@ -11,6 +11,8 @@ export interface SubscriptionDeps {
   subscriptions: SubscriptionStore;
   plans: PlanCatalog;
   clock: Clock;
+  /** Told of the changes the API makes, before they are recorded; absent, nobody is (the manual provider). */
+  billing?: BillingProvider | undefined;
 }
 
 /**
@@ -73,10 +75,15 @@ export async function changeSubscription(deps: SubscriptionDeps, orgId: string, 
     const current = stored ?? initialSubscription(orgId, now);
     const next = nextSubscription(deps, current, change, now);
     if (!next) return publicSubscription(current, now);
+    if (deps.billing && isProviderChange(change)) await deps.billing.apply(current, change);
     const event = events.subscriptionUpdated(orgId, next.updatedAt, { subscriptionId: next.subscriptionId, status: next.status, currentPlan: next.currentPlan });
     if (await deps.subscriptions.replace(stored, next, event)) return publicSubscription(next, now);
   }
   throw new ConcurrentModificationError('The subscription changed while this request changed it; retry.');
+}
+
+function isProviderChange(change: SubscriptionChange): change is ProviderChange {
+  return change.kind === 'changePlan' || change.kind === 'pause' || change.kind === 'resume' || change.kind === 'cancel';
 }
 
 function nextSubscription(deps: SubscriptionDeps, current: StoredSubscription, change: SubscriptionChange, now: Date): StoredSubscription | undefined {

@@ -34,6 +34,7 @@ const statusByCode: Record<string, number> = {
   QUOTA_EXCEEDED: 429,
   RATE_LIMITED: 429,
   UNKNOWN_PLAN: 422,
+  INVALID_SIGNATURE: 400,
 };
 
 export interface ErrorEnvelope {

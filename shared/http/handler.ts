@@ -37,6 +37,8 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   verified: Promise<void>;
   deps: Deps;
   requestId: string;
+  /** The body as sent (decoded from base64 if need be), for the routes that verify a signature over it. */
+  rawBody: string;
   /** The request's headers, names lower-cased (for the few routes that read one, such as Last-Event-ID). */
   headers: Readonly<Record<string, string | undefined>>;
   /**
@@ -364,7 +366,8 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     .handler(async (event, context) => {
       const state = stateByContext.get(context);
       if (!state) throw new Error('pipeline state missing');
-      return dispatch(state, implementations, deps, event.headers ?? {});
+      const rawBody = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+      return dispatch(state, implementations, deps, event.headers ?? {}, rawBody);
     });
 }
 
@@ -382,6 +385,7 @@ async function dispatch<Deps extends AuthDeps>(
   implementations: Record<string, (input: never) => Promise<unknown>>,
   deps: () => Deps,
   requestHeaders: Readonly<Record<string, string | undefined>>,
+  rawBody: string,
 ): Promise<Result> {
   if (state.idempotency?.replay) {
     const { status, body, headers } = state.idempotency.replay;
@@ -395,6 +399,7 @@ async function dispatch<Deps extends AuthDeps>(
     verified: state.verified,
     deps: deps(),
     requestId: state.requestId,
+    rawBody,
     headers: requestHeaders,
     reauthorize: () => reauthorize(state, deps(), requestHeaders),
   });

@@ -36,4 +36,6 @@ export const subscriptionSchema = z.object({
 });
 export type Subscription = z.output<typeof subscriptionSchema>;
 
+export const stripeWebhookResponse = z.object({ received: z.literal(true), applied: z.boolean() });
+
 export const changePlanBody = z.strictObject({ plan: z.string().min(1).max(40) });
