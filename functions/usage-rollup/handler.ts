@@ -16,7 +16,7 @@ function parse(record: SQSRecord): RollupMessage | undefined {
   }
 }
 
-/** The usage roll-up, fed by its queue: `usage.updated` for each organization whose roll-up is due (docs/usage-and-billing.md#usage-updated). */
+/** The usage roll-up, fed by its queue: `usage.updated` for each organization whose roll-up is due (docs/usage-and-billing.md#usageupdated). */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = usageRollupRuntime();
   const failed = await Promise.all(
