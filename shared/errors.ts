@@ -172,9 +172,8 @@ export class UnknownPlanError extends AppError {
   readonly code = 'UNKNOWN_PLAN';
 }
 
-/** A period quota is used up; the client may try again when the period ends (`Retry-After`). */
-export class QuotaExceededError extends AppError {
-  readonly code = 'QUOTA_EXCEEDED';
+/** A refusal the client may retry after `retryAfterSeconds` (sent as `Retry-After`). */
+abstract class RetryLaterError extends AppError {
   readonly retryAfterSeconds: number;
 
   constructor(message: string, retryAfterSeconds: number) {
@@ -183,13 +182,17 @@ export class QuotaExceededError extends AppError {
   }
 }
 
-/** The organization (or the API key) sent more requests than its rate limit admits; retry after `Retry-After`. */
-export class RateLimitedError extends AppError {
-  readonly code = 'RATE_LIMITED';
-  readonly retryAfterSeconds: number;
+/** The seconds after which a refused request may be retried, for the errors that say so. */
+export function retryAfterOf(error: unknown): number | undefined {
+  return error instanceof RetryLaterError ? error.retryAfterSeconds : undefined;
+}
 
-  constructor(message: string, retryAfterSeconds: number) {
-    super(message);
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
+/** A period quota is used up; the client may try again when the period ends (`Retry-After`). */
+export class QuotaExceededError extends RetryLaterError {
+  readonly code = 'QUOTA_EXCEEDED';
+}
+
+/** The organization (or the API key) sent more requests than its rate limit admits; retry after `Retry-After`. */
+export class RateLimitedError extends RetryLaterError {
+  readonly code = 'RATE_LIMITED';
 }

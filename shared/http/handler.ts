@@ -14,8 +14,8 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
-  QuotaExceededError,
   RateLimitedError,
+  retryAfterOf,
   UnsupportedMediaTypeError,
   ValidationError,
   type FieldIssue,
@@ -176,7 +176,8 @@ const errorEnvelope = (): Middleware => ({
     if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
     const headers: Record<string, string> =
       request.error instanceof MethodNotAllowedError ? { allow: request.error.allowedMethods.join(', ') } : {};
-    if (request.error instanceof QuotaExceededError || request.error instanceof RateLimitedError) headers['retry-after'] = String(request.error.retryAfterSeconds);
+    const retryAfter = retryAfterOf(request.error);
+    if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
     request.response = jsonResponse(envelope.error.status, envelope, headers);
   },
 });

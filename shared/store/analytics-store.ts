@@ -1,12 +1,12 @@
-import { BatchGetCommand, QueryCommand, type BatchGetCommandOutput, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type BatchGetCommandOutput, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf } from '../domain/usage.ts';
 import type { AnalyticsRecord, EndedSessionFacts } from '../domain/analytics.ts';
 import type { AnalyticsAggregate, AnalyticsStore } from '../ports.ts';
-import { ExactlyOnceCounter } from './exactly-once-counter.ts';
+import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
+import { queryAll } from './query-all.ts';
 import { keys } from './keys.ts';
 
 const maxBatchGetKeys = 100;
-const aggregateFields = new Set(['pk', 'sk', 'entity']);
 
 /** Analytics aggregates in `ORG#<org>#ANALYTICS`, counted exactly once through each session's `#ANALYTICS` marker. */
 export class DynamoAnalyticsStore implements AnalyticsStore {
@@ -57,25 +57,14 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
 
   async aggregates(orgId: string, granularity: 'hour' | 'day', fromBucket: string, toBucket: string, agentId?: string): Promise<AnalyticsAggregate[]> {
     const prefix = `${granularity.toUpperCase()}#`;
-    const found: AnalyticsAggregate[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          ExpressionAttributeValues: { ':pk': keys.analyticsPartition(orgId), ':from': prefix + fromBucket, ':to': `${prefix}${toBucket}#~` },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const [, bucket = '', , itemAgent = ''] = String(item.sk).split('#');
-        if (agentId && itemAgent !== agentId) continue;
-        const counts = Object.fromEntries(Object.entries(item).filter(([field, value]) => !aggregateFields.has(field) && typeof value === 'number')) as Record<string, number>;
-        found.push({ bucket, agentId: itemAgent, counts });
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return found;
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': keys.analyticsPartition(orgId), ':from': prefix + fromBucket, ':to': `${prefix}${toBucket}#~` },
+    });
+    return items.flatMap((item) => {
+      const [, bucket = '', , itemAgent = ''] = String(item.sk).split('#');
+      return agentId && itemAgent !== agentId ? [] : [{ bucket, agentId: itemAgent, counts: countsOfItem(item) }];
+    });
   }
 }

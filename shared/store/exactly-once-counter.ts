@@ -29,6 +29,13 @@ interface SessionBatch {
   facts: CountedRecord[];
 }
 
+const keyAttributes = new Set(['pk', 'sk', 'entity']);
+
+/** The counts a counter item holds: its numeric attributes. */
+export function countsOfItem(item: Record<string, unknown>): Counts {
+  return Object.fromEntries(Object.entries(item).filter(([name, value]) => !keyAttributes.has(name) && typeof value === 'number')) as Counts;
+}
+
 /** A message before the ones handed over is not counted yet: they are counted once it arrives. */
 export class CountingGapError extends Error {}
 

@@ -1,13 +1,12 @@
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from '../domain/usage.ts';
 import type { DomainEvent } from '../domain/events.ts';
 import type { RollupState, UsageStore } from '../ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
-import { ExactlyOnceCounter } from './exactly-once-counter.ts';
+import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
+import { queryAll } from './query-all.ts';
 import { outboxPut } from './outbox.ts';
 import { keys } from './keys.ts';
-
-const counterFields = new Set(['pk', 'sk', 'entity']);
 
 /**
  * Usage counters (`ORG#<org>#USAGE`, one item per hour, day and month, changed only by `ADD`), counted exactly
@@ -41,26 +40,17 @@ export class DynamoUsageStore implements UsageStore {
 
   async counters(orgId: string, granularity: Granularity, fromBucket: string, toBucket: string): Promise<Map<string, UsageCounts>> {
     const prefix = `${granularity.toUpperCase()}#`;
-    const found = new Map<string, UsageCounts>();
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          ExpressionAttributeValues: { ':pk': keys.usagePartition(orgId), ':from': prefix + fromBucket, ':to': prefix + toBucket },
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) found.set(String(item.sk).slice(prefix.length), countsOf(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return found;
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': keys.usagePartition(orgId), ':from': prefix + fromBucket, ':to': prefix + toBucket },
+    });
+    return new Map(items.map((item) => [String(item.sk).slice(prefix.length), countsOfItem(item)]));
   }
 
   async periodCounts(orgId: string, month: string): Promise<UsageCounts> {
     const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageCounter(orgId, 'month', month), ConsistentRead: true }));
-    return result.Item ? countsOf(result.Item) : {};
+    return result.Item ? countsOfItem(result.Item) : {};
   }
 
   async markRollupDue(orgId: string, due: number, staleBefore: number): Promise<boolean> {
@@ -123,8 +113,4 @@ export class DynamoUsageStore implements UsageStore {
       throw error;
     }
   }
-}
-
-function countsOf(item: Record<string, unknown>): UsageCounts {
-  return Object.fromEntries(Object.entries(item).filter(([field, value]) => !counterFields.has(field) && typeof value === 'number')) as UsageCounts;
 }
