@@ -11,12 +11,20 @@ import type { MessagePagesResult } from './message-pages.ts';
 import type { SessionPagesResult } from './session-pages.ts';
 import type { DeveloperPagesResult } from './developer-pages.ts';
 import type { VoiceBenchResult } from './voice.ts';
+import type { UsageBenchResult } from './usage.ts';
 
 export const targets = {
   bundleBytes: 300_000,
   initImportMs: 60,
   p50Ms: 10,
   errors: 0,
+};
+
+/** Usage, quotas, rate limits and analytics (issue 11). */
+export const usageTargets = {
+  writesPerRequest: 0.05,
+  checksP50Ms: 0.5,
+  analyticsP50Ms: 50,
 };
 
 /** The conversation engine's targets (issue 3). */
@@ -89,6 +97,7 @@ export interface BenchResults {
   sessionPages: SessionPagesResult;
   developerPages: DeveloperPagesResult;
   voice: VoiceBenchResult;
+  usage: UsageBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -106,6 +115,7 @@ export function evaluate(
   sessionPages: SessionPagesResult,
   developerPages: DeveloperPagesResult,
   voice: VoiceBenchResult,
+  usage: UsageBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
   const checks: Check[] = [];
@@ -166,6 +176,9 @@ export function evaluate(
   const { concurrent } = voice;
   const wrong = concurrent.lostEnded + concurrent.duplicatedEnded + concurrent.misordered;
   checks.push({ figure: `${concurrent.calls} concurrent calls: lost or duplicated session.ended, misordered transcripts`, value: wrong, unit: '', target: 0, pass: wrong === 0 });
+  checks.push(atMost('rate limiting: table writes per request at steady state', round(usage.rateLimit.writesPerRequest), '', usageTargets.writesPerRequest));
+  checks.push(atMost('quota + rate checks of a turn: p50', round(usage.checksUs.p50 / 1000), 'ms', usageTargets.checksP50Ms));
+  checks.push(atMost(`analytics overview over ${usage.analytics.sessions} sessions of aggregates: p50`, round(usage.analytics.overviewMs.p50), 'ms', usageTargets.analyticsP50Ms));
   return checks;
 }
 
@@ -329,6 +342,17 @@ export function formatReport(results: BenchResults): string {
     `   ${voice.concurrent.calls} concurrent calls of ${voice.concurrent.turnsPerCall} turns in ${(voice.concurrent.durationMs / 1000).toFixed(1)} s: ` +
       `${voice.concurrent.sessionsEnded} session.ended once, ${voice.concurrent.lostEnded} lost, ${voice.concurrent.duplicatedEnded} duplicated, ${voice.concurrent.misordered} transcripts misordered; ` +
       `CPU per voice turn ${voice.concurrent.cpuMsPerTurn.toFixed(1)} ms (the whole process: platform, gateway and simulator)`,
+  );
+
+  const { rateLimit, checksUs, checksFloorUs, analytics } = results.usage;
+  const us = (figures: { p50: number; p99: number }) => `p50 ${figures.p50.toFixed(1)} µs, p99 ${figures.p99.toFixed(1)} µs`;
+  lines.push('', '11. Usage, quotas, rate limits and analytics (child process, DynamoDB Local)');
+  lines.push(
+    `   rate limiter, one process offering ${rateLimit.requestsPerSecond}/s for ${rateLimit.requests} requests under a limit of ${rateLimit.limit.requestsPerSecond}/s (burst ${rateLimit.limit.burst}): ` +
+      `${rateLimit.admitted} admitted, ${rateLimit.writesPerRequest.toFixed(3)} table writes per request after the first second (floor: 0, no limiter)`,
+    `   a turn's quota and rate checks, caches warm, ${checksUs.calls} calls: ${us(checksUs)}; floor (an empty async call, timed the same way): ${us(checksFloorUs)}`,
+    `   analytics overview, 30 days of ${analytics.items} aggregate items standing for ${analytics.sessions} sessions, ${analytics.overviewMs.queries} queries: ` +
+      `${ms(analytics.overviewMs)}; floor (the Query of the same items alone): ${ms(analytics.queryMs)}`,
   );
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages and calls.
+ * developer pages, calls, and usage (rate limits, quota checks, analytics).
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { measureMessagePages } from './message-pages.ts';
 import { measureSessionPages } from './session-pages.ts';
 import { measureDeveloperPages } from './developer-pages.ts';
 import { measureVoice } from './voice.ts';
+import { measureUsage } from './usage.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -52,6 +53,11 @@ const loadAverageAtStart = loadavg();
 const secretsKeyDir = mkdtempSync(join(tmpdir(), 'bench-secrets-'));
 process.env.SECRETS_KEY_FILE = ensureSecretsKeyFile(join(secretsKeyDir, 'secrets.key'));
 process.on('exit', () => rmSync(secretsKeyDir, { recursive: true, force: true }));
+// The bench's organizations measure the API, not their plan: rate limits and quotas stay on (their checks are in
+// every figure) with limits no section reaches. Section 8 measures the limiter's own figures.
+process.env.PLANS ??= JSON.stringify({
+  free: { name: 'Bench', quotas: { chat_messages: null, voice_seconds: null, knowledge_chunks: null }, concurrentCalls: 1_000, requestsPerSecond: 1_000_000, burst: 1_000_000 },
+});
 
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const localRuntime = await measureLocalRuntime(loadRuns, log);
@@ -77,7 +83,12 @@ const voice = await withDatabase('voice', 'bench-voice', (endpoint, tableName) =
   return measureVoice(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice);
+const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) => {
+  log('usage: rate-limit writes per request at 200/s, the quota and rate checks of a turn, analytics over 100,000 sessions of aggregates');
+  return measureUsage(endpoint, tableName);
+});
+
+const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage);
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -99,6 +110,7 @@ const results: BenchResults = {
   sessionPages,
   developerPages,
   voice,
+  usage,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

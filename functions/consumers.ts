@@ -33,6 +33,13 @@ export const analysisQueue: QueueDefinition = {
   maxReceiveCount: 3,
 };
 
+/** Roll-ups wait here until due; handling one is a few reads and one write. */
+export const usageRollupQueue: QueueDefinition = {
+  name: 'usage-rollups',
+  visibilityTimeoutSeconds: 40,
+  maxReceiveCount: 10,
+};
+
 export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   {
     name: 'session-expiry',
@@ -48,6 +55,21 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
     worksOnTable: false,
   },
   { name: 'event-log', entry: 'functions/event-log/handler.ts', select: { records: 'inserts', entities: ['outbox', 'message'] }, worksOnTable: true },
+  {
+    name: 'usage-meter',
+    entry: 'functions/usage-meter/handler.ts',
+    // Messages, and the outbox records among which a voice session's end is.
+    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    queueUrls: { USAGE_ROLLUP_QUEUE_URL: usageRollupQueue },
+    worksOnTable: true,
+  },
+  {
+    name: 'analytics-aggregate',
+    entry: 'functions/analytics-aggregate/handler.ts',
+    // Messages, and the outbox records of sessions starting and ending.
+    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    worksOnTable: true,
+  },
   {
     name: 'analysis-dispatch',
     entry: 'functions/analysis-dispatch/handler.ts',
@@ -127,6 +149,14 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: analysisTimeoutSeconds,
     invokesModels: true,
+  },
+  {
+    name: 'usage-rollup',
+    entry: 'functions/usage-rollup/handler.ts',
+    queue: usageRollupQueue,
+    batchSize: 10,
+    timeoutSeconds: 30,
+    queueUrlVariable: 'USAGE_ROLLUP_QUEUE_URL',
   },
   {
     name: 'call-backstop',

@@ -1,4 +1,5 @@
 import { agentRoutes } from './agents/routes.ts';
+import { analyticsRoutes } from './analytics/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
@@ -8,6 +9,7 @@ import { modelRoutes } from './models/routes.ts';
 import { phoneNumberRoutes } from './phone-numbers/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
+import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
@@ -22,6 +24,8 @@ export const routeGroups: readonly RouteGroup[] = [
   chatMessageRoutes,
   eventRoutes,
   webhookRoutes,
+  usageRoutes,
+  analyticsRoutes,
   phoneNumberRoutes,
   carrierCallbackRoutes,
 ];

@@ -108,6 +108,39 @@ const configSchema = z.object({
   /** Instead of KMS, a local key file (base64 of 32 bytes) seals the secrets: `npm start` sets it to `DATA_DIR/secrets.key`. */
   SECRETS_KEY_FILE: z.string().min(1).optional(),
   /**
+   * The plan catalog as JSON, `{"<planId>": {name, quotas: {chat_messages, voice_seconds, knowledge_chunks},
+   * concurrentCalls, requestsPerSecond, burst}}`; each entry replaces or adds a plan of the defaults (free, pro,
+   * enterprise; docs/usage-and-billing.md). A quota of null is unlimited.
+   */
+  PLANS: z.string().optional(),
+  /**
+   * How long a process trusts what it read of an organization's subscription and period usage before reading it
+   * again: the bound of how far over its quota an organization can go (docs/usage-and-billing.md#enforcement).
+   */
+  QUOTA_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+  /**
+   * `off` admits every request whatever the plan's rate: for test suites whose bursts are not what they test
+   * (test/support/api.ts); deployments and `npm start` keep it `on`.
+   */
+  RATE_LIMITING: z.enum(['on', 'off']).default('on'),
+  /**
+   * Who bills: `manual` (the default; the operator sets statuses with the keys CLI) or `stripe` (plan changes,
+   * pauses and cancels are sent to Stripe, and Stripe's webhooks drive past_due/active).
+   */
+  BILLING_PROVIDER: z.enum(['manual', 'stripe']).default('manual'),
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  /** The `whsec_…` secret Stripe signs webhook events with; without it the Stripe webhook route answers 404. */
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Set only for the local Stripe simulator (`npm start`); on AWS the SDK talks to api.stripe.com. */
+  STRIPE_API_URL: z.url().optional(),
+  /** The Stripe price of each plan, as JSON: `{"pro": "price_…"}`. */
+  STRIPE_PRICES: z.string().optional(),
+  /** A `past_due` subscription keeps working this long after the failed payment; then it is refused as inactive. */
+  PAST_DUE_GRACE_DAYS: z.coerce.number().int().min(0).max(90).default(7),
+  /** The queue of usage roll-ups: `usage.updated` at most once per organization per USAGE_ROLLUP_SECONDS. */
+  USAGE_ROLLUP_QUEUE_URL: z.string().min(1).optional(),
+  USAGE_ROLLUP_SECONDS: z.coerce.number().int().min(1).max(900).default(60),
+  /**
    * The loopback ports (127.0.0.0/8, ::1) tools and webhooks may reach, e.g. `8080,9000-9099`; none unless listed.
    * Private ranges are never reachable.
    */

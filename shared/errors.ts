@@ -152,6 +152,46 @@ export class WebhookDisabledError extends AppError {
   readonly code = 'WEBHOOK_DISABLED';
 }
 
+/** The subscription is canceled or paused (or past due beyond its grace period): operations that consume are refused. */
+export class SubscriptionInactiveError extends AppError {
+  readonly code = 'SUBSCRIPTION_INACTIVE';
+}
+
+/** The subscription's status does not allow this change (e.g. resuming an active subscription). */
+export class InvalidSubscriptionTransitionError extends AppError {
+  readonly code = 'INVALID_SUBSCRIPTION_TRANSITION';
+}
+
+/** A plan the catalog does not hold. */
+export class UnknownPlanError extends AppError {
+  readonly code = 'UNKNOWN_PLAN';
+}
+
+/** A refusal the client may retry after `retryAfterSeconds` (sent as `Retry-After`). */
+abstract class RetryLaterError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The seconds after which a refused request may be retried, for the errors that say so. */
+export function retryAfterOf(error: unknown): number | undefined {
+  return error instanceof RetryLaterError ? error.retryAfterSeconds : undefined;
+}
+
+/** A period quota is used up; the client may try again when the period ends (`Retry-After`). */
+export class QuotaExceededError extends RetryLaterError {
+  readonly code = 'QUOTA_EXCEEDED';
+}
+
+/** The organization (or the API key) sent more requests than its rate limit admits; retry after `Retry-After`. */
+export class RateLimitedError extends RetryLaterError {
+  readonly code = 'RATE_LIMITED';
+}
+
 export class PhoneNumberTakenError extends AppError {
   readonly code = 'PHONE_NUMBER_TAKEN';
 }
@@ -180,7 +220,7 @@ export class TelephonyUnavailableError extends AppError {
   readonly code = 'TELEPHONY_UNAVAILABLE';
 }
 
-/** A request claiming to come from the carrier whose signature does not verify. */
+/** A request claiming to come from a provider (carrier, billing) whose signature does not verify (or is missing, or too old). */
 export class InvalidSignatureError extends AppError {
   readonly code = 'INVALID_SIGNATURE';
 }

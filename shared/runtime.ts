@@ -4,16 +4,23 @@ import type { Principal } from './auth/principal.ts';
 import { parseConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
-import type { AgentStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, ToolStore, WebhookStore } from './ports.ts';
+import { createPlanCatalog, type PlanCatalog } from './domain/plans.ts';
+import { RateLimiter } from './domain/rate-limit.ts';
+import { checkRequestRate, type RequestRateCheck } from './domain/request-limits.ts';
+import type { AgentStore, AnalyticsStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
+import { DynamoAnalyticsStore } from './store/analytics-store.ts';
 import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
 import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
+import { DynamoSubscriptionStore } from './store/subscription-store.ts';
+import { DynamoRateLimitStore } from './store/rate-limit-store.ts';
 import { DynamoToolStore } from './store/tool-store.ts';
+import { DynamoUsageStore } from './store/usage-store.ts';
 import { DynamoWebhookStore } from './store/webhook-store.ts';
 
 /** Everything a handler needs, built once per process from configuration. */
@@ -31,10 +38,22 @@ export interface Runtime {
   sessions: SessionStore;
   webhooks: WebhookStore;
   eventLog: EventLogStore;
+  plans: PlanCatalog;
+  subscriptions: SubscriptionStore;
+  usage: UsageStore;
+  rateLimiter: RateLimiter;
+  analytics: AnalyticsStore;
+  checkRequestRate?: (principal: Principal) => Promise<RequestRateCheck>;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
 export function createRuntime(config: Config): Runtime {
+  const built = runtimeOf(config);
+  if (config.RATE_LIMITING === 'on') built.checkRequestRate = (principal) => checkRequestRate(built, principal);
+  return built;
+}
+
+function runtimeOf(config: Config): Runtime {
   const client = createDocumentClient(config);
   const table = config.TABLE_NAME;
   // One cipher for every store, so they share its cache of data keys.
@@ -52,6 +71,11 @@ export function createRuntime(config: Config): Runtime {
     sessions: new DynamoSessionStore(client, table, secrets),
     webhooks: new DynamoWebhookStore(client, table, secrets),
     eventLog: new DynamoEventLogStore(client, table),
+    plans: createPlanCatalog(config),
+    subscriptions: new DynamoSubscriptionStore(client, table),
+    usage: new DynamoUsageStore(client, table),
+    rateLimiter: new RateLimiter(new DynamoRateLimitStore(client, table)),
+    analytics: new DynamoAnalyticsStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

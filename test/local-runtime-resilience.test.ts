@@ -77,6 +77,10 @@ describe('a running local runtime', () => {
       HOST: '127.0.0.1',
       INIT_ORG_ID: 'hostile-clients',
       INIT_API_KEY: key,
+      // Hundreds of hostile requests in seconds from one organization: its plan's rate limit and message quota
+      // are not what this suite tests.
+      RATE_LIMITING: 'off',
+      PLANS: JSON.stringify({ free: { name: 'Free', quotas: { chat_messages: null, voice_seconds: null, knowledge_chunks: null }, concurrentCalls: 1, requestsPerSecond: 5, burst: 10 } }),
       EVENT_STREAM_HEARTBEAT_MS: '150',
     });
     server = await startServer(env, port);

@@ -148,6 +148,24 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(isRunning(running.child)).toBe(true);
   }, 90_000);
 
+  it('keys CLI subscription set (the manual billing provider) changes the subscription the server answers with', async () => {
+    // Prepare
+    expect(server && isRunning(server.child)).toBe(true);
+    const running = server as RunningServer;
+
+    // Act
+    const result = await runKeysCli(['subscription', 'set', '--org', 'acme', '--status', 'past_due', '--plan', 'pro'], childEnv({ DATA_DIR: dataDir }));
+    const refused = await runKeysCli(['subscription', 'set', '--org', 'acme', '--status', 'frozen'], childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: 'past_due', currentPlan: 'pro' });
+    const shown = await call(running, 'GET', '/v1/chat/subscription', { key: initKey });
+    expect(shown.body).toMatchObject({ status: 'past_due', currentPlan: 'pro' });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/--status must be one of active, past_due, canceled, paused/);
+  }, 60_000);
+
   it.each([
     ['no arguments', []],
     ['an unknown command', ['delete', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read']],

@@ -1,38 +1,58 @@
 /**
  * `npm run --silent keys -- create --org ID --name NAME --scopes a,b`: creates an API key (and the organization
- * if it is new) and prints one JSON object on stdout. Uses the database of a running `npm start` on the same
- * DATA_DIR, or starts DynamoDB Local on that DATA_DIR for the moment.
+ * if it is new) and prints one JSON object on stdout.
+ * `npm run --silent keys -- subscription set --org ID --status STATUS [--plan PLAN]`: the `manual` billing
+ * provider's operator command: sets the subscription (any status, e.g. `past_due`), emitting
+ * `subscription.updated`, and prints it. Uses the database of a running `npm start` on the same DATA_DIR, or
+ * starts DynamoDB Local on that DATA_DIR for the moment.
  */
 import { parseArgs } from 'node:util';
 import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { issueApiKey } from '../../shared/domain/api-keys.ts';
+import { changeSubscription } from '../../shared/domain/subscriptions.ts';
+import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/schemas/billing.ts';
 import { createApiKeyBody } from '../../shared/schemas/api-key.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { dataDirectory, findRunningInstance, startLocalDatabase, useLocalDatabase, type LocalDatabase } from './environment.ts';
 
-const usage = 'usage: npm run --silent keys -- create --org ID --name NAME --scopes scope[,scope...]';
+const usage = [
+  'usage: npm run --silent keys -- create --org ID --name NAME --scopes scope[,scope...]',
+  `       npm run --silent keys -- subscription set --org ID --status ${subscriptionStatuses.join('|')} [--plan PLAN]`,
+].join('\n');
 
 function fail(message: string): never {
   console.error(message);
   process.exit(2);
 }
 
-let parsed: { positionals: string[]; values: { org?: string | undefined; name?: string | undefined; scopes?: string | undefined } };
+interface Options {
+  org?: string | undefined;
+  name?: string | undefined;
+  scopes?: string | undefined;
+  status?: string | undefined;
+  plan?: string | undefined;
+}
+let parsed: { positionals: string[]; values: Options };
 try {
   parsed = parseArgs({
     allowPositionals: true,
-    options: { org: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' } },
+    options: { org: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'string' }, status: { type: 'string' }, plan: { type: 'string' } },
   });
 } catch (error) {
   // An unknown option or a missing option value: say so with the usage, not with a stack trace.
   fail(`${(error as Error).message}\n${usage}`);
 }
 const { positionals, values } = parsed;
-if (positionals[0] !== 'create' || !values.org || !values.name || !values.scopes) fail(usage);
+const command = positionals.join(' ');
+const creating = command === 'create' && values.name !== undefined && values.scopes !== undefined && values.status === undefined && values.plan === undefined;
+const settingSubscription = command === 'subscription set' && values.status !== undefined && values.name === undefined && values.scopes === undefined;
+if (!values.org || !(creating || settingSubscription)) fail(usage);
 const orgId = values.org.trim();
 if (!orgIdPattern.test(orgId)) fail('--org must be 1 to 128 letters, digits, dots, dashes or underscores');
-const input = createApiKeyBody.safeParse({ name: values.name, scopes: values.scopes.split(',').map((scope) => scope.trim()) });
-if (!input.success) fail(input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('\n'));
+const input = creating ? createApiKeyBody.safeParse({ name: values.name, scopes: values.scopes?.split(',').map((scope) => scope.trim()) }) : undefined;
+if (input && !input.success) fail(input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('\n'));
+const status = values.status as SubscriptionStatus | undefined;
+if (settingSubscription && !subscriptionStatuses.includes(status as SubscriptionStatus)) fail(`--status must be one of ${subscriptionStatuses.join(', ')}`);
 
 const dataDir = dataDirectory();
 const running = findRunningInstance(dataDir);
@@ -46,8 +66,12 @@ try {
   }
   const deps = runtime();
   await deps.orgs.ensure({ id: orgId, name: orgId, createdAt: deps.clock.now().toISOString() });
-  const key = await issueApiKey(deps, orgId, input.data);
-  console.log(JSON.stringify({ id: key.id, orgId: key.orgId, name: key.name, scopes: key.scopes, key: key.key }));
+  if (input?.success) {
+    const key = await issueApiKey(deps, orgId, input.data);
+    console.log(JSON.stringify({ id: key.id, orgId: key.orgId, name: key.name, scopes: key.scopes, key: key.key }));
+  } else {
+    console.log(JSON.stringify(await changeSubscription(deps, orgId, { kind: 'set', status: status as SubscriptionStatus, plan: values.plan })));
+  }
 } catch (error) {
   console.error((error as Error).message);
   process.exitCode = 1;

@@ -16,6 +16,7 @@ import { startQueuePollers } from './queue-poller.ts';
 import { startLocalQueues } from './queues.ts';
 import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
+import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
 import { startLocalVoice } from './voice.ts';
 
@@ -38,6 +39,13 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
     process.exit(1);
   },
 );
+// Stripe's stand-in, before the handlers read their configuration: the Stripe adapter talks to it, and its
+// signed events reach the webhook route.
+const stripe = await startStripeSimulator({ webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`, webhookSecret: process.env.STRIPE_WEBHOOK_SECRET });
+denyEgressTo(stripe.url);
+process.env.STRIPE_API_URL ??= stripe.url;
+process.env.STRIPE_WEBHOOK_SECRET ??= stripe.webhookSecret;
+process.env.STRIPE_SECRET_KEY ??= 'sk_test_local';
 // Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
@@ -110,6 +118,7 @@ async function shutdown(signal: string): Promise<void> {
   await router.stop();
   await queuePollers.stop();
   await queues.stop();
+  await stripe.stop();
   await voice.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);

@@ -24,14 +24,21 @@ const lastUseWrittenAt = new Map<string, number>();
  * Which organization a key hash belongs to never changes, so it may be remembered; whether the key is still valid
  * may not, and is looked up on every request.
  */
-const organizationOfKey = new Map<string, { orgId: string; keyId: string }>();
+const organizationOfKey = new Map<string, RememberedKey>();
+
+/** What never changes about a key: its organization, its id and its own rate limit. */
+interface RememberedKey {
+  orgId: string;
+  keyId: string;
+  rateLimit?: Principal['rateLimit'];
+}
 const maxRememberedKeys = 10_000;
 
 /**
  * The organization a request's API key belongs to, if this process has seen the key before: lets a route start
  * its reads while `authenticate` confirms the key. Not a credential check.
  */
-export function rememberedOrganization(headers: Record<string, string | undefined>): { orgId: string; keyId: string } | undefined {
+export function rememberedOrganization(headers: Record<string, string | undefined>): RememberedKey | undefined {
   const apiKey = headers['x-api-key']?.trim();
   return apiKey ? organizationOfKey.get(hashApiKey(apiKey)) : undefined;
 }
@@ -55,10 +62,15 @@ async function authenticateApiKey(deps: AuthDeps, key: string): Promise<Authenti
   const keyHash = hashApiKey(key);
   const identity = await deps.apiKeys.findByHash(keyHash);
   if (!identity || !hashesEqual(identity.keyHash, keyHash)) throw new UnauthorizedError('Invalid API key.');
-  const principal: Principal = { orgId: identity.orgId, scopes: identity.scopes, via: { kind: 'apiKey', keyId: identity.keyId } };
+  const principal: Principal = {
+    orgId: identity.orgId,
+    scopes: identity.scopes,
+    ...(identity.rateLimit ? { rateLimit: identity.rateLimit } : {}),
+    via: { kind: 'apiKey', keyId: identity.keyId },
+  };
   if (!organizationOfKey.has(keyHash)) {
     if (organizationOfKey.size >= maxRememberedKeys) organizationOfKey.delete(organizationOfKey.keys().next().value as string);
-    organizationOfKey.set(keyHash, { orgId: identity.orgId, keyId: identity.keyId });
+    organizationOfKey.set(keyHash, { orgId: identity.orgId, keyId: identity.keyId, ...(identity.rateLimit ? { rateLimit: identity.rateLimit } : {}) });
   }
   const now = deps.clock.now();
   const last = lastUseWrittenAt.get(identity.keyId);

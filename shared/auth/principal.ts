@@ -2,6 +2,8 @@
 export interface Principal {
   orgId: string;
   scopes: string[];
+  /** The API key's own rate limit, when it was created with one. */
+  rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
   /** `apiKey` with the key's id, or `jwt` with the token's subject. */
   via: { kind: 'apiKey'; keyId: string } | { kind: 'jwt'; subject: string | undefined };
 }

@@ -22,6 +22,7 @@ export const scopes = [
   'campaigns:read',
   'campaigns:write',
   'analytics:read',
+  'usage:read',
   'billing:read',
   'billing:write',
   'keys:manage',

@@ -38,6 +38,7 @@ export async function issueApiKey(
     orgId,
     name: input.name,
     scopes: input.scopes,
+    ...(input.rateLimit ? { rateLimit: input.rateLimit } : {}),
     prefix: displayPrefix(key),
     createdAt: deps.clock.now().toISOString(),
   };

@@ -1,3 +1,4 @@
+import type { QuotaMetric } from '../schemas/billing.ts';
 import type { Session } from '../schemas/session.ts';
 import { v7 as uuidv7 } from 'uuid';
 
@@ -40,6 +41,12 @@ function sessionPayload(session: Session, eventType: string): Record<string, unk
   };
 }
 
+/** The envelope shape (`usage.updated`, `subscription.updated`, …): the top-level `id` is the event id, the facts under `data`. */
+function envelopeEvent(orgId: string, type: string, createdAt: string, data: Record<string, unknown>): DomainEvent {
+  const eventId = uuidv7();
+  return { eventId, type, orgId, createdAt, payload: { id: eventId, eventId, type, createdAt, data } };
+}
+
 function sessionUpdated(session: Session, at: string, changedFields: string[]): DomainEvent {
   return event(session.orgId, 'session.updated', at, { id: session.id, eventType: 'session.updated', createdAt: at, changedFields, state: session.state });
 }
@@ -65,4 +72,10 @@ export const events = {
 
   /** A re-run replaced the analysis of an ended session. */
   analysisReplaced: (session: Session) => sessionUpdated(session, session.updatedAt, ['analysis']),
+
+  subscriptionUpdated: (orgId: string, at: string, data: { subscriptionId: string; status: string; currentPlan: string }) =>
+    envelopeEvent(orgId, 'subscription.updated', at, data),
+
+  usageUpdated: (orgId: string, at: string, data: { period: { start: string; end: string }; metrics: Record<QuotaMetric, number> }) =>
+    envelopeEvent(orgId, 'usage.updated', at, data),
 };

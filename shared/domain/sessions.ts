@@ -1,3 +1,4 @@
+import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import {
   AgentInactiveError,
   MessagesHistoryError,
@@ -24,8 +25,14 @@ export interface SessionDeps {
   config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
 }
 
-export async function createSession(deps: SessionDeps, orgId: string, input: CreateSessionInput, sealResponse?: SealResponse): Promise<Session> {
-  const agent = await deps.agents.get(orgId, input.agentId);
+export async function createSession(
+  deps: SessionDeps & AdmissionDeps,
+  orgId: string,
+  input: CreateSessionInput,
+  sealResponse?: SealResponse,
+): Promise<Session> {
+  // The quota check reads beside the agent's read, not after it.
+  const [agent] = await Promise.all([deps.agents.get(orgId, input.agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
   if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
   if (!deps.catalog.byId(agent.modelId)) {

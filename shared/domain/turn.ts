@@ -9,6 +9,7 @@ import type { StoredSession, ToolStore, TurnContext } from '../ports.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { logger } from '../logger.ts';
+import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 
@@ -27,11 +28,11 @@ export interface ToolCallContext {
   signal: AbortSignal;
 }
 
-export interface TurnDeps extends SessionDeps {
+export interface TurnDeps extends SessionDeps, AdmissionDeps {
   tools: ToolStore;
   languageModel(model: Model): LanguageModelV4;
   executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
-  config: SessionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
+  config: SessionDeps['config'] & AdmissionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
 }
 
 export interface PreparedTurn {
@@ -88,7 +89,8 @@ export async function prepareTurn(
     throw new SessionBusyError(`Session ${sessionId} stayed busy with another message; retry.`);
   }
   try {
-    const [context] = await Promise.all([readTurnContext(deps, orgId, sessionId), verified]);
+    // The subscription and quota check reads beside the turn's own reads (or not at all, while its cache holds).
+    const [context] = await Promise.all([readTurnContext(deps, orgId, sessionId), verified, assertMayConsume(deps, orgId, 'chat_messages')]);
     const session = context.session ? await expireIfIdle(deps, context.session) : undefined;
     if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
     assertNotExpired(session);
@@ -196,6 +198,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   let content = '';
   let modelMs = 0;
   let firstTokenMs: number | undefined;
+  // Tokens of every model call of the turn, as the provider reports them: the usage meter counts them by model.
+  const tokens = { inputTokens: 0, outputTokens: 0 };
   const toolTimings: { name: string; durationMs: number }[] = [];
   let failure: { code: string; message: string; status: number } | undefined;
   let agentEnded = false;
@@ -228,6 +232,9 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
           stepText += part.delta;
         } else if (part.type === 'tool-call') {
           calls.push(part);
+        } else if (part.type === 'finish') {
+          tokens.inputTokens += part.usage.inputTokens.total ?? 0;
+          tokens.outputTokens += part.usage.outputTokens.total ?? 0;
         } else if (part.type === 'error') {
           throw part.error instanceof Error ? part.error : new Error(String(part.error));
         }
@@ -294,6 +301,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     content,
     metadata: {
       model: { id: model.id, provider: model.provider, name: model.name },
+      usage: tokens,
       timings: {
         modelFirstTokenMs: round2(firstTokenMs),
         modelTotalMs: round2(modelMs),

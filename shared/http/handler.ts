@@ -14,6 +14,8 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  RateLimitedError,
+  retryAfterOf,
   UnsupportedMediaTypeError,
   ValidationError,
   type FieldIssue,
@@ -35,6 +37,8 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   verified: Promise<void>;
   deps: Deps;
   requestId: string;
+  /** The body as sent (decoded from base64 if need be), for the routes that verify a signature over it. */
+  rawBody: string;
   /** The request's headers, names lower-cased (for the few routes that read one, such as Last-Event-ID). */
   headers: Readonly<Record<string, string | undefined>>;
   /**
@@ -58,6 +62,8 @@ export type RouteImplementations<Routes extends Record<string, RouteDefinition>,
 export interface PipelineDeps extends AuthDeps {
   idempotency: IdempotencyStore;
   config: { MAX_BODY_BYTES: number };
+  /** The request's rate limits (docs/usage-and-billing.md#rate-limits); without it, every request is admitted. */
+  checkRequestRate?: (principal: Principal) => Promise<{ admitted: boolean; retryAfterSeconds: number; headers: Record<string, string> }>;
 }
 
 type Result = APIGatewayProxyStructuredResultV2;
@@ -72,6 +78,8 @@ interface ApiState {
   input?: { params: unknown; query: unknown; body: unknown };
   pending: Promise<unknown>[];
   idempotency?: { orgId: string; key: string; claimId?: string; replay?: StoredResponse; sealed?: boolean };
+  /** The rate-limit headers every response of an authenticated request carries. */
+  rateLimitHeaders?: Record<string, string>;
 }
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
@@ -147,7 +155,7 @@ const requestContext = (): Middleware => ({
 });
 
 async function finish(state: ApiState, event: APIGatewayProxyEventV2, response: Result | null | undefined): Promise<void> {
-  if (response) response.headers = { ...response.headers, ...deprecationHeaders(state.route), 'x-request-id': state.requestId };
+  if (response) response.headers = { ...response.headers, ...state.rateLimitHeaders, ...deprecationHeaders(state.route), 'x-request-id': state.requestId };
   await Promise.allSettled(state.pending);
   logger.info('request', {
     requestId: state.requestId,
@@ -182,6 +190,8 @@ const errorEnvelope = (): Middleware => ({
     if (envelope.error.status >= 500) logger.error('unhandled error', { requestId, error: request.error as Error });
     const headers: Record<string, string> =
       request.error instanceof MethodNotAllowedError ? { allow: request.error.allowedMethods.join(', ') } : {};
+    const retryAfter = retryAfterOf(request.error);
+    if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
     request.response = jsonResponse(envelope.error.status, envelope, headers);
   },
 });
@@ -235,12 +245,24 @@ const authorize = (deps: () => AuthDeps): Middleware => ({
       return;
     }
     // The organization is known; the key itself is confirmed while the implementation reads.
-    state.principal = { orgId: remembered.orgId, scopes: [], via: { kind: 'apiKey', keyId: remembered.keyId } };
+    state.principal = { orgId: remembered.orgId, scopes: [], ...(remembered.rateLimit ? { rateLimit: remembered.rateLimit } : {}), via: { kind: 'apiKey', keyId: remembered.keyId } };
     const confirmation = verify().then((principal) => {
       state.principal = principal;
     });
     confirmation.catch(() => undefined);
     state.verified = confirmation;
+  },
+});
+
+/** Admits the request within its organization's (and key's) rate limits, or answers 429 RATE_LIMITED. */
+const rateLimit = (deps: () => PipelineDeps): Middleware => ({
+  before: async (request) => {
+    const state = request.internal.api;
+    const check = deps().checkRequestRate;
+    if (!state.principal || !check) return;
+    const outcome = await check(state.principal);
+    state.rateLimitHeaders = outcome.headers;
+    if (!outcome.admitted) throw new RateLimitedError(`Too many requests; retry in ${outcome.retryAfterSeconds} s.`, outcome.retryAfterSeconds);
   },
 });
 
@@ -370,12 +392,14 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     .use(errorEnvelope())
     .use(resolveRoute(routes, options.unmatched ?? []))
     .use(authorize(deps))
+    .use(rateLimit(deps))
     .use(parseInput(deps))
     .use(idempotency(deps))
     .handler(async (event, context) => {
       const state = stateByContext.get(context);
       if (!state) throw new Error('pipeline state missing');
-      return dispatch(state, implementations, deps, event.headers ?? {});
+      const rawBody = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+      return dispatch(state, implementations, deps, event.headers ?? {}, rawBody);
     });
 }
 
@@ -413,6 +437,7 @@ async function dispatch<Deps extends PipelineDeps>(
   implementations: Record<string, (input: never) => Promise<unknown>>,
   deps: () => Deps,
   requestHeaders: Readonly<Record<string, string | undefined>>,
+  rawBody: string,
 ): Promise<Result> {
   if (state.idempotency?.replay) {
     const { status, body, headers } = state.idempotency.replay;
@@ -426,6 +451,7 @@ async function dispatch<Deps extends PipelineDeps>(
     verified: state.verified,
     deps: deps(),
     requestId: state.requestId,
+    rawBody,
     headers: requestHeaders,
     reauthorize: () => reauthorize(state, deps(), requestHeaders),
     sealResponse: responseSealer(state, deps()),

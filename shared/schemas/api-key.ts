@@ -8,6 +8,8 @@ export const createApiKeyBody = z.strictObject({
     .array(z.string().refine(isScope, { error: `must be one of ${scopes.join(', ')}` }))
     .min(1, { error: 'must hold at least one scope' })
     .transform((list) => [...new Set(list)]),
+  /** A limit of the key's own, below its organization's plan (docs/usage-and-billing.md#rate-limits). */
+  rateLimit: z.strictObject({ requestsPerSecond: z.number().positive().max(10_000), burst: z.number().int().min(1).max(100_000) }).optional(),
 });
 
 export const listApiKeysQuery = paginationQuery.extend({
@@ -22,6 +24,7 @@ export interface ApiKey {
   orgId: string;
   name: string;
   scopes: string[];
+  rateLimit?: { requestsPerSecond: number; burst: number } | undefined;
   prefix: string;
   createdAt: string;
   lastUsedAt?: string | undefined;

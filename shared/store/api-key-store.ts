@@ -12,7 +12,7 @@ import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
-const apiKeyFieldOrder = ['id', 'orgId', 'name', 'scopes', 'prefix', 'createdAt', 'lastUsedAt'];
+const apiKeyFieldOrder = ['id', 'orgId', 'name', 'scopes', 'rateLimit', 'prefix', 'createdAt', 'lastUsedAt'];
 
 export class DynamoApiKeyStore implements ApiKeyStore {
   private readonly client: DynamoDBDocumentClient;
@@ -24,7 +24,7 @@ export class DynamoApiKeyStore implements ApiKeyStore {
   }
 
   async create(key: ApiKey, keyHash: string, completion?: IdempotencyCompletion): Promise<boolean> {
-    const identity: KeyIdentity = { orgId: key.orgId, keyId: key.id, scopes: key.scopes, keyHash };
+    const identity: KeyIdentity = { orgId: key.orgId, keyId: key.id, scopes: key.scopes, keyHash, ...(key.rateLimit ? { rateLimit: key.rateLimit } : {}) };
     try {
       await transactWithCompletion(
         this.client,
@@ -98,8 +98,8 @@ export class DynamoApiKeyStore implements ApiKeyStore {
       new GetCommand({ TableName: this.tableName, Key: keys.apiKeyHash(keyHash), ConsistentRead: true }),
     );
     if (!result.Item) return undefined;
-    const { orgId, keyId, scopes } = result.Item as KeyIdentity;
-    return { orgId, keyId, scopes, keyHash: result.Item.keyHash as string };
+    const { orgId, keyId, scopes, rateLimit } = result.Item as KeyIdentity;
+    return { orgId, keyId, scopes, keyHash: result.Item.keyHash as string, ...(rateLimit ? { rateLimit } : {}) };
   }
 
   async recordUse(orgId: string, keyId: string, at: string): Promise<void> {

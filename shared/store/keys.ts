@@ -51,6 +51,25 @@ export const keys = {
   /** One per analysis asked for (the end's, each re-run's); its INSERT on the stream sends it to the analysis queue. */
   analysisJob: (orgId: string, sessionId: string, jobId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: `ANALYSIS#${jobId}` }),
   outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
+  /** Usage counters of an organization, one item per hour, day and month (`HOUR#2026-11-25T11`, `DAY#…`, `MONTH#…`). */
+  usagePartition: (orgId: string) => `ORG#${orgId}#USAGE`,
+  usageCounter: (orgId: string, granularity: 'hour' | 'day' | 'month', bucket: string) => ({
+    pk: `ORG#${orgId}#USAGE`,
+    sk: `${granularity.toUpperCase()}#${bucket}`,
+  }),
+  /** What of a session's records the meter has counted: the watermark that makes counting exactly once. */
+  usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
+  /** When `usage.updated` was last sent for the organization, and what it said. */
+  usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
+  /** A rate-limit bucket: `org` for the organization, `key#<keyId>` for an API key with its own limit. */
+  rateLimit: (orgId: string, bucket: string) => ({ pk: `ORG#${orgId}#RL#${bucket}`, sk: '#RL' }),
+  /** Analytics aggregates: one item per agent per day and per hour (`DAY#2026-11-25#AGENT#<id>`, `HOUR#2026-11-25T11#AGENT#<id>`). */
+  analyticsPartition: (orgId: string) => `ORG#${orgId}#ANALYTICS`,
+  analyticsAggregate: (orgId: string, granularity: 'hour' | 'day', bucket: string, agentId: string) => ({
+    pk: `ORG#${orgId}#ANALYTICS`,
+    sk: `${granularity.toUpperCase()}#${bucket}#AGENT#${agentId}`,
+  }),
+  subscription: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SUBSCRIPTION' }),
   phoneNumber: (orgId: string, phoneNumberId: string) => ({ pk: `ORG#${orgId}`, sk: `PHONE#${phoneNumberId}` }),
   phoneNumberPrefix: 'PHONE#',
   /** Cross-tenant, like the API-key hash: which organization owns a number (inbound routing, worldwide uniqueness). */

@@ -25,12 +25,11 @@ import { sendTransaction, transactionCancellationCodes, type TransactItem } from
 import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
+import { outboxPut, outboxRetentionSeconds } from './outbox.ts';
 import { queryAll } from './query-all.ts';
 import { tableDefinition, type IndexName } from './table.ts';
 import { toExecutableTool } from './tool-store.ts';
 
-/** Outbox events and analysis jobs live a week in the partition of what they describe; the stream hands them on when written. */
-const outboxRetentionSeconds = 7 * 24 * 60 * 60;
 
 const sessionFieldOrder = [
   'id', 'orgId', 'agentId', 'type', 'direction', 'platform', 'state', 'metadata', 'createdAt', 'updatedAt',
@@ -465,7 +464,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private outboxPuts(orgId: string, sessionId: string, events: DomainEvent[]): TransactItem[] {
-    return events.map((event) => ({ Put: { TableName: this.tableName, Item: outboxItem(orgId, sessionId, event) } }));
+    return events.map((event) => outboxPut(this.tableName, keys.sessionPartition(orgId, sessionId), event));
   }
 }
 
@@ -478,7 +477,7 @@ export function sessionCreationWrites(tableName: string, session: StoredSession,
     { Put: { TableName: tableName, Item: sessionItem(session), ConditionExpression: 'attribute_not_exists(pk)' } },
     ...counterUpdates(tableName, session, { [counterCell(session.state, session.platform)]: 1 }),
     { Put: { TableName: tableName, Item: expiryItem(session.orgId, session.id, expiresAt) } },
-    ...events.map((event) => ({ Put: { TableName: tableName, Item: outboxItem(session.orgId, session.id, event) } })),
+    ...events.map((event) => outboxPut(tableName, keys.sessionPartition(session.orgId, session.id), event)),
   ];
 }
 
@@ -514,14 +513,4 @@ function sessionItem(session: StoredSession): Record<string, unknown> {
 /** The item whose TTL deletion tells the `session-expiry` consumer that the session may have gone idle. */
 function expiryItem(orgId: string, sessionId: string, expiresAt: number): Record<string, unknown> {
   return { ...keys.sessionExpiry(orgId, sessionId), entity: 'sessionExpiry', orgId, sessionId, expiresAt };
-}
-
-/** A domain event waiting in the session's partition for the stream to hand it on. */
-export function outboxItem(orgId: string, sessionId: string, event: DomainEvent): Record<string, unknown> {
-  return {
-    ...keys.outbox(keys.sessionPartition(orgId, sessionId), event.eventId),
-    entity: 'outbox',
-    ...event,
-    expiresAt: Math.floor(Date.parse(event.createdAt) / 1000) + outboxRetentionSeconds,
-  };
 }

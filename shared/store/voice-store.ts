@@ -7,7 +7,8 @@ import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
-import { outboxItem, sessionCreationWrites } from './session-store.ts';
+import { outboxPut } from './outbox.ts';
+import { sessionCreationWrites } from './session-store.ts';
 
 const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'createdAt', 'updatedAt'];
 
@@ -179,7 +180,7 @@ export class DynamoVoiceStore implements VoiceStore {
   }
 
   async recordCarrierCall(session: StoredSession, callSid: string | undefined, created: DomainEvent): Promise<void> {
-    const outbox = { Put: { TableName: this.tableName, Item: outboxItem(session.orgId, session.id, created) } };
+    const outbox = outboxPut(this.tableName, keys.sessionPartition(session.orgId, session.id), created);
     if (callSid === undefined) {
       await this.client.send(new PutCommand(outbox.Put));
       return;

@@ -660,8 +660,8 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery, analysis and call-backstop queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(5);
+    // The stream consumers' failures, the delivery, analysis, usage roll-up and call-backstop queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(6);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);

@@ -1,0 +1,27 @@
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { scheduleRollup } from '../../shared/domain/usage-rollup.ts';
+import { meteredRecordOf } from '../../shared/domain/usage.ts';
+import { perOrganization } from '../../shared/events/per-organization.ts';
+import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
+
+/**
+ * Counts usage from the table's stream: each organization's records of the batch in one transaction (per 100
+ * items), exactly once whatever the retries (shared/store/exactly-once-counter.ts). When one organization fails,
+ * the batch is retried from its first record, which the markers make harmless for the records already counted.
+ */
+export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+  const deps = usageRollupRuntime();
+  return perOrganization(
+    event,
+    (item) => {
+      const record = meteredRecordOf(item);
+      return record && { orgId: record.orgId, value: record };
+    },
+    async (orgId, records) => {
+      await deps.usage.record(orgId, records);
+      // Even a replay that adds nothing schedules a roll-up: the first delivery may have counted, then failed before.
+      await scheduleRollup(deps, orgId);
+    },
+    'could not count usage; retrying from the first record of the organization',
+  );
+}

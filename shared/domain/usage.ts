@@ -1,0 +1,111 @@
+/**
+ * Usage metering: what each record of the table stream counts, per organization. Counting happens in the
+ * `usage-meter` stream consumer, never in a request's path; a per-session watermark makes it exactly once
+ * (docs/usage-and-billing.md#metering).
+ */
+
+/** Counter attributes: the spec's metrics, tool calls, and `tokens_in:<modelId>` / `tokens_out:<modelId>`. */
+export type UsageCounts = Record<string, number>;
+
+/** One countable record: a message (identified by its sequence number in its session) or a voice session's end. */
+export interface MeteredRecord {
+  orgId: string;
+  sessionId: string;
+  /** The message's sequence number; absent for a voice session's end, which counts once per session. */
+  seq?: number;
+  /** When it happened: the hour, day and month it is counted in. */
+  at: string;
+  counts: UsageCounts;
+}
+
+export const tokensInPrefix = 'tokens_in:';
+export const tokensOutPrefix = 'tokens_out:';
+
+const sessionPartitionPattern = /^ORG#(.+)#SES#([^#]+)$/;
+
+/**
+ * What a newly written item counts, if anything. Messages: `chat_messages` for USER and ASSISTANT ones, model
+ * tokens by model id from an assistant message's `metadata.usage`, `tool_calls` (and `tool_errors`) for TOOL ones.
+ * The seam for voice: the `session.ended` outbox record of a VOICE session counts its seconds (end − start,
+ * rounded up), whoever writes it.
+ */
+export function meteredRecordOf(item: Record<string, unknown>): MeteredRecord | undefined {
+  const partition = sessionPartitionPattern.exec(String(item.pk));
+  if (!partition) return undefined;
+  const [, orgId = '', sessionId = ''] = partition;
+  if (item.entity === 'message' && typeof item.seq === 'number') {
+    // Every message is a record, even one that counts nothing: the meter's sequence has no holes.
+    return { orgId, sessionId, seq: item.seq, at: String(item.createdAt), counts: messageCounts(item) };
+  }
+  if (item.entity === 'outbox' && item.type === 'session.ended') {
+    const payload = item.payload as { type?: string; createdAt?: string; endedAt?: string } | undefined;
+    if (payload?.type !== 'VOICE' || !payload.createdAt || !payload.endedAt) return undefined;
+    const seconds = Math.max(0, Math.ceil((Date.parse(payload.endedAt) - Date.parse(payload.createdAt)) / 1000));
+    return { orgId, sessionId, at: payload.endedAt, counts: { voice_seconds: seconds } };
+  }
+  return undefined;
+}
+
+function messageCounts(item: Record<string, unknown>): UsageCounts {
+  if (item.role === 'USER') return { chat_messages: 1 };
+  if (item.role === 'TOOL') {
+    const failed = (item.toolCall as { status?: string } | undefined)?.status === 'ERROR';
+    return failed ? { tool_calls: 1, tool_errors: 1 } : { tool_calls: 1 };
+  }
+  if (item.role !== 'ASSISTANT') return {};
+  const counts: UsageCounts = { chat_messages: 1 };
+  const metadata = item.metadata as { model?: { id?: string }; usage?: { inputTokens?: number; outputTokens?: number } } | undefined;
+  const modelId = metadata?.model?.id;
+  if (modelId && metadata.usage) {
+    counts[`${tokensInPrefix}${modelId}`] = metadata.usage.inputTokens ?? 0;
+    counts[`${tokensOutPrefix}${modelId}`] = metadata.usage.outputTokens ?? 0;
+  }
+  return counts;
+}
+
+export type Granularity = 'hour' | 'day' | 'month';
+
+/** The bucket of a time at a granularity: `2026-11-25T11`, `2026-11-25`, `2026-11` (UTC). */
+export function bucketOf(at: string, granularity: Granularity): string {
+  const iso = new Date(at).toISOString();
+  return granularity === 'hour' ? iso.slice(0, 13) : granularity === 'day' ? iso.slice(0, 10) : iso.slice(0, 7);
+}
+
+/** Start (inclusive) and end (exclusive) of the bucket that holds `at`. */
+export function bucketBounds(at: Date, granularity: Granularity): { start: Date; end: Date } {
+  const start = new Date(at);
+  if (granularity === 'month') start.setUTCDate(1);
+  if (granularity !== 'hour') start.setUTCHours(0);
+  start.setUTCMinutes(0, 0, 0);
+  const end = new Date(start);
+  if (granularity === 'hour') end.setUTCHours(end.getUTCHours() + 1);
+  else if (granularity === 'day') end.setUTCDate(end.getUTCDate() + 1);
+  else end.setUTCMonth(end.getUTCMonth() + 1);
+  return { start, end };
+}
+
+/** Adds `counts` into `into`, metric by metric. */
+export function addCounts(into: UsageCounts, counts: UsageCounts): UsageCounts {
+  for (const [metric, value] of Object.entries(counts)) into[metric] = (into[metric] ?? 0) + value;
+  return into;
+}
+
+const shownMetrics = ['chat_messages', 'voice_seconds', 'knowledge_chunks', 'tool_calls', 'tool_errors'] as const;
+
+/** The counters as the API shows them: every metric (0 when never counted), and tokens by model id. */
+export function shownUsage(counts: UsageCounts): {
+  metrics: Record<(typeof shownMetrics)[number], number>;
+  tokens: { modelId: string; inputTokens: number; outputTokens: number }[];
+} {
+  const metrics = Object.fromEntries(shownMetrics.map((metric) => [metric, counts[metric] ?? 0])) as Record<(typeof shownMetrics)[number], number>;
+  const modelIds = Object.keys(counts)
+    .filter((metric) => metric.startsWith(tokensInPrefix))
+    .map((metric) => metric.slice(tokensInPrefix.length))
+    .sort();
+  const tokens = modelIds.map((modelId) => ({
+    modelId,
+    inputTokens: counts[`${tokensInPrefix}${modelId}`] ?? 0,
+    outputTokens: counts[`${tokensOutPrefix}${modelId}`] ?? 0,
+  }));
+  return { metrics, tokens };
+}
