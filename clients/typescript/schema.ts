@@ -129,6 +129,40 @@ export interface paths {
     /** Send a delivered or dead-lettered event to the endpoint again, once */
     post: operations["retryDelivery"];
   };
+  "/v1/chat/usage": {
+    /** Usage as a time series (hour, day or month) and the current period beside the plan quotas */
+    get: operations["getUsage"];
+  };
+  "/v1/chat/plans": {
+    /** The plan catalog: monthly quotas, concurrent calls, request rate and burst */
+    get: operations["listPlans"];
+  };
+  "/v1/chat/subscription": {
+    /** The organization subscription: status, plan, current period */
+    get: operations["getSubscription"];
+    /** Change the plan (a canceled subscription starts anew on it) */
+    patch: operations["changePlan"];
+  };
+  "/v1/chat/subscription/pause": {
+    /** Pause the subscription: consuming operations answer 403 until resumed */
+    post: operations["pauseSubscription"];
+  };
+  "/v1/chat/subscription/resume": {
+    /** Resume a paused subscription */
+    post: operations["resumeSubscription"];
+  };
+  "/v1/chat/subscription/cancel": {
+    /** Cancel the subscription; reads keep working */
+    post: operations["cancelSubscription"];
+  };
+  "/v1/chat/analytics/overview": {
+    /** Sessions, durations, messages, analysis outcomes, tools, timings and voice minutes, with a series by day or hour */
+    get: operations["overview"];
+  };
+  "/v1/chat/analytics/agents/{agentId}": {
+    /** The same for one agent; the series as CSV with Accept: text/csv */
+    get: operations["agentAnalytics"];
+  };
   "/api/v1/phone-numbers": {
     /** The organization's phone numbers (oldest first, at most `size`) */
     get: operations["listPhoneNumbers"];
@@ -285,6 +319,10 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       lastUsedAt?: string;
+      rateLimit?: {
+        requestsPerSecond: number;
+        burst: number;
+      };
     };
     Session: {
       /** Format: uuid */
@@ -463,6 +501,10 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       lastUsedAt?: string;
+      rateLimit?: {
+        requestsPerSecond: number;
+        burst: number;
+      };
       key: string;
     };
     ListApiKeysResponse: {
@@ -764,6 +806,166 @@ export interface components {
         nextCursor?: string;
       };
     };
+    GetUsageResponse: {
+      /** @enum {string} */
+      granularity: "hour" | "day" | "month";
+      /** Format: date-time */
+      from: string;
+      /** Format: date-time */
+      to: string;
+      series: {
+          /** Format: date-time */
+          start: string;
+          /** Format: date-time */
+          end: string;
+          metrics: {
+            chat_messages: number;
+            voice_seconds: number;
+            knowledge_chunks: number;
+            tool_calls: number;
+            tool_errors: number;
+          };
+          tokens: {
+              modelId: string;
+              inputTokens: number;
+              outputTokens: number;
+            }[];
+        }[];
+      currentPeriod: {
+        /** Format: date-time */
+        start: string;
+        /** Format: date-time */
+        end: string;
+        plan: string;
+        metrics: {
+          chat_messages: number;
+          voice_seconds: number;
+          knowledge_chunks: number;
+          tool_calls: number;
+          tool_errors: number;
+        };
+        tokens: {
+            modelId: string;
+            inputTokens: number;
+            outputTokens: number;
+          }[];
+        quotas: {
+          chat_messages: number | null;
+          voice_seconds: number | null;
+          knowledge_chunks: number | null;
+        };
+      };
+    };
+    ListPlansResponse: {
+      data: ({
+          id: string;
+          name: string;
+          quotas: {
+            chat_messages: number | null;
+            voice_seconds: number | null;
+            knowledge_chunks: number | null;
+          };
+          concurrentCalls: number | null;
+          requestsPerSecond: number;
+          burst: number;
+        })[];
+    };
+    GetSubscriptionResponse: {
+      subscriptionId: string;
+      /** @enum {string} */
+      status: "active" | "past_due" | "canceled" | "paused";
+      currentPlan: string;
+      /** @enum {string} */
+      provider: "manual" | "stripe";
+      /** Format: date-time */
+      currentPeriodStart: string;
+      /** Format: date-time */
+      currentPeriodEnd: string;
+      /** Format: date-time */
+      pastDueSince?: string;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+    };
+    OverviewResponse: {
+      /** Format: date-time */
+      from: string;
+      /** Format: date-time */
+      to: string;
+      /** @enum {string} */
+      granularity: "day" | "hour";
+      agentId: string | null;
+      totals: {
+        sessions: {
+          total: number;
+          ended: number;
+          byType: {
+            [key: string]: number;
+          };
+          byPlatform: {
+            [key: string]: number;
+          };
+          byState: {
+            [key: string]: number;
+          };
+          byEndedReason: {
+            [key: string]: number;
+          };
+        };
+        durationSeconds: {
+          p50: number;
+          p95: number;
+          count: number;
+        } | null;
+        messages: number;
+        messagesPerSession: {
+          mean: number | null;
+          p50: number | null;
+          p95: number | null;
+        };
+        resolution: {
+          [key: string]: number;
+        };
+        sentiment: {
+          [key: string]: number;
+        };
+        topIntents: {
+            intent: string;
+            count: number;
+          }[];
+        tools: {
+          calls: number;
+          errors: number;
+          errorRate: number | null;
+        };
+        timings: {
+          modelFirstTokenMs: {
+            p50: number;
+            p95: number;
+            count: number;
+          } | null;
+          platformMs: {
+            p50: number;
+            p95: number;
+            count: number;
+          } | null;
+        };
+        voiceMinutes: number;
+      };
+      series: {
+          /** Format: date-time */
+          start: string;
+          /** Format: date-time */
+          end: string;
+          sessions: number;
+          ended: number;
+          messages: number;
+          toolCalls: number;
+          toolErrors: number;
+          voiceMinutes: number;
+        }[];
+    };
     ListPhoneNumbersResponse: {
       items: components["schemas"]["ImportPhoneNumberResponse"][];
     };
@@ -792,6 +994,10 @@ export interface components {
     CreateApiKeyBody: {
       name: string;
       scopes: string[];
+      rateLimit?: {
+        requestsPerSecond: number;
+        burst: number;
+      };
     };
     CreateAgentBody: {
       fullName: string;
@@ -1005,6 +1211,9 @@ export interface components {
       description?: string | null;
       enabled?: boolean;
     };
+    ChangePlanBody: {
+      plan: string;
+    };
     ImportPhoneNumberBody: {
       phone_number: string;
       /**
@@ -1145,6 +1354,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -1271,6 +1493,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -1346,6 +1581,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -1487,6 +1735,19 @@ export interface operations {
               status?: 422;
             };
           });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -1640,6 +1901,19 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -1728,6 +2002,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -1809,6 +2096,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -1884,6 +2184,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -1968,6 +2281,19 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -2111,6 +2437,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -2188,6 +2527,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -2296,6 +2648,19 @@ export interface operations {
               code?: "TOOL_IN_USE";
               /** @constant */
               status?: 409;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -2451,6 +2816,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -2535,6 +2913,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -2613,6 +3004,19 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -2705,6 +3109,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -2779,17 +3196,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -2855,6 +3272,19 @@ export interface operations {
               status?: 422;
             };
           };
+        };
+      };
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+              /** @constant */
+              status?: 429;
+            };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -2935,17 +3365,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -3011,6 +3441,19 @@ export interface operations {
               status?: 422;
             };
           };
+        };
+      };
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+              /** @constant */
+              status?: 429;
+            };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -3092,6 +3535,19 @@ export interface operations {
               status?: 404;
             };
           });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -3192,6 +3648,19 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -3271,6 +3740,19 @@ export interface operations {
               status?: 404;
             };
           });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -3384,6 +3866,19 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -3458,17 +3953,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
@@ -3534,6 +4029,19 @@ export interface operations {
               status?: 415;
             };
           };
+        };
+      };
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+              /** @constant */
+              status?: 429;
+            };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -3635,6 +4143,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -3715,6 +4236,19 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -3858,6 +4392,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -3939,6 +4486,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4014,6 +4574,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -4169,6 +4742,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4246,6 +4832,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -4351,6 +4950,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4429,6 +5041,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -4528,6 +5153,890 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Usage as a time series (hour, day or month) and the current period beside the plan quotas */
+  getUsage: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        granularity?: "hour" | "day" | "month";
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetUsageResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The plan catalog: monthly quotas, concurrent calls, request rate and burst */
+  listPlans: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListPlansResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization subscription: status, plan, current period */
+  getSubscription: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Change the plan (a canceled subscription starts anew on it) */
+  changePlan: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["ChangePlanBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: UNKNOWN_PLAN */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNKNOWN_PLAN";
+              /** @constant */
+              status?: 422;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Pause the subscription: consuming operations answer 403 until resumed */
+  pauseSubscription: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Resume a paused subscription */
+  resumeSubscription: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Cancel the subscription; reads keep working */
+  cancelSubscription: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Sessions, durations, messages, analysis outcomes, tools, timings and voice minutes, with a series by day or hour */
+  overview: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        agentId?: string;
+        granularity?: "day" | "hour";
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["OverviewResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The same for one agent; the series as CSV with Accept: text/csv */
+  agentAnalytics: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        granularity?: "day" | "hour";
+      };
+      path: {
+        agentId: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["OverviewResponse"];
+          "text/csv": string;
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4605,6 +6114,19 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -4748,6 +6270,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4829,6 +6364,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -4904,6 +6452,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -5029,6 +6590,19 @@ export interface operations {
               code?: "UNSUPPORTED_MEDIA_TYPE";
               /** @constant */
               status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -5188,6 +6762,19 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -5280,6 +6867,19 @@ export interface operations {
           });
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -5352,6 +6952,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };
@@ -5463,6 +7076,19 @@ export interface operations {
           };
         };
       };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
       /** @description Internal error: GENERIC_ERROR */
       500: {
         content: {
@@ -5533,6 +7159,19 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
             };
           };
         };

@@ -24,6 +24,7 @@ export const analyticsRoutes = defineRouteGroup({
       params: agentAnalyticsParams,
       query: agentAnalyticsQuery,
       response: analyticsResponse,
+      alsoAnswers: ['text/csv'],
       overlapAuthentication: true,
     },
   },

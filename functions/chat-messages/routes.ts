@@ -17,7 +17,7 @@ export const chatMessageRoutes = defineRouteGroup({
       successStatus: 200,
       response: sentMessageSchema,
       events: replyEventSchema,
-      errors: ['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SESSION', 'SESSION_BUSY', 'MESSAGES_HISTORY_ERROR', 'MODEL_ERROR'],
+      errors: ['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SESSION', 'SESSION_BUSY', 'MESSAGES_HISTORY_ERROR', 'MODEL_ERROR', 'QUOTA_EXCEEDED', 'SUBSCRIPTION_INACTIVE'],
       params: idParams,
       body: sendMessageBody,
       // The turn's reads start while the key is confirmed: one round trip fewer before the first token.

@@ -41,6 +41,7 @@ export const usageRoutes = defineRouteGroup({
       successStatus: 200,
       body: changePlanBody,
       response: subscriptionSchema,
+      errors: ['UNKNOWN_PLAN', 'INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
     },
     pauseSubscription: {
       method: 'POST',
@@ -49,6 +50,7 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Pause the subscription: consuming operations answer 403 until resumed',
       successStatus: 200,
       response: subscriptionSchema,
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
     },
     resumeSubscription: {
       method: 'POST',
@@ -57,10 +59,12 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Resume a paused subscription',
       successStatus: 200,
       response: subscriptionSchema,
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
     },
     stripeWebhook: {
       method: 'POST',
       path: '/v1/billing/stripe/webhook',
+      internal: true,
       scope: 'public',
       summary: 'Stripe events (payment failed or paid, subscription paused, resumed, deleted), verified by Stripe-Signature',
       successStatus: 200,
@@ -73,6 +77,7 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Cancel the subscription; reads keep working',
       successStatus: 200,
       response: subscriptionSchema,
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
     },
   },
 });

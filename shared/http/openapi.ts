@@ -95,7 +95,7 @@ export const documentedRoutes = (groups: readonly RouteGroup[]): { operation: st
 export function errorCodesOf(route: RouteDefinition): ErrorCode[] {
   const codes: ErrorCode[] = [];
   if (route.query || route.body || route.idempotent) codes.push('VALIDATION_ERROR');
-  if (route.scope !== 'public') codes.push('UNAUTHORIZED', 'FORBIDDEN', 'UPSTREAM_UNAVAILABLE');
+  if (route.scope !== 'public') codes.push('UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'UPSTREAM_UNAVAILABLE');
   // A malformed id names nothing: 404, like an unknown one.
   if (route.params) codes.push('NOT_FOUND');
   if (route.body) codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
@@ -202,6 +202,7 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
   const content: Record<string, JsonSchema> = {};
   if (refs.response) content['application/json'] = { schema: ref(refs.response) };
   if (refs.events) content['text/event-stream'] = { schema: ref(refs.events) };
+  for (const mediaType of route.alsoAnswers ?? []) content[mediaType] = { schema: { type: 'string' } };
   const success: JsonSchema = {
     description: refs.events
       ? `${statusText[route.successStatus]}. As \`text/event-stream\`: each event's \`data:\` is one JSON document of the schema shown.`

@@ -28,6 +28,8 @@ export interface RouteDefinition {
    * describes it and the integration tests check each response against it (docs/openapi.md).
    */
   response?: z.ZodType;
+  /** Other media types the success body can be asked for with `Accept` (e.g. `text/csv`), as text. */
+  alsoAnswers?: readonly string[];
   /** A route that can answer with server-sent events: the schema of each event's `data:`. */
   events?: z.ZodType;
   /**

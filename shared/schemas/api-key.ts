@@ -39,6 +39,8 @@ export const apiKeySchema = z.object({
   prefix: z.string(),
   createdAt: instant,
   lastUsedAt: instant.optional(),
+  /** The key's own rate limit, below its organization's, when it was created with one. */
+  rateLimit: z.object({ requestsPerSecond: z.number(), burst: z.int() }).optional(),
 }) satisfies z.ZodType<ApiKey>;
 
 export const apiKeyPage = pageOf(apiKeySchema);

@@ -79,6 +79,10 @@ export function assertDocumentedResponse(response: ReceivedResponse): void {
     throw new Error(`${what} as ${contentType}; /openapi.json describes ${Object.keys(described.content).join(', ')}`);
   }
   const validate = validatorAt(['paths', route.path, method, 'responses', String(response.status), 'content', contentType, 'schema']);
+  if (contentType !== 'application/json' && contentType !== 'text/event-stream') {
+    check(validate, response.text, what);
+    return;
+  }
   if (contentType === 'text/event-stream') {
     for (const data of eventData(response.text)) check(validate, parseJson(data, what), `${what}, event ${data}`);
     return;
