@@ -3,6 +3,7 @@ import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { eventRoutes } from './events/routes.ts';
+import { knowledgeRoutes } from './knowledge/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
@@ -20,4 +21,5 @@ export const routeGroups: readonly RouteGroup[] = [
   chatMessageRoutes,
   eventRoutes,
   webhookRoutes,
+  knowledgeRoutes,
 ];

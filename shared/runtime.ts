@@ -11,6 +11,7 @@ import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
 import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
+import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
 import { DynamoToolStore } from './store/tool-store.ts';
@@ -31,6 +32,7 @@ export interface Runtime {
   sessions: SessionStore;
   webhooks: WebhookStore;
   eventLog: EventLogStore;
+  knowledge: DynamoKnowledgeStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
@@ -52,6 +54,7 @@ export function createRuntime(config: Config): Runtime {
     sessions: new DynamoSessionStore(client, table, secrets),
     webhooks: new DynamoWebhookStore(client, table, secrets),
     eventLog: new DynamoEventLogStore(client, table),
+    knowledge: new DynamoKnowledgeStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

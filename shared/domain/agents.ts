@@ -5,12 +5,15 @@ import { analysisConfigProblems } from '../schemas/analysis.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { ModelType } from '../schemas/model.ts';
+import type { DynamoKnowledgeStore } from '../store/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { assertKnowledgeStoreExists } from './knowledge.ts';
 
 export interface AgentDeps {
   agents: AgentStore;
   catalog: ModelCatalog;
   clock: Clock;
+  knowledge: Pick<DynamoKnowledgeStore, 'getStore'>;
 }
 
 export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, sealResponse?: SealResponse): Promise<Agent> {
@@ -27,6 +30,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     updatedAt: now,
   });
   checkConfiguration(deps.catalog, agent, modelFields);
+  if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
   await deps.agents.create(agent, sealResponse?.(agent));
   return agent;
 }
@@ -64,6 +68,7 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   const next = merged as unknown as Agent;
   // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
   checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
+  if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
   await deps.agents.replace(previous, next);
   return next;
 }

@@ -20,6 +20,8 @@ export interface RouteDefinition {
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** The success body's shape (documentation and contract tests); absent for 204s. */
+  response?: z.ZodType;
   /** Accepts an `Idempotency-Key` header (POSTs that create something). */
   idempotent?: boolean;
   /**
@@ -46,6 +48,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   sealsSecrets?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */
   catchAll?: boolean;
+  /** Reads or writes knowledge stores' vectors (gets the vector store's configuration and rights; docs/knowledge.md). */
+  usesKnowledge?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
   queueUrls?: Record<string, QueueDefinition>;
 }
