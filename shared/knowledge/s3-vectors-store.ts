@@ -5,6 +5,7 @@ import {
   ListVectorsCommand,
   NotFoundException,
   ConflictException,
+  ValidationException,
   PutVectorsCommand,
   QueryVectorsCommand,
   type PutInputVector,
@@ -118,6 +119,7 @@ export class S3VectorsStore implements VectorStore {
       return await call();
     } catch (error) {
       if (error instanceof NotFoundException) throw new VectorIndexNotFoundError(error.message, { cause: error });
+      if (error instanceof ValidationException) throw new VectorStoreLimitError(error.message, { cause: error });
       throw error;
     }
   }
