@@ -1,8 +1,7 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
-import { embed, rerank } from 'ai';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
-import { Bm25Index, reciprocalRankFusion, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
@@ -235,61 +234,23 @@ async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>
 export interface RetrievalOptions {
   topK?: number | undefined;
   rerank?: boolean | undefined;
-  /** Which rankings to fuse: both (the default), or one alone (the evaluation compares them). */
-  methods?: readonly ('vector' | 'bm25')[];
 }
 
-/**
- * Hybrid retrieval: the nearest vectors and the BM25 best matches (each a few times `topK` deep, only chunks of
- * the versions that answer), fused by reciprocal rank fusion, then reranked when asked; `topK` are returned.
- */
+/** Retrieval over a store: its chunks that answer now, searched as `searchIndex` does (docs/knowledge.md#retrieval). */
 export async function retrieve(
   deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'embeddingModel' | 'rerankingModel'>,
   store: StoredKnowledgeStore,
   query: string,
   options: RetrievalOptions = {},
 ): Promise<RetrievedChunk[]> {
-  const topK = options.topK ?? store.config.topK;
-  const depth = Math.min(vectorLimits.maxTopK, Math.max(20, topK * 5));
-  const methods = options.methods ?? ['vector', 'bm25'];
-  const model = deps.embeddingModel(store.config.embeddingModelId);
-  if (!model) throw new EmbedderMismatchError(`The embedding model ${store.config.embeddingModelId} that built this store is not available; re-index it.`);
-  const [state, vectorKeys] = await Promise.all([
-    retrievalState(deps, store),
-    methods.includes('vector') ? nearestKeys(deps.vectors, model, store.indexName, query, depth) : Promise.resolve([]),
-  ]);
-  const rankings = [
-    ...(methods.includes('vector') ? [vectorKeys.filter((key) => state.bm25.chunk(key))] : []),
-    ...(methods.includes('bm25') ? [state.bm25.rank(query, depth)] : []),
-  ];
-  let ranked = reciprocalRankFusion(rankings).slice(0, depth);
-  if (options.rerank ?? store.config.rerank.enabled) {
-    const candidates = ranked.slice(0, Math.max(topK * 4, 10));
-    const { ranking } = await rerank({
-      model: deps.rerankingModel(store.config.rerank.model),
-      query,
-      documents: candidates.map(({ key }) => state.bm25.chunk(key)?.text ?? ''),
-    });
-    ranked = ranking.map((entry) => ({ key: candidates[entry.originalIndex]!.key, score: entry.score }));
-  }
-  const minScore = store.config.minScore ?? 0;
-  return ranked
-    .filter((entry) => entry.score >= minScore)
-    .slice(0, topK)
-    .map(({ key, score }) => {
-      const chunk = state.bm25.chunk(key)!;
-      return { documentId: chunk.documentId, documentName: chunk.documentName, chunkId: key, text: chunk.text, score: Math.round(score * 10_000) / 10_000, headingPath: chunk.headingPath };
-    });
-}
-
-async function nearestKeys(vectors: VectorStore, model: EmbeddingModelV4, indexName: string, query: string, depth: number): Promise<string[]> {
-  const { embedding } = await embed({ model, value: query, maxRetries: 1 });
-  try {
-    return (await vectors.queryVectors(indexName, { vector: embedding, topK: depth })).map((match) => match.key);
-  } catch (error) {
-    if (error instanceof VectorIndexNotFoundError) return [];
-    throw error;
-  }
+  const embeddingModel = deps.embeddingModel(store.config.embeddingModelId);
+  if (!embeddingModel) throw new EmbedderMismatchError(`The embedding model ${store.config.embeddingModelId} that built this store is not available; re-index it.`);
+  const { bm25 } = await retrievalState(deps, store);
+  return searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
+    topK: options.topK ?? store.config.topK,
+    reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
+    minScore: store.config.minScore,
+  });
 }
 
 /** `POST …/query`: what an agent on this store would see for `query`. */

@@ -5,6 +5,7 @@
  * by FNV-1a to a dimension and a sign. Similar wording gives similar vectors; meaning without shared words does not.
  */
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
+import { isStopWord } from './reranker.ts';
 
 export const builtinEmbeddingModelId = 'builtin/hashed-ngrams-256';
 export const builtinEmbeddingDimensions = 256;
@@ -25,6 +26,7 @@ export function embedText(text: string, dimensions = builtinEmbeddingDimensions)
     vector[hash % dimensions]! += hash & 0x80000000 ? -weight : weight;
   };
   for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    if (isStopWord(word)) continue;
     add(`w:${word}`, 1);
     if (word.length > 5) add(`p:${word.slice(0, 5)}`, 0.5);
     const padded = `^${word}$`;

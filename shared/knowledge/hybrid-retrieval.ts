@@ -1,5 +1,9 @@
+import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
+import { embed, rerank } from 'ai';
 import MiniSearch from 'minisearch';
+import type { RetrievedChunk } from '../schemas/knowledge.ts';
 import { contentWords } from './reranker.ts';
+import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 
 /** One chunk as the retrieval sees it: its vector key and what a citation shows. */
 export interface IndexedChunk {
@@ -66,5 +70,58 @@ export class Bm25Index {
       if (keys.length >= limit) break;
     }
     return keys;
+  }
+}
+
+/** What one search reads: the BM25 index of the chunks that answer, and the vector index holding their vectors. */
+export interface SearchableIndex {
+  bm25: Bm25Index;
+  vectors: VectorStore;
+  indexName: string;
+  embeddingModel: EmbeddingModelV4;
+}
+
+export interface SearchOptions {
+  topK: number;
+  /** Reorders the fused candidates when given. */
+  reranker?: RerankingModelV4 | undefined;
+  minScore?: number | undefined;
+  /** Which rankings to fuse: both (the default), or one alone (the evaluation compares them). */
+  methods?: readonly ('vector' | 'bm25')[];
+}
+
+/**
+ * Hybrid search: the nearest vectors and the BM25 best matches, each a few times `topK` deep (vectors of versions
+ * that no longer answer are dropped: they are not in the BM25 index), fused by reciprocal rank fusion, reranked
+ * when asked, cut to `topK` above `minScore`.
+ */
+export async function searchIndex(index: SearchableIndex, query: string, options: SearchOptions): Promise<RetrievedChunk[]> {
+  const depth = Math.min(vectorLimits.maxTopK, Math.max(20, options.topK * 5));
+  const methods = options.methods ?? ['vector', 'bm25'];
+  const rankings: string[][] = [];
+  if (methods.includes('vector')) rankings.push((await nearestKeys(index, query, depth)).filter((key) => index.bm25.chunk(key)));
+  if (methods.includes('bm25')) rankings.push(index.bm25.rank(query, depth));
+  let ranked = reciprocalRankFusion(rankings).slice(0, depth);
+  if (options.reranker) {
+    const candidates = ranked.slice(0, Math.max(options.topK * 4, 10));
+    const { ranking } = await rerank({ model: options.reranker, query, documents: candidates.map(({ key }) => index.bm25.chunk(key)!.text) });
+    ranked = ranking.map((entry) => ({ key: candidates[entry.originalIndex]!.key, score: entry.score }));
+  }
+  return ranked
+    .filter((entry) => entry.score >= (options.minScore ?? 0))
+    .slice(0, options.topK)
+    .map(({ key, score }) => {
+      const chunk = index.bm25.chunk(key)!;
+      return { documentId: chunk.documentId, documentName: chunk.documentName, chunkId: key, text: chunk.text, score: Math.round(score * 10_000) / 10_000, headingPath: chunk.headingPath };
+    });
+}
+
+async function nearestKeys(index: SearchableIndex, query: string, depth: number): Promise<string[]> {
+  const { embedding } = await embed({ model: index.embeddingModel, value: query, maxRetries: 1 });
+  try {
+    return (await index.vectors.queryVectors(index.indexName, { vector: embedding, topK: depth })).map((match) => match.key);
+  } catch (error) {
+    if (error instanceof VectorIndexNotFoundError) return [];
+    throw error;
   }
 }

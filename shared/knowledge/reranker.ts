@@ -6,6 +6,8 @@ const stopWords = new Set(
   'a an and are as at be by can do does for from how i in is it my of on or the this to what when where which who why with you your'.split(' '),
 );
 
+export const isStopWord = (word: string): boolean => stopWords.has(word);
+
 /** The distinct content words of a text, lower-cased. */
 export function contentWords(text: string): Set<string> {
   return new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((word) => !stopWords.has(word)));
