@@ -13,6 +13,7 @@ import { Bm25Index, searchIndex, type IndexedChunk, type SearchableIndex } from 
 import { LocalFlatVectorStore } from '../shared/knowledge/local-flat-index.ts';
 import { vectorLimits } from '../shared/knowledge/vector-store.ts';
 import { knowledgeStoreConfig } from '../shared/schemas/knowledge.ts';
+import type { Check } from './report.ts';
 
 const evalDir = resolve(import.meta.dirname, 'knowledge-eval');
 const { chunking } = knowledgeStoreConfig.parse({});
@@ -143,6 +144,40 @@ export async function measureKnowledge(log: (line: string) => void): Promise<Kno
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/** Knowledge stores' targets (issue 14). */
+export const knowledgeTargets = {
+  hybridRecallAt2: 0.85,
+  queryP50Ms: 20,
+};
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
+const round1 = (value: number) => Math.round(value * 10) / 10;
+
+export function knowledgeChecks(result: KnowledgeBenchResult): Check[] {
+  const { bm25, vector, hybrid } = result.quality;
+  const best = Math.max(bm25.recallAt2, vector.recallAt2);
+  return [
+    { figure: 'knowledge hybrid recall@2 vs the better single method', value: round3(hybrid.recallAt2), unit: '', target: round3(best), comparison: '>=', pass: hybrid.recallAt2 >= best },
+    { figure: 'knowledge hybrid recall@2', value: round3(hybrid.recallAt2), unit: '', target: knowledgeTargets.hybridRecallAt2, comparison: '>=', pass: hybrid.recallAt2 >= knowledgeTargets.hybridRecallAt2 },
+    { figure: `knowledge query p50 (${result.query.chunks} chunks)`, value: round1(result.query.p50Ms), unit: 'ms', target: knowledgeTargets.queryP50Ms, comparison: '<=', pass: result.query.p50Ms <= knowledgeTargets.queryP50Ms },
+  ];
+}
+
+export function knowledgeReport(result: KnowledgeBenchResult): string[] {
+  const { quality, ingestion, query } = result;
+  const row = (name: string, figures: RetrievalQuality) => `     ${name.padEnd(18)} recall@2 ${figures.recallAt2.toFixed(3)}   MRR@10 ${figures.mrrAt10.toFixed(3)}`;
+  return [
+    '',
+    `9. Knowledge retrieval (in-process: local flat index, MiniSearch BM25, built-in embedder) — targets: hybrid recall@2 ≥ ${knowledgeTargets.hybridRecallAt2} and ≥ either method alone; query p50 ≤ ${knowledgeTargets.queryP50Ms} ms`,
+    `   Evaluation set: ${quality.hybrid.questions} questions over ${quality.hybrid.chunks} chunks (bench/knowledge-eval)`,
+    row('BM25 alone', quality.bm25),
+    row('embedding alone', quality.vector),
+    row('hybrid (RRF)', quality.hybrid),
+    `   Ingestion (chunk, embed, write vectors): ${ingestion.chunksPerSecond.toFixed(0)} chunks/s over ${ingestion.chunks} chunks; floor, embedding alone: ${ingestion.floorEmbeddingChunksPerSecond.toFixed(0)} chunks/s`,
+    `   Query on ${query.chunks} chunks, ${query.queries} queries (embed, flat search, BM25, fusion): p50 ${query.p50Ms.toFixed(2)} ms, p99 ${query.p99Ms.toFixed(2)} ms; floor, one bare scan of every vector: p50 ${query.floorScanP50Ms.toFixed(2)} ms`,
+  ];
 }
 
 if (process.argv[1] === import.meta.filename) console.log(JSON.stringify(await measureKnowledge(console.log), null, 2));

@@ -9,6 +9,7 @@ import type { WebhookBenchResult } from './webhooks.ts';
 import type { AnalysisBenchResult } from './analysis.ts';
 import type { MessagePagesResult } from './message-pages.ts';
 import type { SessionPagesResult } from './session-pages.ts';
+import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -73,6 +74,7 @@ export interface BenchResults {
   analysis: AnalysisBenchResult;
   messagePages: MessagePagesResult;
   sessionPages: SessionPagesResult;
+  knowledge: KnowledgeBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -287,6 +289,8 @@ export function formatReport(results: BenchResults): string {
     `   page ${list.deepPage} by number, no cursor (the pages before it are read and passed over): ${ms(list.deepPageByNumberMs)}; state=OPEN page 1: ${ms(list.openPageOneMs)}`,
     `   DynamoDB read units of one page (its Query and the counters' Query): ${list.readUnitsPerPage}; seeding took ${list.seedSeconds.toFixed(0)} s`,
   );
+
+  lines.push(...knowledgeReport(results.knowledge));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
- * conversation turns, webhook delivery, post-session analysis, and long message histories and session lists.
+ * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, and knowledge retrieval.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +17,7 @@ import { measureWebhooks } from './webhooks.ts';
 import { measureAnalysis } from './analysis.ts';
 import { measureMessagePages } from './message-pages.ts';
 import { measureSessionPages } from './session-pages.ts';
+import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -63,7 +64,10 @@ const sessionPages = await withDatabase('session list', 'bench-session-pages', (
   return measureSessionPages(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages);
+log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
+const knowledge = await measureKnowledge(log);
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages), ...knowledgeChecks(knowledge)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -83,6 +87,7 @@ const results: BenchResults = {
   analysis,
   messagePages,
   sessionPages,
+  knowledge,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

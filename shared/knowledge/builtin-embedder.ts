@@ -1,11 +1,11 @@
 /**
  * The built-in embedding model (`builtin/hashed-ngrams-256`): offline and deterministic, since no npm package ships
  * embedding weights. A text becomes a 256-dimension vector of hashed features, L2-normalised: each lower-cased word
- * (weight 1, its stem-like 5-character prefix 0.5) and each character 3-gram inside a word (weight 0.25), hashed
+ * (stemmed, weight 1) and each character 3-gram inside a word (weight 0.25), hashed
  * by FNV-1a to a dimension and a sign. Similar wording gives similar vectors; meaning without shared words does not.
  */
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
-import { isStopWord } from './reranker.ts';
+import { isStopWord, stem } from './reranker.ts';
 
 export const builtinEmbeddingModelId = 'builtin/hashed-ngrams-256';
 export const builtinEmbeddingDimensions = 256;
@@ -27,8 +27,7 @@ export function embedText(text: string, dimensions = builtinEmbeddingDimensions)
   };
   for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
     if (isStopWord(word)) continue;
-    add(`w:${word}`, 1);
-    if (word.length > 5) add(`p:${word.slice(0, 5)}`, 0.5);
+    add(`w:${stem(word)}`, 1);
     const padded = `^${word}$`;
     for (let index = 0; index + 3 <= padded.length; index += 1) add(`g:${padded.slice(index, index + 3)}`, 0.25);
   }

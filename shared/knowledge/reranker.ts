@@ -8,6 +8,18 @@ const stopWords = new Set(
 
 export const isStopWord = (word: string): boolean => stopWords.has(word);
 
+/**
+ * A light English stemmer: strips the commonest inflections (`retries` → `retri`, `delivered` → `deliver`,
+ * `sessions` → `session`), so that BM25 and the built-in embedder match a word's forms. Short words stay whole.
+ */
+export function stem(word: string): string {
+  if (word.length <= 4) return word;
+  for (const suffix of ['ations', 'ation', 'ings', 'ing', 'ies', 'ied', 'ers', 'er', 'ed', 'es', 'ly', 's']) {
+    if (word.endsWith(suffix) && word.length - suffix.length >= 3) return word.slice(0, -suffix.length);
+  }
+  return word;
+}
+
 /** The distinct content words of a text, lower-cased. */
 export function contentWords(text: string): Set<string> {
   return new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((word) => !stopWords.has(word)));
