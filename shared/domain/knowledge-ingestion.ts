@@ -1,8 +1,9 @@
 import { embedMany } from 'ai';
 import { chunkText, indexedText } from '../knowledge/chunker.ts';
+import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
-import type { DocumentErrorCode } from '../schemas/knowledge.ts';
+import type { DocumentErrorCode, DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 
@@ -58,8 +59,9 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
 }
 
 async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument, text: string): Promise<number> {
-  if (!text.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
-  const chunks = chunkText(text, store.config.chunking, document.format === 'markdown');
+  const parsed = parseDocument(document.format, text);
+  if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
+  const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
   const model = deps.embeddingModel(store.config.embeddingModelId);
   if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.config.embeddingModelId} is not available.`);
@@ -79,6 +81,16 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
     await deps.vectors.putVectors(store.indexName, records.slice(start, start + vectorLimits.maxVectorsPerWrite));
   }
   return chunks.length;
+}
+
+/** The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. */
+function parseDocument(format: DocumentFormat, text: string): string {
+  if (format !== 'html') return text;
+  try {
+    return htmlToMarkdown(text) ?? '';
+  } catch (error) {
+    throw new DocumentFailure('PARSE_ERROR', 'The HTML could not be read.', { cause: error });
+  }
 }
 
 async function retireSuperseded(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument): Promise<void> {

@@ -71,13 +71,13 @@ export type DocumentStatus = (typeof documentStatuses)[number];
 export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT'] as const;
 export type DocumentErrorCode = (typeof documentErrorCodes)[number];
 
-export const documentFormats = ['text', 'markdown'] as const;
+export const documentFormats = ['text', 'markdown', 'html'] as const;
 export type DocumentFormat = (typeof documentFormats)[number];
 
 export const createDocumentBody = z.strictObject({
   name: requiredText(300),
   text: z.string().max(maxDocumentTextBytes, { error: `must be at most ${maxDocumentTextBytes} characters` }),
-  /** Markdown unless told: plain text chunks the same way, without headings. */
+  /** Markdown unless told: plain text chunks the same way, without headings; HTML is reduced to its readable part. */
   format: z.enum(documentFormats).default('markdown'),
 });
 export type CreateDocumentInput = z.output<typeof createDocumentBody>;

@@ -114,6 +114,26 @@ describe('knowledge stores', () => {
     ]);
   });
 
+  it('ingests HTML by its readable part: headings kept for the chunks, navigation and scripts left out', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key);
+    const page = `<!doctype html><html><head><title>Shipping guide</title><script>var tracking = "secret-tracker";</script></head>
+      <body><nav><a href="/">Home</a> <a href="/cart">Cart navigation menu</a></nav>
+      <article><h1>Shipping guide</h1>
+        <p>We ship every order from our warehouse in Lyon. Parcels leave the warehouse within two working days of payment.</p>
+        <h2>International delivery</h2>
+        <p>International parcels travel with a tracked courier and arrive within seven to ten working days.
+           Customs duties are paid by the recipient on arrival, as the carrier collects them at the door.</p>
+      </article><footer>Copyright footer text</footer></body></html>`;
+    const submitted = await addDocument(key, store.id, { name: 'Shipping', format: 'html', text: page });
+    expect(await settled(key, store.id, submitted.id)).toMatchObject({ status: 'UPSERTED', format: 'html' });
+    const [best] = await query(key, store.id, { query: 'Who pays customs duties on international parcels?', topK: 1 });
+    expect(best).toMatchObject({ documentName: 'Shipping', headingPath: ['Shipping guide', 'International delivery'] });
+    expect(best.text).toContain('Customs duties are paid by the recipient');
+    const everything = await query(key, store.id, { query: 'secret tracker navigation menu cart', topK: 5 });
+    for (const chunk of everything) expect(chunk.text).not.toMatch(/secret-tracker|navigation menu/);
+  });
+
   it('fails a document without text with NO_TEXT, and the store keeps answering from the others', async () => {
     const { key } = await api.newOrg();
     const store = await newStore(key);
