@@ -6,7 +6,15 @@ import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
 import { logger } from '../../shared/logger.ts';
 
 const queueMessage = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('document.ingest'), orgId: z.string().min(1), storeId: z.string().min(1), documentId: z.string().min(1), version: z.number().int().positive(), text: z.string() }),
+  z.object({
+    kind: z.literal('document.ingest'),
+    orgId: z.string().min(1),
+    storeId: z.string().min(1),
+    documentId: z.string().min(1),
+    version: z.number().int().positive(),
+    text: z.string().optional(),
+    url: z.string().optional(),
+  }),
   z.object({ kind: z.literal('store.delete'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
 ]);
 

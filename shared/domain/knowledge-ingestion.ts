@@ -1,9 +1,10 @@
 import { embedMany } from 'ai';
 import { chunkText, indexedText } from '../knowledge/chunker.ts';
 import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
+import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../net/egress-guard.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
-import type { DocumentErrorCode, DocumentFormat } from '../schemas/knowledge.ts';
+import { maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 
@@ -37,8 +38,11 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
     return 'skipped';
   }
   let chunkCount: number;
+  let content = document;
   try {
-    chunkCount = await writeVectors(deps, store, document, message.text);
+    const source = message.url === undefined ? { text: message.text ?? '', format: document.format ?? 'markdown' } : await fetchDocument(deps, message.url);
+    content = { ...document, format: source.format, bytes: Buffer.byteLength(source.text) };
+    chunkCount = await writeVectors(deps, store, content, source.text);
   } catch (error) {
     if (!(error instanceof DocumentFailure)) throw error;
     const at = deps.clock.now().toISOString();
@@ -47,7 +51,7 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
     return 'failed';
   }
   const at = deps.clock.now().toISOString();
-  const finished = await deps.knowledge.finishDocument(document, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
+  const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
   if (!finished) {
     // Replaced or deleted meanwhile: this version's vectors answer nothing.
     await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
@@ -59,7 +63,7 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
 }
 
 async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument, text: string): Promise<number> {
-  const parsed = parseDocument(document.format, text);
+  const parsed = parseDocument(document.format ?? 'text', text);
   if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
   const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
@@ -82,6 +86,35 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
   }
   return chunks.length;
 }
+
+/** A URL document's page; only 2xx answers in a format we read, within the size limit, are taken. */
+async function fetchDocument(deps: KnowledgeDeps, url: string): Promise<{ text: string; format: DocumentFormat }> {
+  let response: GuardedResponse;
+  try {
+    response = await guardedRequest(
+      new URL(url),
+      { method: 'GET', headers: { accept: 'text/html, text/markdown, text/plain;q=0.9', 'user-agent': 'agent-platform-knowledge/1' }, timeoutMs: fetchTimeoutMs, maxResponseBytes: maxDocumentTextBytes },
+      egressPolicyFromConfig(deps.config),
+    );
+  } catch (error) {
+    throw new DocumentFailure('FETCH_FAILED', `${url} could not be fetched: ${(error as Error).message}`, { cause: error });
+  }
+  if (response.status < 200 || response.status >= 300) throw new DocumentFailure('FETCH_FAILED', `${url} answered ${response.status} (redirects are not followed).`);
+  if (response.truncated) throw new DocumentFailure('TOO_LARGE', `${url} is larger than ${maxDocumentTextBytes} bytes.`);
+  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const format = formatByMediaType[mediaType];
+  if (!format) throw new DocumentFailure('UNSUPPORTED_TYPE', `${url} is ${mediaType || 'of no declared type'}; HTML, Markdown and plain text are read.`);
+  return { text: response.body.toString('utf8'), format };
+}
+
+const fetchTimeoutMs = 10_000;
+const formatByMediaType: Record<string, DocumentFormat> = {
+  'text/html': 'html',
+  'application/xhtml+xml': 'html',
+  'text/markdown': 'markdown',
+  'text/x-markdown': 'markdown',
+  'text/plain': 'text',
+};
 
 /** The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. */
 function parseDocument(format: DocumentFormat, text: string): string {

@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
 import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
+import type { PortRanges } from '../net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type {
@@ -22,7 +23,7 @@ import type { DomainEvent } from './events.ts';
 
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
 export type IngestionMessage =
-  | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text: string }
+  | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text?: string | undefined; url?: string | undefined }
   | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string };
 
 export interface KnowledgeDeps {
@@ -34,7 +35,7 @@ export interface KnowledgeDeps {
   /** The embedding model of that id, or undefined when this deployment has none of that id. */
   embeddingModel(modelId: string): EmbeddingModelV4 | undefined;
   rerankingModel(modelId: string | undefined): RerankingModelV4;
-  config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number };
+  config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
 }
 
 /** Chunk metadata kept with each vector; only `documentId` and `version` are filterable (S3 Vectors' 2 KB). */
@@ -135,10 +136,10 @@ export async function assertKnowledgeStoreExists(deps: { knowledge: Pick<DynamoK
 export async function submitDocument(deps: KnowledgeDeps, orgId: string, storeId: string, input: CreateDocumentInput): Promise<KnowledgeDocument> {
   await storeOf(deps, orgId, storeId);
   const at = deps.clock.now().toISOString();
-  const bytes = Buffer.byteLength(input.text);
-  const draft = { orgId, storeId, newId: newId(), name: input.name, format: input.format, bytes, at };
-  const document = await deps.knowledge.submitDocument(draft);
-  await deps.sendIngestion({ kind: 'document.ingest', orgId, storeId, documentId: document.id, version: document.version, text: input.text });
+  const content = 'url' in input ? { url: input.url } : { format: input.format, text: input.text };
+  const bytes = content.text === undefined ? 0 : Buffer.byteLength(content.text);
+  const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: content.format, url: content.url, bytes, at });
+  await deps.sendIngestion({ kind: 'document.ingest', orgId, storeId, documentId: document.id, version: document.version, ...content });
   return publicDocument(document);
 }
 

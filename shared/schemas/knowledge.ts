@@ -74,19 +74,29 @@ export type DocumentErrorCode = (typeof documentErrorCodes)[number];
 export const documentFormats = ['text', 'markdown', 'html'] as const;
 export type DocumentFormat = (typeof documentFormats)[number];
 
-export const createDocumentBody = z.strictObject({
+const inlineDocumentBody = z.strictObject({
   name: requiredText(300),
   text: z.string().max(maxDocumentTextBytes, { error: `must be at most ${maxDocumentTextBytes} characters` }),
   /** Markdown unless told: plain text chunks the same way, without headings; HTML is reduced to its readable part. */
   format: z.enum(documentFormats).default('markdown'),
 });
+
+/** A page fetched through the egress guard at ingestion; its format follows its Content-Type. */
+const urlDocumentBody = z.strictObject({
+  name: requiredText(300),
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
+});
+
+export const createDocumentBody = z.union([inlineDocumentBody, urlDocumentBody], { error: 'give {name, text} or {name, url}' });
 export type CreateDocumentInput = z.output<typeof createDocumentBody>;
 
 export const documentSchema = z.object({
   id: z.string(),
   knowledgeStoreId: z.string(),
   name: z.string(),
-  format: z.enum(documentFormats),
+  /** Known once the document's content is: at once for text, after the fetch for a URL. */
+  format: z.enum(documentFormats).optional(),
+  url: z.string().optional(),
   status: z.enum(documentStatuses),
   /** The version being built (PROCESSING) or shown; the chunks of `activeVersion` answer queries meanwhile. */
   version: z.number().int(),

@@ -35,7 +35,7 @@ export interface StoredDocument extends KnowledgeDocument {
 }
 
 const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'createdAt', 'updatedAt'] as const;
-const documentFields = ['id', 'knowledgeStoreId', 'name', 'format', 'status', 'version', 'activeVersion', 'bytes', 'chunkCount', 'error', 'createdAt', 'updatedAt'] as const;
+const documentFields = ['id', 'knowledgeStoreId', 'name', 'format', 'url', 'status', 'version', 'activeVersion', 'bytes', 'chunkCount', 'error', 'createdAt', 'updatedAt'] as const;
 
 function pick<T>(item: Record<string, unknown>, fields: readonly string[]): T {
   return Object.fromEntries(fields.filter((field) => item[field] !== undefined).map((field) => [field, item[field]])) as T;
@@ -164,20 +164,21 @@ export class DynamoKnowledgeStore {
    * A new document, or a new version of the document of that name: PROCESSING at `version`, while the chunks of
    * the version that answers now keep answering. Returns the document as written.
    */
-  async submitDocument(input: { orgId: string; storeId: string; newId: string; name: string; format: DocumentFormat; bytes: number; at: string }): Promise<StoredDocument> {
+  async submitDocument(input: { orgId: string; storeId: string; newId: string; name: string; format?: DocumentFormat | undefined; url?: string | undefined; bytes: number; at: string }): Promise<StoredDocument> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const claim = await this.client.send(
         new GetCommand({ TableName: this.tableName, Key: knowledgeKeys.documentName(input.orgId, input.storeId, input.name), ConsistentRead: true }),
       );
       const existing = claim.Item ? await this.getDocument(input.orgId, input.storeId, claim.Item.documentId as string) : undefined;
       const document: StoredDocument = existing
-        ? { ...existing, name: input.name, format: input.format, status: 'PROCESSING', version: existing.version + 1, bytes: input.bytes, chunkCount: 0, error: undefined, updatedAt: input.at }
+        ? { ...existing, name: input.name, format: input.format, url: input.url, status: 'PROCESSING', version: existing.version + 1, bytes: input.bytes, chunkCount: 0, error: undefined, updatedAt: input.at }
         : {
             id: input.newId,
             orgId: input.orgId,
             knowledgeStoreId: input.storeId,
             name: input.name,
             format: input.format,
+            url: input.url,
             status: 'PROCESSING',
             version: 1,
             bytes: input.bytes,
@@ -187,7 +188,7 @@ export class DynamoKnowledgeStore {
             createdAt: input.at,
             updatedAt: input.at,
           };
-      const { error: _dropped, ...item } = document;
+      const item = Object.fromEntries(Object.entries(document).filter(([field, value]) => value !== undefined && field !== 'error'));
       const items: TransactItem[] = [
         {
           Put: {
@@ -230,10 +231,10 @@ export class DynamoKnowledgeStore {
         TableName: this.tableName,
         Key: key,
         UpdateExpression: upserted
-          ? 'SET #status = :status, chunkCount = :chunks, activeVersion = :version, activeChunkCount = :chunks, activeBytes = :bytes, updatedAt = :at, retired = :retired REMOVE #error'
+          ? 'SET #status = :status, chunkCount = :chunks, activeVersion = :version, activeChunkCount = :chunks, bytes = :bytes, activeBytes = :bytes, #format = :format, updatedAt = :at, retired = :retired REMOVE #error'
           : 'SET #status = :status, chunkCount = :zero, #error = :error, updatedAt = :at',
         ConditionExpression: 'version = :version AND #status = :processing',
-        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error', ...(upserted ? { '#format': 'format' } : {}) },
         ExpressionAttributeValues: {
           ':status': outcome.status,
           ':version': document.version,
@@ -243,6 +244,7 @@ export class DynamoKnowledgeStore {
             ? {
                 ':chunks': outcome.chunkCount,
                 ':bytes': document.bytes,
+                ':format': document.format ?? 'text',
                 ':retired': document.activeVersion === undefined ? null : { version: document.activeVersion, chunkCount: document.activeChunkCount },
               }
             : { ':zero': 0, ':error': outcome.error }),

@@ -1,4 +1,6 @@
 import { existsSync, mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,12 +12,28 @@ let api: TestApi;
 const receiver = new Receiver();
 let receiverUrl: string;
 const vectorDir = mkdtempSync(join(tmpdir(), 'vectors-'));
+/** A customer's web site: the pages URL documents are fetched from. */
+let site: Server;
+let siteUrl: string;
+const pages: Record<string, { type: string; body: string; status?: number }> = {
+  '/faq.md': { type: 'text/markdown; charset=utf-8', body: '# FAQ\n\n## Gift cards\nGift cards never expire and can be used in every shop of the chain.' },
+  '/brochure.pdf': { type: 'application/pdf', body: '%PDF-1.4' },
+  '/gone': { type: 'text/plain', body: 'not here', status: 404 },
+};
 
 beforeAll(async () => {
+  site = createServer((request, response) => {
+    const page = pages[request.url ?? ''];
+    response.writeHead(page?.status ?? (page ? 200 : 404), { 'content-type': page?.type ?? 'text/plain' });
+    response.end(page?.body ?? '');
+  });
+  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
   receiverUrl = await receiver.start();
   api = await startApi({ KNOWLEDGE_VECTOR_DIR: vectorDir }, { streamPoller: true, queues: { visibilityTimeoutSeconds: 5 } });
 });
 afterAll(async () => {
+  await new Promise((resolve) => site.close(resolve));
   await api.close();
   await receiver.close();
 });
@@ -132,6 +150,28 @@ describe('knowledge stores', () => {
     expect(best.text).toContain('Customs duties are paid by the recipient');
     const everything = await query(key, store.id, { query: 'secret tracker navigation menu cart', topK: 5 });
     for (const chunk of everything) expect(chunk.text).not.toMatch(/secret-tracker|navigation menu/);
+  });
+
+  it('fetches a URL document through the egress guard, its format from its Content-Type; failures carry their code', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key);
+    const faq = await addDocument(key, store.id, { name: 'FAQ', url: `${siteUrl}/faq.md` });
+    expect(faq).toMatchObject({ url: `${siteUrl}/faq.md`, status: 'PROCESSING' });
+    expect(faq).not.toHaveProperty('format');
+    expect(await settled(key, store.id, faq.id)).toMatchObject({ status: 'UPSERTED', format: 'markdown', chunkCount: 1 });
+    expect((await query(key, store.id, { query: 'Do gift cards expire?', topK: 1 }))[0]).toMatchObject({ documentId: faq.id, headingPath: ['FAQ', 'Gift cards'] });
+
+    const failures: [string, string][] = [
+      [`${siteUrl}/brochure.pdf`, 'UNSUPPORTED_TYPE'],
+      [`${siteUrl}/gone`, 'FETCH_FAILED'],
+      // A private address is refused by the egress guard before any connection.
+      ['http://10.0.0.1/intranet', 'FETCH_FAILED'],
+    ];
+    for (const [url, code] of failures) {
+      const submitted = await addDocument(key, store.id, { name: url, url });
+      expect(await settled(key, store.id, submitted.id), url).toMatchObject({ status: 'FAILED', error: { code } });
+    }
+    expectError(await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents`, { key, body: { name: 'x', url: 'ftp://example.com/a' } }), 400, 'VALIDATION_ERROR');
   });
 
   it('fails a document without text with NO_TEXT, and the store keeps answering from the others', async () => {
