@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { knowledgeRoutes } from '../../functions/knowledge/routes.ts';
+import type { RouteDefinition } from '../../shared/http/route.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
@@ -93,6 +95,27 @@ describe('knowledge stores', () => {
     expect(patched.body.config).toMatchObject({ topK: 5, rerank: { enabled: true }, chunking: { size: 400 } });
     expectError(await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'x', config: { topK: 21 } } }), 400, 'VALIDATION_ERROR', 'config.topK');
     expectError(await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'x', config: { embeddingModelId: 'nope/none' } } }), 400, 'VALIDATION_ERROR', 'config.embeddingModelId');
+  });
+
+  it('answers every route with the body its declared response schema describes', async () => {
+    const { key } = await api.newOrg();
+    const routes: Record<string, RouteDefinition> = knowledgeRoutes.routes;
+    const store = await newStore(key);
+    const document = await addDocument(key, store.id, { name: 'Refund policy', text: refundPolicy });
+    await settled(key, store.id, document.id);
+    const base = `/v1/chat/knowledge-stores/${store.id}`;
+    const answers: [string, unknown][] = [
+      ['createKnowledgeStore', store],
+      ['createDocument', document],
+      ['getKnowledgeStore', (await api.request('GET', base, { key })).body],
+      ['listKnowledgeStores', (await api.request('GET', '/v1/chat/knowledge-stores', { key })).body],
+      ['updateKnowledgeStore', (await api.request('PATCH', base, { key, body: { description: null } })).body],
+      ['getDocument', (await api.request('GET', `${base}/documents/${document.id}`, { key })).body],
+      ['listDocuments', (await api.request('GET', `${base}/documents`, { key })).body],
+      ['queryKnowledgeStore', (await api.request('POST', `${base}/query`, { key, body: { query: 'refund' } })).body],
+    ];
+    for (const [name, body] of answers) expect(routes[name]!.response?.safeParse(body).error, name).toBeUndefined();
+    expect(Object.values(routes).filter((route) => route.successStatus !== 204 && !route.response)).toEqual([]);
   });
 
   it('needs knowledge:write to change and knowledge:read to look', async () => {
