@@ -63,7 +63,7 @@ export class Bm25Index {
   rank(query: string, limit: number, accept: (chunk: IndexedChunk) => boolean = () => true): string[] {
     const terms = [...contentWords(query)].join(' ');
     if (!terms) return [];
-    const results = this.search.search(terms, { boost: { heading: 1.5 } });
+    const results = this.search.search(terms, { boost: { heading: 3 } });
     const keys: string[] = [];
     for (const result of results) {
       const chunk = this.chunks.get(result.id as string);
