@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,6 +205,30 @@ describe('knowledge stores', () => {
     expect(await settled(key, store.id, empty.id)).toMatchObject({ status: 'FAILED', chunkCount: 0, error: { code: 'NO_TEXT' } });
     const listed = await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents?status=FAILED`, { key });
     expect(listed.body.data.map((document: any) => document.id)).toEqual([empty.id]);
+  });
+
+  it('handles a redelivered ingestion message once: no duplicate chunks, counts unchanged, one event', async () => {
+    const { orgId, key } = await api.newOrg();
+    const store = await newStore(key);
+    const [{ knowledgeRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const deps = knowledgeRuntime();
+    // Submitted without a queue message, so that this test delivers it itself, twice.
+    const document = await deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name: 'Refund policy', format: 'markdown', bytes: Buffer.byteLength(refundPolicy), at: new Date().toISOString() });
+    const message = { kind: 'document.ingest' as const, orgId, storeId: store.id, documentId: document.id, version: 1, text: refundPolicy };
+    expect(await handleIngestionMessage(deps, message)).toBe('upserted');
+    expect(await handleIngestionMessage(deps, message)).toBe('skipped');
+    const keys: string[] = [];
+    for await (const vector of deps.vectors.listVectors(`ks-${store.id}`)) keys.push(vector.key);
+    expect(keys.sort()).toEqual([0, 1, 2].map((n) => `doc#${document.id}#v1#${n}`));
+    expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key })).body.counts).toEqual({ documents: 1, chunks: 3, bytes: Buffer.byteLength(refundPolicy) });
+    const outbox = await deps.documentClient.send(
+      new QueryCommand({
+        TableName: deps.config.TABLE_NAME,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :outbox)',
+        ExpressionAttributeValues: { ':pk': `ORG#${orgId}#KS#${store.id}`, ':outbox': 'OUTBOX#' },
+      }),
+    );
+    expect(outbox.Items?.map((item) => item.payload.data)).toEqual([{ knowledgeStoreId: store.id, documentId: document.id, status: 'UPSERTED' }]);
   });
 
   it('fails a document left PROCESSING past the limit with TIMEOUT when it is next read', async () => {
