@@ -12,6 +12,7 @@ import type { SessionPagesResult } from './session-pages.ts';
 import type { DeveloperPagesResult } from './developer-pages.ts';
 import type { VoiceBenchResult } from './voice.ts';
 import type { UsageBenchResult } from './usage.ts';
+import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -98,6 +99,7 @@ export interface BenchResults {
   developerPages: DeveloperPagesResult;
   voice: VoiceBenchResult;
   usage: UsageBenchResult;
+  knowledge: KnowledgeBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -354,6 +356,8 @@ export function formatReport(results: BenchResults): string {
     `   analytics overview, 30 days of ${analytics.items} aggregate items standing for ${analytics.sessions} sessions, ${analytics.overviewMs.queries} queries: ` +
       `${ms(analytics.overviewMs)}; floor (the Query of the same items alone): ${ms(analytics.queryMs)}`,
   );
+
+  lines.push(...knowledgeReport(results.knowledge));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

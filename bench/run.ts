@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages, calls, and usage (rate limits, quota checks, analytics).
+ * developer pages, calls, usage (rate limits, quota checks, analytics) and knowledge retrieval.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +22,7 @@ import { measureSessionPages } from './session-pages.ts';
 import { measureDeveloperPages } from './developer-pages.ts';
 import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
+import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -88,7 +89,11 @@ const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) =
   return measureUsage(endpoint, tableName);
 });
 
-const checks = evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage);
+
+log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
+const knowledge = await measureKnowledge(log);
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -111,6 +116,7 @@ const results: BenchResults = {
   developerPages,
   voice,
   usage,
+  knowledge,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

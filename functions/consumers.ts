@@ -93,6 +93,8 @@ export interface QueueConsumer {
   invokesModels?: boolean;
   /** Signs with secrets kept at rest (gets the right to open them: kms:Decrypt). */
   opensSecrets?: boolean;
+  /** Writes knowledge stores' vectors (gets the vector store's configuration and rights). */
+  usesKnowledge?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -132,6 +134,16 @@ export const callBackstopQueue: QueueDefinition = {
   maxReceiveCount: 5,
 };
 
+/** Parsing, chunking and embedding one document (≤ 2 MB of text) stays well within this. */
+const knowledgeIngestionTimeoutSeconds = 120;
+
+/** Documents to ingest and deleted stores to clean up (docs/knowledge.md#ingestion). */
+export const knowledgeIngestionQueue: QueueDefinition = {
+  name: 'knowledge-ingestion',
+  visibilityTimeoutSeconds: knowledgeIngestionTimeoutSeconds + 10,
+  maxReceiveCount: 5,
+};
+
 export const queueConsumers: readonly QueueConsumer[] = [
   {
     name: 'webhook-delivery',
@@ -166,6 +178,16 @@ export const queueConsumers: readonly QueueConsumer[] = [
     timeoutSeconds: callBackstopTimeoutSeconds,
     // Opens the carrier's auth token to hang up a call still up.
     opensSecrets: true,
+  },
+  {
+    name: 'knowledge-ingestion',
+    entry: 'functions/knowledge-ingestion/handler.ts',
+    queue: knowledgeIngestionQueue,
+    batchSize: 5,
+    timeoutSeconds: knowledgeIngestionTimeoutSeconds,
+    queueUrlVariable: 'KNOWLEDGE_INGESTION_QUEUE_URL',
+    invokesModels: true,
+    usesKnowledge: true,
   },
 ];
 

@@ -5,6 +5,7 @@ import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { carrierCallbackRoutes } from './carrier-callbacks/routes.ts';
+import { knowledgeRoutes } from './knowledge/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { phoneNumberRoutes } from './phone-numbers/routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
@@ -28,4 +29,5 @@ export const routeGroups: readonly RouteGroup[] = [
   analyticsRoutes,
   phoneNumberRoutes,
   carrierCallbackRoutes,
+  knowledgeRoutes,
 ];

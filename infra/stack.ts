@@ -19,6 +19,7 @@ import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3vectors from 'aws-cdk-lib/aws-s3vectors';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
@@ -233,6 +234,19 @@ export class AgentPlatformStack extends Stack {
       if (access.seals || access.opens) fn.addEnvironment('SECRETS_KMS_KEY_ID', secretsKey.keyArn);
     };
 
+    // Knowledge stores' vectors (docs/knowledge.md): one S3 Vectors index per store in this bucket. Readers may only
+    // query and list; deleting a document deletes its vectors by key; only ingestion creates and deletes indexes.
+    const vectorBucket = new s3vectors.CfnVectorBucket(this, 'KnowledgeVectors', { encryptionConfiguration: { sseType: 'AES256' } });
+    const knowledgeVectorUsers: lambda.Function[] = [];
+    const grantKnowledgeVectors = (fn: lambda.Function, access: 'query' | 'manage-documents' | 'ingest') => {
+      knowledgeVectorUsers.push(fn);
+      const actions = ['s3vectors:QueryVectors', 's3vectors:GetVectors', 's3vectors:ListVectors'];
+      if (access !== 'query') actions.push('s3vectors:DeleteVectors');
+      if (access === 'ingest') actions.push('s3vectors:PutVectors', 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:GetIndex');
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [`${vectorBucket.attrVectorBucketArn}/index/*`] }));
+      fn.addEnvironment('S3_VECTORS_BUCKET', Fn.select(1, Fn.split('/', vectorBucket.attrVectorBucketArn)));
+    };
+
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
@@ -252,6 +266,8 @@ export class AgentPlatformStack extends Stack {
         }),
       );
       if (group.runsTurns) grantModelInvocation(fn);
+      if (group.usesKnowledge) grantKnowledgeVectors(fn, 'manage-documents');
+      else if (group.runsTurns) grantKnowledgeVectors(fn, 'query');
       grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns || group.opensSecrets });
       this.functions.set(group.name, fn);
 
@@ -336,6 +352,7 @@ export class AgentPlatformStack extends Stack {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);
+      if (consumer.usesKnowledge) grantKnowledgeVectors(fn, 'ingest');
       grantSecretsKey(fn, { opens: consumer.opensSecrets });
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
@@ -508,7 +525,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
-    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, props });
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, knowledgeVectorUsers, props });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
@@ -534,6 +551,7 @@ function suppressNagFindings(stack: {
   distributionLogs: s3.Bucket;
   deadLetterQueues: sqs.Queue[];
   modelInvokers: lambda.Function[];
+  knowledgeVectorUsers: lambda.Function[];
   props: AgentPlatformStackProps;
 }): void {
   const inFunction =
@@ -606,6 +624,17 @@ function suppressNagFindings(stack: {
         id: 'AwsSolutions-IAM5',
         reason: 'Models are deployment configuration (BEDROCK_MODELS) chosen per agent at run time, in any region Bedrock routes an inference profile to; only the functions that run turns or analyses get these two invoke actions (test/infra/stack.test.ts).',
         appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile|application-inference-profile)\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    stack.knowledgeVectorUsers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested; the grant is limited to the indexes of the platform\'s own vector bucket, with the actions each function needs (test/infra/stack.test.ts).',
+        appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*'],
       },
     ],
     true,

@@ -1,6 +1,9 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { Config } from './config.ts';
+import { retrieve } from './domain/knowledge.ts';
+import { knowledgeRuntime } from './knowledge-runtime.ts';
 import { createLanguageModel } from './models/providers.ts';
+import type { RetrievedChunk } from './schemas/knowledge.ts';
 import { egressPolicyFromConfig } from './net/egress-guard.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import type { Model } from './schemas/model.ts';
@@ -16,6 +19,7 @@ import { executeFunctionTool } from './tools/function-tool-executor.ts';
 export interface ConversationRuntime extends Runtime {
   languageModel(model: Model): LanguageModelV4;
   executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
+  retrieveKnowledge(orgId: string, storeId: string, query: string): Promise<RetrievedChunk[] | undefined>;
 }
 
 let processRuntime: ConversationRuntime | undefined;
@@ -27,6 +31,11 @@ export function conversationRuntime(): ConversationRuntime {
       ...base,
       languageModel: (model) => createLanguageModel(model, base.config),
       executeTool: (tool, args, context) => executeTool(base.config, tool, args, context),
+      retrieveKnowledge: async (orgId, storeId, query) => {
+        const knowledge = knowledgeRuntime();
+        const store = await knowledge.knowledge.getStore(orgId, storeId);
+        return store && retrieve(knowledge, store, query);
+      },
     };
   }
   return processRuntime;

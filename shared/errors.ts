@@ -224,3 +224,18 @@ export class TelephonyUnavailableError extends AppError {
 export class InvalidSignatureError extends AppError {
   readonly code = 'INVALID_SIGNATURE';
 }
+
+/** An agent names a knowledge store its organization does not have. */
+export class KnowledgeStoreNotFoundError extends AppError {
+  readonly code = 'KNOWLEDGE_STORE_NOT_FOUND';
+}
+
+/** A knowledge store cannot be deleted while agents use it. */
+export class KnowledgeStoreInUseError extends AppError {
+  readonly code = 'KNOWLEDGE_STORE_IN_USE';
+}
+
+/** The embedding model that built a store is not available to query it (it must be re-indexed). */
+export class EmbedderMismatchError extends AppError {
+  readonly code = 'EMBEDDER_MISMATCH';
+}

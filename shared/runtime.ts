@@ -15,6 +15,7 @@ import { DynamoApiKeyStore } from './store/api-key-store.ts';
 import { createDocumentClient } from './store/dynamo.ts';
 import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './store/idempotency-store.ts';
+import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
 import { DynamoOrgStore } from './store/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
 import { DynamoSubscriptionStore } from './store/subscription-store.ts';
@@ -44,6 +45,7 @@ export interface Runtime {
   rateLimiter: RateLimiter;
   analytics: AnalyticsStore;
   checkRequestRate?: (principal: Principal) => Promise<RequestRateCheck>;
+  knowledge: DynamoKnowledgeStore;
   verifyJwt: (token: string) => Promise<Principal>;
 }
 
@@ -76,6 +78,7 @@ function runtimeOf(config: Config): Runtime {
     usage: new DynamoUsageStore(client, table),
     rateLimiter: new RateLimiter(new DynamoRateLimitStore(client, table)),
     analytics: new DynamoAnalyticsStore(client, table),
+    knowledge: new DynamoKnowledgeStore(client, table),
     verifyJwt: createJwtVerifier(config),
   };
 }

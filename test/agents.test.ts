@@ -15,6 +15,12 @@ function validAgent(overrides: Record<string, unknown> = {}): Record<string, unk
   return { fullName: 'Support Agent', description: 'Answers billing questions', role: 'You are a helpful support agent.', ...overrides };
 }
 
+async function createKnowledgeStore(key: string): Promise<any> {
+  const response = await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Billing' } });
+  expect(response.status, response.text).toBe(201);
+  return response.body;
+}
+
 async function createAgent(key: string, overrides: Record<string, unknown> = {}): Promise<any> {
   const response = await api.request('POST', '/v2/chat/agents', { key, body: validAgent(overrides) });
   expect(response.status).toBe(201);
@@ -83,7 +89,7 @@ describe('createAgent', () => {
   it('stores every optional field it is given', async () => {
     // Prepare
     const { key } = await api.newOrg();
-    const [stt, tts, tool] = [await catalogModel(key, 'STT'), await catalogModel(key, 'TTS'), await createTool(key)];
+    const [stt, tts, tool, store] = [await catalogModel(key, 'STT'), await catalogModel(key, 'TTS'), await createTool(key), await createKnowledgeStore(key)];
     const body = validAgent({
       language: 'pt-BR',
       systemPrompt: 'Be brief.',
@@ -92,7 +98,7 @@ describe('createAgent', () => {
       ttsModelId: tts.id,
       voiceEnabled: true,
       voicePipelineMode: 'pipeline',
-      knowledgeStoreId: 'ks-billing',
+      knowledgeStoreId: store.id,
       tools: [{ toolId: tool.id, toolDescription: 'Use for order lookups' }],
       welcomeAllowInterruptions: true,
     });
@@ -318,7 +324,8 @@ describe('updateAgent', () => {
   it('clears an optional field set to null', async () => {
     // Prepare
     const { key } = await api.newOrg();
-    const agent = await createAgent(key, { systemPrompt: 'Be brief.', knowledgeStoreId: 'ks-1' });
+    const store = await createKnowledgeStore(key);
+    const agent = await createAgent(key, { systemPrompt: 'Be brief.', knowledgeStoreId: store.id });
 
     // Act
     const response = await api.request('PATCH', `/v2/chat/agents/${agent.id}`, { key, body: { systemPrompt: null } });
@@ -327,7 +334,7 @@ describe('updateAgent', () => {
     expect(response.status).toBe(200);
     const stored = await api.request('GET', `/v1/chat/agents/${agent.id}`, { key });
     expect(stored.body).not.toHaveProperty('systemPrompt');
-    expect(stored.body.knowledgeStoreId).toBe('ks-1');
+    expect(stored.body.knowledgeStoreId).toBe(store.id);
   });
 
   it('rejects voiceEnabled true on an agent without a voicePipelineMode and changes nothing', async () => {

@@ -31,6 +31,8 @@ const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
   process.exit(1);
 });
 useLocalDatabase(database);
+// Knowledge stores' vectors: the local flat index, in files beside the database (S3 Vectors on AWS).
+process.env.KNOWLEDGE_VECTOR_DIR ??= join(dataDir, 'vectors');
 // Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
 const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, dataDir: join(dataDir, 'queues') }).catch(
   async (error: Error) => {

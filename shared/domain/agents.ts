@@ -6,12 +6,15 @@ import { analysisConfigProblems } from '../schemas/analysis.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { ModelType } from '../schemas/model.ts';
+import type { DynamoKnowledgeStore } from '../store/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { assertKnowledgeStoreExists } from './knowledge.ts';
 
 export interface AgentDeps {
   agents: AgentStore;
   catalog: ModelCatalog;
   clock: Clock;
+  knowledge: Pick<DynamoKnowledgeStore, 'getStore'>;
 }
 
 export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, sealResponse?: SealResponse): Promise<Agent> {
@@ -29,6 +32,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
   });
   checkConfiguration(deps.catalog, agent, modelFields);
   checkVoice(agent);
+  if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
   await deps.agents.create(agent, sealResponse?.(agent));
   return agent;
 }
@@ -68,6 +72,7 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
   // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
   if (changes.voice) checkVoice(next);
+  if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
   await deps.agents.replace(previous, next);
   return next;
 }

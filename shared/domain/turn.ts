@@ -8,8 +8,10 @@ import { endConversationTool, type ExecutableTool, type Tool } from '../schemas/
 import type { StoredSession, ToolStore, TurnContext } from '../ports.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
+import { knowledgeContext } from '../knowledge/turn-context.ts';
 import { logger } from '../logger.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
+import type { RetrievedChunk } from '../schemas/knowledge.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 
@@ -33,6 +35,14 @@ export interface TurnDeps extends SessionDeps, AdmissionDeps {
   languageModel(model: Model): LanguageModelV4;
   executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
   config: SessionDeps['config'] & AdmissionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
+  /** The chunks of the knowledge store for `query`; undefined when the store no longer exists. */
+  retrieveKnowledge?(orgId: string, storeId: string, query: string): Promise<RetrievedChunk[] | undefined>;
+}
+
+/** What the agent's knowledge store gave the turn (docs/knowledge.md#in-the-conversation). */
+export interface TurnRetrieval {
+  chunks: RetrievedChunk[];
+  durationMs: number;
 }
 
 export interface PreparedTurn {
@@ -43,6 +53,8 @@ export interface PreparedTurn {
   userMessage: Message;
   assistantMessageId: string;
   startedAt: number;
+  /** Started as soon as the agent and history are known, alongside the turn's remaining preparation. */
+  retrieval: Promise<TurnRetrieval | undefined>;
   /** Lets the session's next turn in this process begin; called once the turn is written. */
   release(): void;
 }
@@ -99,6 +111,7 @@ export async function prepareTurn(
     const cached = histories.get(sessionKey);
     const fresh = cached?.nextSeq === session.nextSeq && cached.revision === (session.historyRevision ?? 0);
     const history = fresh ? cached.messages : await deps.sessions.messages(orgId, sessionId);
+    const retrieval = retrieveForTurn(deps, session, context.agent, history, input.content);
     const now = deps.clock.now();
     // A turn counts as activity: if the window could run out before the turn does, record activity now.
     const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
@@ -110,7 +123,7 @@ export async function prepareTurn(
       }
     }
     const userMessage: Message = { id: newMessageId(), sessionId, role: 'USER', content: input.content, metadata: input.metadata, createdAt: now.toISOString() };
-    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, release: queued.release };
+    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, retrieval, release: queued.release };
   } catch (error) {
     queued.release();
     throw error;
@@ -189,8 +202,10 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   const signal = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
   const offeredTools = functionTools(agent, turn.tools);
+  const retrieval = await turn.retrieval;
   const prompt: LanguageModelV4Prompt = [
     { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
+    ...(retrieval?.chunks.length ? [{ role: 'system' as const, content: knowledgeContext(retrieval.chunks) }] : []),
     ...historyPrompt(turn.history),
     { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
   ];
@@ -306,9 +321,11 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         modelFirstTokenMs: round2(firstTokenMs),
         modelTotalMs: round2(modelMs),
         tools: toolTimings.map((timing) => ({ name: timing.name, durationMs: round2(timing.durationMs) })),
+        ...(retrieval ? { retrieval: round2(retrieval.durationMs) } : {}),
         platformMs: round2(Math.max(0, totalMs - modelMs - toolsMs)),
         totalMs: round2(totalMs),
       },
+      ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score }) => ({ documentId, documentName, chunkId, score })) } : {}),
       ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
     },
     createdAt: now.toISOString(),
@@ -320,6 +337,28 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
   return { messages: [...toolMessages, assistant], failure, agentEnded };
+}
+
+/** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */
+const followUpWords = 6;
+
+/**
+ * Retrieval for an agent with a knowledge store. Never fails the turn: a store deleted meanwhile, or a retrieval
+ * error, makes the turn answer without knowledge, with a warning in the log.
+ */
+async function retrieveForTurn(deps: TurnDeps, session: StoredSession, agent: Agent, history: Message[], content: string): Promise<TurnRetrieval | undefined> {
+  if (!agent.knowledgeStoreId || !deps.retrieveKnowledge) return undefined;
+  const started = performance.now();
+  const previous = history.findLast((message) => message.role === 'USER')?.content;
+  const query = previous && content.split(/\s+/).length < followUpWords ? `${previous}\n${content}` : content;
+  try {
+    const chunks = await deps.retrieveKnowledge(session.orgId, agent.knowledgeStoreId, query);
+    if (!chunks) logger.warn('the agent\'s knowledge store no longer exists; answering without it', { sessionId: session.id, knowledgeStoreId: agent.knowledgeStoreId });
+    return { chunks: chunks ?? [], durationMs: performance.now() - started };
+  } catch (error) {
+    logger.warn('knowledge retrieval failed; answering without it', { sessionId: session.id, knowledgeStoreId: agent.knowledgeStoreId, error: error as Error });
+    return { chunks: [], durationMs: performance.now() - started };
+  }
 }
 
 const validators = new Map<string, ValidateFunction>();

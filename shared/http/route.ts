@@ -77,6 +77,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   catchAll?: boolean;
   /** A directory (relative to the repository root) deployed beside the handler as `assets/`: pages and scripts it serves. */
   assets?: string;
+  /** Reads or writes knowledge stores' vectors (gets the vector store's configuration and rights; docs/knowledge.md). */
+  usesKnowledge?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
   queueUrls?: Record<string, QueueDefinition>;
 }

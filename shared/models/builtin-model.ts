@@ -23,7 +23,11 @@
  *     `end_conversation` with `{"reason":"user said goodbye"}`. A message that also names a tool and carries a
  *     JSON object is a tool call (a) instead.
  *
- * (d) **Otherwise** it answers `You said: "<text>". I am the built-in offline model; connect a provider model
+ * (d) **Knowledge.** If a system message carries retrieved knowledge excerpts (`shared/knowledge/turn-context.ts`),
+ *     it answers from the first one: `According to <source> [1]: <text>`, the excerpt's text cut to its first
+ *     300 characters (with `…` when cut). Example: `According to Refund policy › Deadlines [1]: Refunds are …`.
+ *
+ * (e) **Otherwise** it answers `You said: "<text>". I am the built-in offline model; connect a provider model
  *     for real answers.`, where `<text>` is the last user message, trimmed, cut to its first 200 characters
  *     (with `…` when cut).
  *
@@ -32,6 +36,7 @@
  * delta as one output token, and each whitespace-separated word of the conversation as one input token. Tool
  * call ids are random (`call_<32 hex>`), as real providers' are, because tools receive them as Idempotency-Key.
  */
+import { firstExcerpt } from '../knowledge/turn-context.ts';
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -106,14 +111,21 @@ export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV
     }
   }
 
+  const excerpt = prompt.map((message) => (message.role === 'system' ? firstExcerpt(message.content) : undefined)).find(Boolean);
+  if (excerpt) return { text: `According to ${excerpt.source} [1]: ${cut(excerpt.text, excerptLimit)}` };
   const lastUser = prompt.findLast((message) => message.role === 'user');
   return { text: echoReply(lastUser ? userText(lastUser) : '') };
 }
 
-function echoReply(text: string): string {
+const excerptLimit = 300;
+
+function cut(text: string, limit: number): string {
   const characters = Array.from(text.trim());
-  const echoed = characters.length > echoLimit ? `${characters.slice(0, echoLimit).join('')}…` : characters.join('');
-  return `You said: "${echoed}". I am the built-in offline model; connect a provider model for real answers.`;
+  return characters.length > limit ? `${characters.slice(0, limit).join('')}…` : characters.join('');
+}
+
+function echoReply(text: string): string {
+  return `You said: "${cut(text, echoLimit)}". I am the built-in offline model; connect a provider model for real answers.`;
 }
 
 function userText(message: LanguageModelV4Message): string {

@@ -591,6 +591,31 @@ describe('AgentPlatformStack', () => {
       expect(queueConsumers.find((consumer) => consumer.name === 'analysis')?.invokesModels).toBe(true);
     });
 
+    it('gives S3 Vectors rights by need: ingestion builds indexes, the knowledge routes query and delete, turns only query', () => {
+      const vectorActionsOf = (name: string) =>
+        policyDocumentsOfFunction({ name })
+          .flatMap(statementsOf)
+          .filter((statement) => asArray(statement.Action).some((action) => action.startsWith('s3vectors:')));
+      const query = ['s3vectors:GetVectors', 's3vectors:ListVectors', 's3vectors:QueryVectors'];
+      const expected: Record<string, string[]> = {
+        'knowledge-ingestion': [...query, 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:DeleteVectors', 's3vectors:GetIndex', 's3vectors:PutVectors'].sort(),
+        knowledge: [...query, 's3vectors:DeleteVectors'].sort(),
+        ...Object.fromEntries(routeGroups.filter((group) => group.runsTurns).map((group) => [group.name, query])),
+      };
+      const names = [...routeGroups.map((group) => group.name), ...queueConsumers.map((consumer) => consumer.name), ...tableStreamConsumers.map((consumer) => consumer.name)];
+      for (const name of names) {
+        const statements = vectorActionsOf(name);
+        if (!expected[name]) {
+          expect(statements, name).toEqual([]);
+          continue;
+        }
+        expect(statements, name).toHaveLength(1);
+        expect(asArray(statements[0]!.Action).sort(), name).toEqual(expected[name]);
+        expect(JSON.stringify(statements[0]!.Resource), name).toMatch(/KnowledgeVectors.*VectorBucketArn.*\/index\/\*/);
+      }
+      expect(Object.keys(template.findResources('AWS::S3Vectors::VectorBucket'))).toHaveLength(1);
+    });
+
     it('grants no DynamoDB wildcard action and no DynamoDB action on every resource', () => {
       const documents = Object.values(resources).flatMap((candidate) => {
         if (candidate.Type === 'AWS::IAM::Policy' || candidate.Type === 'AWS::IAM::ManagedPolicy') return [candidate.Properties.PolicyDocument];
@@ -660,8 +685,9 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery, analysis, usage roll-up and call-backstop queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(6);
+    // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop and knowledge-ingestion queues'
+    // dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(7);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);

@@ -1,0 +1,200 @@
+/**
+ * Knowledge retrieval: quality on the labelled evaluation set (bench/knowledge-eval: questions about a frozen copy of
+ * our own documentation, each labelled with the section that answers it), ingestion throughput, and query latency
+ * on a 10,000-chunk store, each beside its floor. In-process: the local flat index and the BM25 index, no HTTP.
+ */
+import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { embedMany } from 'ai';
+import { builtinEmbeddingModel, embedText } from '../shared/knowledge/builtin-embedder.ts';
+import { chunkText, indexedText, type TextChunk } from '../shared/knowledge/chunker.ts';
+import { Bm25Index, searchIndex, type IndexedChunk, type SearchableIndex } from '../shared/knowledge/hybrid-retrieval.ts';
+import { LocalFlatVectorStore } from '../shared/knowledge/local-flat-index.ts';
+import { vectorLimits } from '../shared/knowledge/vector-store.ts';
+import { knowledgeStoreConfig } from '../shared/schemas/knowledge.ts';
+import type { Check } from './report.ts';
+
+const evalDir = resolve(import.meta.dirname, 'knowledge-eval');
+const { chunking } = knowledgeStoreConfig.parse({});
+
+interface Question {
+  q: string;
+  doc: string;
+  section: string;
+}
+
+export interface RetrievalQuality {
+  questions: number;
+  chunks: number;
+  recallAt2: number;
+  mrrAt10: number;
+}
+
+export interface KnowledgeBenchResult {
+  quality: { bm25: RetrievalQuality; vector: RetrievalQuality; hybrid: RetrievalQuality };
+  ingestion: { chunks: number; chunksPerSecond: number; floorEmbeddingChunksPerSecond: number };
+  query: { chunks: number; queries: number; p50Ms: number; p99Ms: number; floorScanP50Ms: number };
+  /** What retrieval adds to a turn on a small store (the evaluation store), beside the query's embedding alone. */
+  turn: { chunks: number; p50Ms: number; floorEmbeddingP50Ms: number };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+};
+
+async function buildIndex(directory: string, name: string, documents: { name: string; chunks: TextChunk[] }[]): Promise<{ index: SearchableIndex; chunks: IndexedChunk[]; ms: number }> {
+  const started = performance.now();
+  const vectors = new LocalFlatVectorStore(directory);
+  const embeddingModel = builtinEmbeddingModel();
+  await vectors.createIndex({ name, dimension: 256, nonFilterableMetadataKeys: ['documentName', 'text', 'headingPath'] });
+  const chunks: IndexedChunk[] = [];
+  const records = [];
+  for (const document of documents) {
+    const { embeddings } = await embedMany({ model: embeddingModel, values: document.chunks.map(indexedText), maxParallelCalls: 4 });
+    for (const [position, chunk] of document.chunks.entries()) {
+      const key = `doc#${document.name}#v1#${chunk.index}`;
+      chunks.push({ key, documentId: document.name, documentName: document.name, version: 1, text: chunk.text, headingPath: chunk.headingPath });
+      records.push({ key, data: embeddings[position]!, metadata: { documentId: document.name, version: 1, documentName: document.name, text: chunk.text, headingPath: chunk.headingPath } });
+    }
+  }
+  for (let start = 0; start < records.length; start += vectorLimits.maxVectorsPerWrite) await vectors.putVectors(name, records.slice(start, start + vectorLimits.maxVectorsPerWrite));
+  const bm25 = new Bm25Index(chunks);
+  return { index: { bm25, vectors, indexName: name, embeddingModel }, chunks, ms: performance.now() - started };
+}
+
+function corpusDocuments(): { name: string; text: string }[] {
+  const corpus = join(evalDir, 'corpus');
+  return readdirSync(corpus)
+    .filter((file) => file.endsWith('.md'))
+    .sort()
+    .map((file) => ({ name: file, text: readFileSync(join(corpus, file), 'utf8') }));
+}
+
+/** recall@2 (a relevant chunk among the first two) and MRR over the first ten, for one way of ranking. */
+export async function evaluateRetrieval(index: SearchableIndex, questions: Question[], methods: ('vector' | 'bm25')[], chunks: number): Promise<RetrievalQuality> {
+  let hits = 0;
+  let reciprocalRanks = 0;
+  for (const question of questions) {
+    const results = await searchIndex(index, question.q, { topK: 10, methods });
+    const rank = results.findIndex((chunk) => chunk.documentId === question.doc && chunk.headingPath.includes(question.section));
+    if (rank >= 0 && rank < 2) hits += 1;
+    if (rank >= 0) reciprocalRanks += 1 / (rank + 1);
+  }
+  return { questions: questions.length, chunks, recallAt2: hits / questions.length, mrrAt10: reciprocalRanks / questions.length };
+}
+
+export async function measureKnowledge(log: (line: string) => void): Promise<KnowledgeBenchResult> {
+  const directory = mkdtempSync(join(tmpdir(), 'bench-vectors-'));
+  try {
+    const questions = JSON.parse(readFileSync(join(evalDir, 'questions.json'), 'utf8')) as Question[];
+    const documents = corpusDocuments().map((document) => ({ name: document.name, chunks: chunkText(document.text, chunking) }));
+    const { index, chunks } = await buildIndex(directory, 'eval', documents);
+    log(`knowledge: ${questions.length} labelled questions over ${chunks.length} chunks of ${documents.length} documents`);
+    const quality = {
+      bm25: await evaluateRetrieval(index, questions, ['bm25'], chunks.length),
+      vector: await evaluateRetrieval(index, questions, ['vector'], chunks.length),
+      hybrid: await evaluateRetrieval(index, questions, ['vector', 'bm25'], chunks.length),
+    };
+
+    const turnLatencies: number[] = [];
+    const embedLatencies: number[] = [];
+    for (const question of [...questions, ...questions]) {
+      let started = performance.now();
+      await searchIndex(index, question.q, { topK: 2 });
+      turnLatencies.push(performance.now() - started);
+      started = performance.now();
+      embedText(question.q);
+      embedLatencies.push(performance.now() - started);
+    }
+
+    // A 10,000-chunk store: the corpus's chunks, copied with a marker word so that copies differ.
+    const target = 10_000;
+    const copies = Math.ceil(target / chunks.length);
+    const large = Array.from({ length: copies }, (_, copy) =>
+      documents.map((document) => ({ name: `${document.name}-${copy}`, chunks: document.chunks.map((chunk) => ({ ...chunk, text: `${chunk.text} copy${copy}` })) })),
+    ).flat();
+    log(`knowledge: ingesting ${copies} copies of the corpus (≈${target} chunks) into the local flat index`);
+    const built = await buildIndex(directory, 'large', large);
+    const embedStart = performance.now();
+    for (const chunk of built.chunks) embedText(chunk.text);
+    const embedMs = performance.now() - embedStart;
+
+    const queries = questions.map((question) => question.q);
+    for (const query of queries.slice(0, 10)) await searchIndex(built.index, query, { topK: 2 });
+    const latencies: number[] = [];
+    for (let round = 0; round < 4; round += 1) {
+      for (const query of queries) {
+        const started = performance.now();
+        await searchIndex(built.index, query, { topK: 2 });
+        latencies.push(performance.now() - started);
+      }
+    }
+    // The floor: one exact scan of every vector (dot products only), what any flat search of this store costs.
+    const rows = Float32Array.from(built.chunks.flatMap((chunk) => embedText(chunk.text)));
+    const scans: number[] = [];
+    for (const query of queries) {
+      const vector = embedText(query);
+      const started = performance.now();
+      let best = -Infinity;
+      for (let row = 0; row < built.chunks.length; row += 1) {
+        let dot = 0;
+        for (let d = 0; d < 256; d += 1) dot += vector[d]! * rows[row * 256 + d]!;
+        if (dot > best) best = dot;
+      }
+      scans.push(performance.now() - started);
+    }
+    return {
+      quality,
+      ingestion: {
+        chunks: built.chunks.length,
+        chunksPerSecond: built.chunks.length / (built.ms / 1000),
+        floorEmbeddingChunksPerSecond: built.chunks.length / (embedMs / 1000),
+      },
+      turn: { chunks: chunks.length, p50Ms: percentile(turnLatencies, 50), floorEmbeddingP50Ms: percentile(embedLatencies, 50) },
+      query: { chunks: built.chunks.length, queries: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), floorScanP50Ms: percentile(scans, 50) },
+    };
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** Knowledge stores' targets (issue 14). */
+export const knowledgeTargets = {
+  hybridRecallAt2: 0.85,
+  queryP50Ms: 20,
+  turnOverheadP50Ms: 10,
+};
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
+const round1 = (value: number) => Math.round(value * 10) / 10;
+
+export function knowledgeChecks(result: KnowledgeBenchResult): Check[] {
+  const { bm25, vector, hybrid } = result.quality;
+  const best = Math.max(bm25.recallAt2, vector.recallAt2);
+  return [
+    { figure: 'knowledge hybrid recall@2 vs the better single method', value: round3(hybrid.recallAt2), unit: '', target: round3(best), comparison: '>=', pass: hybrid.recallAt2 >= best },
+    { figure: 'knowledge hybrid recall@2', value: round3(hybrid.recallAt2), unit: '', target: knowledgeTargets.hybridRecallAt2, comparison: '>=', pass: hybrid.recallAt2 >= knowledgeTargets.hybridRecallAt2 },
+    { figure: `knowledge retrieval in a turn p50 (${result.turn.chunks} chunks)`, value: round1(result.turn.p50Ms), unit: 'ms', target: knowledgeTargets.turnOverheadP50Ms, comparison: '<=', pass: result.turn.p50Ms <= knowledgeTargets.turnOverheadP50Ms },
+    { figure: `knowledge query p50 (${result.query.chunks} chunks)`, value: round1(result.query.p50Ms), unit: 'ms', target: knowledgeTargets.queryP50Ms, comparison: '<=', pass: result.query.p50Ms <= knowledgeTargets.queryP50Ms },
+  ];
+}
+
+export function knowledgeReport(result: KnowledgeBenchResult): string[] {
+  const { quality, ingestion, query } = result;
+  const row = (name: string, figures: RetrievalQuality) => `     ${name.padEnd(18)} recall@2 ${figures.recallAt2.toFixed(3)}   MRR@10 ${figures.mrrAt10.toFixed(3)}`;
+  return [
+    '',
+    `9. Knowledge retrieval (in-process: local flat index, MiniSearch BM25, built-in embedder) — targets: hybrid recall@2 ≥ ${knowledgeTargets.hybridRecallAt2} and ≥ either method alone; query p50 ≤ ${knowledgeTargets.queryP50Ms} ms`,
+    `   Evaluation set: ${quality.hybrid.questions} questions over ${quality.hybrid.chunks} chunks (bench/knowledge-eval)`,
+    row('BM25 alone', quality.bm25),
+    row('embedding alone', quality.vector),
+    row('hybrid (RRF)', quality.hybrid),
+    `   Ingestion (chunk, embed, write vectors): ${ingestion.chunksPerSecond.toFixed(0)} chunks/s over ${ingestion.chunks} chunks; floor, embedding alone: ${ingestion.floorEmbeddingChunksPerSecond.toFixed(0)} chunks/s`,
+    `   Retrieval in a turn on the evaluation store (${result.turn.chunks} chunks): p50 ${result.turn.p50Ms.toFixed(2)} ms; floor, embedding the message alone: p50 ${result.turn.floorEmbeddingP50Ms.toFixed(3)} ms`,
+    `   Query on ${query.chunks} chunks, ${query.queries} queries (embed, flat search, BM25, fusion): p50 ${query.p50Ms.toFixed(2)} ms, p99 ${query.p99Ms.toFixed(2)} ms; floor, one bare scan of every vector: p50 ${query.floorScanP50Ms.toFixed(2)} ms`,
+  ];
+}
+
+if (process.argv[1] === import.meta.filename) console.log(JSON.stringify(await measureKnowledge(console.log), null, 2));

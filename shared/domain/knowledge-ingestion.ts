@@ -1,0 +1,141 @@
+import { embedMany } from 'ai';
+import { chunkText, indexedText } from '../knowledge/chunker.ts';
+import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
+import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../net/egress-guard.ts';
+import { vectorLimits } from '../knowledge/vector-store.ts';
+import { logger } from '../logger.ts';
+import { maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
+import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
+
+/** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
+const embeddingParallelism = 4;
+
+/** A failure that is the document's, not the platform's: it ends FAILED with this code instead of being retried. */
+export class DocumentFailure extends Error {
+  readonly code: DocumentErrorCode;
+  constructor(code: DocumentErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted';
+
+/**
+ * Handles one ingestion message. A document version is parsed, chunked, embedded and written as vectors under
+ * derivable keys (a retry overwrites the same keys: no duplicates), then made the version that answers in one
+ * transaction with its event; the superseded version's vectors are deleted after. A message for a version that
+ * is no longer PROCESSING (done, replaced, swept, deleted) only finishes that clean-up.
+ */
+export async function handleIngestionMessage(deps: KnowledgeDeps, message: IngestionMessage): Promise<IngestionOutcome> {
+  if (message.kind === 'store.delete') return deleteStoreContents(deps, message);
+  const store = await deps.knowledge.getStore(message.orgId, message.storeId);
+  const document = store && (await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId));
+  if (!store || !document) return 'skipped';
+  if (document.status !== 'PROCESSING' || document.version !== message.version) {
+    await retireSuperseded(deps, store, document);
+    return 'skipped';
+  }
+  let chunkCount: number;
+  let content = document;
+  try {
+    const source = message.url === undefined ? { text: message.text ?? '', format: document.format ?? 'markdown' } : await fetchDocument(deps, message.url);
+    content = { ...document, format: source.format, bytes: Buffer.byteLength(source.text) };
+    chunkCount = await writeVectors(deps, store, content, source.text);
+  } catch (error) {
+    if (!(error instanceof DocumentFailure)) throw error;
+    const at = deps.clock.now().toISOString();
+    await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error: { code: error.code, message: error.message }, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
+    logger.warn('document failed', { documentId: document.id, code: error.code, error });
+    return 'failed';
+  }
+  const at = deps.clock.now().toISOString();
+  const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
+  if (!finished) {
+    // Replaced or deleted meanwhile: this version's vectors answer nothing.
+    await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
+    return 'skipped';
+  }
+  const current = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
+  if (current) await retireSuperseded(deps, store, current);
+  return 'upserted';
+}
+
+async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument, text: string): Promise<number> {
+  const parsed = parseDocument(document.format ?? 'text', text);
+  if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
+  const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
+  if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
+  const model = deps.embeddingModel(store.config.embeddingModelId);
+  if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.config.embeddingModelId} is not available.`);
+  let embeddings: number[][];
+  try {
+    ({ embeddings } = await embedMany({ model, values: chunks.map(indexedText), maxParallelCalls: embeddingParallelism, maxRetries: 2 }));
+  } catch (error) {
+    throw new DocumentFailure('EMBEDDING_FAILED', 'The embedding model failed; upload the document again.', { cause: error });
+  }
+  await deps.vectors.createIndex({ name: store.indexName, dimension: embeddings[0]!.length, nonFilterableMetadataKeys: nonFilterableChunkKeys });
+  const records = chunks.map((chunk, index) => ({
+    key: chunkKey(document.id, document.version, chunk.index),
+    data: embeddings[index]!,
+    metadata: { documentId: document.id, version: document.version, documentName: document.name, text: chunk.text, headingPath: chunk.headingPath },
+  }));
+  for (let start = 0; start < records.length; start += vectorLimits.maxVectorsPerWrite) {
+    await deps.vectors.putVectors(store.indexName, records.slice(start, start + vectorLimits.maxVectorsPerWrite));
+  }
+  return chunks.length;
+}
+
+/** A URL document's page; only 2xx answers in a format we read, within the size limit, are taken. */
+async function fetchDocument(deps: KnowledgeDeps, url: string): Promise<{ text: string; format: DocumentFormat }> {
+  let response: GuardedResponse;
+  try {
+    response = await guardedRequest(
+      new URL(url),
+      { method: 'GET', headers: { accept: 'text/html, text/markdown, text/plain;q=0.9', 'user-agent': 'agent-platform-knowledge/1' }, timeoutMs: fetchTimeoutMs, maxResponseBytes: maxDocumentTextBytes },
+      egressPolicyFromConfig(deps.config),
+    );
+  } catch (error) {
+    throw new DocumentFailure('FETCH_FAILED', `${url} could not be fetched: ${(error as Error).message}`, { cause: error });
+  }
+  if (response.status < 200 || response.status >= 300) throw new DocumentFailure('FETCH_FAILED', `${url} answered ${response.status} (redirects are not followed).`);
+  if (response.truncated) throw new DocumentFailure('TOO_LARGE', `${url} is larger than ${maxDocumentTextBytes} bytes.`);
+  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const format = formatByMediaType[mediaType];
+  if (!format) throw new DocumentFailure('UNSUPPORTED_TYPE', `${url} is ${mediaType || 'of no declared type'}; HTML, Markdown and plain text are read.`);
+  return { text: response.body.toString('utf8'), format };
+}
+
+const fetchTimeoutMs = 10_000;
+const formatByMediaType: Record<string, DocumentFormat> = {
+  'text/html': 'html',
+  'application/xhtml+xml': 'html',
+  'text/markdown': 'markdown',
+  'text/x-markdown': 'markdown',
+  'text/plain': 'text',
+};
+
+/** The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. */
+function parseDocument(format: DocumentFormat, text: string): string {
+  if (format !== 'html') return text;
+  try {
+    return htmlToMarkdown(text) ?? '';
+  } catch (error) {
+    throw new DocumentFailure('PARSE_ERROR', 'The HTML could not be read.', { cause: error });
+  }
+}
+
+async function retireSuperseded(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument): Promise<void> {
+  if (!document.retired) return;
+  await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.retired.version, document.retired.chunkCount);
+  await deps.knowledge.clearRetired(document);
+}
+
+async function deleteStoreContents(deps: KnowledgeDeps, message: Extract<IngestionMessage, { kind: 'store.delete' }>): Promise<IngestionOutcome> {
+  // Queued before the store's delete: while the store still exists, the delete may yet be refused; try later.
+  if (await deps.knowledge.getStore(message.orgId, message.storeId)) throw new Error(`Knowledge store ${message.storeId} still exists; its clean-up waits.`);
+  await deps.vectors.deleteIndex(message.indexName);
+  await deps.knowledge.deleteStoreContents(message.orgId, message.storeId);
+  return 'store-deleted';
+}

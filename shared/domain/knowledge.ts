@@ -1,0 +1,265 @@
+import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
+import { v7 as uuidv7 } from 'uuid';
+import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
+import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
+import type { PortRanges } from '../net/egress-guard.ts';
+import type { AgentStore, SealResponse } from '../ports.ts';
+import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import type {
+  CreateDocumentInput,
+  CreateKnowledgeStoreInput,
+  KnowledgeDocument,
+  KnowledgeStore,
+  ListDocumentsQuery,
+  ListKnowledgeStoresQuery,
+  QueryKnowledgeInput,
+  RetrievedChunk,
+  UpdateKnowledgeStoreInput,
+} from '../schemas/knowledge.ts';
+import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import type { DomainEvent } from './events.ts';
+
+/** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
+export type IngestionMessage =
+  | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text?: string | undefined; url?: string | undefined }
+  | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string };
+
+export interface KnowledgeDeps {
+  knowledge: DynamoKnowledgeStore;
+  agents: AgentStore;
+  vectors: VectorStore;
+  clock: Clock;
+  sendIngestion(message: IngestionMessage): Promise<void>;
+  /** The embedding model of that id, or undefined when this deployment has none of that id. */
+  embeddingModel(modelId: string): EmbeddingModelV4 | undefined;
+  rerankingModel(modelId: string | undefined): RerankingModelV4;
+  config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
+}
+
+/** Chunk metadata kept with each vector; only `documentId` and `version` are filterable (S3 Vectors' 2 KB). */
+export const nonFilterableChunkKeys = ['documentName', 'text', 'headingPath'];
+
+/** Vector keys are derivable (no delete-by-filter in S3 Vectors): a version's chunks are deleted by key. */
+export const chunkKey = (documentId: string, version: number, index: number): string => `doc#${documentId}#v${version}#${index}`;
+
+export const indexNameOf = (storeId: string): string => `ks-${storeId}`;
+
+export function knowledgeStoreUpdated(document: StoredDocument, status: 'UPSERTED' | 'FAILED', at: string): DomainEvent {
+  const eventId = uuidv7();
+  return {
+    eventId,
+    type: 'knowledge_store.updated',
+    orgId: document.orgId,
+    createdAt: at,
+    payload: { id: eventId, eventId, type: 'knowledge_store.updated', createdAt: at, data: { knowledgeStoreId: document.knowledgeStoreId, documentId: document.id, status } },
+  };
+}
+
+export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, input: CreateKnowledgeStoreInput, sealResponse?: SealResponse): Promise<KnowledgeStore> {
+  if (!deps.embeddingModel(input.config.embeddingModelId)) {
+    throw new ValidationError(`Unknown embedding model ${input.config.embeddingModelId}.`, {
+      details: [{ field: 'config.embeddingModelId', message: 'is not an embedding model of this deployment' }],
+    });
+  }
+  const now = deps.clock.now().toISOString();
+  const id = newId();
+  const store: StoredKnowledgeStore = {
+    id,
+    orgId,
+    name: input.name,
+    ...(input.description === undefined ? {} : { description: input.description }),
+    config: input.config,
+    counts: { documents: 0, chunks: 0, bytes: 0 },
+    createdAt: now,
+    updatedAt: now,
+    indexName: indexNameOf(id),
+    revision: 0,
+  };
+  await deps.knowledge.createStore(store, sealResponse?.(publicStore(store)));
+  return publicStore(store);
+}
+
+async function storeOf(deps: Pick<KnowledgeDeps, 'knowledge'>, orgId: string, storeId: string): Promise<StoredKnowledgeStore> {
+  const store = await deps.knowledge.getStore(orgId, storeId);
+  if (!store) throw new NotFoundError(`Knowledge store ${storeId} not found.`);
+  return store;
+}
+
+export async function getKnowledgeStore(deps: Pick<KnowledgeDeps, 'knowledge'>, orgId: string, storeId: string): Promise<KnowledgeStore> {
+  return publicStore(await storeOf(deps, orgId, storeId));
+}
+
+export async function listKnowledgeStores(deps: Pick<KnowledgeDeps, 'knowledge'>, orgId: string, query: ListKnowledgeStoresQuery): Promise<Page<KnowledgeStore>> {
+  const wanted = query.name?.toLowerCase();
+  const matching = (await deps.knowledge.listStores(orgId)).filter((store) => wanted === undefined || store.name.toLowerCase().includes(wanted)).map(publicStore);
+  matching.sort(compareBy<KnowledgeStore>(query.sort.field, query.sort.direction));
+  return paginate(matching, query.page, query.limit);
+}
+
+export async function updateKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string, changes: UpdateKnowledgeStoreInput): Promise<KnowledgeStore> {
+  const previous = await storeOf(deps, orgId, storeId);
+  const { minScore, ...configChanges } = changes.config ?? {};
+  const config = { ...previous.config, ...configChanges };
+  if (minScore === null) delete config.minScore;
+  else if (minScore !== undefined) config.minScore = minScore;
+  const next: StoredKnowledgeStore = { ...previous, name: changes.name ?? previous.name, config, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (changes.description === null) delete next.description;
+  else if (changes.description !== undefined) next.description = changes.description;
+  if (!(await deps.knowledge.updateStore(previous, next))) throw new ConcurrentModificationError('The knowledge store changed while it was being updated; retry.');
+  return publicStore(next);
+}
+
+/**
+ * Refuses while an agent uses the store; otherwise the store is gone at once, and its documents and vectors are
+ * removed by the ingestion function (queued first, so nothing is left behind when the delete succeeds).
+ */
+export async function deleteKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string): Promise<void> {
+  const store = await storeOf(deps, orgId, storeId);
+  const users = (await deps.agents.list(orgId)).filter((agent) => agent.knowledgeStoreId === storeId);
+  if (users.length > 0) {
+    throw new KnowledgeStoreInUseError(`Knowledge store ${storeId} is used by ${users.length} agent(s): ${users.map((agent) => agent.id).join(', ')}. Detach it first.`);
+  }
+  await deps.sendIngestion({ kind: 'store.delete', orgId, storeId, indexName: store.indexName });
+  if (!(await deps.knowledge.deleteStore(orgId, storeId))) throw new NotFoundError(`Knowledge store ${storeId} not found.`);
+}
+
+/** An agent may name only a store of its own organization. */
+export async function assertKnowledgeStoreExists(deps: { knowledge: Pick<DynamoKnowledgeStore, 'getStore'> }, orgId: string, storeId: string): Promise<void> {
+  if (!(await deps.knowledge.getStore(orgId, storeId))) {
+    throw new KnowledgeStoreNotFoundError(`Knowledge store ${storeId} not found.`, { details: [{ field: 'knowledgeStoreId', message: 'names no knowledge store of this organization' }] });
+  }
+}
+
+/** Queues a document (or a new version of the document of that name) for ingestion; it answers PROCESSING. */
+export async function submitDocument(deps: KnowledgeDeps, orgId: string, storeId: string, input: CreateDocumentInput): Promise<KnowledgeDocument> {
+  await storeOf(deps, orgId, storeId);
+  const at = deps.clock.now().toISOString();
+  const content = 'url' in input ? { url: input.url } : { format: input.format, text: input.text };
+  const bytes = content.text === undefined ? 0 : Buffer.byteLength(content.text);
+  const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: content.format, url: content.url, bytes, at });
+  await deps.sendIngestion({ kind: 'document.ingest', orgId, storeId, documentId: document.id, version: document.version, ...content });
+  return publicDocument(document);
+}
+
+/** A document PROCESSING past the limit is failed (TIMEOUT) when it is next read: none stays "indexing" forever. */
+async function swept(deps: KnowledgeDeps, document: StoredDocument): Promise<StoredDocument> {
+  const limitMs = deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS * 1000;
+  if (document.status !== 'PROCESSING' || deps.clock.now().getTime() - Date.parse(document.updatedAt) < limitMs) return document;
+  const at = deps.clock.now().toISOString();
+  const error = { code: 'TIMEOUT' as const, message: `Processing took longer than ${deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS} s; upload the document again.` };
+  const done = await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
+  return done ? { ...document, status: 'FAILED', chunkCount: 0, error, updatedAt: at } : ((await deps.knowledge.getDocument(document.orgId, document.knowledgeStoreId, document.id)) ?? document);
+}
+
+export async function getDocument(deps: KnowledgeDeps, orgId: string, storeId: string, documentId: string): Promise<KnowledgeDocument> {
+  await storeOf(deps, orgId, storeId);
+  const document = await deps.knowledge.getDocument(orgId, storeId, documentId);
+  if (!document) throw new NotFoundError(`Document ${documentId} not found.`);
+  return publicDocument(await swept(deps, document));
+}
+
+export async function listDocuments(deps: KnowledgeDeps, orgId: string, storeId: string, query: ListDocumentsQuery): Promise<Page<KnowledgeDocument>> {
+  await storeOf(deps, orgId, storeId);
+  const documents = await Promise.all((await deps.knowledge.listDocuments(orgId, storeId)).map((document) => swept(deps, document)));
+  const matching = documents.filter((document) => query.status === undefined || document.status === query.status).map(publicDocument);
+  matching.sort(compareBy<KnowledgeDocument>('createdAt', 'desc'));
+  return paginate(matching, query.page, query.limit);
+}
+
+/** Deletes the document at once for readers; its vectors are deleted by key right after. */
+export async function deleteDocument(deps: KnowledgeDeps, orgId: string, storeId: string, documentId: string): Promise<void> {
+  const store = await storeOf(deps, orgId, storeId);
+  const document = await deps.knowledge.getDocument(orgId, storeId, documentId);
+  if (!document || !(await deps.knowledge.deleteDocument(document))) throw new NotFoundError(`Document ${documentId} not found.`);
+  const versions = [
+    { version: document.version, chunkCount: document.chunkCount },
+    ...(document.activeVersion !== undefined && document.activeVersion !== document.version ? [{ version: document.activeVersion, chunkCount: document.activeChunkCount }] : []),
+    ...(document.retired ? [document.retired] : []),
+  ];
+  for (const { version, chunkCount } of versions) await deleteVersionVectors(deps.vectors, store.indexName, document.id, version, chunkCount);
+}
+
+export async function deleteVersionVectors(vectors: VectorStore, indexName: string, documentId: string, version: number, chunkCount: number): Promise<void> {
+  const keys = Array.from({ length: chunkCount }, (_, index) => chunkKey(documentId, version, index));
+  try {
+    for (let start = 0; start < keys.length; start += vectorLimits.maxVectorsPerWrite) {
+      await vectors.deleteVectors(indexName, keys.slice(start, start + vectorLimits.maxVectorsPerWrite));
+    }
+  } catch (error) {
+    if (!(error instanceof VectorIndexNotFoundError)) throw error;
+  }
+}
+
+interface RetrievalState {
+  revision: number;
+  bm25: Bm25Index;
+}
+
+/** Per store, the BM25 index over the chunks that answer, rebuilt when the store's revision moves on. */
+const retrievalStates = new Map<string, RetrievalState>();
+const maxCachedStores = 200;
+
+async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>, store: StoredKnowledgeStore): Promise<RetrievalState> {
+  const cacheKey = `${store.orgId}/${store.id}`;
+  const cached = retrievalStates.get(cacheKey);
+  if (cached && cached.revision === store.revision) return cached;
+  const active = new Map<string, number>();
+  for (const document of await deps.knowledge.listDocuments(store.orgId, store.id)) {
+    if (document.activeVersion !== undefined) active.set(document.id, document.activeVersion);
+  }
+  const chunks: IndexedChunk[] = [];
+  try {
+    for await (const vector of deps.vectors.listVectors(store.indexName)) {
+      const metadata = vector.metadata;
+      if (active.get(String(metadata.documentId)) !== Number(metadata.version)) continue;
+      chunks.push({
+        key: vector.key,
+        documentId: String(metadata.documentId),
+        documentName: String(metadata.documentName),
+        version: Number(metadata.version),
+        text: String(metadata.text),
+        headingPath: Array.isArray(metadata.headingPath) ? metadata.headingPath : [],
+      });
+    }
+  } catch (error) {
+    if (!(error instanceof VectorIndexNotFoundError)) throw error;
+  }
+  const state = { revision: store.revision, bm25: new Bm25Index(chunks) };
+  if (retrievalStates.size >= maxCachedStores) retrievalStates.delete(retrievalStates.keys().next().value as string);
+  retrievalStates.set(cacheKey, state);
+  return state;
+}
+
+export interface RetrievalOptions {
+  topK?: number | undefined;
+  rerank?: boolean | undefined;
+}
+
+/** Retrieval over a store: its chunks that answer now, searched as `searchIndex` does (docs/knowledge.md#retrieval). */
+export async function retrieve(
+  deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'embeddingModel' | 'rerankingModel'>,
+  store: StoredKnowledgeStore,
+  query: string,
+  options: RetrievalOptions = {},
+): Promise<RetrievedChunk[]> {
+  const embeddingModel = deps.embeddingModel(store.config.embeddingModelId);
+  if (!embeddingModel) throw new EmbedderMismatchError(`The embedding model ${store.config.embeddingModelId} that built this store is not available; re-index it.`);
+  const { bm25 } = await retrievalState(deps, store);
+  return searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
+    topK: options.topK ?? store.config.topK,
+    reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
+    minScore: store.config.minScore,
+  });
+}
+
+/** `POST …/query`: what an agent on this store would see for `query`. */
+export async function queryKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string, input: QueryKnowledgeInput): Promise<{ data: RetrievedChunk[] }> {
+  const store = await storeOf(deps, orgId, storeId);
+  return { data: await retrieve(deps, store, input.query, { topK: input.topK, rerank: input.rerank }) };
+}
+
+/** The store of an agent, for a turn; undefined when it was deleted meanwhile. */
+export const storeForTurn = (deps: Pick<KnowledgeDeps, 'knowledge'>, orgId: string, storeId: string): Promise<StoredKnowledgeStore | undefined> =>
+  deps.knowledge.getStore(orgId, storeId);

@@ -1,0 +1,137 @@
+import * as z from 'zod';
+import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
+
+/** What a document may weigh once parsed into text (docs/knowledge.md#limits). */
+export const maxDocumentTextBytes = 2 * 1024 * 1024;
+
+const chunkingConfig = z
+  .object({
+    /** Target chunk size in tokens (≈ 4 characters each). */
+    size: z.number().int().min(50).max(2000).default(400),
+    /** Tokens repeated from the end of one chunk at the start of the next. */
+    overlap: z.number().int().min(0).max(500).default(60),
+  })
+  .refine((chunking) => chunking.overlap < chunking.size, { error: 'overlap must be smaller than size', path: ['overlap'] });
+
+const rerankConfig = z.object({ enabled: z.boolean().default(false), model: z.string().trim().min(1).max(200).optional() });
+
+export const knowledgeStoreConfig = z.object({
+  topK: z.number().int().min(1).max(20).default(2),
+  rerank: rerankConfig.default({ enabled: false }),
+  chunking: chunkingConfig.default({ size: 400, overlap: 60 }),
+  embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-ngrams-256'),
+  /** Chunks scoring below this (fused score, 0–1 scale of the vector similarity) are left out. */
+  minScore: z.number().min(0).max(1).optional(),
+});
+export type KnowledgeStoreConfig = z.output<typeof knowledgeStoreConfig>;
+
+export const createKnowledgeStoreBody = z.strictObject({
+  name: requiredText(200),
+  description: optionalText(2000).optional(),
+  config: knowledgeStoreConfig.default(knowledgeStoreConfig.parse({})),
+});
+export type CreateKnowledgeStoreInput = z.output<typeof createKnowledgeStoreBody>;
+
+export const updateKnowledgeStoreBody = z
+  .strictObject({
+    name: requiredText(200).optional(),
+    description: optionalText(2000).nullable().optional(),
+    config: z
+      .strictObject({
+        topK: z.number().int().min(1).max(20).optional(),
+        rerank: rerankConfig.optional(),
+        minScore: z.number().min(0).max(1).nullable().optional(),
+      })
+      .optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, { error: 'give at least one field to change' });
+export type UpdateKnowledgeStoreInput = z.output<typeof updateKnowledgeStoreBody>;
+
+export const listKnowledgeStoresQuery = paginationQuery.extend({
+  name: z.string().trim().min(1).max(200).optional(),
+  sort: sortQuery(['createdAt', 'updatedAt', 'name'], 'createdAt:desc'),
+});
+export type ListKnowledgeStoresQuery = z.output<typeof listKnowledgeStoresQuery>;
+
+export const knowledgeStoreSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  description: z.string().optional(),
+  config: knowledgeStoreConfig,
+  counts: z.object({ documents: z.number().int(), chunks: z.number().int(), bytes: z.number().int() }),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type KnowledgeStore = z.output<typeof knowledgeStoreSchema>;
+
+export const documentStatuses = ['PROCESSING', 'UPSERTED', 'FAILED'] as const;
+export type DocumentStatus = (typeof documentStatuses)[number];
+
+export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT'] as const;
+export type DocumentErrorCode = (typeof documentErrorCodes)[number];
+
+export const documentFormats = ['text', 'markdown', 'html'] as const;
+export type DocumentFormat = (typeof documentFormats)[number];
+
+const inlineDocumentBody = z.strictObject({
+  name: requiredText(300),
+  text: z.string().max(maxDocumentTextBytes, { error: `must be at most ${maxDocumentTextBytes} characters` }),
+  /** Markdown unless told: plain text chunks the same way, without headings; HTML is reduced to its readable part. */
+  format: z.enum(documentFormats).default('markdown'),
+});
+
+/** A page fetched through the egress guard at ingestion; its format follows its Content-Type. */
+const urlDocumentBody = z.strictObject({
+  name: requiredText(300),
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
+});
+
+export const createDocumentBody = z.union([inlineDocumentBody, urlDocumentBody], { error: 'give {name, text} or {name, url}' });
+export type CreateDocumentInput = z.output<typeof createDocumentBody>;
+
+export const documentSchema = z.object({
+  id: z.string(),
+  knowledgeStoreId: z.string(),
+  name: z.string(),
+  /** Known once the document's content is: at once for text, after the fetch for a URL. */
+  format: z.enum(documentFormats).optional(),
+  url: z.string().optional(),
+  status: z.enum(documentStatuses),
+  /** The version being built (PROCESSING) or shown; the chunks of `activeVersion` answer queries meanwhile. */
+  version: z.number().int(),
+  activeVersion: z.number().int().optional(),
+  bytes: z.number().int(),
+  chunkCount: z.number().int(),
+  error: z.object({ code: z.enum(documentErrorCodes), message: z.string() }).optional(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type KnowledgeDocument = z.output<typeof documentSchema>;
+
+export const documentParams = z.object({ id: z.uuid({ error: 'must be a UUID' }), documentId: z.uuid({ error: 'must be a UUID' }) });
+
+export const listDocumentsQuery = paginationQuery.extend({ status: z.enum(documentStatuses).optional() });
+export type ListDocumentsQuery = z.output<typeof listDocumentsQuery>;
+
+export const queryKnowledgeBody = z.strictObject({
+  query: requiredText(4000),
+  topK: z.number().int().min(1).max(20).optional(),
+  rerank: z.boolean().optional(),
+});
+export type QueryKnowledgeInput = z.output<typeof queryKnowledgeBody>;
+
+export const retrievedChunkSchema = z.object({
+  documentId: z.string(),
+  documentName: z.string(),
+  chunkId: z.string(),
+  text: z.string(),
+  score: z.number(),
+  headingPath: z.array(z.string()),
+});
+export type RetrievedChunk = z.output<typeof retrievedChunkSchema>;
+
+export const queryKnowledgeResponse = z.object({ data: z.array(retrievedChunkSchema) });
+
+export const pageOf = <Item extends z.ZodType>(item: Item) =>
+  z.object({ data: z.array(item), pagination: z.object({ page: z.number(), limit: z.number(), total: z.number(), totalPages: z.number() }) });
