@@ -60,6 +60,7 @@ export const knowledgeRoutes = defineRouteGroup({
       params: idParams,
       body: updateKnowledgeStoreBody,
       response: knowledgeStoreSchema,
+      errors: ['CONCURRENT_MODIFICATION'],
     },
     deleteKnowledgeStore: {
       method: 'DELETE',
@@ -68,6 +69,7 @@ export const knowledgeRoutes = defineRouteGroup({
       summary: 'Delete a knowledge store (409 while an agent uses it); its documents and vectors are removed asynchronously',
       successStatus: 204,
       params: idParams,
+      errors: ['KNOWLEDGE_STORE_IN_USE'],
     },
     createDocument: {
       method: 'POST',
@@ -115,6 +117,7 @@ export const knowledgeRoutes = defineRouteGroup({
       params: idParams,
       body: queryKnowledgeBody,
       response: queryKnowledgeResponse,
+      errors: ['EMBEDDER_MISMATCH'],
     },
   },
 });

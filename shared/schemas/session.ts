@@ -128,6 +128,8 @@ const turnTimingsSchema = z.object({
   tools: z.array(z.object({ name: z.string(), durationMs: z.number() })),
   platformMs: z.number(),
   totalMs: z.number(),
+  /** Knowledge retrieval, when the agent has a store. */
+  retrieval: z.number().optional(),
 });
 
 export const messageSchema = z.object({
