@@ -5,6 +5,7 @@ import { handleAnalysisMessage } from '../../shared/domain/analysis.ts';
 import { logger } from '../../shared/logger.ts';
 import type { AnalysisQueueMessage } from '../../shared/ports.ts';
 import { analysisQueue } from '../consumers.ts';
+import { parseQueueMessage } from '../../shared/queue/queue-message.ts';
 
 const queueMessage = z.object({
   kind: z.enum(['analysis.run', 'analysis.deadline']),
@@ -21,14 +22,7 @@ const queueMessage = z.object({
 /** Left of the invocation for storing a result after the model gave up. */
 const storeMarginMs = 5_000;
 
-function parse(record: SQSRecord): AnalysisQueueMessage | undefined {
-  try {
-    const parsed = queueMessage.safeParse(JSON.parse(record.body));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const parse = (record: SQSRecord): AnalysisQueueMessage | undefined => parseQueueMessage(queueMessage, record);
 
 /**
  * The analysis function, fed by the analysis queue: runs each session's analysis (in parallel within a batch)

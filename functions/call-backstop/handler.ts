@@ -3,17 +3,11 @@ import * as z from 'zod';
 import { endSilentCall } from '../../shared/domain/voice.ts';
 import { logger } from '../../shared/logger.ts';
 import { voiceRuntime } from '../../shared/voice-runtime.ts';
+import { parseQueueMessage } from '../../shared/queue/queue-message.ts';
 
 const backstopMessage = z.object({ kind: z.literal('call.backstop'), orgId: z.string().min(1), sessionId: z.uuid() });
 
-function parse(record: SQSRecord): z.output<typeof backstopMessage> | undefined {
-  try {
-    const parsed = backstopMessage.safeParse(JSON.parse(record.body));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const parse = (record: SQSRecord): z.output<typeof backstopMessage> | undefined => parseQueueMessage(backstopMessage, record);
 
 /**
  * A call's backstop schedule fired (EventBridge Scheduler → the call-backstop queue): a call whose carrier never

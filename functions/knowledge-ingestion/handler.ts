@@ -4,6 +4,7 @@ import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.
 import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
 import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
 import { logger } from '../../shared/logger.ts';
+import { parseQueueMessage } from '../../shared/queue/queue-message.ts';
 
 const queueMessage = z.discriminatedUnion('kind', [
   z.object({
@@ -18,14 +19,7 @@ const queueMessage = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('store.delete'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
 ]);
 
-function parse(record: SQSRecord): IngestionMessage | undefined {
-  try {
-    const parsed = queueMessage.safeParse(JSON.parse(record.body));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const parse = (record: SQSRecord): IngestionMessage | undefined => parseQueueMessage(queueMessage, record);
 
 /**
  * The ingestion function, fed by the ingestion queue. Messages of a batch run one after the other (documents of

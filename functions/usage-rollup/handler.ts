@@ -4,17 +4,11 @@ import { handleRollup } from '../../shared/domain/usage-rollup.ts';
 import { logger } from '../../shared/logger.ts';
 import type { RollupMessage } from '../../shared/ports.ts';
 import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
+import { parseQueueMessage } from '../../shared/queue/queue-message.ts';
 
 const queueMessage = z.object({ orgId: z.string().min(1), notBefore: z.number() });
 
-function parse(record: SQSRecord): RollupMessage | undefined {
-  try {
-    const parsed = queueMessage.safeParse(JSON.parse(record.body));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const parse = (record: SQSRecord): RollupMessage | undefined => parseQueueMessage(queueMessage, record);
 
 /** The usage roll-up, fed by its queue: `usage.updated` for each organization whose roll-up is due (docs/usage-and-billing.md#usageupdated). */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
