@@ -186,7 +186,7 @@ export function knowledgeReport(result: KnowledgeBenchResult): string[] {
   const row = (name: string, figures: RetrievalQuality) => `     ${name.padEnd(18)} recall@2 ${figures.recallAt2.toFixed(3)}   MRR@10 ${figures.mrrAt10.toFixed(3)}`;
   return [
     '',
-    `9. Knowledge retrieval (in-process: local flat index, MiniSearch BM25, built-in embedder) — targets: hybrid recall@2 ≥ ${knowledgeTargets.hybridRecallAt2} and ≥ either method alone; query p50 ≤ ${knowledgeTargets.queryP50Ms} ms`,
+    `12. Knowledge retrieval (in-process: local flat index, MiniSearch BM25, built-in embedder) — targets: hybrid recall@2 ≥ ${knowledgeTargets.hybridRecallAt2} and ≥ either method alone; query p50 ≤ ${knowledgeTargets.queryP50Ms} ms`,
     `   Evaluation set: ${quality.hybrid.questions} questions over ${quality.hybrid.chunks} chunks (bench/knowledge-eval)`,
     row('BM25 alone', quality.bm25),
     row('embedding alone', quality.vector),
