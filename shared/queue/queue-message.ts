@@ -1,5 +1,6 @@
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod';
+import { logger } from '../logger.ts';
 
 /** A queue message's body as `schema` describes it; undefined when it is not JSON of that shape (a poison message). */
 export function parseQueueMessage<Schema extends z.ZodType>(schema: Schema, record: SQSRecord): z.output<Schema> | undefined {
@@ -9,4 +10,44 @@ export function parseQueueMessage<Schema extends z.ZodType>(schema: Schema, reco
   } catch {
     return undefined;
   }
+}
+
+export interface QueueBatchOptions<Schema extends z.ZodType> {
+  schema: Schema;
+  /** What the messages are, for the logs: `usage roll-up`, `analysis` … */
+  name: string;
+  /** `sequential` when the messages of a batch write the same things (default: parallel). */
+  order?: 'parallel' | 'sequential';
+  /** The message's fields worth logging beside a failure. */
+  logFields?: (message: z.output<Schema>) => Record<string, unknown>;
+}
+
+/**
+ * Handles each record of a queue batch. A record that is not a message of `schema` (poison), or whose handling
+ * throws, is reported back as a batch item failure: the queue hands it over again, and in the end to its
+ * dead-letter queue. The others are done.
+ */
+export async function handleQueueBatch<Schema extends z.ZodType>(
+  event: SQSEvent,
+  options: QueueBatchOptions<Schema>,
+  handle: (message: z.output<Schema>, record: SQSRecord) => Promise<void>,
+): Promise<SQSBatchResponse> {
+  const handleRecord = async (record: SQSRecord): Promise<string | undefined> => {
+    const message = parseQueueMessage(options.schema, record);
+    if (message === undefined) {
+      logger.error(`${options.name}: not a message of this queue; left for the dead-letter queue`, { messageId: record.messageId });
+      return record.messageId;
+    }
+    try {
+      await handle(message, record);
+      return undefined;
+    } catch (error) {
+      logger.error(`${options.name} failed; the queue hands it over again`, { messageId: record.messageId, ...options.logFields?.(message), error: error as Error });
+      return record.messageId;
+    }
+  };
+  const failures: (string | undefined)[] = [];
+  if (options.order === 'sequential') for (const record of event.Records) failures.push(await handleRecord(record));
+  else failures.push(...(await Promise.all(event.Records.map(handleRecord))));
+  return { batchItemFailures: failures.filter((id) => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
 }
