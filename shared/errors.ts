@@ -239,3 +239,7 @@ export class KnowledgeStoreInUseError extends AppError {
 export class EmbedderMismatchError extends AppError {
   readonly code = 'EMBEDDER_MISMATCH';
 }
+
+export class ContactPhoneTakenError extends AppError {
+  readonly code = 'CONTACT_PHONE_TAKEN';
+}
