@@ -2,6 +2,7 @@ import { agentRoutes } from './agents/routes.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
+import { contactRoutes } from './contacts/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { carrierCallbackRoutes } from './carrier-callbacks/routes.ts';
@@ -30,4 +31,5 @@ export const routeGroups: readonly RouteGroup[] = [
   phoneNumberRoutes,
   carrierCallbackRoutes,
   knowledgeRoutes,
+  contactRoutes,
 ];

@@ -262,7 +262,9 @@ export async function writeContacts(deps: ContactStoreDeps, writes: readonly Con
     try {
       await sendTransaction(deps.documentClient, contactWrites(tableName, write.next, write.previous));
     } catch (error) {
-      outcomes[index] = contactWriteFailure(error, write.next) ?? (error as Error);
+      const failure = contactWriteFailure(error, write.next);
+      if (!failure) throw error;
+      outcomes[index] = failure;
     }
   };
   const writeGroup = async (group: number[]) => {
