@@ -12,6 +12,8 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { whatsappNumberRoutes } from './whatsapp-numbers/routes.ts';
+import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
@@ -30,4 +32,6 @@ export const routeGroups: readonly RouteGroup[] = [
   phoneNumberRoutes,
   carrierCallbackRoutes,
   knowledgeRoutes,
+  whatsappNumberRoutes,
+  whatsappWebhookRoutes,
 ];

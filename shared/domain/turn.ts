@@ -20,6 +20,11 @@ export interface TurnSink {
   delta(messageId: string, text: string): void;
   /** A failure after streaming began, as the error envelope's `error` object. */
   failed(error: { code: string; message: string; status: number }): void;
+  /**
+   * Said before and after a tool's `preExecutionMessage`: the text between is an utterance of its own (WhatsApp
+   * sends it as a message of its own; a stream needs nothing).
+   */
+  boundary?(): void;
 }
 
 export interface ToolCallContext {
@@ -226,6 +231,11 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   };
   // A pre-execution message and the text after a tool round are separate utterances: start a new paragraph.
   const sayParagraph = (text: string) => say(content && !/\s$/.test(content) ? `\n\n${text}` : text);
+  const sayApart = (text: string) => {
+    sink.boundary?.();
+    sayParagraph(text);
+    sink.boundary?.();
+  };
 
   try {
     for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
@@ -277,7 +287,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
           results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
           continue;
         }
-        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayParagraph);
+        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayApart);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),

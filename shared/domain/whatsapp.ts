@@ -1,0 +1,391 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Config } from '../config.ts';
+import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../errors.ts';
+import { logger } from '../logger.ts';
+import type { StoredSession } from '../ports.ts';
+import type { Page } from '../schemas/common.ts';
+import type { Message } from '../schemas/session.ts';
+import {
+  defaultUnsupportedReply,
+  deliveryStatuses,
+  webhookChangeValue,
+  webhookNotification,
+  whatsappTextLimit,
+  type CreateWhatsappNumberInput,
+  type DeliveryStatus,
+  type InboundWhatsappMessage,
+  type StatusNotification,
+  type StoredWhatsappNumber,
+  type UpdateWhatsappNumberInput,
+  type WhatsappNumber,
+  type WhatsappQueueMessage,
+  type WhatsappSend,
+} from '../schemas/whatsapp.ts';
+import type { SealedWhatsappNumber, WhatsappStore } from '../store/whatsapp-store.ts';
+import { WhatsappSendError, type WhatsappMessaging } from '../whatsapp/graph-client.ts';
+import { isValidMetaSignature } from '../whatsapp/meta-signature.ts';
+import { splitForWhatsapp } from '../whatsapp/split-text.ts';
+import { newId, nextUpdatedAt } from './clock.ts';
+import { events } from './events.ts';
+import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
+import { newMessageId, prepareTurn, runTurn, type TurnDeps } from './turn.ts';
+
+export interface WhatsappDeps extends SessionDeps {
+  whatsapp: WhatsappStore;
+  config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL'>;
+}
+
+/** Where notifications wait between the webhook's fast 200 and their handling (a FIFO queue, one group per customer). */
+export interface WhatsappInbound {
+  enqueue(messages: WhatsappQueueMessage[]): Promise<void>;
+}
+
+export interface WhatsappWebhookDeps extends WhatsappDeps {
+  inbound: WhatsappInbound;
+}
+
+export interface WhatsappConversationDeps extends WhatsappDeps, TurnDeps {
+  messaging: WhatsappMessaging;
+  config: WhatsappDeps['config'] & TurnDeps['config'] & Pick<Config, 'WHATSAPP_SEND_RETRY_MS'>;
+}
+
+/** WhatsApp's customer-service window: free-form replies only within 24 hours of the customer's last message. */
+const customerServiceWindowMs = 24 * 60 * 60 * 1000;
+
+// ---- Numbers -------------------------------------------------------------------------------------------------
+
+export async function connectNumber(deps: WhatsappDeps, orgId: string, input: CreateWhatsappNumberInput): Promise<WhatsappNumber> {
+  await requireAgent(deps, orgId, input.agentId);
+  const now = deps.clock.now().toISOString();
+  const number: StoredWhatsappNumber = {
+    id: newId(),
+    orgId,
+    phoneNumberId: input.phoneNumberId,
+    displayPhoneNumber: input.displayPhoneNumber,
+    agentId: input.agentId,
+    ...(input.label !== undefined ? { label: input.label } : {}),
+    ...(input.unsupportedMessageReply !== undefined ? { unsupportedMessageReply: input.unsupportedMessageReply } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
+  const { accessToken, appSecret, verifyToken } = input;
+  await deps.whatsapp.createNumber(number, { accessToken, appSecret, verifyToken });
+  return publicNumber(deps, number);
+}
+
+export async function listNumbers(deps: WhatsappDeps, orgId: string, query: { page: number; limit: number }): Promise<Page<WhatsappNumber>> {
+  const all = await deps.whatsapp.listNumbers(orgId);
+  const data = all.slice((query.page - 1) * query.limit, query.page * query.limit).map((number) => publicNumber(deps, number));
+  return { data, pagination: { page: query.page, limit: query.limit, total: all.length, totalPages: Math.ceil(all.length / query.limit) } };
+}
+
+export async function getNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<WhatsappNumber> {
+  return publicNumber(deps, await requireNumber(deps, orgId, numberId));
+}
+
+export async function updateNumber(deps: WhatsappDeps, orgId: string, numberId: string, input: UpdateWhatsappNumberInput): Promise<WhatsappNumber> {
+  const previous = await requireNumber(deps, orgId, numberId);
+  if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  const { sealed: _sealed, ...stored } = previous;
+  const next: StoredWhatsappNumber = { ...stored, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (input.agentId) next.agentId = input.agentId;
+  if (input.label === null) delete next.label;
+  else if (input.label !== undefined) next.label = input.label;
+  if (input.unsupportedMessageReply === null) delete next.unsupportedMessageReply;
+  else if (input.unsupportedMessageReply !== undefined) next.unsupportedMessageReply = input.unsupportedMessageReply;
+  const secrets = Object.fromEntries((['accessToken', 'appSecret', 'verifyToken'] as const).filter((name) => input[name] !== undefined).map((name) => [name, input[name] as string]));
+  await deps.whatsapp.replaceNumber(previous, next, secrets);
+  return publicNumber(deps, next);
+}
+
+export async function disconnectNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<void> {
+  if (!(await deps.whatsapp.deleteNumber(orgId, numberId))) throw new NotFoundError(`WhatsApp number ${numberId} not found.`);
+}
+
+async function requireNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<SealedWhatsappNumber> {
+  const number = await deps.whatsapp.getNumber(orgId, numberId);
+  if (!number) throw new NotFoundError(`WhatsApp number ${numberId} not found.`);
+  return number;
+}
+
+async function requireAgent(deps: WhatsappDeps, orgId: string, agentId: string): Promise<void> {
+  if (!(await deps.agents.get(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
+}
+
+function publicNumber(deps: WhatsappDeps, number: StoredWhatsappNumber): WhatsappNumber {
+  return {
+    id: number.id,
+    phoneNumberId: number.phoneNumberId,
+    displayPhoneNumber: number.displayPhoneNumber,
+    agentId: number.agentId,
+    ...(number.label !== undefined ? { label: number.label } : {}),
+    unsupportedMessageReply: number.unsupportedMessageReply ?? defaultUnsupportedReply,
+    webhookUrl: webhookUrl(deps, number.phoneNumberId),
+    createdAt: number.createdAt,
+    updatedAt: number.updatedAt,
+  };
+}
+
+/** The callback URL to give Meta for a number (its handshake is checked against that number's verify token). */
+export function webhookUrl(deps: Pick<WhatsappDeps, 'config'>, phoneNumberId: string): string {
+  if (!deps.config.PUBLIC_BASE_URL) throw new Error('PUBLIC_BASE_URL is not set: Meta cannot reach this deployment.');
+  return `${deps.config.PUBLIC_BASE_URL.replace(/\/$/, '')}/whatsapp/webhook/${phoneNumberId}`;
+}
+
+// ---- Meta's webhook ------------------------------------------------------------------------------------------
+
+async function numberOf(deps: WhatsappDeps, phoneNumberId: string): Promise<SealedWhatsappNumber | undefined> {
+  const owner = await deps.whatsapp.owner(phoneNumberId);
+  return owner && deps.whatsapp.getNumber(owner.orgId, owner.numberId);
+}
+
+/** The verification handshake: Meta's challenge echoed when the verify token is the number's; 403 otherwise. */
+export async function answerHandshake(deps: WhatsappDeps, phoneNumberId: string, query: { 'hub.mode'?: string | undefined; 'hub.verify_token'?: string | undefined; 'hub.challenge'?: string | undefined }): Promise<string> {
+  const number = await numberOf(deps, phoneNumberId);
+  if (!number) throw new NotFoundError('No organization has connected this WhatsApp number.');
+  const verifyToken = await deps.whatsapp.openSecret(number, 'verifyToken');
+  const given = Buffer.from(query['hub.verify_token'] ?? '');
+  const expected = Buffer.from(verifyToken);
+  if (query['hub.mode'] !== 'subscribe' || !query['hub.challenge'] || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new ForbiddenError('The verify token does not match this number\'s.');
+  }
+  return query['hub.challenge'];
+}
+
+/**
+ * A notification: verified with the app secret of the number its URL names (401 otherwise), then each change is
+ * routed by its own `phone_number_id` (numbers of one Meta app share a webhook) and queued, one FIFO group per
+ * customer. A change for a number whose app secret does not verify this body is dropped.
+ */
+export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<void> {
+  const number = await numberOf(deps, phoneNumberId);
+  if (!number) throw new NotFoundError('No organization has connected this WhatsApp number.');
+  if (!isValidMetaSignature(await deps.whatsapp.openSecret(number, 'appSecret'), signature, rawBody)) {
+    throw new InvalidSignatureError('The X-Hub-Signature-256 does not match this body under the app secret.');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody);
+  } catch {
+    throw new ValidationError('The notification is not JSON.');
+  }
+  const notification = webhookNotification.safeParse(parsed);
+  if (!notification.success) throw new ValidationError('The notification is not a WhatsApp Business Account notification.');
+  const verified = new Map<string, SealedWhatsappNumber | undefined>([[phoneNumberId, number]]);
+  const queued: WhatsappQueueMessage[] = [];
+  for (const change of notification.data.entry.flatMap((entry) => entry.changes)) {
+    const value = change.field === 'messages' ? webhookChangeValue.safeParse(change.value) : undefined;
+    if (!value?.success) continue;
+    const target = value.data.metadata.phone_number_id;
+    if (!verified.has(target)) verified.set(target, await verifiedNumber(deps, target, rawBody, signature));
+    const owner = verified.get(target);
+    if (!owner) {
+      logger.warn('WhatsApp change for a number not verified by this notification; dropped', { phoneNumberId: target });
+      continue;
+    }
+    const names = new Map((value.data.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
+    for (const message of value.data.messages ?? []) {
+      const name = names.get(message.from);
+      queued.push({ kind: 'message', orgId: owner.orgId, numberId: owner.id, customer: { waId: message.from, ...(name ? { name } : {}) }, message });
+    }
+    for (const status of value.data.statuses ?? []) queued.push({ kind: 'status', orgId: owner.orgId, numberId: owner.id, status });
+  }
+  if (queued.length) await deps.inbound.enqueue(queued);
+}
+
+async function verifiedNumber(deps: WhatsappDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<SealedWhatsappNumber | undefined> {
+  const number = await numberOf(deps, phoneNumberId);
+  return number && isValidMetaSignature(await deps.whatsapp.openSecret(number, 'appSecret'), signature, rawBody) ? number : undefined;
+}
+
+// ---- Handling queued notifications ---------------------------------------------------------------------------
+
+export async function handleQueuedNotification(deps: WhatsappConversationDeps, queued: WhatsappQueueMessage): Promise<void> {
+  const number = await deps.whatsapp.getNumber(queued.orgId, queued.numberId);
+  if (!number) {
+    logger.warn('WhatsApp notification for a number disconnected since; dropped', { orgId: queued.orgId, numberId: queued.numberId });
+    return;
+  }
+  if (queued.kind === 'status') await recordStatus(deps, number, queued.status);
+  else await answerMessage(deps, number, queued.customer, queued.message);
+}
+
+/**
+ * An inbound message, answered once: its id is taken first (a redelivery stops there). A failure before anything
+ * was sent gives the id back and fails the queue message, which comes again; after a send, it is logged instead.
+ */
+async function answerMessage(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, message: InboundWhatsappMessage): Promise<void> {
+  if (!(await deps.whatsapp.claimInbound(number.orgId, number.id, message.id, deps.clock.now().getTime()))) return;
+  const progress = { sent: false };
+  try {
+    const session = await customerSession(deps, number, customer);
+    if (!session) return;
+    const windowEndsAt = Number(message.timestamp) * 1000 + customerServiceWindowMs;
+    const outbox = new Outbox(deps, number, customer.waId, windowEndsAt, progress);
+    const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
+    if (message.type === 'text' && message.text?.body.trim()) await converse(deps, session, message.text.body, inbound, outbox);
+    else await answerUnsupported(deps, session, number, inbound, outbox);
+  } catch (error) {
+    if (error instanceof AppError) {
+      // The turn was refused (quota, inactive agent, a session closed meanwhile): nothing a retry would change.
+      logger.warn('WhatsApp message not answered', { orgId: number.orgId, numberId: number.id, wamid: message.id, code: error.code, reason: error.message });
+      return;
+    }
+    if (!progress.sent) await deps.whatsapp.releaseInbound(number.orgId, number.id, message.id);
+    throw error;
+  }
+}
+
+/** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
+async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
+  const known = await deps.whatsapp.customerSession(number.orgId, number.id, customer.waId);
+  const current = known ? await deps.sessions.get(number.orgId, known) : undefined;
+  if (current && (await expireIfIdle(deps, current)).state === 'OPEN') return current;
+  const agent = await deps.agents.get(number.orgId, number.agentId);
+  if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
+    logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
+    return undefined;
+  }
+  const now = deps.clock.now();
+  const session: StoredSession = {
+    id: newId(),
+    orgId: number.orgId,
+    agentId: agent.id,
+    type: 'CHAT',
+    direction: 'INBOUND',
+    platform: 'WHATSAPP',
+    state: 'OPEN',
+    metadata: {
+      sessionVariables: {},
+      whatsapp: { numberId: number.id, phoneNumberId: number.phoneNumberId, customerWaId: customer.waId, ...(customer.name ? { customerName: customer.name } : {}) },
+    },
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    lastActivityAt: now.toISOString(),
+    messageCount: 0,
+    nextSeq: 1,
+  };
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
+  return session;
+}
+
+/** One turn of the turn engine; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own. */
+async function converse(deps: WhatsappConversationDeps, session: StoredSession, content: string, inbound: Record<string, string>, outbox: Outbox): Promise<void> {
+  const turn = await prepareTurn(deps, session.orgId, session.id, { content, stream: false, metadata: { whatsapp: inbound } });
+  let pending = '';
+  const flush = () => {
+    outbox.send(pending);
+    pending = '';
+  };
+  const result = await runTurn(deps, turn, { delta: (_id, text) => (pending += text), failed: () => undefined, boundary: flush });
+  flush();
+  const reply = result.messages.at(-1);
+  if (reply) await outbox.record(session, reply.id);
+}
+
+/** A message the agent cannot read: recorded as the user's (with its type), answered with the number's reply. */
+async function answerUnsupported(deps: WhatsappConversationDeps, session: StoredSession, number: SealedWhatsappNumber, inbound: Record<string, string>, outbox: Outbox): Promise<void> {
+  const now = deps.clock.now();
+  const at = now.toISOString();
+  const text = number.unsupportedMessageReply ?? defaultUnsupportedReply;
+  const user: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content: `[${inbound.type}]`, metadata: { whatsapp: inbound }, createdAt: at };
+  const reply: Message = { id: newMessageId(), sessionId: session.id, role: 'ASSISTANT', content: text, metadata: { status: 'COMPLETED', unsupportedMessage: true }, createdAt: at };
+  let current: StoredSession | undefined = session;
+  while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at, expiresAt: expiryEpochSeconds(deps, now.getTime()) })) === 'conflict') {
+    current = await deps.sessions.get(session.orgId, session.id);
+  }
+  outbox.send(text);
+  await outbox.record(session, reply.id);
+}
+
+/**
+ * The WhatsApp messages of one reply, sent one after another in order (each part of a long text, each utterance),
+ * each retried with backoff; what happened to each is recorded on the reply's `metadata.whatsapp.sends`.
+ */
+class Outbox {
+  private chain = Promise.resolve();
+  private readonly sends: WhatsappSend[] = [];
+  private accessToken: Promise<string> | undefined;
+
+  private readonly deps: WhatsappConversationDeps;
+  private readonly number: SealedWhatsappNumber;
+  private readonly to: string;
+  private readonly windowEndsAt: number;
+  private readonly progress: { sent: boolean };
+
+  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: string, windowEndsAt: number, progress: { sent: boolean }) {
+    this.deps = deps;
+    this.number = number;
+    this.to = to;
+    this.windowEndsAt = windowEndsAt;
+    this.progress = progress;
+  }
+
+  send(text: string): void {
+    for (const part of splitForWhatsapp(text, whatsappTextLimit)) this.chain = this.chain.then(() => this.sendPart(part));
+  }
+
+  /** Waits for the sends, then writes them on the reply (found by id among the session's last messages). */
+  async record(session: StoredSession, messageId: string): Promise<void> {
+    await this.chain;
+    if (this.sends.length === 0) return;
+    const current = await this.deps.sessions.get(session.orgId, session.id);
+    const last = (current?.nextSeq ?? 1) - 1;
+    const recent = last > 0 ? await this.deps.sessions.messageRange(session.orgId, session.id, Math.max(1, last - 20), last) : [];
+    const index = recent.findIndex((message) => message.id === messageId);
+    if (index < 0) {
+      logger.error('WhatsApp sends not recorded: the reply is not among the session\'s last messages', { sessionId: session.id, messageId, sends: this.sends });
+      return;
+    }
+    const seq = Math.max(1, last - 20) + index;
+    await this.deps.whatsapp.recordSends({ orgId: session.orgId, sessionId: session.id, seq, messageId, numberId: this.number.id }, this.sends, this.deps.clock.now().getTime());
+  }
+
+  private async sendPart(body: string): Promise<void> {
+    const now = () => this.deps.clock.now();
+    if (now().getTime() > this.windowEndsAt) {
+      this.sends.push({
+        chars: body.length,
+        status: 'refused',
+        attempts: 0,
+        updatedAt: now().toISOString(),
+        error: { code: 'WHATSAPP_WINDOW_CLOSED', message: 'More than 24 hours since the customer\'s message: WhatsApp allows only template messages, which this platform does not send.' },
+      });
+      return;
+    }
+    this.accessToken ??= this.deps.whatsapp.openSecret(this.number, 'accessToken');
+    const accessToken = await this.accessToken;
+    const delays = this.deps.config.WHATSAPP_SEND_RETRY_MS;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const { wamid } = await this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body });
+        this.progress.sent = true;
+        this.sends.push({ wamid, chars: body.length, status: 'sent', attempts: attempt, updatedAt: now().toISOString() });
+        return;
+      } catch (error) {
+        const failure = error instanceof WhatsappSendError ? error : new WhatsappSendError('WHATSAPP_SEND_FAILED', (error as Error).message, true);
+        const delay = delays[attempt - 1];
+        if (!failure.retryable || delay === undefined) {
+          logger.error('WhatsApp send failed', { orgId: this.number.orgId, numberId: this.number.id, attempts: attempt, code: failure.code, reason: failure.message });
+          this.sends.push({ chars: body.length, status: 'failed', attempts: attempt, updatedAt: now().toISOString(), error: { code: failure.code, message: failure.message } });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay * (1 - Math.random() * 0.2)));
+      }
+    }
+  }
+}
+
+/** A status notification (sent, delivered, read, failed), recorded on the reply it belongs to; statuses only move forward. */
+async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification): Promise<void> {
+  if (!(deliveryStatuses as readonly string[]).includes(status.status)) return;
+  const sent = await deps.whatsapp.outbound(number.orgId, number.id, status.id);
+  if (!sent) {
+    logger.warn('WhatsApp status of a message this platform did not send; ignored', { orgId: number.orgId, numberId: number.id, wamid: status.id });
+    return;
+  }
+  const metaError = status.errors?.[0];
+  const error = metaError ? { code: `META_${metaError.code ?? 'ERROR'}`, message: metaError.message ?? metaError.title ?? 'Meta reported a failure.' } : undefined;
+  const at = new Date(Number(status.timestamp) * 1000).toISOString();
+  await deps.whatsapp.advanceSend(number.orgId, sent, status.status as DeliveryStatus, at, error);
+}
