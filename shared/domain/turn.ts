@@ -70,6 +70,8 @@ export interface TurnResult {
   failure?: { code: string; message: string; status: number } | undefined;
   /** The model called `end_conversation`. */
   agentEnded: boolean;
+  /** The number (`seq`) the session gave the turn's last message, its reply. */
+  replySeq: number;
 }
 
 export interface TurnOptions {
@@ -160,7 +162,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  * process appended meanwhile, the session is read again and the messages go after those. A session that ended
  * meanwhile takes none of them.
  */
-async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<void> {
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<number> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
   const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
   let session: StoredSession | undefined = turn.session;
@@ -171,7 +173,7 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
         histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
       }
       else histories.delete(sessionKey);
-      return;
+      return session.nextSeq + messages.length - 1;
     }
     session = await deps.sessions.get(turn.session.orgId, turn.session.id);
     if (session && session.state !== 'OPEN') {
@@ -341,12 +343,12 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     createdAt: now.toISOString(),
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
-  await commitTurn(deps, turn, messages, now);
+  const replySeq = await commitTurn(deps, turn, messages, now);
   if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: [...toolMessages, assistant], failure, agentEnded };
+  return { messages: [...toolMessages, assistant], failure, agentEnded, replySeq };
 }
 
 /** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */

@@ -139,6 +139,30 @@ async function numberOf(deps: WhatsappDeps, phoneNumberId: string): Promise<Seal
   return owner && deps.whatsapp.getNumber(owner.orgId, owner.numberId);
 }
 
+/**
+ * The webhook's numbers, remembered per process for `webhookCacheMs` so that an acknowledgement is one queue send:
+ * Meta expects its 200 fast. A signature that fails under a remembered number is checked again under a fresh read
+ * (the secret may have been replaced), so a change takes effect at once for the new secret.
+ */
+const webhookNumbers = new Map<string, { number: SealedWhatsappNumber | undefined; appSecret: string | undefined; at: number }>();
+const webhookCacheMs = 30_000;
+const maxWebhookNumbers = 10_000;
+
+async function verifiedBody(deps: WhatsappDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<SealedWhatsappNumber | undefined | 'unknown'> {
+  const check = (entry: { number: SealedWhatsappNumber | undefined; appSecret: string | undefined }) =>
+    entry.number ? (entry.appSecret !== undefined && isValidMetaSignature(entry.appSecret, signature, rawBody) ? entry.number : undefined) : 'unknown';
+  const remembered = webhookNumbers.get(phoneNumberId);
+  if (remembered && Date.now() - remembered.at < webhookCacheMs) {
+    const verdict = check(remembered);
+    if (verdict !== undefined) return verdict;
+  }
+  const number = await numberOf(deps, phoneNumberId);
+  const fresh = { number, appSecret: number && (await deps.whatsapp.openSecret(number, 'appSecret')), at: Date.now() };
+  if (webhookNumbers.size >= maxWebhookNumbers) webhookNumbers.delete(webhookNumbers.keys().next().value as string);
+  webhookNumbers.set(phoneNumberId, fresh);
+  return check(fresh);
+}
+
 /** The verification handshake: Meta's challenge echoed when the verify token is the number's; 403 otherwise. */
 export async function answerHandshake(deps: WhatsappDeps, phoneNumberId: string, query: { 'hub.mode'?: string | undefined; 'hub.verify_token'?: string | undefined; 'hub.challenge'?: string | undefined }): Promise<string> {
   const number = await numberOf(deps, phoneNumberId);
@@ -158,11 +182,9 @@ export async function answerHandshake(deps: WhatsappDeps, phoneNumberId: string,
  * customer. A change for a number whose app secret does not verify this body is dropped.
  */
 export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<void> {
-  const number = await numberOf(deps, phoneNumberId);
-  if (!number) throw new NotFoundError('No organization has connected this WhatsApp number.');
-  if (!isValidMetaSignature(await deps.whatsapp.openSecret(number, 'appSecret'), signature, rawBody)) {
-    throw new InvalidSignatureError('The X-Hub-Signature-256 does not match this body under the app secret.');
-  }
+  const number = await verifiedBody(deps, phoneNumberId, rawBody, signature);
+  if (number === 'unknown') throw new NotFoundError('No organization has connected this WhatsApp number.');
+  if (!number) throw new InvalidSignatureError('The X-Hub-Signature-256 does not match this body under the app secret.');
   let parsed: unknown;
   try {
     parsed = JSON.parse(rawBody);
@@ -177,7 +199,10 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
     const value = change.field === 'messages' ? webhookChangeValue.safeParse(change.value) : undefined;
     if (!value?.success) continue;
     const target = value.data.metadata.phone_number_id;
-    if (!verified.has(target)) verified.set(target, await verifiedNumber(deps, target, rawBody, signature));
+    if (!verified.has(target)) {
+      const verdict = await verifiedBody(deps, target, rawBody, signature);
+      verified.set(target, verdict === 'unknown' ? undefined : verdict);
+    }
     const owner = verified.get(target);
     if (!owner) {
       logger.warn('WhatsApp change for a number not verified by this notification; dropped', { phoneNumberId: target });
@@ -193,38 +218,49 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
   if (queued.length) await deps.inbound.enqueue(queued);
 }
 
-async function verifiedNumber(deps: WhatsappDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<SealedWhatsappNumber | undefined> {
-  const number = await numberOf(deps, phoneNumberId);
-  return number && isValidMetaSignature(await deps.whatsapp.openSecret(number, 'appSecret'), signature, rawBody) ? number : undefined;
-}
-
 // ---- Handling queued notifications ---------------------------------------------------------------------------
 
 export async function handleQueuedNotification(deps: WhatsappConversationDeps, queued: WhatsappQueueMessage): Promise<void> {
-  const number = await deps.whatsapp.getNumber(queued.orgId, queued.numberId);
-  if (!number) {
-    logger.warn('WhatsApp notification for a number disconnected since; dropped', { orgId: queued.orgId, numberId: queued.numberId });
+  if (queued.kind === 'status') {
+    const [number, sent] = await Promise.all([deps.whatsapp.getNumber(queued.orgId, queued.numberId), deps.whatsapp.outbound(queued.orgId, queued.numberId, queued.status.id)]);
+    if (number) await recordStatus(deps, number, queued.status, sent);
     return;
   }
-  if (queued.kind === 'status') await recordStatus(deps, number, queued.status);
-  else await answerMessage(deps, number, queued.customer, queued.message);
+  // One round trip: the number, the claim on the message id, and the customer's last session.
+  const { orgId, numberId, customer, message } = queued;
+  const [number, claimed, knownSession] = await Promise.all([
+    deps.whatsapp.getNumber(orgId, numberId),
+    deps.whatsapp.claimInbound(orgId, numberId, message.id, deps.clock.now().getTime()),
+    deps.whatsapp.customerSession(orgId, numberId, customer.waId),
+  ]);
+  if (!number) {
+    logger.warn('WhatsApp message for a number disconnected since; dropped', { orgId, numberId });
+    return;
+  }
+  if (claimed) await answerMessage(deps, number, customer, message, knownSession);
 }
 
 /**
  * An inbound message, answered once: its id is taken first (a redelivery stops there). A failure before anything
  * was sent gives the id back and fails the queue message, which comes again; after a send, it is logged instead.
  */
-async function answerMessage(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, message: InboundWhatsappMessage): Promise<void> {
-  if (!(await deps.whatsapp.claimInbound(number.orgId, number.id, message.id, deps.clock.now().getTime()))) return;
+async function answerMessage(
+  deps: WhatsappConversationDeps,
+  number: SealedWhatsappNumber,
+  customer: { waId: string; name?: string | undefined },
+  message: InboundWhatsappMessage,
+  knownSession: string | undefined,
+): Promise<void> {
   const progress = { sent: false };
   try {
-    const session = await customerSession(deps, number, customer);
-    if (!session) return;
     const windowEndsAt = Number(message.timestamp) * 1000 + customerServiceWindowMs;
     const outbox = new Outbox(deps, number, customer.waId, windowEndsAt, progress);
     const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
-    if (message.type === 'text' && message.text?.body.trim()) await converse(deps, session, message.text.body, inbound, outbox);
-    else await answerUnsupported(deps, session, number, inbound, outbox);
+    if (message.type === 'text' && message.text?.body.trim()) await converse(deps, number, customer, knownSession, message.text.body, inbound, outbox);
+    else {
+      const session = await customerSession(deps, number, customer, knownSession);
+      if (session) await answerUnsupported(deps, session, number, inbound, outbox);
+    }
   } catch (error) {
     if (error instanceof AppError) {
       // The turn was refused (quota, inactive agent, a session closed meanwhile): nothing a retry would change.
@@ -237,10 +273,13 @@ async function answerMessage(deps: WhatsappConversationDeps, number: SealedWhats
 }
 
 /** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
-async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
-  const known = await deps.whatsapp.customerSession(number.orgId, number.id, customer.waId);
+async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, known: string | undefined): Promise<StoredSession | undefined> {
   const current = known ? await deps.sessions.get(number.orgId, known) : undefined;
   if (current && (await expireIfIdle(deps, current)).state === 'OPEN') return current;
+  return openCustomerSession(deps, number, customer);
+}
+
+async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
   const agent = await deps.agents.get(number.orgId, number.agentId);
   if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
     logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
@@ -269,9 +308,33 @@ async function customerSession(deps: WhatsappConversationDeps, number: SealedWha
   return session;
 }
 
-/** One turn of the turn engine; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own. */
-async function converse(deps: WhatsappConversationDeps, session: StoredSession, content: string, inbound: Record<string, string>, outbox: Outbox): Promise<void> {
-  const turn = await prepareTurn(deps, session.orgId, session.id, { content, stream: false, metadata: { whatsapp: inbound } });
+/** Why a turn cannot go to the customer's last session: it is gone, expired (now) or closed. */
+const sessionOver = new Set(['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SESSION']);
+
+/**
+ * One turn of the turn engine, in the customer's last session (the turn's own reads find it open, or expire it)
+ * or a new one; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own.
+ */
+async function converse(
+  deps: WhatsappConversationDeps,
+  number: SealedWhatsappNumber,
+  customer: { waId: string; name?: string | undefined },
+  knownSession: string | undefined,
+  content: string,
+  inbound: Record<string, string>,
+  outbox: Outbox,
+): Promise<void> {
+  const input = { content, stream: false, metadata: { whatsapp: inbound } };
+  const prepareIn = async (session: StoredSession | undefined) => session && prepareTurn(deps, number.orgId, session.id, input);
+  let turn;
+  try {
+    turn = knownSession ? await prepareTurn(deps, number.orgId, knownSession, input) : await prepareIn(await openCustomerSession(deps, number, customer));
+  } catch (error) {
+    if (!(error instanceof AppError && sessionOver.has(error.code))) throw error;
+    turn = await prepareIn(await openCustomerSession(deps, number, customer));
+  }
+  if (!turn) return;
+  const session = turn.session;
   let pending = '';
   const flush = () => {
     outbox.send(pending);
@@ -280,7 +343,7 @@ async function converse(deps: WhatsappConversationDeps, session: StoredSession, 
   const result = await runTurn(deps, turn, { delta: (_id, text) => (pending += text), failed: () => undefined, boundary: flush });
   flush();
   const reply = result.messages.at(-1);
-  if (reply) await outbox.record(session, reply.id);
+  if (reply) await outbox.record(session, reply.id, result.replySeq);
 }
 
 /** A message the agent cannot read: recorded as the user's (with its type), answered with the number's reply. */
@@ -294,8 +357,9 @@ async function answerUnsupported(deps: WhatsappConversationDeps, session: Stored
   while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at, expiresAt: expiryEpochSeconds(deps, now.getTime()) })) === 'conflict') {
     current = await deps.sessions.get(session.orgId, session.id);
   }
+  if (!current) return;
   outbox.send(text);
-  await outbox.record(session, reply.id);
+  await outbox.record(session, reply.id, current.nextSeq + 1);
 }
 
 /**
@@ -325,19 +389,10 @@ class Outbox {
     for (const part of splitForWhatsapp(text, whatsappTextLimit)) this.chain = this.chain.then(() => this.sendPart(part));
   }
 
-  /** Waits for the sends, then writes them on the reply (found by id among the session's last messages). */
-  async record(session: StoredSession, messageId: string): Promise<void> {
+  /** Waits for the sends, then writes them on the reply (message `seq` of the session, checked by its id). */
+  async record(session: StoredSession, messageId: string, seq: number): Promise<void> {
     await this.chain;
     if (this.sends.length === 0) return;
-    const current = await this.deps.sessions.get(session.orgId, session.id);
-    const last = (current?.nextSeq ?? 1) - 1;
-    const recent = last > 0 ? await this.deps.sessions.messageRange(session.orgId, session.id, Math.max(1, last - 20), last) : [];
-    const index = recent.findIndex((message) => message.id === messageId);
-    if (index < 0) {
-      logger.error('WhatsApp sends not recorded: the reply is not among the session\'s last messages', { sessionId: session.id, messageId, sends: this.sends });
-      return;
-    }
-    const seq = Math.max(1, last - 20) + index;
     await this.deps.whatsapp.recordSends({ orgId: session.orgId, sessionId: session.id, seq, messageId, numberId: this.number.id }, this.sends, this.deps.clock.now().getTime());
   }
 
@@ -377,9 +432,8 @@ class Outbox {
 }
 
 /** A status notification (sent, delivered, read, failed), recorded on the reply it belongs to; statuses only move forward. */
-async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification): Promise<void> {
+async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification, sent: { sessionId: string; seq: number; index: number } | undefined): Promise<void> {
   if (!(deliveryStatuses as readonly string[]).includes(status.status)) return;
-  const sent = await deps.whatsapp.outbound(number.orgId, number.id, status.id);
   if (!sent) {
     logger.warn('WhatsApp status of a message this platform did not send; ignored', { orgId: number.orgId, numberId: number.id, wamid: status.id });
     return;
