@@ -23,6 +23,7 @@ import { measureDeveloperPages } from './developer-pages.ts';
 import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
+import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -93,7 +94,12 @@ const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) =
 log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
 const knowledge = await measureKnowledge(log);
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge)];
+const whatsapp = await withDatabase('WhatsApp', 'bench-whatsapp', (endpoint, tableName) => {
+  log('WhatsApp: 10 customers of 20 messages one at a time (ack and reply), the bare route and the same turns through the chat API (floors)');
+  return measureWhatsapp(endpoint, tableName);
+});
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...whatsappChecks(whatsapp)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -117,6 +123,7 @@ const results: BenchResults = {
   voice,
   usage,
   knowledge,
+  whatsapp,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
