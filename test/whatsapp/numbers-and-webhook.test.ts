@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { keys } from '../../shared/store/keys.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from './support.ts';
@@ -38,6 +41,23 @@ describe('WhatsApp numbers', () => {
     const agent = await api.request('POST', '/v2/chat/agents', { key: other.key, body: { fullName: 'B', description: 'B', role: 'B' } });
     const again = await api.request('POST', '/v1/chat/whatsapp/numbers', { key: other.key, body: { phoneNumberId: org.phoneNumberId, displayPhoneNumber: '+1 555 010 0100', agentId: agent.body.id, ...org.secrets } });
     expect(again.status, again.text).toBe(201);
+  });
+
+  it('keeps the access token, app secret and verify token sealed at rest, also after a PATCH replaces one', async () => {
+    const org = await whatsappOrg(api);
+    const replaced = await api.request('PATCH', `/v1/chat/whatsapp/numbers/${org.numberId}`, { key: org.key, body: { accessToken: 'EAAreplacement-token-1234' } });
+    expect(replaced.status, replaced.text).toBe(200);
+    const documents = DynamoDBDocumentClient.from(
+      new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+    );
+    try {
+      const { Item } = await documents.send(new GetCommand({ TableName: inject('tableName'), Key: keys.whatsappNumber(org.orgId, org.numberId) }));
+      const stored = JSON.stringify(Item);
+      for (const secret of [...Object.values(org.secrets), 'EAAreplacement-token-1234']) expect(stored).not.toContain(secret);
+      expect(Object.values(Item!.sealed as Record<string, string>).map((value) => value.split(':').slice(0, 2).join(':'))).toEqual(['sealed:v1', 'sealed:v1', 'sealed:v1']);
+    } finally {
+      documents.destroy();
+    }
   });
 
   it('refuses an invalid body with 400 naming the fields, an unknown agent with 404, and scopes short of channels', async () => {
