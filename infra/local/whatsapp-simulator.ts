@@ -4,6 +4,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { whatsappTextLimit } from '../../shared/schemas/whatsapp.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { denyEgressTo } from './environment.ts';
+import { json, readText } from './twilio-simulator.ts';
 
 /** The Graph API version the simulator answers under, as Meta's URLs carry one. */
 export const graphApiVersion = 'v23.0';
@@ -183,7 +184,7 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     json(response, status, { error: { message, type: status === 401 ? 'OAuthException' : 'GraphMethodException', code, fbtrace_id: randomBytes(8).toString('hex') } });
 
   async function sendMessage(request: IncomingMessage, response: ServerResponse, phoneNumberId: string): Promise<void> {
-    const payload = parse(await readBody(request)) as { messaging_product?: string; to?: string; type?: string; text?: { body?: string } } | undefined;
+    const payload = parse(await readText(request)) as { messaging_product?: string; to?: string; type?: string; text?: { body?: string } } | undefined;
     const to = payload?.to ?? '';
     const answer = (status: number, send: () => void) => {
       attempts.push({ phoneNumberId, to, status });
@@ -265,19 +266,6 @@ export async function startLocalWhatsapp(apiBaseUrl: string, env: NodeJS.Process
   env.WHATSAPP_GRAPH_API_URL = simulator.graphApiUrl;
   env.PUBLIC_BASE_URL = apiBaseUrl;
   return simulator;
-}
-
-function json(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
 }
 
 function parse(text: string): unknown {

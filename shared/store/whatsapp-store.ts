@@ -3,7 +3,8 @@ import type { DomainEvent } from '../domain/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../errors.ts';
 import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from '../schemas/whatsapp.ts';
-import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { deleteClaimed, putClaimed } from './claimed-item.ts';
+import { conditionalWrite } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -50,26 +51,9 @@ export class DynamoWhatsappStore {
 
   async createNumber(number: StoredWhatsappNumber, secrets: WhatsappSecrets): Promise<void> {
     const sealed = await this.seal(number.orgId, number.id, secrets);
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.whatsappNumberClaim(number.phoneNumberId), entity: 'whatsappNumberClaim', orgId: number.orgId, numberId: number.id },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            { Put: { TableName: this.tableName, Item: this.numberItem(number, sealed), ConditionExpression: 'attribute_not_exists(pk)' } },
-          ],
-        }),
-      );
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
-        throw new WhatsappNumberTakenError(`Phone number id ${number.phoneNumberId} is already connected (a number belongs to one organization).`);
-      }
-      throw error;
+    const claim = { ...keys.whatsappNumberClaim(number.phoneNumberId), entity: 'whatsappNumberClaim', orgId: number.orgId, numberId: number.id };
+    if (!(await putClaimed(this.client, this.tableName, claim, this.numberItem(number, sealed)))) {
+      throw new WhatsappNumberTakenError(`Phone number id ${number.phoneNumberId} is already connected (a number belongs to one organization).`);
     }
   }
 
@@ -106,28 +90,7 @@ export class DynamoWhatsappStore {
 
   async deleteNumber(orgId: string, numberId: string): Promise<boolean> {
     const number = await this.getNumber(orgId, numberId);
-    if (!number) return false;
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Delete: { TableName: this.tableName, Key: keys.whatsappNumber(orgId, numberId), ConditionExpression: 'attribute_exists(pk)' } },
-            {
-              Delete: {
-                TableName: this.tableName,
-                Key: keys.whatsappNumberClaim(number.phoneNumberId),
-                ConditionExpression: 'orgId = :org',
-                ExpressionAttributeValues: { ':org': orgId },
-              },
-            },
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+    return number !== undefined && deleteClaimed(this.client, this.tableName, orgId, keys.whatsappNumberClaim(number.phoneNumberId), keys.whatsappNumber(orgId, numberId));
   }
 
   /** The organization and number that own Meta's phone number id. */
