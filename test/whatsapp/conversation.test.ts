@@ -113,6 +113,18 @@ describe('a WhatsApp conversation', () => {
     simulator().failNextSends(org.phoneNumberId, 0);
   });
 
+  it('does not retry a send Meta refuses for its token, and records why', async () => {
+    const org = await whatsappOrg(api);
+    const customer = uniqueCustomer();
+    const replaced = await api.request('PATCH', `/v1/chat/whatsapp/numbers/${org.numberId}`, { key: org.key, body: { accessToken: 'EAAa-token-meta-never-issued' } });
+    expect(replaced.status, replaced.text).toBe(200);
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, text: 'Anyone?' });
+    const [session] = await eventually(() => customerSessions(api, org, customer), (found) => found.length === 1);
+    const [, reply] = await eventually(() => messagesOf(api, org, session.id), (found) => Boolean(found[1]?.metadata.whatsapp));
+    expect(reply.metadata.whatsapp.sends).toEqual([expect.objectContaining({ status: 'failed', attempts: 1, error: expect.objectContaining({ code: 'WHATSAPP_CREDENTIALS_REJECTED' }) })]);
+    expect(simulator().attempts.filter((attempt) => attempt.to === customer).map((attempt) => attempt.status)).toEqual([401]);
+  });
+
   it('splits a reply longer than WhatsApp allows into messages of at most 4096 characters', async () => {
     const forecast = Array.from({ length: 900 }, (_, index) => `day${index}`).join(' ');
     const longApi = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ forecast })));

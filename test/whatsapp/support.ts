@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import type { TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
+import { createWeatherTool } from '../voice/support.ts';
 
 /** Meta's phone number id of a number no other test connects: numbers belong to one organization worldwide. */
 export const uniquePhoneNumberId = (): string => `10${String(Math.floor(Math.random() * 1e13)).padStart(13, '0')}`;
@@ -25,22 +26,8 @@ export interface WhatsappOrg {
  */
 export async function whatsappOrg(api: TestApi, options: { toolUrl?: string; number?: object } = {}): Promise<WhatsappOrg> {
   const { key, orgId } = await api.newOrg();
-  const tools = [];
-  if (options.toolUrl) {
-    const tool = await api.request('POST', '/v1/chat/tools', {
-      key,
-      body: {
-        name: 'get_weather',
-        description: 'Current weather for a city',
-        type: 'API_TOOL',
-        ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-        apiTool: { url: options.toolUrl, method: 'GET' },
-        preExecutionMessage: 'One moment, I am checking the weather.',
-      },
-    });
-    expect(tool.status, tool.text).toBe(201);
-    tools.push({ toolId: tool.body.id });
-  }
+  const announced = { preExecutionMessage: 'One moment, I am checking the weather.' };
+  const tools = options.toolUrl ? [{ toolId: await createWeatherTool(api, key, options.toolUrl, announced) }] : [];
   const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Wanda', description: 'WhatsApp agent', role: 'You answer customers on WhatsApp.', tools } });
   expect(agent.status, agent.text).toBe(201);
   const phoneNumberId = uniquePhoneNumberId();
