@@ -152,7 +152,8 @@ async function verifiedBody(deps: WhatsappDeps, phoneNumberId: string, rawBody: 
   const check = (entry: { number: SealedWhatsappNumber | undefined; appSecret: string | undefined }) =>
     entry.number ? (entry.appSecret !== undefined && isValidMetaSignature(entry.appSecret, signature, rawBody) ? entry.number : undefined) : 'unknown';
   const remembered = webhookNumbers.get(phoneNumberId);
-  if (remembered && Date.now() - remembered.at < webhookCacheMs) {
+  // Only a known number is trusted from memory: one connected a moment ago must not stay 404.
+  if (remembered?.number && Date.now() - remembered.at < webhookCacheMs) {
     const verdict = check(remembered);
     if (verdict !== undefined) return verdict;
   }
@@ -262,7 +263,7 @@ async function answerMessage(
       if (session) await answerUnsupported(deps, session, number, inbound, outbox);
     }
   } catch (error) {
-    if (error instanceof AppError) {
+    if (error instanceof AppError && error.code !== 'SESSION_BUSY') {
       // The turn was refused (quota, inactive agent, a session closed meanwhile): nothing a retry would change.
       logger.warn('WhatsApp message not answered', { orgId: number.orgId, numberId: number.id, wamid: message.id, code: error.code, reason: error.message });
       return;
