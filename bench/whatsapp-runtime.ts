@@ -20,7 +20,7 @@ export interface WhatsappBenchResult {
   ackMs: Percentiles & { requests: number };
   /** Floor of the ack: GET /health from the same client, the bare route of the same local server. */
   ackFloorMs: Percentiles & { requests: number };
-  /** Notification posted → the reply accepted by the simulator's Graph API, one conversation turn at a time. */
+  /** Notification posted → the reply accepted by the simulator's Graph API, one turn at a time, 150 ms apart. */
   replyMs: Percentiles & { turns: number };
   /** Floor of the reply: the same built-in-model turn through the chat API (`stream: false`), no webhook, queue or send. */
   replyFloorMs: Percentiles & { turns: number };
@@ -52,6 +52,11 @@ await call('POST', '/v1/chat/whatsapp/numbers', { phoneNumberId, displayPhoneNum
 
 const warmup = 20;
 const measured = 200;
+/**
+ * A customer reads a reply before writing again; the reply's own status notifications (sent, delivered) share the
+ * customer's FIFO group and are handled within this pause, as they are long before a person answers.
+ */
+const thinkMs = 150;
 
 /** One customer message at a time; each waits for its reply, so queueing behind other turns is not in the figures. */
 async function conversation(turns: number, customer: string): Promise<{ ack: number[]; reply: number[] }> {
@@ -69,6 +74,7 @@ async function conversation(turns: number, customer: string): Promise<{ ack: num
     const sent = simulator.sent.slice(before).find((message) => message.to === customer)!;
     ack.push(posted.answeredAt - posted.sentAt);
     reply.push(sent.atMonotonic - posted.sentAt);
+    await new Promise((resolve) => setTimeout(resolve, thinkMs));
   }
   return { ack, reply };
 }
