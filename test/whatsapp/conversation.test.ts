@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
@@ -7,15 +10,17 @@ import { startWeatherApi } from '../voice/support.ts';
 import { customerSessions, messagesOf, repliesTo, uniqueCustomer, whatsappOrg } from './support.ts';
 
 let api: TestApi;
+const vectorDir = mkdtempSync(join(tmpdir(), 'whatsapp-vectors-'));
 let weather: { url: string; server: Server };
 
 beforeAll(async () => {
   weather = await startWeatherApi();
-  api = await startApi({ WHATSAPP_SEND_RETRY_MS: '10,20,30' }, { queues: { visibilityTimeoutSeconds: 2 }, whatsapp: true });
+  api = await startApi({ WHATSAPP_SEND_RETRY_MS: '10,20,30', KNOWLEDGE_VECTOR_DIR: vectorDir }, { queues: { visibilityTimeoutSeconds: 2 }, whatsapp: true });
 });
 afterAll(async () => {
   await api.close();
   await closeServer(weather.server);
+  rmSync(vectorDir, { recursive: true, force: true });
 });
 
 const simulator = () => api.whatsapp!;
@@ -50,6 +55,28 @@ describe('a WhatsApp conversation', () => {
       expect.objectContaining({ wamid: wamids[2], status: 'delivered', attempts: 1 }),
     ]);
   });
+
+  // The document's ingestion loads the built-in embedder first: slow on a busy machine, hence the longer timeout.
+  it("grounds the reply in the agent's knowledge store, with citations on the reply", async () => {
+    const org = await whatsappOrg(api);
+    const store = await api.request('POST', '/v1/chat/knowledge-stores', { key: org.key, body: { name: 'Help center', config: { topK: 1 } } });
+    expect(store.status, store.text).toBe(201);
+    const text = '# Refund policy\n\n## Deadlines\nRefunds are accepted within 30 days of purchase. After 30 days we offer store credit instead.\n';
+    const document = await api.request('POST', `/v1/chat/knowledge-stores/${store.body.id}/documents`, { key: org.key, body: { name: 'Refund policy', text } });
+    expect(document.status, document.text).toBe(202);
+    await eventually(
+      async () => (await api.request('GET', `/v1/chat/knowledge-stores/${store.body.id}/documents/${document.body.id}`, { key: org.key })).body,
+      (found) => found?.status === 'READY',
+    );
+    expect((await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key: org.key, body: { knowledgeStoreId: store.body.id } })).status).toBe(200);
+    const customer = uniqueCustomer();
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, text: 'How many days do I have for a refund?' });
+    const [reply] = await repliesTo(simulator(), org, customer, 1);
+    expect(reply).toMatch(/^According to Refund policy › Refund policy › Deadlines \[1\]: Refunds are accepted within 30 days/);
+    const [session] = await customerSessions(api, org, customer);
+    const [, assistant] = await messagesOf(api, org, session.id);
+    expect(assistant.metadata.citations).toEqual([expect.objectContaining({ documentId: document.body.id, documentName: 'Refund policy' })]);
+  }, 90_000);
 
   it('answers a message Meta delivers twice (and again later) once', async () => {
     const org = await whatsappOrg(api);
