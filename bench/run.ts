@@ -24,6 +24,7 @@ import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
+import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -99,7 +100,12 @@ const contactsImport = await withDatabase('contacts import', 'bench-contacts-imp
   return measureContactsImport(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport)];
+const whatsapp = await withDatabase('WhatsApp', 'bench-whatsapp', (endpoint, tableName) => {
+  log('WhatsApp: 10 customers of 20 messages one at a time (ack and reply), the bare route and the same turns through the chat API (floors)');
+  return measureWhatsapp(endpoint, tableName);
+});
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -124,6 +130,7 @@ const results: BenchResults = {
   usage,
   knowledge,
   contactsImport,
+  whatsapp,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
