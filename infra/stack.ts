@@ -206,6 +206,13 @@ export class AgentPlatformStack extends Stack {
     streamingApi.node.tryRemoveChild('Endpoint');
 
     const modelInvokers: lambda.Function[] = [];
+    // Turns and knowledge queries rerank with Bedrock's Rerank API when a store names a rerank model; the action has
+    // no resource type (the rerank model itself is authorised by InvokeModel).
+    const rerankers: lambda.Function[] = [];
+    const grantRerank = (fn: lambda.Function) => {
+      rerankers.push(fn);
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['bedrock:Rerank'], resources: ['*'] }));
+    };
     const grantModelInvocation = (fn: lambda.Function) => {
       modelInvokers.push(fn);
       fn.addToRolePolicy(
@@ -265,7 +272,10 @@ export class AgentPlatformStack extends Stack {
           resources: tableResources,
         }),
       );
-      if (group.runsTurns) grantModelInvocation(fn);
+      if (group.runsTurns || group.usesKnowledge) {
+        grantModelInvocation(fn);
+        grantRerank(fn);
+      }
       if (group.usesKnowledge) grantKnowledgeVectors(fn, 'manage-documents');
       else if (group.runsTurns) grantKnowledgeVectors(fn, 'query');
       grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns || group.opensSecrets });
@@ -459,6 +469,7 @@ export class AgentPlatformStack extends Stack {
     });
     relayFunction.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
     grantModelInvocation(relayFunction);
+    grantRerank(relayFunction);
     grantSecretsKey(relayFunction, { opens: true });
     this.functions.set(voiceRelayRoutes.name, relayFunction);
     const relayIntegration = (id: string) => new WebSocketLambdaIntegration(id, relayFunction);
@@ -525,7 +536,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
-    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, knowledgeVectorUsers, props });
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, props });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
@@ -551,6 +562,7 @@ function suppressNagFindings(stack: {
   distributionLogs: s3.Bucket;
   deadLetterQueues: sqs.Queue[];
   modelInvokers: lambda.Function[];
+  rerankers: lambda.Function[];
   knowledgeVectorUsers: lambda.Function[];
   props: AgentPlatformStackProps;
 }): void {
@@ -624,6 +636,17 @@ function suppressNagFindings(stack: {
         id: 'AwsSolutions-IAM5',
         reason: 'Models are deployment configuration (BEDROCK_MODELS) chosen per agent at run time, in any region Bedrock routes an inference profile to; only the functions that run turns or analyses get these two invoke actions (test/infra/stack.test.ts).',
         appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile|application-inference-profile)\\/\\*$/g' }],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    stack.rerankers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries get it (test/infra/stack.test.ts).',
+        appliesTo: ['Resource::*'],
       },
     ],
     true,

@@ -2,9 +2,13 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
-import { builtinEmbeddingModel, builtinEmbeddingModelId } from './knowledge/builtin-embedder.ts';
+import type { EmbeddingModelV4 } from '@ai-sdk/provider';
+import { withDimensions, type Embedder } from './knowledge/embedders.ts';
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
-import { builtinRerankingModel } from './knowledge/reranker.ts';
+import { builtinRerankerId } from './knowledge/reranker.ts';
+import { logger } from './logger.ts';
+import type { ModelCatalog } from './models/catalog.ts';
+import { createEmbeddingModel, createRerankingModel } from './models/providers.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
 import type { VectorStore } from './knowledge/vector-store.ts';
 import { createSqsClient } from './queue/sqs-scheduled-queue.ts';
@@ -32,14 +36,31 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   };
 }
 
+/**
+ * Embedding models by embedder, from the catalog: a provider's asked for the embedder's dimensions on every call,
+ * and every model's answers checked to have them (a store's index has one dimension).
+ */
+function embeddingModels(catalog: ModelCatalog, config: Config): (embedder: Embedder) => EmbeddingModelV4 | undefined {
+  const models = new Map<string, EmbeddingModelV4>();
+  return (embedder) => {
+    const key = `${embedder.modelId}@${embedder.dimensions}`;
+    let model = models.get(key);
+    const entry = model ? undefined : catalog.byName('EMBEDDING', embedder.modelId);
+    if (!model && entry) {
+      model = withDimensions(createEmbeddingModel(entry, config), embedder.dimensions, entry.provider !== 'builtin');
+      models.set(key, model);
+    }
+    return model;
+  };
+}
+
 let processRuntime: KnowledgeRuntime | undefined;
 
 /** What the knowledge routes, the ingestion function and the turns of agents with a store need. */
 export function knowledgeRuntime(): KnowledgeRuntime {
   if (!processRuntime) {
     const base = runtime();
-    const builtinEmbedder = builtinEmbeddingModel();
-    const builtinReranker = builtinRerankingModel();
+    const builtinReranker = createRerankingModel(base.catalog.byName('RERANK', builtinRerankerId)!, base.config);
     let vectors: VectorStore | undefined;
     processRuntime = {
       ...base,
@@ -49,8 +70,12 @@ export function knowledgeRuntime(): KnowledgeRuntime {
         return vectors;
       },
       sendIngestion: ingestionSender(base.config),
-      embeddingModel: (modelId) => (modelId === builtinEmbeddingModelId ? builtinEmbedder : undefined),
-      rerankingModel: () => builtinReranker,
+      embeddingModel: embeddingModels(base.catalog, base.config),
+      rerankingModel: (modelId) => {
+        const model = modelId === undefined ? undefined : base.catalog.byName('RERANK', modelId);
+        if (modelId !== undefined && !model) logger.warn('rerank model no longer offered; the built-in reranker stands in', { modelId });
+        return model ? createRerankingModel(model, base.config) : builtinReranker;
+      },
     };
   }
   return processRuntime;

@@ -332,7 +332,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       /** @enum {string} */
-      type: "LLM" | "STT" | "TTS";
+      type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
       provider: "builtin" | "bedrock" | "openai-compatible";
       name: string;
@@ -1054,12 +1054,17 @@ export interface components {
         };
         /** @default builtin/hashed-ngrams-256 */
         embeddingModelId: string;
+        embeddingDimensions?: number;
         minScore?: number;
       };
       counts: {
         documents: number;
         chunks: number;
         bytes: number;
+      };
+      embedder: {
+        modelId: string;
+        dimensions: number;
       };
       /** Format: date-time */
       createdAt: string;
@@ -1413,6 +1418,7 @@ export interface components {
         };
         /** @default builtin/hashed-ngrams-256 */
         embeddingModelId?: string;
+        embeddingDimensions?: number;
         minScore?: number;
       };
     };
@@ -3066,7 +3072,7 @@ export interface operations {
       query?: {
         page?: string;
         limit?: string;
-        type?: "LLM" | "STT" | "TTS";
+        type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
         provider?: "builtin" | "bedrock" | "openai-compatible";
       };
     };

@@ -67,8 +67,8 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
   if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
   const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
-  const model = deps.embeddingModel(store.config.embeddingModelId);
-  if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.config.embeddingModelId} is not available.`);
+  const model = deps.embeddingModel(store.embedder);
+  if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.embedder.modelId} is not available.`);
   let embeddings: number[][];
   try {
     ({ embeddings } = await embedMany({ model, values: chunks.map(indexedText), maxParallelCalls: embeddingParallelism, maxRetries: 2 }));

@@ -1,7 +1,9 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
+import { embedderFor, EmbeddingDimensionsError, type Embedder } from '../knowledge/embedders.ts';
 import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
 import type { PortRanges } from '../net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
@@ -31,9 +33,11 @@ export interface KnowledgeDeps {
   agents: AgentStore;
   vectors: VectorStore;
   clock: Clock;
+  catalog: ModelCatalog;
   sendIngestion(message: IngestionMessage): Promise<void>;
-  /** The embedding model of that id, or undefined when this deployment has none of that id. */
-  embeddingModel(modelId: string): EmbeddingModelV4 | undefined;
+  /** The embedding model of that embedder, or undefined when this deployment does not offer it. */
+  embeddingModel(embedder: Embedder): EmbeddingModelV4 | undefined;
+  /** The rerank model of that `provider/name` (the built-in one when undefined, or when the catalog no longer has it). */
   rerankingModel(modelId: string | undefined): RerankingModelV4;
   config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
 }
@@ -57,12 +61,27 @@ export function knowledgeStoreUpdated(document: StoredDocument, status: 'UPSERTE
   };
 }
 
-export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, input: CreateKnowledgeStoreInput, sealResponse?: SealResponse): Promise<KnowledgeStore> {
-  if (!deps.embeddingModel(input.config.embeddingModelId)) {
-    throw new ValidationError(`Unknown embedding model ${input.config.embeddingModelId}.`, {
-      details: [{ field: 'config.embeddingModelId', message: 'is not an embedding model of this deployment' }],
+/** The embedder a store's configuration names, refused (400) when the catalog lacks the model or the dimensions do not fit it. */
+function configuredEmbedder(catalog: ModelCatalog, config: CreateKnowledgeStoreInput['config']): Embedder {
+  if (!catalog.byName('EMBEDDING', config.embeddingModelId)) {
+    throw new ValidationError(`Unknown embedding model ${config.embeddingModelId}.`, {
+      details: [{ field: 'config.embeddingModelId', message: 'is not an embedding model of this deployment (GET /v1/chat/models?type=EMBEDDING)' }],
     });
   }
+  const embedder = embedderFor(config.embeddingModelId, config.embeddingDimensions);
+  if ('problem' in embedder) throw new ValidationError(`Invalid embedding dimensions: ${embedder.problem}.`, { details: [{ field: 'config.embeddingDimensions', message: embedder.problem }] });
+  return embedder;
+}
+
+function assertRerankModel(catalog: ModelCatalog, model: string | undefined): void {
+  if (model !== undefined && !catalog.byName('RERANK', model)) {
+    throw new ValidationError(`Unknown rerank model ${model}.`, { details: [{ field: 'config.rerank.model', message: 'is not a rerank model of this deployment (GET /v1/chat/models?type=RERANK)' }] });
+  }
+}
+
+export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, input: CreateKnowledgeStoreInput, sealResponse?: SealResponse): Promise<KnowledgeStore> {
+  const embedder = configuredEmbedder(deps.catalog, input.config);
+  assertRerankModel(deps.catalog, input.config.rerank.model);
   const now = deps.clock.now().toISOString();
   const id = newId();
   const store: StoredKnowledgeStore = {
@@ -72,6 +91,7 @@ export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, i
     ...(input.description === undefined ? {} : { description: input.description }),
     config: input.config,
     counts: { documents: 0, chunks: 0, bytes: 0 },
+    embedder,
     createdAt: now,
     updatedAt: now,
     indexName: indexNameOf(id),
@@ -100,6 +120,7 @@ export async function listKnowledgeStores(deps: Pick<KnowledgeDeps, 'knowledge'>
 
 export async function updateKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string, changes: UpdateKnowledgeStoreInput): Promise<KnowledgeStore> {
   const previous = await storeOf(deps, orgId, storeId);
+  assertRerankModel(deps.catalog, changes.config?.rerank?.model);
   const { minScore, ...configChanges } = changes.config ?? {};
   const config = { ...previous.config, ...configChanges };
   if (minScore === null) delete config.minScore;
@@ -244,14 +265,21 @@ export async function retrieve(
   query: string,
   options: RetrievalOptions = {},
 ): Promise<RetrievedChunk[]> {
-  const embeddingModel = deps.embeddingModel(store.config.embeddingModelId);
-  if (!embeddingModel) throw new EmbedderMismatchError(`The embedding model ${store.config.embeddingModelId} that built this store is not available; re-index it.`);
+  const { embedder } = store;
+  const mismatch = `The store's vectors were built by ${embedder.modelId} with ${embedder.dimensions} dimensions`;
+  const embeddingModel = deps.embeddingModel(embedder);
+  if (!embeddingModel) throw new EmbedderMismatchError(`${mismatch}, which this deployment no longer offers; re-index the store with an embedding model it offers.`);
   const { bm25 } = await retrievalState(deps, store);
-  return searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
-    topK: options.topK ?? store.config.topK,
-    reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
-    minScore: store.config.minScore,
-  });
+  try {
+    return await searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
+      topK: options.topK ?? store.config.topK,
+      reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
+      minScore: store.config.minScore,
+    });
+  } catch (error) {
+    if (error instanceof EmbeddingDimensionsError) throw new EmbedderMismatchError(`${mismatch}; ${error.message} Re-index the store.`);
+    throw error;
+  }
 }
 
 /** `POST …/query`: what an agent on this store would see for `query`. */

@@ -13,13 +13,17 @@ const chunkingConfig = z
   })
   .refine((chunking) => chunking.overlap < chunking.size, { error: 'overlap must be smaller than size', path: ['overlap'] });
 
+/** `model`: `provider/name` of a RERANK model of the catalog; the built-in lexical reranker when absent. */
 const rerankConfig = z.object({ enabled: z.boolean().default(false), model: z.string().trim().min(1).max(200).optional() });
 
 export const knowledgeStoreConfig = z.object({
   topK: z.number().int().min(1).max(20).default(2),
   rerank: rerankConfig.default({ enabled: false }),
   chunking: chunkingConfig.default({ size: 400, overlap: 60 }),
+  /** `provider/name` of an EMBEDDING model of the catalog (`GET /v1/chat/models?type=EMBEDDING`). */
   embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-ngrams-256'),
+  /** The vectors' size: 256, 512 or 1024 for Titan v2 (default 1024); required for OpenAI-compatible models; 256 for the built-in. */
+  embeddingDimensions: z.number().int().min(1).max(4096).optional(),
   /** Chunks scoring below this (fused score, 0–1 scale of the vector similarity) are left out. */
   minScore: z.number().min(0).max(1).optional(),
 });
@@ -60,6 +64,8 @@ export const knowledgeStoreSchema = z.object({
   description: z.string().optional(),
   config: knowledgeStoreConfig,
   counts: z.object({ documents: z.number().int(), chunks: z.number().int(), bytes: z.number().int() }),
+  /** The embedder that built the store's vectors; queries embed with it. */
+  embedder: z.object({ modelId: z.string(), dimensions: z.number().int() }),
   createdAt: timestamp,
   updatedAt: timestamp,
 });

@@ -34,7 +34,7 @@ export interface StoredDocument extends KnowledgeDocument {
   retired?: { version: number; chunkCount: number } | undefined;
 }
 
-const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'createdAt', 'updatedAt'] as const;
+const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'embedder', 'createdAt', 'updatedAt'] as const;
 const documentFields = ['id', 'knowledgeStoreId', 'name', 'format', 'url', 'status', 'version', 'activeVersion', 'bytes', 'chunkCount', 'error', 'createdAt', 'updatedAt'] as const;
 
 function pick<T>(item: Record<string, unknown>, fields: readonly string[]): T {
@@ -46,6 +46,8 @@ export const publicDocument = (document: KnowledgeDocument): KnowledgeDocument =
 
 const toStoredStore = (item: Record<string, unknown>): StoredKnowledgeStore => ({
   ...pick<KnowledgeStore>(item, storeFields),
+  // Stores made before embedders were recorded were all built by the built-in one.
+  embedder: (item.embedder as KnowledgeStore['embedder'] | undefined) ?? { modelId: 'builtin/hashed-ngrams-256', dimensions: 256 },
   indexName: item.indexName as string,
   revision: Number(item.revision ?? 0),
 });

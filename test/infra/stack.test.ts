@@ -560,17 +560,19 @@ describe('AgentPlatformStack', () => {
     );
 
     it.each(routeGroups.map((group) => [group.name, group] as const))(
-      '%s may invoke Bedrock models only if it runs turns, in a statement of its own',
+      '%s may invoke Bedrock models only if it runs turns or knowledge queries, in a statement of its own, and rerank',
       (_name, group) => {
         const statements = policyDocumentsOfFunction(group).flatMap(statementsOf);
-        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')));
+        const rerank = statements.filter((statement) => asArray(statement.Action).includes('bedrock:Rerank'));
+        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')) && !rerank.includes(statement));
         const variables = (resource(functionIdOf(group), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         // The turn deadline stays under CloudFront's 120 s wait for a first byte, for the functions that run turns.
         expect(variables.TURN_TIMEOUT_SECONDS, group.name).toBe(group.runsTurns ? '110' : undefined);
-        if (!group.runsTurns) {
-          expect(bedrock).toEqual([]);
+        if (!group.runsTurns && !group.usesKnowledge) {
+          expect([...bedrock, ...rerank]).toEqual([]);
           return;
         }
+        expect(rerank.map((statement) => asArray(statement.Action))).toEqual([['bedrock:Rerank']]);
         expect(bedrock).toHaveLength(1);
         const [statement] = bedrock as [Statement];
         expect(statement.Effect).toBe('Allow');
