@@ -245,8 +245,10 @@ export class AgentPlatformStack extends Stack {
     // query and list; deleting a document deletes its vectors by key; only ingestion creates and deletes indexes.
     const vectorBucket = new s3vectors.CfnVectorBucket(this, 'KnowledgeVectors', { encryptionConfiguration: { sseType: 'AES256' } });
     const knowledgeVectorUsers: lambda.Function[] = [];
+    const knowledgeAccess = new Map<lambda.Function, 'query' | 'manage-documents' | 'ingest'>();
     const grantKnowledgeVectors = (fn: lambda.Function, access: 'query' | 'manage-documents' | 'ingest') => {
       knowledgeVectorUsers.push(fn);
+      knowledgeAccess.set(fn, access);
       const actions = ['s3vectors:QueryVectors', 's3vectors:GetVectors', 's3vectors:ListVectors'];
       if (access !== 'query') actions.push('s3vectors:DeleteVectors');
       if (access === 'ingest') actions.push('s3vectors:PutVectors', 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:GetIndex');
@@ -470,6 +472,7 @@ export class AgentPlatformStack extends Stack {
     relayFunction.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
     grantModelInvocation(relayFunction);
     grantRerank(relayFunction);
+    grantKnowledgeVectors(relayFunction, 'query');
     grantSecretsKey(relayFunction, { opens: true });
     this.functions.set(voiceRelayRoutes.name, relayFunction);
     const relayIntegration = (id: string) => new WebSocketLambdaIntegration(id, relayFunction);
@@ -533,6 +536,25 @@ export class AgentPlatformStack extends Stack {
         );
         backstopSchedulers.push(fn);
       }
+    }
+
+    // BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval): whoever queries a store reads the
+    // snapshot of its revision or writes it after a rebuild; only ingestion deletes them, with the store. A snapshot
+    // is a cache of the vectors' metadata, so old revisions simply expire. ListBucket makes a missing snapshot a 404, not a 403.
+    const knowledgeSnapshots = new s3.Bucket(this, 'KnowledgeSnapshots', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: distributionLogs,
+      serverAccessLogsPrefix: 'knowledge-snapshots/',
+      lifecycleRules: [{ expiration: Duration.days(30), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    for (const [fn, access] of knowledgeAccess) {
+      fn.addEnvironment('KNOWLEDGE_SNAPSHOT_BUCKET', knowledgeSnapshots.bucketName);
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [knowledgeSnapshots.bucketArn] }));
+      const objectActions = access === 'ingest' ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'] : ['s3:GetObject', 's3:PutObject'];
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: objectActions, resources: [knowledgeSnapshots.arnForObjects('ks-*')] }));
     }
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
@@ -656,8 +678,8 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested; the grant is limited to the indexes of the platform\'s own vector bucket, with the actions each function needs (test/infra/stack.test.ts).',
-        appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*'],
+        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function needs (test/infra/stack.test.ts).',
+        appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*', { regex: '/^Resource::<KnowledgeSnapshots[0-9A-F]{8}\\.Arn>\\/ks-\\*$/g' }],
       },
     ],
     true,

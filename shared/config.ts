@@ -184,6 +184,8 @@ const configSchema = z.object({
   S3_VECTORS_BUCKET: z.string().min(3).max(63).optional(),
   /** Instead of S3 Vectors, the local flat vector index keeps its files here: `npm start` sets it to `DATA_DIR/vectors`. */
   KNOWLEDGE_VECTOR_DIR: z.string().min(1).optional(),
+  /** The bucket of BM25 index snapshots (the stack's); locally they are files under `KNOWLEDGE_VECTOR_DIR/bm25`. */
+  KNOWLEDGE_SNAPSHOT_BUCKET: z.string().min(3).max(63).optional(),
   /** A document still PROCESSING this long after it was submitted is FAILED with TIMEOUT (docs/knowledge.md#limits). */
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(900),
   /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */

@@ -1,9 +1,12 @@
+import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
 import { withDimensions, type Embedder } from './knowledge/embedders.ts';
+import { LocalSnapshotFiles, S3Snapshots, type IndexSnapshots } from './knowledge/index-snapshots.ts';
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
 import { builtinRerankerId } from './knowledge/reranker.ts';
 import { logger } from './logger.ts';
@@ -21,6 +24,17 @@ function vectorStoreFromConfig(config: Config): VectorStore {
   if (config.S3_VECTORS_BUCKET) return new S3VectorsStore(new S3VectorsClient({ region: config.AWS_REGION }), config.S3_VECTORS_BUCKET);
   if (config.KNOWLEDGE_VECTOR_DIR) return new LocalFlatVectorStore(config.KNOWLEDGE_VECTOR_DIR);
   throw new Error('Set S3_VECTORS_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores need a vector store.');
+}
+
+/** The stack's snapshot bucket (fauxqs's S3 when `S3_ENDPOINT` is set), else files beside the local vector index. */
+function snapshotsFromConfig(config: Config): IndexSnapshots {
+  if (config.KNOWLEDGE_SNAPSHOT_BUCKET) {
+    const endpoint = config.S3_ENDPOINT;
+    const client = new S3Client({ region: config.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
+    return new S3Snapshots(client, config.KNOWLEDGE_SNAPSHOT_BUCKET);
+  }
+  if (config.KNOWLEDGE_VECTOR_DIR) return new LocalSnapshotFiles(join(config.KNOWLEDGE_VECTOR_DIR, 'bm25'));
+  throw new Error('Set KNOWLEDGE_SNAPSHOT_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores keep BM25 snapshots.');
 }
 
 function ingestionSender(config: Config): (message: IngestionMessage) => Promise<void> {
@@ -62,12 +76,17 @@ export function knowledgeRuntime(): KnowledgeRuntime {
     const base = runtime();
     const builtinReranker = createRerankingModel(base.catalog.byName('RERANK', builtinRerankerId)!, base.config);
     let vectors: VectorStore | undefined;
+    let snapshots: IndexSnapshots | undefined;
     processRuntime = {
       ...base,
       // Built on first use, so that functions which never touch vectors need no vector store configured.
       get vectors() {
         vectors ??= vectorStoreFromConfig(base.config);
         return vectors;
+      },
+      get snapshots() {
+        snapshots ??= snapshotsFromConfig(base.config);
+        return snapshots;
       },
       sendIngestion: ingestionSender(base.config),
       embeddingModel: embeddingModels(base.catalog, base.config),

@@ -136,6 +136,7 @@ async function deleteStoreContents(deps: KnowledgeDeps, message: Extract<Ingesti
   // Queued before the store's delete: while the store still exists, the delete may yet be refused; try later.
   if (await deps.knowledge.getStore(message.orgId, message.storeId)) throw new Error(`Knowledge store ${message.storeId} still exists; its clean-up waits.`);
   await deps.vectors.deleteIndex(message.indexName);
+  await deps.snapshots.deleteAll(message.indexName);
   await deps.knowledge.deleteStoreContents(message.orgId, message.storeId);
   return 'store-deleted';
 }

@@ -3,6 +3,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
 import { embedderFor, EmbeddingDimensionsError, type Embedder } from '../knowledge/embedders.ts';
 import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
+import { logger } from '../logger.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
 import type { PortRanges } from '../net/egress-guard.ts';
@@ -32,6 +34,8 @@ export interface KnowledgeDeps {
   knowledge: DynamoKnowledgeStore;
   agents: AgentStore;
   vectors: VectorStore;
+  /** BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval). */
+  snapshots: IndexSnapshots;
   clock: Clock;
   catalog: ModelCatalog;
   sendIngestion(message: IngestionMessage): Promise<void>;
@@ -222,10 +226,33 @@ interface RetrievalState {
 const retrievalStates = new Map<string, RetrievalState>();
 const maxCachedStores = 200;
 
-async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>, store: StoredKnowledgeStore): Promise<RetrievalState> {
+/**
+ * The store's BM25 index at its revision: this process's, else the snapshot of that revision (one read), else
+ * rebuilt from the vectors' metadata (every vector listed) and snapshotted for the next cold process.
+ */
+async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots'>, store: StoredKnowledgeStore): Promise<RetrievalState> {
   const cacheKey = `${store.orgId}/${store.id}`;
   const cached = retrievalStates.get(cacheKey);
   if (cached && cached.revision === store.revision) return cached;
+  const bm25 = (await snapshotOf(deps, store)) ?? (await rebuiltIndex(deps, store));
+  const state = { revision: store.revision, bm25 };
+  if (retrievalStates.size >= maxCachedStores) retrievalStates.delete(retrievalStates.keys().next().value as string);
+  retrievalStates.set(cacheKey, state);
+  return state;
+}
+
+async function snapshotOf(deps: Pick<KnowledgeDeps, 'snapshots'>, store: StoredKnowledgeStore): Promise<Bm25Index | undefined> {
+  try {
+    const snapshot = await deps.snapshots.load(store.indexName, store.revision);
+    return snapshot === undefined ? undefined : Bm25Index.fromSnapshot(snapshot);
+  } catch (error) {
+    // A snapshot is a cache: unreadable, the index is rebuilt from the vectors.
+    logger.warn('BM25 snapshot unreadable; rebuilding the index', { storeId: store.id, revision: store.revision, error });
+    return undefined;
+  }
+}
+
+async function rebuiltIndex(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots'>, store: StoredKnowledgeStore): Promise<Bm25Index> {
   const active = new Map<string, number>();
   for (const document of await deps.knowledge.listDocuments(store.orgId, store.id)) {
     if (document.activeVersion !== undefined) active.set(document.id, document.activeVersion);
@@ -247,10 +274,13 @@ async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>
   } catch (error) {
     if (!(error instanceof VectorIndexNotFoundError)) throw error;
   }
-  const state = { revision: store.revision, bm25: new Bm25Index(chunks) };
-  if (retrievalStates.size >= maxCachedStores) retrievalStates.delete(retrievalStates.keys().next().value as string);
-  retrievalStates.set(cacheKey, state);
-  return state;
+  const bm25 = new Bm25Index(chunks);
+  try {
+    await deps.snapshots.save(store.indexName, store.revision, bm25.toSnapshot());
+  } catch (error) {
+    logger.warn('BM25 snapshot not saved; the next cold process rebuilds the index', { storeId: store.id, revision: store.revision, error });
+  }
+  return bm25;
 }
 
 export interface RetrievalOptions {
@@ -260,7 +290,7 @@ export interface RetrievalOptions {
 
 /** Retrieval over a store: its chunks that answer now, searched as `searchIndex` does (docs/knowledge.md#retrieval). */
 export async function retrieve(
-  deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'embeddingModel' | 'rerankingModel'>,
+  deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots' | 'embeddingModel' | 'rerankingModel'>,
   store: StoredKnowledgeStore,
   query: string,
   options: RetrievalOptions = {},

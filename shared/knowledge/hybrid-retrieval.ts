@@ -33,22 +33,44 @@ export function reciprocalRankFusion(rankings: readonly (readonly string[])[], k
   return [...scores.entries()].map(([key, score]) => ({ key, score: score / best })).sort((left, right) => right.score - left.score);
 }
 
+const searchOptions = {
+  idField: 'key',
+  fields: ['text', 'heading'],
+  processTerm: (term: string) => (isStopWord(term.toLowerCase()) ? null : stem(term.toLowerCase())),
+  extractField: (chunk: IndexedChunk, field: string) => (field === 'heading' ? chunk.headingPath.join(' ') : (chunk[field as keyof IndexedChunk] as string)),
+};
+
+/** What a snapshot holds: the chunks and MiniSearch's own serialisation of its index (no tokenising on load). */
+interface Bm25Snapshot {
+  format: 1;
+  chunks: IndexedChunk[];
+  index: ReturnType<MiniSearch<IndexedChunk>['toJSON']>;
+}
+
 /**
  * The BM25 side of hybrid retrieval: a MiniSearch index (BM25+) over a store's chunks, heading path included.
  * Search terms are the query's content words; prefix and small fuzzy matches catch plurals and typos.
  */
 export class Bm25Index {
-  private readonly search = new MiniSearch<IndexedChunk>({
-    idField: 'key',
-    fields: ['text', 'heading'],
-    processTerm: (term) => (isStopWord(term.toLowerCase()) ? null : stem(term.toLowerCase())),
-    extractField: (chunk, field) => (field === 'heading' ? chunk.headingPath.join(' ') : (chunk[field as keyof IndexedChunk] as string)),
-  });
+  private readonly search: MiniSearch<IndexedChunk>;
   private readonly chunks = new Map<string, IndexedChunk>();
 
-  constructor(chunks: Iterable<IndexedChunk>) {
+  constructor(chunks: Iterable<IndexedChunk>, search?: MiniSearch<IndexedChunk>) {
     for (const chunk of chunks) this.chunks.set(chunk.key, chunk);
-    this.search.addAll([...this.chunks.values()]);
+    this.search = search ?? new MiniSearch<IndexedChunk>(searchOptions);
+    if (!search) this.search.addAll([...this.chunks.values()]);
+  }
+
+  /** The index as one JSON text, for `fromSnapshot` in another process. */
+  toSnapshot(): string {
+    const snapshot: Bm25Snapshot = { format: 1, chunks: [...this.chunks.values()], index: this.search.toJSON() };
+    return JSON.stringify(snapshot);
+  }
+
+  static fromSnapshot(json: string): Bm25Index {
+    const snapshot = JSON.parse(json) as Bm25Snapshot;
+    if (snapshot.format !== 1) throw new Error(`Unknown BM25 snapshot format ${String(snapshot.format)}`);
+    return new Bm25Index(snapshot.chunks, MiniSearch.loadJS(snapshot.index, searchOptions));
   }
 
   get size(): number {

@@ -618,6 +618,23 @@ describe('AgentPlatformStack', () => {
       expect(Object.keys(template.findResources('AWS::S3Vectors::VectorBucket'))).toHaveLength(1);
     });
 
+    it('keeps BM25 snapshots in a private bucket: whoever queries stores reads and writes ks- objects, only ingestion deletes them', () => {
+      const [bucketId, bucket] = Object.entries(template.findResources('AWS::S3::Bucket')).find(([id]) => id.startsWith('KnowledgeSnapshots'))!;
+      expect(bucket.Properties.PublicAccessBlockConfiguration).toMatchObject({ BlockPublicAcls: true, RestrictPublicBuckets: true });
+      expect(bucket.Properties.LifecycleConfiguration.Rules).toEqual([expect.objectContaining({ ExpirationInDays: 30, Status: 'Enabled' })]);
+      const snapshotActionsOf = (name: string) =>
+        policyDocumentsOfFunction({ name })
+          .flatMap(statementsOf)
+          .filter((statement) => JSON.stringify(statement.Resource).includes(bucketId))
+          .flatMap((statement) => asArray(statement.Action))
+          .sort();
+      const queries = ['s3:GetObject', 's3:ListBucket', 's3:PutObject'];
+      expect(snapshotActionsOf('knowledge-ingestion')).toEqual(['s3:DeleteObject', ...queries]);
+      expect(snapshotActionsOf('knowledge')).toEqual(queries);
+      for (const group of routeGroups.filter((candidate) => candidate.runsTurns)) expect(snapshotActionsOf(group.name), group.name).toEqual(queries);
+      for (const group of routeGroups.filter((candidate) => !candidate.runsTurns && !candidate.usesKnowledge)) expect(snapshotActionsOf(group.name), group.name).toEqual([]);
+    });
+
     it('grants no DynamoDB wildcard action and no DynamoDB action on every resource', () => {
       const documents = Object.values(resources).flatMap((candidate) => {
         if (candidate.Type === 'AWS::IAM::Policy' || candidate.Type === 'AWS::IAM::ManagedPolicy') return [candidate.Properties.PolicyDocument];
