@@ -2,7 +2,7 @@ import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
 import { embedderFor, EmbeddingDimensionsError, type Embedder } from '../knowledge/embedders.ts';
-import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
 import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
 import { logger } from '../logger.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
@@ -301,7 +301,7 @@ export async function retrieve(
   if (!embeddingModel) throw new EmbedderMismatchError(`${mismatch}, which this deployment no longer offers; re-index the store with an embedding model it offers.`);
   const { bm25 } = await retrievalState(deps, store);
   try {
-    return await searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
+    return await searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel, vectorWeight: vectorWeightFor(embedder.modelId) }, query, {
       topK: options.topK ?? store.config.topK,
       reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
       minScore: store.config.minScore,

@@ -3,7 +3,7 @@
  * asked for. A query must embed with the very same embedder, or its vector means nothing to the index.
  */
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
-import { builtinEmbeddingDimensions } from './builtin-embedder.ts';
+import { builtinEmbedders } from './builtin-embedder.ts';
 
 export interface Embedder {
   modelId: string;
@@ -18,14 +18,14 @@ const titanV2Dimensions = [256, 512, 1024];
 
 /**
  * The embedder a store configured with `modelId` (`provider/name`) and optional `dimensions` gets, or why it
- * cannot: the built-in has 256 dimensions; Titan v2 takes 256, 512 or 1024 (default 1024); any other model must be
+ * cannot: a built-in one has its own; Titan v2 takes 256, 512 or 1024 (default 1024); any other model must be
  * told its dimensions, since they are the index's and cannot be guessed before the first call.
  */
 export function embedderFor(modelId: string, dimensions: number | undefined): Embedder | { problem: string } {
-  const [provider] = modelId.split('/', 1);
-  if (provider === 'builtin') {
-    if (dimensions !== undefined && dimensions !== builtinEmbeddingDimensions) return { problem: `the built-in embedder has ${builtinEmbeddingDimensions} dimensions` };
-    return { modelId, dimensions: builtinEmbeddingDimensions };
+  const builtin = builtinEmbedders[modelId];
+  if (builtin) {
+    if (dimensions !== undefined && dimensions !== builtin.dimensions) return { problem: `${modelId} has ${builtin.dimensions} dimensions` };
+    return { modelId, dimensions: builtin.dimensions };
   }
   if (modelId.includes('amazon.titan-embed-text-v2')) {
     if (dimensions !== undefined && !titanV2Dimensions.includes(dimensions)) return { problem: `Titan Text Embeddings v2 takes ${titanV2Dimensions.join(', ')} dimensions` };

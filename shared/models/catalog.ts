@@ -9,7 +9,7 @@ export const builtinModels = {
   llm: 'builtin-assistant',
   stt: 'builtin-stt',
   tts: 'builtin-tts',
-  embedding: 'hashed-ngrams-256',
+  embeddings: ['hashed-words-512', 'hashed-ngrams-256'],
   rerank: 'lexical-coverage',
 } as const;
 
@@ -36,7 +36,7 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
     ['builtin', 'LLM', builtinModels.llm],
     ['builtin', 'STT', builtinModels.stt],
     ['builtin', 'TTS', builtinModels.tts],
-    ['builtin', 'EMBEDDING', builtinModels.embedding],
+    ...builtinModels.embeddings.map((name): [ModelProvider, ModelType, string] => ['builtin', 'EMBEDDING', name]),
     ['builtin', 'RERANK', builtinModels.rerank],
     ...config.BEDROCK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'LLM', name]),
     ...config.OPENAI_COMPATIBLE_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'LLM', name]),

@@ -91,7 +91,7 @@ export function createEmbeddingModel(model: Model, config: ProviderConfig): Embe
   if (model.type !== 'EMBEDDING') throw new Error(`Model ${model.provider}/${model.name} is a ${model.type} model, not an embedding model`);
   switch (model.provider) {
     case 'builtin':
-      return builtinEmbeddingModel();
+      return builtinEmbeddingModel(`builtin/${model.name}`);
     case 'openai-compatible':
       return cachedModel(openAICompatibleProvider(model, config), model, (provider) => provider.embeddingModel(model.name));
     case 'bedrock':

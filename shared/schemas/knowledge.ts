@@ -21,8 +21,8 @@ export const knowledgeStoreConfig = z.object({
   rerank: rerankConfig.default({ enabled: false }),
   chunking: chunkingConfig.default({ size: 400, overlap: 60 }),
   /** `provider/name` of an EMBEDDING model of the catalog (`GET /v1/chat/models?type=EMBEDDING`). */
-  embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-ngrams-256'),
-  /** The vectors' size: 256, 512 or 1024 for Titan v2 (default 1024); required for OpenAI-compatible models; 256 for the built-in. */
+  embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-words-512'),
+  /** The vectors' size: 256, 512 or 1024 for Titan v2 (default 1024); required for OpenAI-compatible models; fixed for the built-in ones. */
   embeddingDimensions: z.number().int().min(1).max(4096).optional(),
   /** Chunks scoring below this (fused score, 0–1 scale of the vector similarity) are left out. */
   minScore: z.number().min(0).max(1).optional(),

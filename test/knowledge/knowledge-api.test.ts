@@ -85,7 +85,7 @@ describe('knowledge stores', () => {
     expect(store).toMatchObject({
       name: 'Help center',
       description: 'FAQ',
-      config: { topK: 2, rerank: { enabled: false }, chunking: { size: 400, overlap: 60 }, embeddingModelId: 'builtin/hashed-ngrams-256' },
+      config: { topK: 2, rerank: { enabled: false }, chunking: { size: 400, overlap: 60 }, embeddingModelId: 'builtin/hashed-words-512' },
       counts: { documents: 0, chunks: 0, bytes: 0 },
     });
     expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key })).body).toEqual(store);

@@ -71,7 +71,7 @@ describe('provider embedding and rerank models', () => {
   it('lists the embedding and rerank models of the deployment, the built-in ones included', async () => {
     const { key } = await api.newOrg();
     const embedding = await api.request('GET', '/v1/chat/models?type=EMBEDDING&limit=100', { key });
-    expect(embedding.body.data.map((model: any) => `${model.provider}/${model.name}`).sort()).toEqual(['bedrock/amazon.titan-embed-text-v2:0', 'builtin/hashed-ngrams-256', openaiEmbedding]);
+    expect(embedding.body.data.map((model: any) => `${model.provider}/${model.name}`).sort()).toEqual(['bedrock/amazon.titan-embed-text-v2:0', 'builtin/hashed-ngrams-256', 'builtin/hashed-words-512', openaiEmbedding]);
     const rerank = await api.request('GET', '/v1/chat/models?type=RERANK&limit=100', { key });
     expect(rerank.body.data.map((model: any) => `${model.provider}/${model.name}`).sort()).toEqual(['bedrock/amazon.rerank-v1:0', 'bedrock/cohere.rerank-v3-5:0', 'builtin/lexical-coverage']);
   });
