@@ -1052,7 +1052,7 @@ export interface components {
           /** @default 60 */
           overlap: number;
         };
-        /** @default builtin/hashed-ngrams-256 */
+        /** @default builtin/hashed-words-512 */
         embeddingModelId: string;
         embeddingDimensions?: number;
         minScore?: number;
@@ -1388,7 +1388,7 @@ export interface components {
        *     "size": 400,
        *     "overlap": 60
        *   },
-       *   "embeddingModelId": "builtin/hashed-ngrams-256"
+       *   "embeddingModelId": "builtin/hashed-words-512"
        * }
        */
       config?: {
@@ -1416,7 +1416,7 @@ export interface components {
           /** @default 60 */
           overlap?: number;
         };
-        /** @default builtin/hashed-ngrams-256 */
+        /** @default builtin/hashed-words-512 */
         embeddingModelId?: string;
         embeddingDimensions?: number;
         minScore?: number;
