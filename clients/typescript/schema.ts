@@ -1066,6 +1066,10 @@ export interface components {
         modelId: string;
         dimensions: number;
       };
+      reindexing?: {
+        modelId: string;
+        dimensions: number;
+      };
       /** Format: date-time */
       createdAt: string;
       /** Format: date-time */
@@ -1432,6 +1436,8 @@ export interface components {
           enabled?: boolean;
           model?: string;
         };
+        embeddingModelId?: string;
+        embeddingDimensions?: number;
         minScore?: number | null;
       };
     };

@@ -6,6 +6,7 @@ import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
 import { maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { reindexStore } from './knowledge-reindex.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
@@ -20,7 +21,7 @@ export class DocumentFailure extends Error {
   }
 }
 
-export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted';
+export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted' | 'reindexed';
 
 /**
  * Handles one ingestion message. A document version is parsed, chunked, embedded and written as vectors under
@@ -30,6 +31,7 @@ export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-delete
  */
 export async function handleIngestionMessage(deps: KnowledgeDeps, message: IngestionMessage): Promise<IngestionOutcome> {
   if (message.kind === 'store.delete') return deleteStoreContents(deps, message);
+  if (message.kind === 'store.reindex') return reindexStore(deps, message);
   const store = await deps.knowledge.getStore(message.orgId, message.storeId);
   const document = store && (await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId));
   if (!store || !document) return 'skipped';

@@ -1,7 +1,7 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
-import { embedderFor, EmbeddingDimensionsError, type Embedder } from '../knowledge/embedders.ts';
+import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from '../knowledge/embedders.ts';
 import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
 import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
 import { logger } from '../logger.ts';
@@ -28,7 +28,8 @@ import type { DomainEvent } from './events.ts';
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
 export type IngestionMessage =
   | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text?: string | undefined; url?: string | undefined }
-  | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string };
+  | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string }
+  | { kind: 'store.reindex'; orgId: string; storeId: string; indexName: string };
 
 export interface KnowledgeDeps {
   knowledge: DynamoKnowledgeStore;
@@ -127,13 +128,33 @@ export async function updateKnowledgeStore(deps: KnowledgeDeps, orgId: string, s
   assertRerankModel(deps.catalog, changes.config?.rerank?.model);
   const { minScore, ...configChanges } = changes.config ?? {};
   const config = { ...previous.config, ...configChanges };
+  // Another model's dimensions are its own: the previous model's do not carry over.
+  if (changes.config?.embeddingModelId !== undefined && changes.config.embeddingDimensions === undefined) delete config.embeddingDimensions;
   if (minScore === null) delete config.minScore;
   else if (minScore !== undefined) config.minScore = minScore;
   const next: StoredKnowledgeStore = { ...previous, name: changes.name ?? previous.name, config, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (changes.description === null) delete next.description;
   else if (changes.description !== undefined) next.description = changes.description;
+  const reindex = reindexFor(deps.catalog, previous, config);
+  if (reindex === 'cancel') {
+    delete next.reindexing;
+    delete next.reindexIndexName;
+  } else if (reindex) Object.assign(next, reindex);
   if (!(await deps.knowledge.updateStore(previous, next))) throw new ConcurrentModificationError('The knowledge store changed while it was being updated; retry.');
+  if (next.reindexIndexName && reindex && reindex !== 'cancel') await deps.sendIngestion({ kind: 'store.reindex', orgId, storeId, indexName: next.reindexIndexName });
   return publicStore(next);
+}
+
+/**
+ * What a change of embedder asks for: nothing (same as building or built), a re-index into a new vector index
+ * (`ks-<storeId>-<n>`, so that the current one keeps answering meanwhile), or cancelling the running one (back to
+ * the embedder that built the store).
+ */
+function reindexFor(catalog: ModelCatalog, store: StoredKnowledgeStore, config: StoredKnowledgeStore['config']): Pick<StoredKnowledgeStore, 'reindexing' | 'reindexIndexName'> | 'cancel' | undefined {
+  const wanted = configuredEmbedder(catalog, config);
+  if (sameEmbedder(wanted, store.embedder)) return store.reindexing ? 'cancel' : undefined;
+  if (store.reindexing && sameEmbedder(wanted, store.reindexing)) return undefined;
+  return { reindexing: wanted, reindexIndexName: `${indexNameOf(store.id)}-${Date.now().toString(36)}` };
 }
 
 /**
@@ -253,6 +274,17 @@ async function snapshotOf(deps: Pick<KnowledgeDeps, 'snapshots'>, store: StoredK
 }
 
 async function rebuiltIndex(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots'>, store: StoredKnowledgeStore): Promise<Bm25Index> {
+  const bm25 = new Bm25Index(await activeChunks(deps, store));
+  try {
+    await deps.snapshots.save(store.indexName, store.revision, bm25.toSnapshot());
+  } catch (error) {
+    logger.warn('BM25 snapshot not saved; the next cold process rebuilds the index', { storeId: store.id, revision: store.revision, error });
+  }
+  return bm25;
+}
+
+/** The chunks of the store's index that answer: those of each document's active version, read from the vectors' metadata. */
+export async function activeChunks(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>, store: StoredKnowledgeStore): Promise<IndexedChunk[]> {
   const active = new Map<string, number>();
   for (const document of await deps.knowledge.listDocuments(store.orgId, store.id)) {
     if (document.activeVersion !== undefined) active.set(document.id, document.activeVersion);
@@ -274,13 +306,7 @@ async function rebuiltIndex(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 
   } catch (error) {
     if (!(error instanceof VectorIndexNotFoundError)) throw error;
   }
-  const bm25 = new Bm25Index(chunks);
-  try {
-    await deps.snapshots.save(store.indexName, store.revision, bm25.toSnapshot());
-  } catch (error) {
-    logger.warn('BM25 snapshot not saved; the next cold process rebuilds the index', { storeId: store.id, revision: store.revision, error });
-  }
-  return bm25;
+  return chunks;
 }
 
 export interface RetrievalOptions {
@@ -298,7 +324,7 @@ export async function retrieve(
   const { embedder } = store;
   const mismatch = `The store's vectors were built by ${embedder.modelId} with ${embedder.dimensions} dimensions`;
   const embeddingModel = deps.embeddingModel(embedder);
-  if (!embeddingModel) throw new EmbedderMismatchError(`${mismatch}, which this deployment no longer offers; re-index the store with an embedding model it offers.`);
+  if (!embeddingModel) throw new EmbedderMismatchError(`${mismatch}, which this deployment no longer offers; re-index the store with one it offers (PATCH config.embeddingModelId).`);
   const { bm25 } = await retrievalState(deps, store);
   try {
     return await searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel, vectorWeight: vectorWeightFor(embedder.modelId) }, query, {
@@ -307,7 +333,7 @@ export async function retrieve(
       minScore: store.config.minScore,
     });
   } catch (error) {
-    if (error instanceof EmbeddingDimensionsError) throw new EmbedderMismatchError(`${mismatch}; ${error.message} Re-index the store.`);
+    if (error instanceof EmbeddingDimensionsError) throw new EmbedderMismatchError(`${mismatch}; ${error.message} Re-index the store (PATCH config.embeddingModelId or config.embeddingDimensions).`);
     throw error;
   }
 }

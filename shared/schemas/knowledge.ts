@@ -44,6 +44,9 @@ export const updateKnowledgeStoreBody = z
       .strictObject({
         topK: z.number().int().min(1).max(20).optional(),
         rerank: rerankConfig.optional(),
+        /** Another embedder re-indexes the store: its vectors are rebuilt with it, while the current ones keep answering. */
+        embeddingModelId: z.string().trim().min(1).max(200).optional(),
+        embeddingDimensions: z.number().int().min(1).max(4096).optional(),
         minScore: z.number().min(0).max(1).nullable().optional(),
       })
       .optional(),
@@ -66,6 +69,8 @@ export const knowledgeStoreSchema = z.object({
   counts: z.object({ documents: z.number().int(), chunks: z.number().int(), bytes: z.number().int() }),
   /** The embedder that built the store's vectors; queries embed with it. */
   embedder: z.object({ modelId: z.string(), dimensions: z.number().int() }),
+  /** While a re-index runs: the embedder it rebuilds the vectors with (`embedder` answers until it is done). */
+  reindexing: z.object({ modelId: z.string(), dimensions: z.number().int() }).optional(),
   createdAt: timestamp,
   updatedAt: timestamp,
 });

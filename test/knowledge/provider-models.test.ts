@@ -120,9 +120,47 @@ describe('provider embedding and rerank models', () => {
       const reply = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'When is the support desk open?', stream: false } });
       expect(reply.status, reply.text).toBe(200);
       expect(reply.body.assistantMessage.metadata.citations).toEqual([]);
+
+      // Re-indexed at the size the model now answers with, the store answers again.
+      const patched = await api.request('PATCH', `/v1/chat/knowledge-stores/${store.id}`, { key, body: { config: { embeddingDimensions: 96 } } });
+      expect(patched.status, patched.text).toBe(200);
+      expect(patched.body).toMatchObject({ embedder: { modelId: openaiEmbedding, dimensions: 128 }, reindexing: { modelId: openaiEmbedding, dimensions: 96 } });
+      const reindexed = await eventually(async () => (await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key })).body, (found) => !found.reindexing);
+      expect(reindexed.embedder).toEqual({ modelId: openaiEmbedding, dimensions: 96 });
+      expect((await query(key, store.id, { query: 'When is the support desk open?' })).body.data).toEqual([expect.objectContaining({ headingPath: ['Opening hours'] })]);
     } finally {
       delete openaiOptions.embeddingDimensions;
     }
+  });
+
+  it('re-indexes a store with another embedder: the old vectors answer until the new ones are all written, then the new model embeds the queries', async () => {
+    const { key } = await api.newOrg();
+    const store = await storeWith(key, { topK: 1 });
+    const document = await ingested(key, store.id, { name: 'Refund policy', text: refundPolicy });
+    const before = bedrock.requests.length;
+    const patched = await api.request('PATCH', `/v1/chat/knowledge-stores/${store.id}`, { key, body: { config: { embeddingModelId: titan, embeddingDimensions: 256 } } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body).toMatchObject({ config: { embeddingModelId: titan, embeddingDimensions: 256 }, embedder: { modelId: 'builtin/hashed-words-512', dimensions: 512 }, reindexing: { modelId: titan, dimensions: 256 } });
+    // Meanwhile and after, the same chunk answers: never a failed or empty query.
+    const done = await eventually(
+      async () => {
+        const answer = await query(key, store.id, { query: 'How many days do I have to ask for a refund?' });
+        expect(answer.status, answer.text).toBe(200);
+        expect(answer.body.data).toEqual([expect.objectContaining({ documentId: document.id, headingPath: ['Refund policy', 'Deadlines'] })]);
+        return (await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key })).body;
+      },
+      (found) => !found.reindexing,
+    );
+    expect(done.embedder).toEqual({ modelId: titan, dimensions: 256 });
+    expect(done.counts).toMatchObject({ documents: 1, chunks: 3 });
+    const invocations = bedrock.requests.slice(before).map((request) => request.body);
+    // Three chunks embedded again, then the queries after the switch.
+    expect(invocations.filter((body) => body.inputText !== 'How many days do I have to ask for a refund?')).toHaveLength(3);
+    await query(key, store.id, { query: 'refund deadline' });
+    expect(bedrock.requests.at(-1)!.body).toEqual({ inputText: 'refund deadline', dimensions: 256 });
+    // A later document is built by the new embedder.
+    expect(await ingested(key, store.id, { name: 'Gift cards', text: 'Gift cards never expire.' })).toMatchObject({ status: 'UPSERTED' });
+    expect((await query(key, store.id, { query: 'Do gift cards expire?' })).body.data[0].documentName).toBe('Gift cards');
   });
 
   it('reranks with the Bedrock rerank model the store names, and refuses a model the deployment does not offer', async () => {
