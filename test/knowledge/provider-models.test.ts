@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { startBedrockStub, type BedrockStub } from '../support/bedrock-stub.ts';
 import { eventually } from '../support/eventually.ts';
+import { refundPolicy } from '../support/knowledge-fixtures.ts';
 import { startOpenAIStub, type OpenAIStub, type OpenAIStubOptions } from '../support/openai-stub.ts';
 
 let api: TestApi;
@@ -39,16 +40,6 @@ afterAll(async () => {
   await openai.close();
 });
 
-const refundPolicy = `# Refund policy
-
-## Deadlines
-Refunds are accepted within 30 days of purchase. After 30 days we offer store credit instead.
-
-## Shipping costs
-Shipping costs are refunded only when the item arrived damaged.
-
-# Opening hours
-Our support desk is open Monday to Friday, 9:00 to 17:00 Central European Time.`;
 
 async function storeWith(key: string, config: object): Promise<any> {
   const created = await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Help center', config } });
