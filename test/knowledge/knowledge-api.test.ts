@@ -42,7 +42,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-
 async function newStore(key: string, body: Record<string, unknown> = {}): Promise<any> {
   const created = await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Help center', ...body } });
   expect(created.status, created.text).toBe(201);

@@ -40,7 +40,6 @@ afterAll(async () => {
   await openai.close();
 });
 
-
 async function storeWith(key: string, config: object): Promise<any> {
   const created = await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Help center', config } });
   expect(created.status, created.text).toBe(201);
