@@ -58,12 +58,12 @@ function embeddingModels(catalog: ModelCatalog, config: Config): (embedder: Embe
   const models = new Map<string, EmbeddingModelV4>();
   return (embedder) => {
     const key = `${embedder.modelId}@${embedder.dimensions}`;
-    let model = models.get(key);
-    const entry = model ? undefined : catalog.byName('EMBEDDING', embedder.modelId);
-    if (!model && entry) {
-      model = withDimensions(createEmbeddingModel(entry, config), embedder.dimensions, entry.provider !== 'builtin');
-      models.set(key, model);
-    }
+    const cached = models.get(key);
+    if (cached) return cached;
+    const entry = catalog.byName('EMBEDDING', embedder.modelId);
+    if (!entry) return undefined;
+    const model = withDimensions(createEmbeddingModel(entry, config), embedder.dimensions, entry.provider !== 'builtin');
+    models.set(key, model);
     return model;
   };
 }

@@ -129,19 +129,32 @@ export async function updateKnowledgeStore(deps: KnowledgeDeps, orgId: string, s
   const { minScore, ...configChanges } = changes.config ?? {};
   const config = { ...previous.config, ...configChanges };
   // Another model's dimensions are its own: the previous model's do not carry over.
-  if (changes.config?.embeddingModelId !== undefined && changes.config.embeddingDimensions === undefined) delete config.embeddingDimensions;
+  if (changes.config?.embeddingModelId !== undefined && changes.config.embeddingModelId !== previous.config.embeddingModelId && changes.config.embeddingDimensions === undefined) {
+    delete config.embeddingDimensions;
+  }
   if (minScore === null) delete config.minScore;
   else if (minScore !== undefined) config.minScore = minScore;
   const next: StoredKnowledgeStore = { ...previous, name: changes.name ?? previous.name, config, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (changes.description === null) delete next.description;
   else if (changes.description !== undefined) next.description = changes.description;
-  const reindex = reindexFor(deps.catalog, previous, config);
+  // Only a change of embedder is checked against the catalog: a store whose model left it can still be renamed.
+  const embedderChanged = changes.config?.embeddingModelId !== undefined || changes.config?.embeddingDimensions !== undefined;
+  const reindex = embedderChanged ? reindexFor(deps.catalog, previous, config) : undefined;
   if (reindex === 'cancel') {
     delete next.reindexing;
     delete next.reindexIndexName;
   } else if (reindex) Object.assign(next, reindex);
   if (!(await deps.knowledge.updateStore(previous, next))) throw new ConcurrentModificationError('The knowledge store changed while it was being updated; retry.');
-  if (next.reindexIndexName && reindex && reindex !== 'cancel') await deps.sendIngestion({ kind: 'store.reindex', orgId, storeId, indexName: next.reindexIndexName });
+  if (next.reindexIndexName && reindex && reindex !== 'cancel') {
+    try {
+      await deps.sendIngestion({ kind: 'store.reindex', orgId, storeId, indexName: next.reindexIndexName });
+    } catch (error) {
+      // Without its message the re-index would show forever: the change is undone, and the PATCH may be retried.
+      const undone: StoredKnowledgeStore = { ...next, config: previous.config, reindexing: previous.reindexing, reindexIndexName: previous.reindexIndexName, updatedAt: nextUpdatedAt(deps.clock, next.updatedAt) };
+      await deps.knowledge.updateStore(next, undone);
+      throw error;
+    }
+  }
   return publicStore(next);
 }
 
