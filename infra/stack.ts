@@ -208,6 +208,13 @@ export class AgentPlatformStack extends Stack {
     streamingApi.node.tryRemoveChild('Endpoint');
 
     const modelInvokers: lambda.Function[] = [];
+    // Turns and knowledge queries rerank with Bedrock's Rerank API when a store names a rerank model; the action has
+    // no resource type (the rerank model itself is authorised by InvokeModel).
+    const rerankers: lambda.Function[] = [];
+    const grantRerank = (fn: lambda.Function) => {
+      rerankers.push(fn);
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['bedrock:Rerank'], resources: ['*'] }));
+    };
     const grantModelInvocation = (fn: lambda.Function) => {
       modelInvokers.push(fn);
       fn.addToRolePolicy(
@@ -240,8 +247,10 @@ export class AgentPlatformStack extends Stack {
     // query and list; deleting a document deletes its vectors by key; only ingestion creates and deletes indexes.
     const vectorBucket = new s3vectors.CfnVectorBucket(this, 'KnowledgeVectors', { encryptionConfiguration: { sseType: 'AES256' } });
     const knowledgeVectorUsers: lambda.Function[] = [];
+    const knowledgeAccess = new Map<lambda.Function, 'query' | 'manage-documents' | 'ingest'>();
     const grantKnowledgeVectors = (fn: lambda.Function, access: 'query' | 'manage-documents' | 'ingest') => {
       knowledgeVectorUsers.push(fn);
+      knowledgeAccess.set(fn, access);
       const actions = ['s3vectors:QueryVectors', 's3vectors:GetVectors', 's3vectors:ListVectors'];
       if (access !== 'query') actions.push('s3vectors:DeleteVectors');
       if (access === 'ingest') actions.push('s3vectors:PutVectors', 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:GetIndex');
@@ -267,7 +276,10 @@ export class AgentPlatformStack extends Stack {
           resources: tableResources,
         }),
       );
-      if (group.runsTurns) grantModelInvocation(fn);
+      if (group.runsTurns || group.usesKnowledge) {
+        grantModelInvocation(fn);
+        grantRerank(fn);
+      }
       if (group.usesKnowledge) grantKnowledgeVectors(fn, 'manage-documents');
       else if (group.runsTurns) grantKnowledgeVectors(fn, 'query');
       grantSecretsKey(fn, { seals: group.sealsSecrets, opens: group.runsTurns || group.opensSecrets });
@@ -462,6 +474,8 @@ export class AgentPlatformStack extends Stack {
     });
     relayFunction.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
     grantModelInvocation(relayFunction);
+    grantRerank(relayFunction);
+    grantKnowledgeVectors(relayFunction, 'query');
     grantSecretsKey(relayFunction, { opens: true });
     this.functions.set(voiceRelayRoutes.name, relayFunction);
     const relayIntegration = (id: string) => new WebSocketLambdaIntegration(id, relayFunction);
@@ -530,8 +544,27 @@ export class AgentPlatformStack extends Stack {
       }
     }
 
+    // BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval): whoever queries a store reads the
+    // snapshot of its revision or writes it after a rebuild; only ingestion deletes them, with the store. A snapshot
+    // is a cache of the vectors' metadata, so old revisions simply expire. ListBucket makes a missing snapshot a 404, not a 403.
+    const knowledgeSnapshots = new s3.Bucket(this, 'KnowledgeSnapshots', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: distributionLogs,
+      serverAccessLogsPrefix: 'knowledge-snapshots/',
+      lifecycleRules: [{ expiration: Duration.days(30), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    for (const [fn, access] of knowledgeAccess) {
+      fn.addEnvironment('KNOWLEDGE_SNAPSHOT_BUCKET', knowledgeSnapshots.bucketName);
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [knowledgeSnapshots.bucketArn] }));
+      const objectActions = access === 'ingest' ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'] : ['s3:GetObject', 's3:PutObject'];
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: objectActions, resources: [knowledgeSnapshots.arnForObjects('ks-*')] }));
+    }
+
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
-    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, knowledgeVectorUsers, props });
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, props });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
@@ -557,6 +590,7 @@ function suppressNagFindings(stack: {
   distributionLogs: s3.Bucket;
   deadLetterQueues: sqs.Queue[];
   modelInvokers: lambda.Function[];
+  rerankers: lambda.Function[];
   knowledgeVectorUsers: lambda.Function[];
   props: AgentPlatformStackProps;
 }): void {
@@ -635,12 +669,23 @@ function suppressNagFindings(stack: {
     true,
   );
   NagSuppressions.addResourceSuppressions(
+    stack.rerankers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries get it (test/infra/stack.test.ts).',
+        appliesTo: ['Resource::*'],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
     stack.knowledgeVectorUsers.map((fn) => fn.role as iam.Role),
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested; the grant is limited to the indexes of the platform\'s own vector bucket, with the actions each function needs (test/infra/stack.test.ts).',
-        appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*'],
+        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function needs (test/infra/stack.test.ts).',
+        appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*', { regex: '/^Resource::<KnowledgeSnapshots[0-9A-F]{8}\\.Arn>\\/ks-\\*$/g' }],
       },
     ],
     true,

@@ -43,6 +43,14 @@ const configSchema = z.object({
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   OPENAI_COMPATIBLE_MODELS: commaList,
+  /**
+   * Embedding models offered to knowledge stores (docs/knowledge.md#embeddings), e.g. `amazon.titan-embed-text-v2:0`
+   * on Bedrock, `text-embedding-3-small` at `OPENAI_COMPATIBLE_BASE_URL`. The built-in embedder is always offered.
+   */
+  BEDROCK_EMBEDDING_MODELS: commaList,
+  OPENAI_COMPATIBLE_EMBEDDING_MODELS: commaList,
+  /** Bedrock rerank models offered to knowledge stores: `cohere.rerank-v3-5:0`, `amazon.rerank-v1:0`. */
+  BEDROCK_RERANK_MODELS: commaList,
   /** `provider/name` of the LLM an agent gets when created without `modelId`; the built-in model otherwise. */
   DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
   /** The EventBridge bus domain events are published to; unset, they go to the in-process bus (local runtime). */
@@ -176,6 +184,8 @@ const configSchema = z.object({
   S3_VECTORS_BUCKET: z.string().min(3).max(63).optional(),
   /** Instead of S3 Vectors, the local flat vector index keeps its files here: `npm start` sets it to `DATA_DIR/vectors`. */
   KNOWLEDGE_VECTOR_DIR: z.string().min(1).optional(),
+  /** The bucket of BM25 index snapshots (the stack's); locally they are files under `KNOWLEDGE_VECTOR_DIR/bm25`. */
+  KNOWLEDGE_SNAPSHOT_BUCKET: z.string().min(3).max(63).optional(),
   /** A document still PROCESSING this long after it was submitted is FAILED with TIMEOUT (docs/knowledge.md#limits). */
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(900),
   /** The Graph API with its version (`https://graph.facebook.com/v23.0`); the local WhatsApp simulator's address locally. */
@@ -199,8 +209,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
-  if (result.data.OPENAI_COMPATIBLE_MODELS.length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) {
-    throw new Error('Invalid configuration: OPENAI_COMPATIBLE_MODELS needs OPENAI_COMPATIBLE_BASE_URL');
+  for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS'] as const) {
+    if (result.data[name].length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
   }
   if (result.data.SECRETS_KMS_KEY_ID && result.data.SECRETS_KEY_FILE) {
     throw new Error('Invalid configuration: set SECRETS_KMS_KEY_ID or SECRETS_KEY_FILE, not both');

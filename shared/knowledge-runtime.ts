@@ -1,10 +1,17 @@
+import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
-import { builtinEmbeddingModel, builtinEmbeddingModelId } from './knowledge/builtin-embedder.ts';
+import type { EmbeddingModelV4 } from '@ai-sdk/provider';
+import { withDimensions, type Embedder } from './knowledge/embedders.ts';
+import { LocalSnapshotFiles, S3Snapshots, type IndexSnapshots } from './knowledge/index-snapshots.ts';
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
-import { builtinRerankingModel } from './knowledge/reranker.ts';
+import { builtinRerankerId } from './knowledge/reranker.ts';
+import { logger } from './logger.ts';
+import type { ModelCatalog } from './models/catalog.ts';
+import { createEmbeddingModel, createRerankingModel } from './models/providers.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
 import type { VectorStore } from './knowledge/vector-store.ts';
 import { createSqsClient } from './queue/sqs-scheduled-queue.ts';
@@ -17,6 +24,17 @@ function vectorStoreFromConfig(config: Config): VectorStore {
   if (config.S3_VECTORS_BUCKET) return new S3VectorsStore(new S3VectorsClient({ region: config.AWS_REGION }), config.S3_VECTORS_BUCKET);
   if (config.KNOWLEDGE_VECTOR_DIR) return new LocalFlatVectorStore(config.KNOWLEDGE_VECTOR_DIR);
   throw new Error('Set S3_VECTORS_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores need a vector store.');
+}
+
+/** The stack's snapshot bucket (fauxqs's S3 when `S3_ENDPOINT` is set), else files beside the local vector index. */
+function snapshotsFromConfig(config: Config): IndexSnapshots {
+  if (config.KNOWLEDGE_SNAPSHOT_BUCKET) {
+    const endpoint = config.S3_ENDPOINT;
+    const client = new S3Client({ region: config.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
+    return new S3Snapshots(client, config.KNOWLEDGE_SNAPSHOT_BUCKET);
+  }
+  if (config.KNOWLEDGE_VECTOR_DIR) return new LocalSnapshotFiles(join(config.KNOWLEDGE_VECTOR_DIR, 'bm25'));
+  throw new Error('Set KNOWLEDGE_SNAPSHOT_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores keep BM25 snapshots.');
 }
 
 function ingestionSender(config: Config): (message: IngestionMessage) => Promise<void> {
@@ -32,15 +50,33 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   };
 }
 
+/**
+ * Embedding models by embedder, from the catalog: a provider's asked for the embedder's dimensions on every call,
+ * and every model's answers checked to have them (a store's index has one dimension).
+ */
+function embeddingModels(catalog: ModelCatalog, config: Config): (embedder: Embedder) => EmbeddingModelV4 | undefined {
+  const models = new Map<string, EmbeddingModelV4>();
+  return (embedder) => {
+    const key = `${embedder.modelId}@${embedder.dimensions}`;
+    const cached = models.get(key);
+    if (cached) return cached;
+    const entry = catalog.byName('EMBEDDING', embedder.modelId);
+    if (!entry) return undefined;
+    const model = withDimensions(createEmbeddingModel(entry, config), embedder.dimensions, entry.provider !== 'builtin');
+    models.set(key, model);
+    return model;
+  };
+}
+
 let processRuntime: KnowledgeRuntime | undefined;
 
 /** What the knowledge routes, the ingestion function and the turns of agents with a store need. */
 export function knowledgeRuntime(): KnowledgeRuntime {
   if (!processRuntime) {
     const base = runtime();
-    const builtinEmbedder = builtinEmbeddingModel();
-    const builtinReranker = builtinRerankingModel();
+    const builtinReranker = createRerankingModel(base.catalog.byName('RERANK', builtinRerankerId)!, base.config);
     let vectors: VectorStore | undefined;
+    let snapshots: IndexSnapshots | undefined;
     processRuntime = {
       ...base,
       // Built on first use, so that functions which never touch vectors need no vector store configured.
@@ -48,9 +84,17 @@ export function knowledgeRuntime(): KnowledgeRuntime {
         vectors ??= vectorStoreFromConfig(base.config);
         return vectors;
       },
+      get snapshots() {
+        snapshots ??= snapshotsFromConfig(base.config);
+        return snapshots;
+      },
       sendIngestion: ingestionSender(base.config),
-      embeddingModel: (modelId) => (modelId === builtinEmbeddingModelId ? builtinEmbedder : undefined),
-      rerankingModel: () => builtinReranker,
+      embeddingModel: embeddingModels(base.catalog, base.config),
+      rerankingModel: (modelId) => {
+        const model = modelId === undefined ? undefined : base.catalog.byName('RERANK', modelId);
+        if (modelId !== undefined && !model) logger.warn('rerank model no longer offered; the built-in reranker stands in', { modelId });
+        return model ? createRerankingModel(model, base.config) : builtinReranker;
+      },
     };
   }
   return processRuntime;

@@ -374,7 +374,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       /** @enum {string} */
-      type: "LLM" | "STT" | "TTS";
+      type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
       provider: "builtin" | "bedrock" | "openai-compatible";
       name: string;
@@ -1094,14 +1094,23 @@ export interface components {
           /** @default 60 */
           overlap: number;
         };
-        /** @default builtin/hashed-ngrams-256 */
+        /** @default builtin/hashed-words-512 */
         embeddingModelId: string;
+        embeddingDimensions?: number;
         minScore?: number;
       };
       counts: {
         documents: number;
         chunks: number;
         bytes: number;
+      };
+      embedder: {
+        modelId: string;
+        dimensions: number;
+      };
+      reindexing?: {
+        modelId: string;
+        dimensions: number;
       };
       /** Format: date-time */
       createdAt: string;
@@ -1499,7 +1508,7 @@ export interface components {
        *     "size": 400,
        *     "overlap": 60
        *   },
-       *   "embeddingModelId": "builtin/hashed-ngrams-256"
+       *   "embeddingModelId": "builtin/hashed-words-512"
        * }
        */
       config?: {
@@ -1527,8 +1536,9 @@ export interface components {
           /** @default 60 */
           overlap?: number;
         };
-        /** @default builtin/hashed-ngrams-256 */
+        /** @default builtin/hashed-words-512 */
         embeddingModelId?: string;
+        embeddingDimensions?: number;
         minScore?: number;
       };
     };
@@ -1542,6 +1552,8 @@ export interface components {
           enabled?: boolean;
           model?: string;
         };
+        embeddingModelId?: string;
+        embeddingDimensions?: number;
         minScore?: number | null;
       };
     };
@@ -3232,7 +3244,7 @@ export interface operations {
       query?: {
         page?: string;
         limit?: string;
-        type?: "LLM" | "STT" | "TTS";
+        type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
         provider?: "builtin" | "bedrock" | "openai-compatible";
       };
     };

@@ -17,6 +17,7 @@ const queueMessage = z.discriminatedUnion('kind', [
     url: z.string().optional(),
   }),
   z.object({ kind: z.literal('store.delete'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
+  z.object({ kind: z.literal('store.reindex'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
 ]);
 
 /**

@@ -6,6 +6,7 @@ import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
 import { maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { reindexStore } from './knowledge-reindex.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
@@ -20,7 +21,7 @@ export class DocumentFailure extends Error {
   }
 }
 
-export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted';
+export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted' | 'reindexed';
 
 /**
  * Handles one ingestion message. A document version is parsed, chunked, embedded and written as vectors under
@@ -30,6 +31,7 @@ export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-delete
  */
 export async function handleIngestionMessage(deps: KnowledgeDeps, message: IngestionMessage): Promise<IngestionOutcome> {
   if (message.kind === 'store.delete') return deleteStoreContents(deps, message);
+  if (message.kind === 'store.reindex') return reindexStore(deps, message);
   const store = await deps.knowledge.getStore(message.orgId, message.storeId);
   const document = store && (await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId));
   if (!store || !document) return 'skipped';
@@ -67,8 +69,8 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
   if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
   const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
-  const model = deps.embeddingModel(store.config.embeddingModelId);
-  if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.config.embeddingModelId} is not available.`);
+  const model = deps.embeddingModel(store.embedder);
+  if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.embedder.modelId} is not available.`);
   let embeddings: number[][];
   try {
     ({ embeddings } = await embedMany({ model, values: chunks.map(indexedText), maxParallelCalls: embeddingParallelism, maxRetries: 2 }));
@@ -136,6 +138,7 @@ async function deleteStoreContents(deps: KnowledgeDeps, message: Extract<Ingesti
   // Queued before the store's delete: while the store still exists, the delete may yet be refused; try later.
   if (await deps.knowledge.getStore(message.orgId, message.storeId)) throw new Error(`Knowledge store ${message.storeId} still exists; its clean-up waits.`);
   await deps.vectors.deleteIndex(message.indexName);
+  await deps.snapshots.deleteAll(message.indexName);
   await deps.knowledge.deleteStoreContents(message.orgId, message.storeId);
   return 'store-deleted';
 }

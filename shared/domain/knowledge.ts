@@ -1,7 +1,11 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
-import { Bm25Index, searchIndex, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from '../knowledge/embedders.ts';
+import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
+import { logger } from '../logger.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
 import type { PortRanges } from '../net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
@@ -24,16 +28,21 @@ import type { DomainEvent } from './events.ts';
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
 export type IngestionMessage =
   | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text?: string | undefined; url?: string | undefined }
-  | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string };
+  | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string }
+  | { kind: 'store.reindex'; orgId: string; storeId: string; indexName: string };
 
 export interface KnowledgeDeps {
   knowledge: DynamoKnowledgeStore;
   agents: AgentStore;
   vectors: VectorStore;
+  /** BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval). */
+  snapshots: IndexSnapshots;
   clock: Clock;
+  catalog: ModelCatalog;
   sendIngestion(message: IngestionMessage): Promise<void>;
-  /** The embedding model of that id, or undefined when this deployment has none of that id. */
-  embeddingModel(modelId: string): EmbeddingModelV4 | undefined;
+  /** The embedding model of that embedder, or undefined when this deployment does not offer it. */
+  embeddingModel(embedder: Embedder): EmbeddingModelV4 | undefined;
+  /** The rerank model of that `provider/name` (the built-in one when undefined, or when the catalog no longer has it). */
   rerankingModel(modelId: string | undefined): RerankingModelV4;
   config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
 }
@@ -57,12 +66,27 @@ export function knowledgeStoreUpdated(document: StoredDocument, status: 'UPSERTE
   };
 }
 
-export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, input: CreateKnowledgeStoreInput, sealResponse?: SealResponse): Promise<KnowledgeStore> {
-  if (!deps.embeddingModel(input.config.embeddingModelId)) {
-    throw new ValidationError(`Unknown embedding model ${input.config.embeddingModelId}.`, {
-      details: [{ field: 'config.embeddingModelId', message: 'is not an embedding model of this deployment' }],
+/** The embedder a store's configuration names, refused (400) when the catalog lacks the model or the dimensions do not fit it. */
+function configuredEmbedder(catalog: ModelCatalog, config: CreateKnowledgeStoreInput['config']): Embedder {
+  if (!catalog.byName('EMBEDDING', config.embeddingModelId)) {
+    throw new ValidationError(`Unknown embedding model ${config.embeddingModelId}.`, {
+      details: [{ field: 'config.embeddingModelId', message: 'is not an embedding model of this deployment (GET /v1/chat/models?type=EMBEDDING)' }],
     });
   }
+  const embedder = embedderFor(config.embeddingModelId, config.embeddingDimensions);
+  if ('problem' in embedder) throw new ValidationError(`Invalid embedding dimensions: ${embedder.problem}.`, { details: [{ field: 'config.embeddingDimensions', message: embedder.problem }] });
+  return embedder;
+}
+
+function assertRerankModel(catalog: ModelCatalog, model: string | undefined): void {
+  if (model !== undefined && !catalog.byName('RERANK', model)) {
+    throw new ValidationError(`Unknown rerank model ${model}.`, { details: [{ field: 'config.rerank.model', message: 'is not a rerank model of this deployment (GET /v1/chat/models?type=RERANK)' }] });
+  }
+}
+
+export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, input: CreateKnowledgeStoreInput, sealResponse?: SealResponse): Promise<KnowledgeStore> {
+  const embedder = configuredEmbedder(deps.catalog, input.config);
+  assertRerankModel(deps.catalog, input.config.rerank.model);
   const now = deps.clock.now().toISOString();
   const id = newId();
   const store: StoredKnowledgeStore = {
@@ -72,6 +96,7 @@ export async function createKnowledgeStore(deps: KnowledgeDeps, orgId: string, i
     ...(input.description === undefined ? {} : { description: input.description }),
     config: input.config,
     counts: { documents: 0, chunks: 0, bytes: 0 },
+    embedder,
     createdAt: now,
     updatedAt: now,
     indexName: indexNameOf(id),
@@ -100,15 +125,49 @@ export async function listKnowledgeStores(deps: Pick<KnowledgeDeps, 'knowledge'>
 
 export async function updateKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string, changes: UpdateKnowledgeStoreInput): Promise<KnowledgeStore> {
   const previous = await storeOf(deps, orgId, storeId);
+  assertRerankModel(deps.catalog, changes.config?.rerank?.model);
   const { minScore, ...configChanges } = changes.config ?? {};
   const config = { ...previous.config, ...configChanges };
+  // Another model's dimensions are its own: the previous model's do not carry over.
+  if (changes.config?.embeddingModelId !== undefined && changes.config.embeddingModelId !== previous.config.embeddingModelId && changes.config.embeddingDimensions === undefined) {
+    delete config.embeddingDimensions;
+  }
   if (minScore === null) delete config.minScore;
   else if (minScore !== undefined) config.minScore = minScore;
   const next: StoredKnowledgeStore = { ...previous, name: changes.name ?? previous.name, config, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (changes.description === null) delete next.description;
   else if (changes.description !== undefined) next.description = changes.description;
+  // Only a change of embedder is checked against the catalog: a store whose model left it can still be renamed.
+  const embedderChanged = changes.config?.embeddingModelId !== undefined || changes.config?.embeddingDimensions !== undefined;
+  const reindex = embedderChanged ? reindexFor(deps.catalog, previous, config) : undefined;
+  if (reindex === 'cancel') {
+    delete next.reindexing;
+    delete next.reindexIndexName;
+  } else if (reindex) Object.assign(next, reindex);
   if (!(await deps.knowledge.updateStore(previous, next))) throw new ConcurrentModificationError('The knowledge store changed while it was being updated; retry.');
+  if (next.reindexIndexName && reindex && reindex !== 'cancel') {
+    try {
+      await deps.sendIngestion({ kind: 'store.reindex', orgId, storeId, indexName: next.reindexIndexName });
+    } catch (error) {
+      // Without its message the re-index would show forever: the change is undone, and the PATCH may be retried.
+      const undone: StoredKnowledgeStore = { ...next, config: previous.config, reindexing: previous.reindexing, reindexIndexName: previous.reindexIndexName, updatedAt: nextUpdatedAt(deps.clock, next.updatedAt) };
+      await deps.knowledge.updateStore(next, undone);
+      throw error;
+    }
+  }
   return publicStore(next);
+}
+
+/**
+ * What a change of embedder asks for: nothing (same as building or built), a re-index into a new vector index
+ * (`ks-<storeId>-<n>`, so that the current one keeps answering meanwhile), or cancelling the running one (back to
+ * the embedder that built the store).
+ */
+function reindexFor(catalog: ModelCatalog, store: StoredKnowledgeStore, config: StoredKnowledgeStore['config']): Pick<StoredKnowledgeStore, 'reindexing' | 'reindexIndexName'> | 'cancel' | undefined {
+  const wanted = configuredEmbedder(catalog, config);
+  if (sameEmbedder(wanted, store.embedder)) return store.reindexing ? 'cancel' : undefined;
+  if (store.reindexing && sameEmbedder(wanted, store.reindexing)) return undefined;
+  return { reindexing: wanted, reindexIndexName: `${indexNameOf(store.id)}-${Date.now().toString(36)}` };
 }
 
 /**
@@ -201,10 +260,44 @@ interface RetrievalState {
 const retrievalStates = new Map<string, RetrievalState>();
 const maxCachedStores = 200;
 
-async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>, store: StoredKnowledgeStore): Promise<RetrievalState> {
+/**
+ * The store's BM25 index at its revision: this process's, else the snapshot of that revision (one read), else
+ * rebuilt from the vectors' metadata (every vector listed) and snapshotted for the next cold process.
+ */
+async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots'>, store: StoredKnowledgeStore): Promise<RetrievalState> {
   const cacheKey = `${store.orgId}/${store.id}`;
   const cached = retrievalStates.get(cacheKey);
   if (cached && cached.revision === store.revision) return cached;
+  const bm25 = (await snapshotOf(deps, store)) ?? (await rebuiltIndex(deps, store));
+  const state = { revision: store.revision, bm25 };
+  if (retrievalStates.size >= maxCachedStores) retrievalStates.delete(retrievalStates.keys().next().value as string);
+  retrievalStates.set(cacheKey, state);
+  return state;
+}
+
+async function snapshotOf(deps: Pick<KnowledgeDeps, 'snapshots'>, store: StoredKnowledgeStore): Promise<Bm25Index | undefined> {
+  try {
+    const snapshot = await deps.snapshots.load(store.indexName, store.revision);
+    return snapshot === undefined ? undefined : Bm25Index.fromSnapshot(snapshot);
+  } catch (error) {
+    // A snapshot is a cache: unreadable, the index is rebuilt from the vectors.
+    logger.warn('BM25 snapshot unreadable; rebuilding the index', { storeId: store.id, revision: store.revision, error });
+    return undefined;
+  }
+}
+
+async function rebuiltIndex(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots'>, store: StoredKnowledgeStore): Promise<Bm25Index> {
+  const bm25 = new Bm25Index(await activeChunks(deps, store));
+  try {
+    await deps.snapshots.save(store.indexName, store.revision, bm25.toSnapshot());
+  } catch (error) {
+    logger.warn('BM25 snapshot not saved; the next cold process rebuilds the index', { storeId: store.id, revision: store.revision, error });
+  }
+  return bm25;
+}
+
+/** The chunks of the store's index that answer: those of each document's active version, read from the vectors' metadata. */
+export async function activeChunks(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>, store: StoredKnowledgeStore): Promise<IndexedChunk[]> {
   const active = new Map<string, number>();
   for (const document of await deps.knowledge.listDocuments(store.orgId, store.id)) {
     if (document.activeVersion !== undefined) active.set(document.id, document.activeVersion);
@@ -226,10 +319,7 @@ async function retrievalState(deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors'>
   } catch (error) {
     if (!(error instanceof VectorIndexNotFoundError)) throw error;
   }
-  const state = { revision: store.revision, bm25: new Bm25Index(chunks) };
-  if (retrievalStates.size >= maxCachedStores) retrievalStates.delete(retrievalStates.keys().next().value as string);
-  retrievalStates.set(cacheKey, state);
-  return state;
+  return chunks;
 }
 
 export interface RetrievalOptions {
@@ -239,19 +329,26 @@ export interface RetrievalOptions {
 
 /** Retrieval over a store: its chunks that answer now, searched as `searchIndex` does (docs/knowledge.md#retrieval). */
 export async function retrieve(
-  deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'embeddingModel' | 'rerankingModel'>,
+  deps: Pick<KnowledgeDeps, 'knowledge' | 'vectors' | 'snapshots' | 'embeddingModel' | 'rerankingModel'>,
   store: StoredKnowledgeStore,
   query: string,
   options: RetrievalOptions = {},
 ): Promise<RetrievedChunk[]> {
-  const embeddingModel = deps.embeddingModel(store.config.embeddingModelId);
-  if (!embeddingModel) throw new EmbedderMismatchError(`The embedding model ${store.config.embeddingModelId} that built this store is not available; re-index it.`);
+  const { embedder } = store;
+  const mismatch = `The store's vectors were built by ${embedder.modelId} with ${embedder.dimensions} dimensions`;
+  const embeddingModel = deps.embeddingModel(embedder);
+  if (!embeddingModel) throw new EmbedderMismatchError(`${mismatch}, which this deployment no longer offers; re-index the store with one it offers (PATCH config.embeddingModelId).`);
   const { bm25 } = await retrievalState(deps, store);
-  return searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel }, query, {
-    topK: options.topK ?? store.config.topK,
-    reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
-    minScore: store.config.minScore,
-  });
+  try {
+    return await searchIndex({ bm25, vectors: deps.vectors, indexName: store.indexName, embeddingModel, vectorWeight: vectorWeightFor(embedder.modelId) }, query, {
+      topK: options.topK ?? store.config.topK,
+      reranker: (options.rerank ?? store.config.rerank.enabled) ? deps.rerankingModel(store.config.rerank.model) : undefined,
+      minScore: store.config.minScore,
+    });
+  } catch (error) {
+    if (error instanceof EmbeddingDimensionsError) throw new EmbedderMismatchError(`${mismatch}; ${error.message} Re-index the store (PATCH config.embeddingModelId or config.embeddingDimensions).`);
+    throw error;
+  }
 }
 
 /** `POST …/query`: what an agent on this store would see for `query`. */

@@ -9,6 +9,8 @@ export const builtinModels = {
   llm: 'builtin-assistant',
   stt: 'builtin-stt',
   tts: 'builtin-tts',
+  embeddings: ['hashed-words-512', 'hashed-ngrams-256'],
+  rerank: 'lexical-coverage',
 } as const;
 
 export function modelId(provider: ModelProvider, type: ModelType, name: string): string {
@@ -18,10 +20,12 @@ export function modelId(provider: ModelProvider, type: ModelType, name: string):
 export interface ModelCatalog {
   models: readonly Model[];
   byId(id: string): Model | undefined;
+  /** A model of that type by `provider/name`, as knowledge stores name their embedding and rerank models. */
+  byName(type: ModelType, providerAndName: string): Model | undefined;
   defaultLlm: Model;
 }
 
-type CatalogConfig = Pick<Config, 'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'DEFAULT_LLM'>;
+type CatalogConfig = Pick<Config, 'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'BEDROCK_EMBEDDING_MODELS' | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS' | 'BEDROCK_RERANK_MODELS' | 'DEFAULT_LLM'>;
 
 /**
  * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
@@ -32,8 +36,13 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
     ['builtin', 'LLM', builtinModels.llm],
     ['builtin', 'STT', builtinModels.stt],
     ['builtin', 'TTS', builtinModels.tts],
+    ...builtinModels.embeddings.map((name): [ModelProvider, ModelType, string] => ['builtin', 'EMBEDDING', name]),
+    ['builtin', 'RERANK', builtinModels.rerank],
     ...config.BEDROCK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'LLM', name]),
     ...config.OPENAI_COMPATIBLE_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'LLM', name]),
+    ...config.BEDROCK_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'EMBEDDING', name]),
+    ...config.OPENAI_COMPATIBLE_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'EMBEDDING', name]),
+    ...config.BEDROCK_RERANK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'RERANK', name]),
   ];
   const defaultName = config.DEFAULT_LLM ?? `builtin/${builtinModels.llm}`;
   const models = entries.map(([provider, type, name]) => ({
@@ -46,5 +55,6 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
   const defaultLlm = models.find((model) => model.isDefault);
   if (!defaultLlm) throw new Error(`Invalid configuration: DEFAULT_LLM ${defaultName} is not in the model catalog`);
   const index = new Map(models.map((model) => [model.id, model]));
-  return { models, byId: (id) => index.get(id), defaultLlm };
+  const byName = new Map(models.map((model) => [`${model.type} ${model.provider}/${model.name}`, model]));
+  return { models, byId: (id) => index.get(id), byName: (type, providerAndName) => byName.get(`${type} ${providerAndName}`), defaultLlm };
 }

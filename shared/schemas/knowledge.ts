@@ -13,13 +13,17 @@ const chunkingConfig = z
   })
   .refine((chunking) => chunking.overlap < chunking.size, { error: 'overlap must be smaller than size', path: ['overlap'] });
 
+/** `model`: `provider/name` of a RERANK model of the catalog; the built-in lexical reranker when absent. */
 const rerankConfig = z.object({ enabled: z.boolean().default(false), model: z.string().trim().min(1).max(200).optional() });
 
 export const knowledgeStoreConfig = z.object({
   topK: z.number().int().min(1).max(20).default(2),
   rerank: rerankConfig.default({ enabled: false }),
   chunking: chunkingConfig.default({ size: 400, overlap: 60 }),
-  embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-ngrams-256'),
+  /** `provider/name` of an EMBEDDING model of the catalog (`GET /v1/chat/models?type=EMBEDDING`). */
+  embeddingModelId: z.string().trim().min(1).max(200).default('builtin/hashed-words-512'),
+  /** The vectors' size: 256, 512 or 1024 for Titan v2 (default 1024); required for OpenAI-compatible models; fixed for the built-in ones. */
+  embeddingDimensions: z.number().int().min(1).max(4096).optional(),
   /** Chunks scoring below this (fused score, 0–1 scale of the vector similarity) are left out. */
   minScore: z.number().min(0).max(1).optional(),
 });
@@ -40,6 +44,9 @@ export const updateKnowledgeStoreBody = z
       .strictObject({
         topK: z.number().int().min(1).max(20).optional(),
         rerank: rerankConfig.optional(),
+        /** Another embedder re-indexes the store: its vectors are rebuilt with it, while the current ones keep answering. */
+        embeddingModelId: z.string().trim().min(1).max(200).optional(),
+        embeddingDimensions: z.number().int().min(1).max(4096).optional(),
         minScore: z.number().min(0).max(1).nullable().optional(),
       })
       .optional(),
@@ -60,6 +67,10 @@ export const knowledgeStoreSchema = z.object({
   description: z.string().optional(),
   config: knowledgeStoreConfig,
   counts: z.object({ documents: z.number().int(), chunks: z.number().int(), bytes: z.number().int() }),
+  /** The embedder that built the store's vectors; queries embed with it. */
+  embedder: z.object({ modelId: z.string(), dimensions: z.number().int() }),
+  /** While a re-index runs: the embedder it rebuilds the vectors with (`embedder` answers until it is done). */
+  reindexing: z.object({ modelId: z.string(), dimensions: z.number().int() }).optional(),
   createdAt: timestamp,
   updatedAt: timestamp,
 });

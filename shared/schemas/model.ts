@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { pageOf, paginationQuery } from './common.ts';
 
-export const modelTypes = ['LLM', 'STT', 'TTS'] as const;
+/** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
+export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;
 export type ModelType = (typeof modelTypes)[number];
 export const modelProviders = ['builtin', 'bedrock', 'openai-compatible'] as const;
 export type ModelProvider = (typeof modelProviders)[number];

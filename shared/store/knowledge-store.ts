@@ -24,6 +24,8 @@ export interface StoredKnowledgeStore extends KnowledgeStore {
   indexName: string;
   /** Bumped whenever the set of chunks that answer changes: retrieval caches are keyed by it. */
   revision: number;
+  /** While a re-index runs: the vector index it builds, which replaces `indexName` when done. */
+  reindexIndexName?: string | undefined;
 }
 
 /** A document as kept: the chunks of a superseded version are deleted after the new one is live. */
@@ -34,7 +36,7 @@ export interface StoredDocument extends KnowledgeDocument {
   retired?: { version: number; chunkCount: number } | undefined;
 }
 
-const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'createdAt', 'updatedAt'] as const;
+const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'embedder', 'reindexing', 'createdAt', 'updatedAt'] as const;
 const documentFields = ['id', 'knowledgeStoreId', 'name', 'format', 'url', 'status', 'version', 'activeVersion', 'bytes', 'chunkCount', 'error', 'createdAt', 'updatedAt'] as const;
 
 function pick<T>(item: Record<string, unknown>, fields: readonly string[]): T {
@@ -46,8 +48,11 @@ export const publicDocument = (document: KnowledgeDocument): KnowledgeDocument =
 
 const toStoredStore = (item: Record<string, unknown>): StoredKnowledgeStore => ({
   ...pick<KnowledgeStore>(item, storeFields),
+  // Stores made before embedders were recorded were all built by the built-in one.
+  embedder: (item.embedder as KnowledgeStore['embedder'] | undefined) ?? { modelId: 'builtin/hashed-ngrams-256', dimensions: 256 },
   indexName: item.indexName as string,
   revision: Number(item.revision ?? 0),
+  reindexIndexName: item.reindexIndexName as string | undefined,
 });
 
 const toStoredDocument = (item: Record<string, unknown>): StoredDocument => ({
@@ -106,13 +111,18 @@ export class DynamoKnowledgeStore {
 
   /** Writes the changed settings if the store is still as read (`updatedAt` is its version). */
   async updateStore(previous: StoredKnowledgeStore, next: StoredKnowledgeStore): Promise<boolean> {
-    const description = next.description === undefined ? 'REMOVE description' : '';
+    const sets = ['#name = :name', 'config = :config', 'updatedAt = :updatedAt'];
+    const removals: string[] = [];
+    if (next.description === undefined) removals.push('description');
+    else sets.push('description = :description');
+    if (next.reindexing === undefined) removals.push('reindexing', 'reindexIndexName');
+    else sets.push('reindexing = :reindexing', 'reindexIndexName = :reindexIndexName');
     return conditionalWrite(
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: knowledgeKeys.store(next.orgId, next.id),
-          UpdateExpression: `SET #name = :name, config = :config, updatedAt = :updatedAt${next.description === undefined ? '' : ', description = :description'} ${description}`.trim(),
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removals.join(', ')}`.replace(/ REMOVE $/, ''),
           ConditionExpression: 'updatedAt = :previous',
           ExpressionAttributeNames: { '#name': 'name' },
           ExpressionAttributeValues: {
@@ -121,7 +131,26 @@ export class DynamoKnowledgeStore {
             ':updatedAt': next.updatedAt,
             ':previous': previous.updatedAt,
             ...(next.description === undefined ? {} : { ':description': next.description }),
+            ...(next.reindexing === undefined ? {} : { ':reindexing': next.reindexing, ':reindexIndexName': next.reindexIndexName }),
           },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Ends a re-index: the new index and its embedder answer from now on (revision + 1), if the store's chunks did
+   * not change while it was built (same revision) and the re-index is still the one asked for.
+   */
+  async finishReindex(store: StoredKnowledgeStore, at: string): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: knowledgeKeys.store(store.orgId, store.id),
+          UpdateExpression: 'SET embedder = :embedder, indexName = :indexName, updatedAt = :at ADD revision :one REMOVE reindexing, reindexIndexName',
+          ConditionExpression: 'revision = :revision AND reindexIndexName = :indexName',
+          ExpressionAttributeValues: { ':embedder': store.reindexing, ':indexName': store.reindexIndexName, ':at': at, ':one': 1, ':revision': store.revision },
         }),
       ),
     );

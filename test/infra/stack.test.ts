@@ -562,17 +562,19 @@ describe('AgentPlatformStack', () => {
     );
 
     it.each(routeGroups.map((group) => [group.name, group] as const))(
-      '%s may invoke Bedrock models only if it runs turns, in a statement of its own',
+      '%s may invoke Bedrock models only if it runs turns or knowledge queries, in a statement of its own, and rerank',
       (_name, group) => {
         const statements = policyDocumentsOfFunction(group).flatMap(statementsOf);
-        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')));
+        const rerank = statements.filter((statement) => asArray(statement.Action).includes('bedrock:Rerank'));
+        const bedrock = statements.filter((statement) => asArray(statement.Action).some((action) => action.startsWith('bedrock:')) && !rerank.includes(statement));
         const variables = (resource(functionIdOf(group), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         // The turn deadline stays under CloudFront's 120 s wait for a first byte, for the functions that run turns.
         expect(variables.TURN_TIMEOUT_SECONDS, group.name).toBe(group.runsTurns ? '110' : undefined);
-        if (!group.runsTurns) {
-          expect(bedrock).toEqual([]);
+        if (!group.runsTurns && !group.usesKnowledge) {
+          expect([...bedrock, ...rerank]).toEqual([]);
           return;
         }
+        expect(rerank.map((statement) => asArray(statement.Action))).toEqual([['bedrock:Rerank']]);
         expect(bedrock).toHaveLength(1);
         const [statement] = bedrock as [Statement];
         expect(statement.Effect).toBe('Allow');
@@ -617,6 +619,23 @@ describe('AgentPlatformStack', () => {
         expect(JSON.stringify(statements[0]!.Resource), name).toMatch(/KnowledgeVectors.*VectorBucketArn.*\/index\/\*/);
       }
       expect(Object.keys(template.findResources('AWS::S3Vectors::VectorBucket'))).toHaveLength(1);
+    });
+
+    it('keeps BM25 snapshots in a private bucket: whoever queries stores reads and writes ks- objects, only ingestion deletes them', () => {
+      const [bucketId, bucket] = Object.entries(template.findResources('AWS::S3::Bucket')).find(([id]) => id.startsWith('KnowledgeSnapshots'))!;
+      expect(bucket.Properties.PublicAccessBlockConfiguration).toMatchObject({ BlockPublicAcls: true, RestrictPublicBuckets: true });
+      expect(bucket.Properties.LifecycleConfiguration.Rules).toEqual([expect.objectContaining({ ExpirationInDays: 30, Status: 'Enabled' })]);
+      const snapshotActionsOf = (name: string) =>
+        policyDocumentsOfFunction({ name })
+          .flatMap(statementsOf)
+          .filter((statement) => JSON.stringify(statement.Resource).includes(bucketId))
+          .flatMap((statement) => asArray(statement.Action))
+          .sort();
+      const queries = ['s3:GetObject', 's3:ListBucket', 's3:PutObject'];
+      expect(snapshotActionsOf('knowledge-ingestion')).toEqual(['s3:DeleteObject', ...queries]);
+      expect(snapshotActionsOf('knowledge')).toEqual(queries);
+      for (const group of routeGroups.filter((candidate) => candidate.runsTurns)) expect(snapshotActionsOf(group.name), group.name).toEqual(queries);
+      for (const group of routeGroups.filter((candidate) => !candidate.runsTurns && !candidate.usesKnowledge)) expect(snapshotActionsOf(group.name), group.name).toEqual([]);
     });
 
     it('grants no DynamoDB wildcard action and no DynamoDB action on every resource', () => {

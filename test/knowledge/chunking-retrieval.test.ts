@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { embedMany } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { builtinEmbeddingModel, embedText } from '../../shared/knowledge/builtin-embedder.ts';
+import { builtinEmbedders, builtinEmbeddingModel, embedText, embedWords } from '../../shared/knowledge/builtin-embedder.ts';
 import { chunkText } from '../../shared/knowledge/chunker.ts';
-import { reciprocalRankFusion } from '../../shared/knowledge/hybrid-retrieval.ts';
+import { scoreFusion } from '../../shared/knowledge/hybrid-retrieval.ts';
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean);
 
@@ -53,24 +53,45 @@ describe('chunking', () => {
   });
 });
 
-describe('built-in embedder', () => {
-  it('is deterministic, L2-normalised, and places texts sharing words nearer than unrelated ones', async () => {
-    const { embeddings } = await embedMany({ model: builtinEmbeddingModel(), values: ['refund within 30 days', 'refunds are accepted within thirty days', 'the office opens at nine'] });
-    expect(embeddings[0]).toEqual(embedText('refund within 30 days'));
+describe('built-in embedders', () => {
+  it.each(Object.entries(builtinEmbedders))('%s is deterministic, L2-normalised, of its dimensions, and places texts sharing words nearer than unrelated ones', async (modelId, { dimensions, embed }) => {
+    const { embeddings } = await embedMany({ model: builtinEmbeddingModel(modelId), values: ['refund within 30 days', 'refunds are accepted within thirty days', 'the office opens at nine'] });
+    expect(embeddings[0]).toEqual(embed('refund within 30 days'));
+    expect(embeddings[0]).toHaveLength(dimensions);
     const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
     expect(cosine(embeddings[0]!, embeddings[0]!)).toBeCloseTo(1, 6);
     expect(cosine(embeddings[0]!, embeddings[1]!)).toBeGreaterThan(cosine(embeddings[0]!, embeddings[2]!));
   });
+
+  it('weighs a repeated word less than its count, so that one word does not drown the others', () => {
+    const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0);
+    const query = embedWords('refund deadline');
+    expect(cosine(query, embedWords('refund refund refund refund deadline'))).toBeGreaterThan(cosine(embedText('refund deadline'), embedText('refund refund refund refund deadline')));
+  });
 });
 
-describe('reciprocal rank fusion', () => {
-  it('scores 1 for first in every list, and prefers an item ranked well by both over one ranked first by one', () => {
-    const fused = reciprocalRankFusion([
-      ['a', 'b', 'c'],
-      ['b', 'd', 'a'],
-    ]);
-    expect(fused[0]).toEqual({ key: 'b', score: expect.any(Number) });
-    expect(fused.map((entry) => entry.key)).toEqual(['b', 'a', 'd', 'c']);
-    expect(reciprocalRankFusion([['x'], ['x']])[0]!.score).toBeCloseTo(1, 10);
+describe('score fusion', () => {
+  it('scores 1 for first in every ranking, and keeps a result one method finds far ahead of the rest on top', () => {
+    const bm25 = { ranking: [{ key: 'clear', score: 140 }, { key: 'both', score: 90 }, { key: 'other', score: 80 }], scale: 'max' as const, weight: 0.8 };
+    const vectors = { ranking: [{ key: 'both', score: 0.9 }, { key: 'other', score: 0.85 }, { key: 'clear', score: 0.3 }], scale: 'min-max' as const, weight: 0.2 };
+    const fused = scoreFusion([bm25, vectors]);
+    expect(fused.map((entry) => entry.key)).toEqual(['clear', 'both', 'other']);
+    expect(scoreFusion([bm25, { ...vectors, ranking: [{ key: 'clear', score: 0.9 }] }])[0]).toEqual({ key: 'clear', score: 1 });
+  });
+
+  it('keeps every score within 0–1 and orders by the weighted sum, whatever the rankings', () => {
+    const ranking = fc.uniqueArray(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), score: fc.double({ min: 0, max: 100, noNaN: true }) }), { selector: (entry) => entry.key, maxLength: 6 });
+    fc.assert(
+      fc.property(ranking, ranking, fc.double({ min: 0.01, max: 0.99, noNaN: true }), (lexical, semantic, weight) => {
+        const fused = scoreFusion([
+          { ranking: lexical, scale: 'max', weight: 1 - weight },
+          { ranking: semantic, scale: 'min-max', weight },
+        ]);
+        expect(new Set(fused.map((entry) => entry.key))).toEqual(new Set([...lexical, ...semantic].map((entry) => entry.key)));
+        for (const entry of fused) expect(entry.score).toBeGreaterThanOrEqual(0);
+        for (const entry of fused) expect(entry.score).toBeLessThanOrEqual(1 + 1e-9);
+        for (let index = 1; index < fused.length; index += 1) expect(fused[index - 1]!.score).toBeGreaterThanOrEqual(fused[index]!.score);
+      }),
+    );
   });
 });

@@ -9,6 +9,7 @@ import { knowledgeRoutes } from '../../functions/knowledge/routes.ts';
 import type { RouteDefinition } from '../../shared/http/route.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
+import { refundPolicy } from '../support/knowledge-fixtures.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
 let api: TestApi;
@@ -40,17 +41,6 @@ afterAll(async () => {
   await api.close();
   await receiver.close();
 });
-
-const refundPolicy = `# Refund policy
-
-## Deadlines
-Refunds are accepted within 30 days of purchase. After 30 days we offer store credit instead.
-
-## Shipping costs
-Shipping costs are refunded only when the item arrived damaged.
-
-# Opening hours
-Our support desk is open Monday to Friday, 9:00 to 17:00 Central European Time.`;
 
 async function newStore(key: string, body: Record<string, unknown> = {}): Promise<any> {
   const created = await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Help center', ...body } });
@@ -85,7 +75,7 @@ describe('knowledge stores', () => {
     expect(store).toMatchObject({
       name: 'Help center',
       description: 'FAQ',
-      config: { topK: 2, rerank: { enabled: false }, chunking: { size: 400, overlap: 60 }, embeddingModelId: 'builtin/hashed-ngrams-256' },
+      config: { topK: 2, rerank: { enabled: false }, chunking: { size: 400, overlap: 60 }, embeddingModelId: 'builtin/hashed-words-512' },
       counts: { documents: 0, chunks: 0, bytes: 0 },
     });
     expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key })).body).toEqual(store);

@@ -18,11 +18,16 @@
  * - `answer` scripts each request by its number (0-based): a status to fail it with, a delay, or the content of
  *   a non-streamed answer (e.g. JSON for structured output).
  *
+ * `POST /embeddings` (and `/v1/embeddings`) answers OpenAI's embedding list: each input embedded by the built-in
+ * embedder's hashing at the request's `dimensions` (or `embeddingDimensions`, which a test changes to play a
+ * deployment whose model now answers another size), so that similar texts get near vectors as with a real model.
+ *
  * Every request is recorded (path, headers, parsed body, timings as epoch milliseconds with sub-millisecond
  * precision) unless `record: false`, for long benchmarks.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { embedText } from '../../shared/knowledge/builtin-embedder.ts';
 
 export interface StubToolCall {
   name: string;
@@ -45,6 +50,8 @@ export interface OpenAIStubOptions {
   /** Record requests (default true); turn off for long benchmarks. */
   record?: boolean;
   answer?: (body: ChatRequestBody, index: number) => StubAnswer | undefined;
+  /** The size of embeddings when the request names no `dimensions`; 64 by default. Mutable while the stub runs. */
+  embeddingDimensions?: number;
 }
 
 export interface StubAnswer {
@@ -108,6 +115,10 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
+    if (request.method === 'POST' && (path === '/embeddings' || path === '/v1/embeddings')) {
+      await embeddings(request, response, path);
+      return;
+    }
     if (request.method !== 'POST' || (path !== '/chat/completions' && path !== '/v1/chat/completions')) {
       sendJson(response, 404, openAIError(`No route for ${request.method} ${path}`, 'invalid_request_error'));
       return;
@@ -204,6 +215,19 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     send('[DONE]');
     response.end();
     recorded.timings.end = now();
+  }
+
+  async function embeddings(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+    const body = JSON.parse(await readBody(request)) as { model: string; input: string[]; dimensions?: number; encoding_format?: string };
+    if (options.record !== false) requests.push({ method: 'POST', path, headers: request.headers, body: body as unknown as ChatRequestBody, timings: { received: now() } });
+    if (!Array.isArray(body.input) || body.encoding_format !== 'float') {
+      sendJson(response, 400, openAIError('input must be an array of strings and encoding_format float', 'invalid_request_error'));
+      return;
+    }
+    const dimensions = options.embeddingDimensions ?? body.dimensions ?? 64;
+    const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: embedText(text, dimensions) }));
+    const tokens = body.input.reduce((sum, text) => sum + text.split(/\s+/).length, 0);
+    sendJson(response, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
   function chooseToolCall(body: ChatRequestBody): StubToolCall | undefined {
