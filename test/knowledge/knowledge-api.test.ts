@@ -20,7 +20,7 @@ let site: Server;
 let siteUrl: string;
 const pages: Record<string, { type: string; body: string; status?: number }> = {
   '/faq.md': { type: 'text/markdown; charset=utf-8', body: '# FAQ\n\n## Gift cards\nGift cards never expire and can be used in every shop of the chain.' },
-  '/brochure.pdf': { type: 'application/pdf', body: '%PDF-1.4' },
+  '/logo.png': { type: 'image/png', body: 'PNG' },
   '/gone': { type: 'text/plain', body: 'not here', status: 404 },
 };
 
@@ -186,7 +186,7 @@ describe('knowledge stores', () => {
     expect((await query(key, store.id, { query: 'Do gift cards expire?', topK: 1 }))[0]).toMatchObject({ documentId: faq.id, headingPath: ['FAQ', 'Gift cards'] });
 
     const failures: [string, string][] = [
-      [`${siteUrl}/brochure.pdf`, 'UNSUPPORTED_TYPE'],
+      [`${siteUrl}/logo.png`, 'UNSUPPORTED_TYPE'],
       [`${siteUrl}/gone`, 'FETCH_FAILED'],
       // A private address is refused by the egress guard before any connection.
       ['http://10.0.0.1/intranet', 'FETCH_FAILED'],
