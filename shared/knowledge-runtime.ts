@@ -3,6 +3,7 @@ import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
 import { builtinEmbeddingModel, builtinEmbeddingModelId } from './knowledge/builtin-embedder.ts';
+import { s3DocumentUploads, type DocumentUploads } from './knowledge/document-uploads.ts';
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
 import { builtinRerankingModel } from './knowledge/reranker.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
@@ -19,6 +20,15 @@ function vectorStoreFromConfig(config: Config): VectorStore {
   throw new Error('Set S3_VECTORS_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores need a vector store.');
 }
 
+/**
+ * The ingestion queue is FIFO, grouped by store: one store's documents and clean-up are handled one at a time, in
+ * the order they were queued. A message is deduplicated by what it asks for (a version, a store's clean-up).
+ */
+export const ingestionMessageGroup = (message: IngestionMessage) => ({
+  MessageGroupId: message.storeId,
+  MessageDeduplicationId: message.kind === 'store.delete' ? `store.delete#${message.storeId}` : `${message.documentId}#v${message.version}`,
+});
+
 function ingestionSender(config: Config): (message: IngestionMessage) => Promise<void> {
   const queueUrl = config.KNOWLEDGE_INGESTION_QUEUE_URL;
   if (!queueUrl) {
@@ -28,8 +38,14 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   }
   const client = createSqsClient(config);
   return async (message) => {
-    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message), ...ingestionMessageGroup(message) }));
   };
+}
+
+function uploadsFromConfig(config: Config): DocumentUploads {
+  const bucket = config.KNOWLEDGE_UPLOAD_BUCKET;
+  if (!bucket) throw new Error('KNOWLEDGE_UPLOAD_BUCKET is not set: this deployment takes no document uploads.');
+  return s3DocumentUploads({ bucket, region: config.AWS_REGION, endpoint: config.S3_ENDPOINT, postEndpoint: config.S3_UPLOAD_ENDPOINT });
 }
 
 let processRuntime: KnowledgeRuntime | undefined;
@@ -41,12 +57,17 @@ export function knowledgeRuntime(): KnowledgeRuntime {
     const builtinEmbedder = builtinEmbeddingModel();
     const builtinReranker = builtinRerankingModel();
     let vectors: VectorStore | undefined;
+    let uploads: DocumentUploads | undefined;
     processRuntime = {
       ...base,
       // Built on first use, so that functions which never touch vectors need no vector store configured.
       get vectors() {
         vectors ??= vectorStoreFromConfig(base.config);
         return vectors;
+      },
+      get uploads() {
+        uploads ??= uploadsFromConfig(base.config);
+        return uploads;
       },
       sendIngestion: ingestionSender(base.config),
       embeddingModel: (modelId) => (modelId === builtinEmbeddingModelId ? builtinEmbedder : undefined),

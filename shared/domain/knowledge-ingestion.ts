@@ -49,6 +49,7 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
     const at = deps.clock.now().toISOString();
     await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error: { code: error.code, message: error.message }, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
     logger.warn('document failed', { documentId: document.id, code: error.code, error });
+    await discardUpload(deps, message);
     return 'failed';
   }
   const at = deps.clock.now().toISOString();
@@ -60,7 +61,13 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
   }
   const current = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
   if (current) await retireSuperseded(deps, store, current);
+  await discardUpload(deps, message);
   return 'upserted';
+}
+
+/** An uploaded file is kept only until its version is built (the bucket's lifecycle rule removes any left over). */
+async function discardUpload(deps: KnowledgeDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>): Promise<void> {
+  if (message.objectKey !== undefined) await deps.uploads.delete(message.objectKey);
 }
 
 /** A document's bytes, and the format to read them in. */
@@ -71,6 +78,7 @@ interface DocumentSource {
 
 async function loadSource(deps: KnowledgeDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>, document: StoredDocument): Promise<DocumentSource> {
   if (message.url !== undefined) return fetchDocument(deps, message.url);
+  if (message.objectKey !== undefined) return { format: document.format ?? 'text', body: await deps.uploads.read(message.objectKey) };
   return { format: document.format ?? 'markdown', body: Buffer.from(message.text ?? '') };
 }
 

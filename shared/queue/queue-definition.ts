@@ -5,4 +5,10 @@ export interface QueueDefinition {
   visibilityTimeoutSeconds: number;
   /** Receives after which a message that keeps failing its consumer moves to the queue's dead-letter queue. */
   maxReceiveCount: number;
+  /** A FIFO queue (its name ends in `.fifo`): messages of one group are handed over one batch at a time, in order. */
+  fifo?: boolean;
 }
+
+/** The dead-letter queue's name: `<name>-dlq`, or `<name>-dlq.fifo` for a FIFO queue (whose DLQ must be FIFO too). */
+export const deadLetterQueueName = (definition: QueueDefinition): string =>
+  definition.fifo ? `${definition.name.replace(/\.fifo$/, '')}-dlq.fifo` : `${definition.name}-dlq`;

@@ -115,6 +115,29 @@ export const documentSchema = z.object({
 });
 export type KnowledgeDocument = z.output<typeof documentSchema>;
 
+export const createDocumentUploadBody = z.strictObject({
+  name: requiredText(300),
+  /** The file's format; the upload must declare its media type (application/pdf, text/markdown, text/plain, text/html). */
+  format: z.enum(documentFormats),
+});
+export type CreateDocumentUploadInput = z.output<typeof createDocumentUploadBody>;
+
+export const documentUploadSchema = z.object({
+  documentId: z.string(),
+  /** The document (or its new version), PROCESSING until its file has arrived and been ingested. */
+  document: documentSchema,
+  /** A presigned S3 POST: send `fields`, then the file as the last field `file`, as multipart/form-data to `url`. */
+  upload: z.object({
+    url: z.string(),
+    fields: z.record(z.string(), z.string()),
+    /** The POST is refused after this. */
+    expiresAt: timestamp,
+    /** The largest file the POST accepts (its policy's content-length-range). */
+    maxBytes: z.number().int(),
+  }),
+});
+export type DocumentUpload = z.output<typeof documentUploadSchema>;
+
 export const documentParams = z.object({ id: z.uuid({ error: 'must be a UUID' }), documentId: z.uuid({ error: 'must be a UUID' }) });
 
 export const listDocumentsQuery = paginationQuery.extend({ status: z.enum(documentStatuses).optional() });

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFlatVectorStore } from '../../shared/knowledge/local-flat-index.ts';
 import { startApi, type TestApi } from '../support/api.ts';
@@ -86,5 +87,80 @@ describe('PDF documents', () => {
     const broken = await addUrl(key, store.id, 'Broken', `${siteUrl}/broken.pdf`);
     expect(await settled(key, store.id, scan.id)).toMatchObject({ status: 'FAILED', chunkCount: 0, error: { code: 'NO_TEXT', message: expect.stringContaining('2 page(s) but no text layer') } });
     expect(await settled(key, store.id, broken.id)).toMatchObject({ status: 'FAILED', error: { code: 'PARSE_ERROR' } });
+  });
+});
+
+/** Sends a presigned POST as a browser form would: the fields, then the file last. */
+async function postForm(upload: { url: string; fields: Record<string, string> }, file: Uint8Array, changes: Record<string, string> = {}): Promise<Response> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries({ ...upload.fields, ...changes })) form.append(name, value);
+  form.append('file', new Blob([Buffer.from(file)]), 'file.pdf');
+  return fetch(upload.url, { method: 'POST', body: form });
+}
+
+async function requestUpload(key: string, storeId: string, body: Record<string, unknown>): Promise<any> {
+  const created = await api.request('POST', `/v1/chat/knowledge-stores/${storeId}/documents/uploads`, { key, body });
+  expect(created.status, created.text).toBe(201);
+  return created.body;
+}
+
+describe('document uploads (presigned S3 POST → Object Created → FIFO ingestion queue)', () => {
+  it('ingests a PDF posted to the presigned URL; the document is PROCESSING until the file has arrived', async () => {
+    const { orgId, key } = await api.newOrg();
+    const store = await newStore(key);
+    const answer = await requestUpload(key, store.id, { name: 'Handbook', format: 'pdf' });
+    expect(answer).toMatchObject({
+      documentId: answer.document.id,
+      document: { name: 'Handbook', format: 'pdf', status: 'PROCESSING', version: 1 },
+      upload: { url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/knowledge-uploads$/), maxBytes: 50 * 1024 * 1024 },
+    });
+    const objectKey = `uploads/${orgId}/${store.id}/${answer.documentId}/v1`;
+    expect(answer.upload.fields).toMatchObject({ key: objectKey, 'Content-Type': 'application/pdf' });
+    expect(Date.parse(answer.upload.expiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+
+    const posted = await postForm(answer.upload, files['/handbook.pdf']!.body);
+    expect(posted.status, await posted.text()).toBe(204);
+    const document = await settled(key, store.id, answer.documentId);
+    expect(document).toMatchObject({ status: 'UPSERTED', format: 'pdf', bytes: files['/handbook.pdf']!.body.length });
+    const found = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/query`, { key, body: { query: 'When are travel expenses reimbursed?', topK: 1 } });
+    expect(found.body.data[0].text).toContain('reimbursed within ten working days');
+    // The file is not kept once its version is built.
+    const s3 = new S3Client({ endpoint: process.env.S3_ENDPOINT, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    await expect(s3.send(new HeadObjectCommand({ Bucket: process.env.KNOWLEDGE_UPLOAD_BUCKET, Key: objectKey }))).rejects.toMatchObject({ name: 'NotFound' });
+    s3.destroy();
+  });
+
+  it('refuses what S3 refuses: a tampered key, another content type, an extra field, a bad signature; none is ingested', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key);
+    const answer = await requestUpload(key, store.id, { name: 'Guarded', format: 'pdf' });
+    const pdf = files['/handbook.pdf']!.body;
+    const attempts: [Record<string, string>, number, string][] = [
+      [{ key: `uploads/elsewhere/${answer.documentId}` }, 403, 'AccessDenied'],
+      [{ 'Content-Type': 'text/html' }, 403, 'AccessDenied'],
+      [{ acl: 'public-read' }, 403, 'AccessDenied'],
+      [{ 'X-Amz-Signature': '0'.repeat(64) }, 403, 'SignatureDoesNotMatch'],
+    ];
+    for (const [changes, status, code] of attempts) {
+      const refused = await postForm(answer.upload, pdf, changes);
+      const text = await refused.text();
+      expect(refused.status, text).toBe(status);
+      expect(text).toContain(`<Code>${code}</Code>`);
+    }
+    const empty = await postForm(answer.upload, new Uint8Array());
+    expect(await empty.text()).toContain('<Code>EntityTooSmall</Code>');
+    // Still waiting for its file: nothing arrived.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${answer.documentId}`, { key })).body).toMatchObject({ status: 'PROCESSING', chunkCount: 0 });
+  });
+
+  it('answers 404 for another organization\'s store and 400 for an unknown format', async () => {
+    const { key } = await api.newOrg();
+    const other = await api.newOrg();
+    const store = await newStore(key);
+    const foreign = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents/uploads`, { key: other.key, body: { name: 'x', format: 'pdf' } });
+    expect(foreign.status).toBe(404);
+    const unknown = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents/uploads`, { key, body: { name: 'x', format: 'docx' } });
+    expect(unknown.status).toBe(400);
   });
 });
