@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFlatVectorStore } from '../../shared/knowledge/local-flat-index.ts';
 import { startApi, type TestApi } from '../support/api.ts';
@@ -162,5 +163,38 @@ describe('document uploads (presigned S3 POST → Object Created → FIFO ingest
     expect(foreign.status).toBe(404);
     const unknown = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents/uploads`, { key, body: { name: 'x', format: 'docx' } });
     expect(unknown.status).toBe(400);
+  });
+});
+
+describe('the sweeper', () => {
+  it('fails documents still PROCESSING past their deadline with TIMEOUT, with their event, and leaves the others', async () => {
+    const { orgId, key } = await api.newOrg();
+    const store = await newStore(key);
+    const [{ knowledgeRuntime }, { handler: sweep }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../functions/knowledge-sweeper/handler.ts')]);
+    const deps = knowledgeRuntime();
+    // Documents whose ingestion never comes (no queue message): one overdue, one not yet.
+    const at = new Date().toISOString();
+    const submit = (name: string, deadlineMs: number) =>
+      deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name, format: 'text', bytes: 4, at, processingDeadline: new Date(Date.now() + deadlineMs).toISOString() });
+    const stuck = await submit('Stuck', -1_000);
+    const waiting = await submit('Waiting', 600_000);
+
+    const { timedOut } = await sweep();
+    expect(timedOut).toBeGreaterThanOrEqual(1);
+    const read = async (id: string) => (await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${id}`, { key })).body;
+    expect(await read(stuck.id)).toMatchObject({ status: 'FAILED', chunkCount: 0, error: { code: 'TIMEOUT', message: expect.stringContaining('submit the document again') } });
+    expect(await read(waiting.id)).toMatchObject({ status: 'PROCESSING' });
+    // Its event was written with the state change.
+    const outbox = await deps.documentClient.send(
+      new QueryCommand({
+        TableName: deps.config.TABLE_NAME,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :outbox)',
+        ExpressionAttributeValues: { ':pk': `ORG#${orgId}#KS#${store.id}`, ':outbox': 'OUTBOX#' },
+      }),
+    );
+    expect(outbox.Items?.map((item) => item.payload.data)).toEqual([{ knowledgeStoreId: store.id, documentId: stuck.id, status: 'FAILED' }]);
+    // A second sweep finds nothing more of this store to fail.
+    await sweep();
+    expect(await read(waiting.id)).toMatchObject({ status: 'PROCESSING' });
   });
 });
