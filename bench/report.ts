@@ -13,6 +13,8 @@ import type { DeveloperPagesResult } from './developer-pages.ts';
 import type { VoiceBenchResult } from './voice.ts';
 import type { UsageBenchResult } from './usage.ts';
 import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
+import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
+import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -100,6 +102,7 @@ export interface BenchResults {
   voice: VoiceBenchResult;
   usage: UsageBenchResult;
   knowledge: KnowledgeBenchResult;
+  knowledgeIngestion: KnowledgeIngestionBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -357,7 +360,7 @@ export function formatReport(results: BenchResults): string {
       `${ms(analytics.overviewMs)}; floor (the Query of the same items alone): ${ms(analytics.queryMs)}`,
   );
 
-  lines.push(...knowledgeReport(results.knowledge));
+  lines.push(...knowledgeReport(results.knowledge), ...knowledgeIngestionReport(results.knowledgeIngestion));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

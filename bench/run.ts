@@ -23,6 +23,7 @@ import { measureDeveloperPages } from './developer-pages.ts';
 import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
+import { knowledgeIngestionChecks, measureKnowledgeIngestion } from './knowledge-ingestion.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -92,8 +93,12 @@ const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) =
 
 log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
 const knowledge = await measureKnowledge(log);
+const knowledgeIngestion = await withDatabase('knowledge ingestion', 'bench-knowledge-ingestion', (endpoint, tableName) => {
+  log('knowledge: a small document and a 100-page PDF upload, POST to UPSERTED on the local runtime');
+  return measureKnowledgeIngestion(endpoint, tableName);
+});
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...knowledgeIngestionChecks(knowledgeIngestion)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -117,6 +122,7 @@ const results: BenchResults = {
   voice,
   usage,
   knowledge,
+  knowledgeIngestion,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
