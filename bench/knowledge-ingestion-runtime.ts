@@ -18,7 +18,7 @@ import { startLocalUploads } from '../infra/local/s3-upload-gateway.ts';
 import { createLocalServer } from '../infra/local/server.ts';
 import { issueApiKey } from '../shared/domain/api-keys.ts';
 import { handleIngestionMessage } from '../shared/domain/knowledge-ingestion.ts';
-import { knowledgeRuntime } from '../shared/knowledge-runtime.ts';
+import { knowledgeUploadsRuntime } from '../shared/knowledge-uploads-runtime.ts';
 import { pdfPageTexts } from '../shared/knowledge/pdf-text.ts';
 import { pdfWithText } from '../test/support/pdf.ts';
 import { percentiles, type Percentiles } from './turns.ts';
@@ -48,7 +48,7 @@ const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}
 await preload();
 const pollers = startQueuePollers({ queues, consumers });
 
-const deps = knowledgeRuntime();
+const deps = knowledgeUploadsRuntime();
 const orgId = crypto.randomUUID();
 await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
 const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });

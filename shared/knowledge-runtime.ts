@@ -3,7 +3,6 @@ import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
 import { builtinEmbeddingModel, builtinEmbeddingModelId } from './knowledge/builtin-embedder.ts';
-import { s3DocumentUploads, type DocumentUploads } from './knowledge/document-uploads.ts';
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
 import { builtinRerankingModel } from './knowledge/reranker.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
@@ -42,12 +41,6 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   };
 }
 
-function uploadsFromConfig(config: Config): DocumentUploads {
-  const bucket = config.KNOWLEDGE_UPLOAD_BUCKET;
-  if (!bucket) throw new Error('KNOWLEDGE_UPLOAD_BUCKET is not set: this deployment takes no document uploads.');
-  return s3DocumentUploads({ bucket, region: config.AWS_REGION, endpoint: config.S3_ENDPOINT, postEndpoint: config.S3_UPLOAD_ENDPOINT });
-}
-
 let processRuntime: KnowledgeRuntime | undefined;
 
 /** What the knowledge routes, the ingestion function and the turns of agents with a store need. */
@@ -57,17 +50,12 @@ export function knowledgeRuntime(): KnowledgeRuntime {
     const builtinEmbedder = builtinEmbeddingModel();
     const builtinReranker = builtinRerankingModel();
     let vectors: VectorStore | undefined;
-    let uploads: DocumentUploads | undefined;
     processRuntime = {
       ...base,
       // Built on first use, so that functions which never touch vectors need no vector store configured.
       get vectors() {
         vectors ??= vectorStoreFromConfig(base.config);
         return vectors;
-      },
-      get uploads() {
-        uploads ??= uploadsFromConfig(base.config);
-        return uploads;
       },
       sendIngestion: ingestionSender(base.config),
       embeddingModel: (modelId) => (modelId === builtinEmbeddingModelId ? builtinEmbedder : undefined),

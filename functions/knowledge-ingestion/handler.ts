@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.ts';
 import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
 import { logger } from '../../shared/logger.ts';
 import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
 
@@ -26,7 +26,7 @@ const queueMessage = z.discriminatedUnion('kind', [
  * and a document that never finishes is failed with TIMEOUT by the sweep (docs/knowledge.md#ingestion).
  */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  const deps = knowledgeRuntime();
+  const deps = knowledgeUploadsRuntime();
   const options = { schema: queueMessage, name: 'ingestion', order: 'fifo' as const, logFields: (message: IngestionMessage) => ({ storeId: message.storeId }) };
   return handleQueueBatch(event, options, async (message) => {
     const outcome = await handleIngestionMessage(deps, message);

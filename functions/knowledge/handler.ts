@@ -12,7 +12,7 @@ import {
   updateKnowledgeStore,
 } from '../../shared/domain/knowledge.ts';
 import { createHttpHandler } from '../../shared/http/handler.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
 import { knowledgeRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(
@@ -30,5 +30,5 @@ export const handler = createHttpHandler(
     deleteDocument: ({ deps, principal, params }) => deleteDocument(deps, principal.orgId, params.id, params.documentId),
     queryKnowledgeStore: ({ deps, principal, params, body }) => queryKnowledgeStore(deps, principal.orgId, params.id, body),
   },
-  knowledgeRuntime,
+  knowledgeUploadsRuntime,
 );

@@ -7,7 +7,7 @@ import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
 import { maxDocumentFileBytes, maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
-import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
+import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps, type UploadDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
 const embeddingParallelism = 4;
@@ -21,6 +21,9 @@ export class DocumentFailure extends Error {
   }
 }
 
+/** The ingestion reads (and deletes) uploaded files besides what every knowledge function has. */
+export type IngestionDeps = KnowledgeDeps & UploadDeps;
+
 export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted';
 
 /**
@@ -29,7 +32,7 @@ export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-delete
  * transaction with its event; the superseded version's vectors are deleted after. A message for a version that
  * is no longer PROCESSING (done, replaced, swept, deleted) only finishes that clean-up.
  */
-export async function handleIngestionMessage(deps: KnowledgeDeps, message: IngestionMessage): Promise<IngestionOutcome> {
+export async function handleIngestionMessage(deps: IngestionDeps, message: IngestionMessage): Promise<IngestionOutcome> {
   if (message.kind === 'store.delete') return deleteStoreContents(deps, message);
   const store = await deps.knowledge.getStore(message.orgId, message.storeId);
   const document = store && (await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId));
@@ -66,7 +69,7 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
 }
 
 /** An uploaded file is kept only until its version is built (the bucket's lifecycle rule removes any left over). */
-async function discardUpload(deps: KnowledgeDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>): Promise<void> {
+async function discardUpload(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>): Promise<void> {
   if (message.objectKey !== undefined) await deps.uploads.delete(message.objectKey);
 }
 
@@ -76,7 +79,7 @@ interface DocumentSource {
   body: Buffer;
 }
 
-async function loadSource(deps: KnowledgeDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>, document: StoredDocument): Promise<DocumentSource> {
+async function loadSource(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>, document: StoredDocument): Promise<DocumentSource> {
   if (message.url !== undefined) return fetchDocument(deps, message.url);
   if (message.objectKey !== undefined) return { format: document.format ?? 'text', body: await deps.uploads.read(message.objectKey) };
   return { format: document.format ?? 'markdown', body: Buffer.from(message.text ?? '') };

@@ -46,11 +46,15 @@ export interface KnowledgeDeps {
   vectors: VectorStore;
   clock: Clock;
   sendIngestion(message: IngestionMessage): Promise<void>;
-  uploads: DocumentUploads;
   /** The embedding model of that id, or undefined when this deployment has none of that id. */
   embeddingModel(modelId: string): EmbeddingModelV4 | undefined;
   rerankingModel(modelId: string | undefined): RerankingModelV4;
   config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
+}
+
+/** What presigning, reading and deleting uploaded files needs (the knowledge API and the ingestion only). */
+export interface UploadDeps {
+  uploads: DocumentUploads;
 }
 
 /** Chunk metadata kept with each vector; only `documentId` and `version` are filterable (S3 Vectors' 2 KB). */
@@ -168,7 +172,7 @@ export const uploadWindowSeconds = 900;
  * `POST …/documents/uploads`: the document (or its next version) PROCESSING, and a presigned S3 POST for its file.
  * The object's arrival (S3 → EventBridge → the router → the ingestion queue) starts its ingestion.
  */
-export async function requestDocumentUpload(deps: KnowledgeDeps, orgId: string, storeId: string, input: CreateDocumentUploadInput): Promise<DocumentUpload> {
+export async function requestDocumentUpload(deps: KnowledgeDeps & UploadDeps, orgId: string, storeId: string, input: CreateDocumentUploadInput): Promise<DocumentUpload> {
   await storeOf(deps, orgId, storeId);
   const at = deps.clock.now().toISOString();
   const processingDeadline = secondsAfter(at, uploadWindowSeconds + deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS);

@@ -1,5 +1,3 @@
-import { extractText, getDocumentProxy } from 'unpdf';
-
 /** The PDF signature every PDF file starts with (a few bytes of junk before it are tolerated by readers). */
 const pdfSignature = '%PDF-';
 
@@ -10,6 +8,8 @@ const pdfSignature = '%PDF-';
  */
 export async function pdfPageTexts(bytes: Uint8Array): Promise<string[]> {
   if (!Buffer.from(bytes.subarray(0, 1024)).toString('latin1').includes(pdfSignature)) throw new Error('The file is not a PDF (no %PDF- header).');
+  // Loaded on first use: PDF.js is most of the ingestion bundle, and a cold start for a text document need not run it.
+  const { extractText, getDocumentProxy } = await import('unpdf');
   // PDF.js takes ownership of (detaches) the buffer it is given: hand it a copy.
   const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
   try {

@@ -210,8 +210,8 @@ describe('knowledge stores', () => {
   it('handles a redelivered ingestion message once: no duplicate chunks, counts unchanged, one event', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
-    const [{ knowledgeRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
-    const deps = knowledgeRuntime();
+    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-uploads-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const deps = knowledgeUploadsRuntime();
     // Submitted without a queue message, so that this test delivers it itself, twice.
     const document = await deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name: 'Refund policy', format: 'markdown', bytes: Buffer.byteLength(refundPolicy), at: new Date().toISOString() });
     const message = { kind: 'document.ingest' as const, orgId, storeId: store.id, documentId: document.id, version: 1, text: refundPolicy };
