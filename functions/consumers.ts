@@ -99,6 +99,8 @@ export interface QueueConsumer {
   readsUploads?: boolean;
   /** Other queues it sends to, by the variable that holds each one's URL (it gets the URL and the right to send). */
   sendsTo?: Record<string, QueueDefinition>;
+  /** False for a consumer that never reads or writes the table (it gets no right to); true unless said. */
+  worksOnTable?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -224,6 +226,7 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: 30,
     sendsTo: { KNOWLEDGE_INGESTION_QUEUE_URL: knowledgeIngestionQueue },
+    worksOnTable: false,
   },
 ];
 

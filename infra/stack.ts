@@ -355,7 +355,7 @@ export class AgentPlatformStack extends Stack {
           ...queueUrlEnvironment(consumer.sendsTo),
         },
       });
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+      if (consumer.worksOnTable !== false) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       for (const definition of Object.values(consumer.sendsTo ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);

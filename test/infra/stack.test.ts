@@ -902,6 +902,8 @@ describe('knowledge uploads and the sweeper', () => {
     expect(ingestion.Properties).toMatchObject({ FifoQueue: true, VisibilityTimeout: 130 });
     const deadLetters = (ingestion.Properties.RedrivePolicy as { deadLetterTargetArn: { 'Fn::GetAtt': [string, string] } }).deadLetterTargetArn['Fn::GetAtt'][0];
     expect(resource(deadLetters, 'AWS::SQS::Queue').Properties).toMatchObject({ FifoQueue: true });
+    // The router only moves messages: it sends to the ingestion queue and never touches the table.
+    expect(statementsOfUnit('knowledge-upload-router').flatMap((statement) => asArray(statement.Action)).filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
     const sends = statementsOfUnit('knowledge-upload-router').filter((statement) => asArray(statement.Action).includes('sqs:SendMessage'));
     expect(sends.map((statement) => statement.Resource)).toEqual([{ 'Fn::GetAtt': [queueIdOf('Queueknowledgeingestion'), 'Arn'] }]);
   });

@@ -54,14 +54,18 @@ async function addUrl(key: string, storeId: string, name: string, url: string): 
   return created.body;
 }
 
+/** The first document of a run also starts the ingestion function's execution environment (and loads PDF.js): slow on a busy machine. */
+const settleTimeoutMs = 90_000;
+
 async function settled(key: string, storeId: string, documentId: string): Promise<any> {
   return eventually(
     async () => (await api.request('GET', `/v1/chat/knowledge-stores/${storeId}/documents/${documentId}`, { key })).body,
     (found) => found?.status !== 'PROCESSING',
+    settleTimeoutMs,
   );
 }
 
-describe('PDF documents', () => {
+describe('PDF documents', { timeout: 120_000 }, () => {
   it('reads the text layer page by page: each chunk keeps its page, and the query finds the right one', async () => {
     const { key } = await api.newOrg();
     const store = await newStore(key);
@@ -105,7 +109,7 @@ async function requestUpload(key: string, storeId: string, body: Record<string, 
   return created.body;
 }
 
-describe('document uploads (presigned S3 POST → Object Created → FIFO ingestion queue)', () => {
+describe('document uploads (presigned S3 POST → Object Created → FIFO ingestion queue)', { timeout: 120_000 }, () => {
   it('ingests a PDF posted to the presigned URL; the document is PROCESSING until the file has arrived', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
