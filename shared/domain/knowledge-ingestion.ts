@@ -58,8 +58,10 @@ export async function handleIngestionMessage(deps: IngestionDeps, message: Inges
   const at = deps.clock.now().toISOString();
   const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
   if (!finished) {
-    // Replaced or deleted meanwhile: this version's vectors answer nothing.
-    await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
+    // Replaced, deleted or failed meanwhile: this version's vectors answer nothing, unless a redelivery of this same
+    // message (a visibility timeout that ran out mid-way) finished this very version first: then they are live.
+    const now = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
+    if (now?.activeVersion !== document.version) await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
     return 'skipped';
   }
   const current = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);

@@ -170,6 +170,24 @@ describe('document uploads (presigned S3 POST → Object Created → FIFO ingest
   });
 });
 
+describe('redelivery', () => {
+  it('keeps a version answering when two deliveries of its message run at once (a visibility timeout ran out mid-way)', async () => {
+    const { orgId, key } = await api.newOrg();
+    const store = await newStore(key);
+    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-uploads-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const deps = knowledgeUploadsRuntime();
+    const text = handbookPages.join('\n\n');
+    // Submitted without a queue message: this test delivers it itself, twice at once.
+    const document = await deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name: 'Twice', format: 'text', bytes: text.length, at: new Date().toISOString() });
+    const message = { kind: 'document.ingest' as const, orgId, storeId: store.id, documentId: document.id, version: document.version, text };
+    const outcomes = await Promise.all([handleIngestionMessage(deps, message), handleIngestionMessage(deps, message)]);
+    expect(outcomes).toContain('upserted');
+    expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${document.id}`, { key })).body).toMatchObject({ status: 'UPSERTED', activeVersion: 1 });
+    const found = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/query`, { key, body: { query: 'How many days of paid holiday?', topK: 1 } });
+    expect(found.body.data[0]?.text).toContain('twenty-eight days of paid holiday');
+  });
+});
+
 describe('the sweeper', () => {
   it('fails documents still PROCESSING past their deadline with TIMEOUT, with their event, and leaves the others', async () => {
     const { orgId, key } = await api.newOrg();
