@@ -15,6 +15,8 @@ import type { UsageBenchResult } from './usage.ts';
 import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
 import { contactsImportReport, type ContactsImportBenchResult } from './contacts-import.ts';
 import { whatsappReport, type WhatsappBenchResult } from './whatsapp.ts';
+import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
+import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -104,6 +106,7 @@ export interface BenchResults {
   knowledge: KnowledgeBenchResult;
   contactsImport: ContactsImportBenchResult;
   whatsapp: WhatsappBenchResult;
+  knowledgeIngestion: KnowledgeIngestionBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -361,7 +364,7 @@ export function formatReport(results: BenchResults): string {
       `${ms(analytics.overviewMs)}; floor (the Query of the same items alone): ${ms(analytics.queryMs)}`,
   );
 
-  lines.push(...knowledgeReport(results.knowledge));
+  lines.push(...knowledgeReport(results.knowledge), ...knowledgeIngestionReport(results.knowledgeIngestion));
   lines.push(...contactsImportReport(results.contactsImport));
   lines.push(...whatsappReport(results.whatsapp));
 

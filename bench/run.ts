@@ -25,6 +25,7 @@ import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
 import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
+import { knowledgeIngestionChecks, measureKnowledgeIngestion } from './knowledge-ingestion.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -94,6 +95,10 @@ const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) =
 
 log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
 const knowledge = await measureKnowledge(log);
+const knowledgeIngestion = await withDatabase('knowledge ingestion', 'bench-knowledge-ingestion', (endpoint, tableName) => {
+  log('knowledge: a small document and a 100-page PDF upload, POST to UPSERTED on the local runtime');
+  return measureKnowledgeIngestion(endpoint, tableName);
+});
 
 const contactsImport = await withDatabase('contacts import', 'bench-contacts-import', (endpoint, tableName) => {
   log('contacts import: a CSV of 10,000 new rows, the same file again (updates), and the BatchWrite floor of the same items');
@@ -105,7 +110,7 @@ const whatsapp = await withDatabase('WhatsApp', 'bench-whatsapp', (endpoint, tab
   return measureWhatsapp(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -131,6 +136,7 @@ const results: BenchResults = {
   knowledge,
   contactsImport,
   whatsapp,
+  knowledgeIngestion,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

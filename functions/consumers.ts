@@ -97,6 +97,12 @@ export interface QueueConsumer {
   usesKnowledge?: boolean;
   /** Runs turns of agents with a knowledge store: reads its vectors only. */
   queriesKnowledge?: boolean;
+  /** Reads and deletes uploaded document files (gets the uploads bucket's name and those rights). */
+  readsUploads?: boolean;
+  /** Other queues it sends to, by the variable that holds each one's URL (it gets the URL and the right to send). */
+  sendsTo?: Record<string, QueueDefinition>;
+  /** False for a consumer that never reads or writes the table (it gets no right to); true unless said. */
+  worksOnTable?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -139,11 +145,15 @@ export const callBackstopQueue: QueueDefinition = {
 /** Parsing, chunking and embedding one document (≤ 2 MB of text) stays well within this. */
 const knowledgeIngestionTimeoutSeconds = 120;
 
-/** Documents to ingest and deleted stores to clean up (docs/knowledge.md#ingestion). */
+/**
+ * Documents to ingest (inline, URL and uploaded alike) and deleted stores to clean up, FIFO grouped by store: one
+ * store's writes are handled one at a time, in order (docs/knowledge.md#ingestion).
+ */
 export const knowledgeIngestionQueue: QueueDefinition = {
-  name: 'knowledge-ingestion',
+  name: 'knowledge-ingestion.fifo',
   visibilityTimeoutSeconds: knowledgeIngestionTimeoutSeconds + 10,
   maxReceiveCount: 5,
+  fifo: true,
 };
 
 /**
@@ -162,6 +172,25 @@ export const whatsappInboundQueue: QueueDefinition = {
   maxReceiveCount: 5,
   fifo: true,
 };
+
+/** S3's Object Created events of the uploads bucket, as EventBridge delivers them; the router's work is one send each. */
+export const knowledgeUploadsQueue: QueueDefinition = {
+  name: 'knowledge-uploads',
+  visibilityTimeoutSeconds: 40,
+  maxReceiveCount: 5,
+};
+
+/**
+ * S3 Object Created events of the document uploads bucket (EventBridge notifications, on the account's default bus)
+ * go to the uploads queue. Not straight to the FIFO ingestion queue: an EventBridge target's message group can only
+ * be a fixed value or a whole field of the event, and the store is a part of the object key.
+ */
+export const uploadEventRule = {
+  name: 'knowledge-uploads-received',
+  description: 'A document file uploaded with a presigned POST: the router queues its ingestion in its store\'s group',
+  keyPrefix: 'uploads/',
+  target: knowledgeUploadsQueue,
+} as const;
 
 export const queueConsumers: readonly QueueConsumer[] = [
   {
@@ -207,6 +236,16 @@ export const queueConsumers: readonly QueueConsumer[] = [
     queueUrlVariable: 'KNOWLEDGE_INGESTION_QUEUE_URL',
     invokesModels: true,
     usesKnowledge: true,
+    readsUploads: true,
+  },
+  {
+    name: 'knowledge-upload-router',
+    entry: 'functions/knowledge-upload-router/handler.ts',
+    queue: knowledgeUploadsQueue,
+    batchSize: 10,
+    timeoutSeconds: 30,
+    sendsTo: { KNOWLEDGE_INGESTION_QUEUE_URL: knowledgeIngestionQueue },
+    worksOnTable: false,
   },
   {
     name: 'whatsapp-inbound',
@@ -219,6 +258,25 @@ export const queueConsumers: readonly QueueConsumer[] = [
     // Opens the numbers' access tokens (to send) and the agents' tools' signing secrets.
     opensSecrets: true,
     queriesKnowledge: true,
+  },
+];
+
+/** A function EventBridge invokes on a schedule (locally, the schedule ticker calls its handler). */
+export interface ScheduledFunction {
+  name: string;
+  entry: string;
+  description: string;
+  rateMinutes: number;
+  timeoutSeconds: number;
+}
+
+export const scheduledFunctions: readonly ScheduledFunction[] = [
+  {
+    name: 'knowledge-sweeper',
+    entry: 'functions/knowledge-sweeper/handler.ts',
+    description: 'Fails knowledge documents still PROCESSING past their deadline with TIMEOUT',
+    rateMinutes: 5,
+    timeoutSeconds: 60,
   },
 ];
 

@@ -24,7 +24,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { callBackstopQueue, eventRules, queueConsumers, tableStreamConsumers, type TableStreamConsumer } from '../functions/consumers.ts';
+import { callBackstopQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
@@ -155,6 +155,7 @@ export class AgentPlatformStack extends Stack {
         const queueScope = new Construct(this, `Queue-${definition.name}`);
         const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
         queue = new sqs.Queue(queueScope, 'Queue', {
+          // A FIFO queue's senders give each message its group and deduplication id (no content-based deduplication).
           ...(definition.fifo ? { fifo: true } : {}),
           visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
           retentionPeriod: Duration.days(4),
@@ -361,16 +362,36 @@ export class AgentPlatformStack extends Stack {
       const queue = queueFor(consumer.queue);
       const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, {
         timeout: Duration.seconds(consumer.timeoutSeconds),
-        environment: { TABLE_NAME: table.tableName, ...(consumer.queueUrlVariable ? { [consumer.queueUrlVariable]: queue.queueUrl } : {}) },
+        environment: {
+          TABLE_NAME: table.tableName,
+          ...(consumer.queueUrlVariable ? { [consumer.queueUrlVariable]: queue.queueUrl } : {}),
+          ...queueUrlEnvironment(consumer.sendsTo),
+        },
       });
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+      if (consumer.worksOnTable !== false) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
+      for (const definition of Object.values(consumer.sendsTo ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);
       if (consumer.usesKnowledge) grantKnowledgeVectors(fn, 'ingest');
       else if (consumer.queriesKnowledge) grantKnowledgeVectors(fn, 'query');
       grantSecretsKey(fn, { opens: consumer.opensSecrets });
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
+    }
+
+    // Scheduled functions (the knowledge sweeper): an EventBridge rule on a rate; a missed run is made up by the next.
+    for (const scheduled of scheduledFunctions) {
+      const fn = bundledFunction(new Construct(this, scheduled.name), scheduled.entry, {
+        timeout: Duration.seconds(scheduled.timeoutSeconds),
+        environment: { TABLE_NAME: table.tableName },
+      });
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+      new events.Rule(this, `Schedule-${scheduled.name}`, {
+        description: scheduled.description,
+        schedule: events.Schedule.rate(Duration.minutes(scheduled.rateMinutes)),
+        targets: [new eventTargets.LambdaFunction(fn, { retryAttempts: 2, maxEventAge: Duration.minutes(scheduled.rateMinutes) })],
+      });
+      this.functions.set(scheduled.name, fn);
     }
 
     // The L2 HttpApi takes no options for its default stage, so set throttling and access logging on the L1.
@@ -563,8 +584,53 @@ export class AgentPlatformStack extends Stack {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: objectActions, resources: [knowledgeSnapshots.arnForObjects('ks-*')] }));
     }
 
+
+    // Document uploads (docs/knowledge.md#uploads): presigned POSTs put files under uploads/; S3 reports each new
+    // object to EventBridge (default bus), whose rule queues it for the router. A file is deleted once ingested, and
+    // any left over (an ingestion that failed for good) after a day.
+    const documentUploads = new s3.Bucket(this, 'KnowledgeUploads', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: distributionLogs,
+      serverAccessLogsPrefix: 'knowledge-uploads/',
+      // Browsers post the form straight from the customer's page; the presigned policy is what authorizes it.
+      cors: [{ allowedMethods: [s3.HttpMethods.POST], allowedOrigins: ['*'], allowedHeaders: ['*'], maxAge: 3600 }],
+      lifecycleRules: [{ prefix: uploadEventRule.keyPrefix, expiration: Duration.days(1), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // EventBridge notifications set on the bucket itself (CloudFormation supports them), rather than through CDK's
+    // `eventBridgeEnabled`, which adds a custom-resource function with a managed policy.
+    (documentUploads.node.defaultChild as s3.CfnBucket).notificationConfiguration = { eventBridgeConfiguration: { eventBridgeEnabled: true } };
+    const uploadObjects = documentUploads.arnForObjects(`${uploadEventRule.keyPrefix}*`);
+    const uploadUsers: lambda.Function[] = [];
+    for (const group of routeGroups) {
+      if (!group.usesKnowledge) continue;
+      // Presigning a POST needs no call to S3, but S3 accepts the upload only if the signer may put the object.
+      const fn = this.functions.get(group.name)!;
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [uploadObjects] }));
+      fn.addEnvironment('KNOWLEDGE_UPLOAD_BUCKET', documentUploads.bucketName);
+      uploadUsers.push(fn);
+    }
+    for (const consumer of queueConsumers) {
+      if (!consumer.readsUploads) continue;
+      const fn = this.functions.get(consumer.name)!;
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject', 's3:DeleteObject'], resources: [uploadObjects] }));
+      fn.addEnvironment('KNOWLEDGE_UPLOAD_BUCKET', documentUploads.bucketName);
+      uploadUsers.push(fn);
+    }
+    new events.Rule(this, `Rule-${uploadEventRule.name}`, {
+      description: uploadEventRule.description,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: { bucket: { name: [documentUploads.bucketName] }, object: { key: [{ prefix: uploadEventRule.keyPrefix }] } },
+      },
+      targets: [new eventTargets.SqsQueue(queueFor(uploadEventRule.target), { deadLetterQueue: ruleFailures, maxEventAge: Duration.hours(24), retryAttempts: 185 })],
+    });
+
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
-    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, props });
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, props });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
@@ -592,6 +658,7 @@ function suppressNagFindings(stack: {
   modelInvokers: lambda.Function[];
   rerankers: lambda.Function[];
   knowledgeVectorUsers: lambda.Function[];
+  uploadUsers: lambda.Function[];
   props: AgentPlatformStackProps;
 }): void {
   const inFunction =
@@ -686,6 +753,17 @@ function suppressNagFindings(stack: {
         id: 'AwsSolutions-IAM5',
         reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function needs (test/infra/stack.test.ts).',
         appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*', { regex: '/^Resource::<KnowledgeSnapshots[0-9A-F]{8}\\.Arn>\\/ks-\\*$/g' }],
+      },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    stack.uploadUsers.map((fn) => fn.role as iam.Role),
+    [
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: "Each upload is an object named uploads/<org>/<store>/<document>/v<version>, known only at run time; the knowledge API may only put them (to presign POSTs), the ingestion only get and delete them, in the uploads bucket's uploads/ prefix (test/infra/stack.test.ts).",
+        appliesTo: [{ regex: '/^Resource::<KnowledgeUploads[A-Za-z0-9]+\\.Arn>\\/uploads\\/\\*$/g' }],
       },
     ],
     true,

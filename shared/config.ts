@@ -180,13 +180,20 @@ const configSchema = z.object({
   CALL_RING_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(30),
   /** The knowledge ingestion queue (documents to build, stores to clean up; docs/knowledge.md). */
   KNOWLEDGE_INGESTION_QUEUE_URL: z.string().min(1).optional(),
+  /** The bucket documents are uploaded to with presigned POSTs (the stack's; fauxqs's locally). */
+  KNOWLEDGE_UPLOAD_BUCKET: z.string().min(3).max(63).optional(),
+  /** Set only locally: the upload gateway presigned POSTs go to, which checks their policy as S3 does (docs/knowledge.md#uploads). */
+  S3_UPLOAD_ENDPOINT: z.url().optional(),
   /** The S3 Vectors bucket holding one index per knowledge store; the stack sets it. */
   S3_VECTORS_BUCKET: z.string().min(3).max(63).optional(),
   /** Instead of S3 Vectors, the local flat vector index keeps its files here: `npm start` sets it to `DATA_DIR/vectors`. */
   KNOWLEDGE_VECTOR_DIR: z.string().min(1).optional(),
   /** The bucket of BM25 index snapshots (the stack's); locally they are files under `KNOWLEDGE_VECTOR_DIR/bm25`. */
   KNOWLEDGE_SNAPSHOT_BUCKET: z.string().min(3).max(63).optional(),
-  /** A document still PROCESSING this long after it was submitted is FAILED with TIMEOUT (docs/knowledge.md#limits). */
+  /**
+   * A document still PROCESSING this long after it was submitted (after its upload window closed, for an upload)
+   * is FAILED with TIMEOUT (docs/knowledge.md#limits).
+   */
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(900),
   /** The Graph API with its version (`https://graph.facebook.com/v23.0`); the local WhatsApp simulator's address locally. */
   WHATSAPP_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v23.0'),

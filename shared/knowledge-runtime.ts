@@ -37,6 +37,15 @@ function snapshotsFromConfig(config: Config): IndexSnapshots {
   throw new Error('Set KNOWLEDGE_SNAPSHOT_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores keep BM25 snapshots.');
 }
 
+/**
+ * The ingestion queue is FIFO, grouped by store: one store's documents and clean-up are handled one at a time, in
+ * the order they were queued. A message is deduplicated by what it asks for (a version, a store's clean-up).
+ */
+export const ingestionMessageGroup = (message: IngestionMessage) => ({
+  MessageGroupId: message.storeId,
+  MessageDeduplicationId: message.kind === 'document.ingest' ? `${message.documentId}#v${message.version}` : `${message.kind}#${message.indexName}`,
+});
+
 function ingestionSender(config: Config): (message: IngestionMessage) => Promise<void> {
   const queueUrl = config.KNOWLEDGE_INGESTION_QUEUE_URL;
   if (!queueUrl) {
@@ -46,7 +55,7 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   }
   const client = createSqsClient(config);
   return async (message) => {
-    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message), ...ingestionMessageGroup(message) }));
   };
 }
 

@@ -213,6 +213,10 @@ export interface paths {
     /** Add a document (or a new version of the document of that name); it is ingested asynchronously */
     post: operations["createDocument"];
   };
+  "/v1/chat/knowledge-stores/{id}/documents/uploads": {
+    /** Add a document from a file (PDF, up to 50 MiB): answers a presigned S3 POST; the file is ingested once it has arrived */
+    post: operations["createDocumentUpload"];
+  };
   "/v1/chat/knowledge-stores/{id}/documents/{documentId}": {
     /** Get a document and its ingestion status */
     get: operations["getDocument"];
@@ -1131,7 +1135,7 @@ export interface components {
       knowledgeStoreId: string;
       name: string;
       /** @enum {string} */
-      format?: "text" | "markdown" | "html";
+      format?: "text" | "markdown" | "html" | "pdf";
       url?: string;
       /** @enum {string} */
       status: "PROCESSING" | "UPSERTED" | "FAILED";
@@ -1148,6 +1152,19 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+    };
+    CreateDocumentUploadResponse: {
+      documentId: string;
+      document: components["schemas"]["CreateDocumentResponse"];
+      upload: {
+        url: string;
+        fields: {
+          [key: string]: string;
+        };
+        /** Format: date-time */
+        expiresAt: string;
+        maxBytes: number;
+      };
     };
     ListDocumentsResponse: {
       data: components["schemas"]["CreateDocumentResponse"][];
@@ -1569,6 +1586,11 @@ export interface components {
       name: string;
       /** Format: uri */
       url: string;
+    };
+    CreateDocumentUploadBody: {
+      name: string;
+      /** @enum {string} */
+      format: "text" | "markdown" | "html" | "pdf";
     };
     QueryKnowledgeStoreBody: {
       query: string;
@@ -8300,6 +8322,144 @@ export interface operations {
       202: {
         content: {
           "application/json": components["schemas"]["CreateDocumentResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Add a document from a file (PDF, up to 50 MiB): answers a presigned S3 POST; the file is ingested once it has arrived */
+  createDocumentUpload: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateDocumentUploadBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["CreateDocumentUploadResponse"];
         };
       };
       /** @description The request is invalid: VALIDATION_ERROR */

@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.ts';
 import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
 import { logger } from '../../shared/logger.ts';
 import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
 
@@ -15,19 +15,20 @@ const queueMessage = z.discriminatedUnion('kind', [
     version: z.number().int().positive(),
     text: z.string().optional(),
     url: z.string().optional(),
+    objectKey: z.string().optional(),
   }),
   z.object({ kind: z.literal('store.delete'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
   z.object({ kind: z.literal('store.reindex'), orgId: z.string().min(1), storeId: z.string().min(1), indexName: z.string().min(1) }),
 ]);
 
 /**
- * The ingestion function, fed by the ingestion queue. Messages of a batch run one after the other (documents of
- * one store write the same index); a message that fails for the platform's reasons is handed back to be retried,
+ * The ingestion function, fed by the FIFO ingestion queue (grouped by store). Messages of a batch run one after the
+ * other, a store's in their order (documents of one store write the same index); a message that fails for the platform's reasons is handed back to be retried,
  * and a document that never finishes is failed with TIMEOUT by the sweep (docs/knowledge.md#ingestion).
  */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  const deps = knowledgeRuntime();
-  const options = { schema: queueMessage, name: 'ingestion', order: 'sequential' as const, logFields: (message: IngestionMessage) => ({ storeId: message.storeId }) };
+  const deps = knowledgeUploadsRuntime();
+  const options = { schema: queueMessage, name: 'ingestion', order: 'fifo' as const, logFields: (message: IngestionMessage) => ({ storeId: message.storeId }) };
   return handleQueueBatch(event, options, async (message) => {
     const outcome = await handleIngestionMessage(deps, message);
     logger.info('ingestion message handled', { kind: message.kind, storeId: message.storeId, outcome });

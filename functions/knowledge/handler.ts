@@ -7,11 +7,12 @@ import {
   listDocuments,
   listKnowledgeStores,
   queryKnowledgeStore,
+  requestDocumentUpload,
   submitDocument,
   updateKnowledgeStore,
 } from '../../shared/domain/knowledge.ts';
 import { createHttpHandler } from '../../shared/http/handler.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
 import { knowledgeRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(
@@ -23,10 +24,11 @@ export const handler = createHttpHandler(
     updateKnowledgeStore: ({ deps, principal, params, body }) => updateKnowledgeStore(deps, principal.orgId, params.id, body),
     deleteKnowledgeStore: ({ deps, principal, params }) => deleteKnowledgeStore(deps, principal.orgId, params.id),
     createDocument: ({ deps, principal, params, body }) => submitDocument(deps, principal.orgId, params.id, body),
+    createDocumentUpload: ({ deps, principal, params, body }) => requestDocumentUpload(deps, principal.orgId, params.id, body),
     listDocuments: ({ deps, principal, params, query }) => listDocuments(deps, principal.orgId, params.id, query),
     getDocument: ({ deps, principal, params }) => getDocument(deps, principal.orgId, params.id, params.documentId),
     deleteDocument: ({ deps, principal, params }) => deleteDocument(deps, principal.orgId, params.id, params.documentId),
     queryKnowledgeStore: ({ deps, principal, params, body }) => queryKnowledgeStore(deps, principal.orgId, params.id, body),
   },
-  knowledgeRuntime,
+  knowledgeUploadsRuntime,
 );

@@ -1,9 +1,11 @@
 import { idParams } from '../../shared/schemas/common.ts';
 import {
   createDocumentBody,
+  createDocumentUploadBody,
   createKnowledgeStoreBody,
   documentParams,
   documentSchema,
+  documentUploadSchema,
   knowledgeStoreSchema,
   listDocumentsQuery,
   listKnowledgeStoresQuery,
@@ -80,6 +82,16 @@ export const knowledgeRoutes = defineRouteGroup({
       params: idParams,
       body: createDocumentBody,
       response: documentSchema,
+    },
+    createDocumentUpload: {
+      method: 'POST',
+      path: '/v1/chat/knowledge-stores/{id}/documents/uploads',
+      scope: 'knowledge:write',
+      summary: 'Add a document from a file (PDF, up to 50 MiB): answers a presigned S3 POST; the file is ingested once it has arrived',
+      successStatus: 201,
+      params: idParams,
+      body: createDocumentUploadBody,
+      response: documentUploadSchema,
     },
     listDocuments: {
       method: 'GET',

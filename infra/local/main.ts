@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
+import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
@@ -14,6 +14,8 @@ import { announceRunningInstance, dataDirectory, denyEgressTo, startLocalDatabas
 import { startEventRouter } from './event-router.ts';
 import { startQueuePollers } from './queue-poller.ts';
 import { startLocalQueues } from './queues.ts';
+import { startLocalUploads } from './s3-upload-gateway.ts';
+import { startScheduleTicker } from './schedule-ticker.ts';
 import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
 import { startStripeSimulator } from './stripe-simulator.ts';
@@ -62,6 +64,8 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
 });
 // WhatsApp: the simulated Cloud API, before the handlers read their configuration.
 const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT) });
+// Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
+const uploads = await startLocalUploads(queues);
 const { server, preload } = createLocalServer(routeGroups);
 try {
   await bootstrapOrganization();
@@ -78,6 +82,7 @@ const sweeper = startTtlSweeper({
   intervalMs: Number(process.env.TTL_SWEEP_INTERVAL_MS ?? 5_000),
 });
 const router = startEventRouter({ queues, rules: eventRules });
+const schedules = startScheduleTicker({ functions: scheduledFunctions, region: queues.region, intervalMs: Number(process.env.SCHEDULE_TICK_MS) || undefined });
 const queuePollers = startQueuePollers({ queues, consumers: queueConsumers });
 const poller = startStreamPoller({
   endpoint: database.endpoint,
@@ -121,9 +126,11 @@ async function shutdown(signal: string): Promise<void> {
   server.closeIdleConnections();
   const cutOpenStreams = setTimeout(() => server.closeAllConnections(), shutdownGraceMs);
   sweeper.stop();
+  schedules.stop();
   await poller.stop();
   await router.stop();
   await queuePollers.stop();
+  await uploads.stop();
   await queues.stop();
   await stripe.stop();
   await voice.stop();

@@ -1,7 +1,7 @@
 import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import type { EventRule, QueueConsumer, TableStreamConsumer } from '../../functions/consumers.ts';
-import type { QueueDefinition } from '../../shared/queue/queue-definition.ts';
+import { deadLetterQueueName, type QueueDefinition } from '../../shared/queue/queue-definition.ts';
 import { denyEgressTo } from './environment.ts';
 
 /** The account id fauxqs puts in queue ARNs. */
@@ -11,7 +11,7 @@ export interface LocalQueues {
   /** The emulator's endpoint, as handlers find it in SQS_ENDPOINT. */
   endpoint: string;
   region: string;
-  /** Queue URLs by queue name, dead-letter queues (`<name>-dlq`, `<name>-dlq.fifo`) included. */
+  /** Queue URLs by queue name, dead-letter queues (`deadLetterQueueName`) included. */
   urls: Readonly<Record<string, string>>;
   urlOf(queueName: string): string;
   arnOf(queueName: string): string;
@@ -41,7 +41,7 @@ export async function startLocalQueues(options: {
   const env = options.env ?? process.env;
   const region = env.AWS_REGION ?? 'us-east-1';
   const definitions = distinctQueues([
-    ...options.consumers.map((consumer) => consumer.queue),
+    ...options.consumers.flatMap((consumer) => [consumer.queue, ...Object.values(consumer.sendsTo ?? {})]),
     ...options.rules.map((rule) => rule.target),
     ...(options.streamConsumers ?? []).flatMap((consumer) => Object.values(consumer.queueUrls ?? {})),
   ]);
@@ -57,11 +57,11 @@ export async function startLocalQueues(options: {
   try {
     for (const definition of definitions) {
       const deadLetterName = deadLetterQueueName(definition);
-      // A FIFO queue's dead-letter queue must be FIFO too.
-      const kind = definition.fifo ? { Attributes: { FifoQueue: 'true' } } : {};
-      await client.send(new CreateQueueCommand({ QueueName: deadLetterName, ...kind }));
+      // FifoQueue can only be given at creation, as on AWS.
+      const creation = definition.fifo ? { Attributes: { FifoQueue: 'true' } } : {};
+      await client.send(new CreateQueueCommand({ QueueName: deadLetterName, ...creation }));
       // Create, then set: a persisted queue takes the current declaration, as a deployment would.
-      await client.send(new CreateQueueCommand({ QueueName: definition.name, ...kind }));
+      await client.send(new CreateQueueCommand({ QueueName: definition.name, ...creation }));
       await client.send(
         new SetQueueAttributesCommand({
           QueueUrl: urlOf(definition.name),
@@ -85,6 +85,7 @@ export async function startLocalQueues(options: {
   denyEgressTo(endpoint, env);
   for (const consumer of options.consumers) {
     if (consumer.queueUrlVariable) env[consumer.queueUrlVariable] = urlOf(consumer.queue.name);
+    for (const [variable, definition] of Object.entries(consumer.sendsTo ?? {})) env[variable] = urlOf(definition.name);
   }
   for (const consumer of options.streamConsumers ?? []) {
     for (const [variable, definition] of Object.entries(consumer.queueUrls ?? {})) env[variable] = urlOf(definition.name);
@@ -103,11 +104,6 @@ export async function startLocalQueues(options: {
     clientConfig,
     stop: () => server.stop(),
   };
-}
-
-/** `<name>-dlq`, or `<name>-dlq.fifo` for a FIFO queue (whose name ends in `.fifo`, as its dead-letter queue's must). */
-export function deadLetterQueueName(definition: QueueDefinition): string {
-  return definition.fifo ? definition.name.replace(/\.fifo$/, '-dlq.fifo') : `${definition.name}-dlq`;
 }
 
 /** Each queue once; one name declared with two different settings is a mistake in the declarations. */

@@ -1,13 +1,14 @@
 import { embedMany } from 'ai';
-import { chunkText, indexedText } from '../knowledge/chunker.ts';
+import { chunkPages, chunkText, indexedText, type TextChunk } from '../knowledge/chunker.ts';
 import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
+import { pdfPageTexts } from '../knowledge/pdf-text.ts';
 import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../net/egress-guard.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
-import { maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
+import { maxDocumentFileBytes, maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { reindexStore } from './knowledge-reindex.ts';
-import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
+import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps, type UploadDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
 const embeddingParallelism = 4;
@@ -21,6 +22,9 @@ export class DocumentFailure extends Error {
   }
 }
 
+/** The ingestion reads (and deletes) uploaded files besides what every knowledge function has. */
+export type IngestionDeps = KnowledgeDeps & UploadDeps;
+
 export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-deleted' | 'reindexed';
 
 /**
@@ -29,7 +33,7 @@ export type IngestionOutcome = 'upserted' | 'failed' | 'skipped' | 'store-delete
  * transaction with its event; the superseded version's vectors are deleted after. A message for a version that
  * is no longer PROCESSING (done, replaced, swept, deleted) only finishes that clean-up.
  */
-export async function handleIngestionMessage(deps: KnowledgeDeps, message: IngestionMessage): Promise<IngestionOutcome> {
+export async function handleIngestionMessage(deps: IngestionDeps, message: IngestionMessage): Promise<IngestionOutcome> {
   if (message.kind === 'store.delete') return deleteStoreContents(deps, message);
   if (message.kind === 'store.reindex') return reindexStore(deps, message);
   const store = await deps.knowledge.getStore(message.orgId, message.storeId);
@@ -42,33 +46,75 @@ export async function handleIngestionMessage(deps: KnowledgeDeps, message: Inges
   let chunkCount: number;
   let content = document;
   try {
-    const source = message.url === undefined ? { text: message.text ?? '', format: document.format ?? 'markdown' } : await fetchDocument(deps, message.url);
-    content = { ...document, format: source.format, bytes: Buffer.byteLength(source.text) };
-    chunkCount = await writeVectors(deps, store, content, source.text);
+    const source = await loadSource(deps, message, document);
+    content = { ...document, format: source.format, bytes: source.body.length };
+    chunkCount = await writeVectors(deps, store, content, await documentChunks(store, source));
   } catch (error) {
     if (!(error instanceof DocumentFailure)) throw error;
     const at = deps.clock.now().toISOString();
     await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error: { code: error.code, message: error.message }, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
     logger.warn('document failed', { documentId: document.id, code: error.code, error });
+    await discardUpload(deps, message);
     return 'failed';
   }
   const at = deps.clock.now().toISOString();
   const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
   if (!finished) {
-    // Replaced or deleted meanwhile: this version's vectors answer nothing.
-    await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
+    // Replaced, deleted or failed meanwhile: this version's vectors answer nothing, unless a redelivery of this same
+    // message (a visibility timeout that ran out mid-way) finished this very version first: then they are live.
+    const now = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
+    if (now?.activeVersion !== document.version) await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
     return 'skipped';
   }
   const current = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
   if (current) await retireSuperseded(deps, store, current);
+  await discardUpload(deps, message);
   return 'upserted';
 }
 
-async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument, text: string): Promise<number> {
-  const parsed = parseDocument(document.format ?? 'text', text);
+/** An uploaded file is kept only until its version is built (the bucket's lifecycle rule removes any left over). */
+async function discardUpload(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>): Promise<void> {
+  if (message.objectKey !== undefined) await deps.uploads.delete(message.objectKey);
+}
+
+/** A document's bytes, and the format to read them in. */
+interface DocumentSource {
+  format: DocumentFormat;
+  body: Buffer;
+}
+
+async function loadSource(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>, document: StoredDocument): Promise<DocumentSource> {
+  if (message.url !== undefined) return fetchDocument(deps, message.url);
+  if (message.objectKey !== undefined) return { format: document.format ?? 'text', body: await deps.uploads.read(message.objectKey) };
+  return { format: document.format ?? 'markdown', body: Buffer.from(message.text ?? '') };
+}
+
+/** Parses and chunks a document: Markdown and HTML by headings, plain text as it is, a PDF page by page. */
+async function documentChunks(store: StoredKnowledgeStore, source: DocumentSource): Promise<TextChunk[]> {
+  if (source.format === 'pdf') {
+    const pages = await readPdf(source.body);
+    if (Buffer.byteLength(pages.join('\n')) > maxDocumentTextBytes) throw new DocumentFailure('TOO_LARGE', `The PDF's text is larger than ${maxDocumentTextBytes} bytes.`);
+    const chunks = chunkPages(pages, store.config.chunking);
+    if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', `The PDF has ${pages.length} page(s) but no text layer (a scan?): run it through OCR first.`);
+    return chunks;
+  }
+  if (source.body.length > maxDocumentTextBytes) throw new DocumentFailure('TOO_LARGE', `The document is larger than ${maxDocumentTextBytes} bytes of text.`);
+  const parsed = parseText(source.format, source.body.toString('utf8'));
   if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
-  const chunks = chunkText(parsed, store.config.chunking, document.format !== 'text');
+  const chunks = chunkText(parsed, store.config.chunking, source.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
+  return chunks;
+}
+
+async function readPdf(body: Buffer): Promise<string[]> {
+  try {
+    return await pdfPageTexts(body);
+  } catch (error) {
+    throw new DocumentFailure('PARSE_ERROR', `The PDF could not be read: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, document: StoredDocument, chunks: TextChunk[]): Promise<number> {
   const model = deps.embeddingModel(store.embedder);
   if (!model) throw new DocumentFailure('EMBEDDING_FAILED', `The embedding model ${store.embedder.modelId} is not available.`);
   let embeddings: number[][];
@@ -81,7 +127,14 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
   const records = chunks.map((chunk, index) => ({
     key: chunkKey(document.id, document.version, chunk.index),
     data: embeddings[index]!,
-    metadata: { documentId: document.id, version: document.version, documentName: document.name, text: chunk.text, headingPath: chunk.headingPath },
+    metadata: {
+      documentId: document.id,
+      version: document.version,
+      documentName: document.name,
+      text: chunk.text,
+      headingPath: chunk.headingPath,
+      ...(chunk.page === undefined ? {} : { page: chunk.page }),
+    },
   }));
   for (let start = 0; start < records.length; start += vectorLimits.maxVectorsPerWrite) {
     await deps.vectors.putVectors(store.indexName, records.slice(start, start + vectorLimits.maxVectorsPerWrite));
@@ -90,23 +143,23 @@ async function writeVectors(deps: KnowledgeDeps, store: StoredKnowledgeStore, do
 }
 
 /** A URL document's page; only 2xx answers in a format we read, within the size limit, are taken. */
-async function fetchDocument(deps: KnowledgeDeps, url: string): Promise<{ text: string; format: DocumentFormat }> {
+async function fetchDocument(deps: KnowledgeDeps, url: string): Promise<DocumentSource> {
   let response: GuardedResponse;
   try {
     response = await guardedRequest(
       new URL(url),
-      { method: 'GET', headers: { accept: 'text/html, text/markdown, text/plain;q=0.9', 'user-agent': 'agent-platform-knowledge/1' }, timeoutMs: fetchTimeoutMs, maxResponseBytes: maxDocumentTextBytes },
+      { method: 'GET', headers: { accept: 'text/html, text/markdown, application/pdf, text/plain;q=0.9', 'user-agent': 'agent-platform-knowledge/1' }, timeoutMs: fetchTimeoutMs, maxResponseBytes: maxDocumentFileBytes },
       egressPolicyFromConfig(deps.config),
     );
   } catch (error) {
     throw new DocumentFailure('FETCH_FAILED', `${url} could not be fetched: ${(error as Error).message}`, { cause: error });
   }
   if (response.status < 200 || response.status >= 300) throw new DocumentFailure('FETCH_FAILED', `${url} answered ${response.status} (redirects are not followed).`);
-  if (response.truncated) throw new DocumentFailure('TOO_LARGE', `${url} is larger than ${maxDocumentTextBytes} bytes.`);
+  if (response.truncated) throw new DocumentFailure('TOO_LARGE', `${url} is larger than ${maxDocumentFileBytes} bytes.`);
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   const format = formatByMediaType[mediaType];
-  if (!format) throw new DocumentFailure('UNSUPPORTED_TYPE', `${url} is ${mediaType || 'of no declared type'}; HTML, Markdown and plain text are read.`);
-  return { text: response.body.toString('utf8'), format };
+  if (!format) throw new DocumentFailure('UNSUPPORTED_TYPE', `${url} is ${mediaType || 'of no declared type'}; HTML, Markdown, PDF and plain text are read.`);
+  return { body: response.body, format };
 }
 
 const fetchTimeoutMs = 10_000;
@@ -116,10 +169,11 @@ const formatByMediaType: Record<string, DocumentFormat> = {
   'text/markdown': 'markdown',
   'text/x-markdown': 'markdown',
   'text/plain': 'text',
+  'application/pdf': 'pdf',
 };
 
 /** The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. */
-function parseDocument(format: DocumentFormat, text: string): string {
+function parseText(format: DocumentFormat, text: string): string {
   if (format !== 'html') return text;
   try {
     return htmlToMarkdown(text) ?? '';

@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
 import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from '../knowledge/embedders.ts';
 import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
+import { uploadKey, type DocumentUploads } from '../knowledge/document-uploads.ts';
 import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
 import { logger } from '../logger.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
@@ -12,7 +13,9 @@ import type { AgentStore, SealResponse } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type {
   CreateDocumentInput,
+  CreateDocumentUploadInput,
   CreateKnowledgeStoreInput,
+  DocumentUpload,
   KnowledgeDocument,
   KnowledgeStore,
   ListDocumentsQuery,
@@ -21,13 +24,24 @@ import type {
   RetrievedChunk,
   UpdateKnowledgeStoreInput,
 } from '../schemas/knowledge.ts';
+import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
 import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
 import type { DomainEvent } from './events.ts';
 
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
 export type IngestionMessage =
-  | { kind: 'document.ingest'; orgId: string; storeId: string; documentId: string; version: number; text?: string | undefined; url?: string | undefined }
+  | {
+      kind: 'document.ingest';
+      orgId: string;
+      storeId: string;
+      documentId: string;
+      version: number;
+      text?: string | undefined;
+      url?: string | undefined;
+      /** An uploaded file, in the uploads bucket. */
+      objectKey?: string | undefined;
+    }
   | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string }
   | { kind: 'store.reindex'; orgId: string; storeId: string; indexName: string };
 
@@ -45,6 +59,11 @@ export interface KnowledgeDeps {
   /** The rerank model of that `provider/name` (the built-in one when undefined, or when the catalog no longer has it). */
   rerankingModel(modelId: string | undefined): RerankingModelV4;
   config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
+}
+
+/** What presigning, reading and deleting uploaded files needs (the knowledge API and the ingestion only). */
+export interface UploadDeps {
+  uploads: DocumentUploads;
 }
 
 /** Chunk metadata kept with each vector; only `documentId` and `version` are filterable (S3 Vectors' 2 KB). */
@@ -197,31 +216,84 @@ export async function submitDocument(deps: KnowledgeDeps, orgId: string, storeId
   const at = deps.clock.now().toISOString();
   const content = 'url' in input ? { url: input.url } : { format: input.format, text: input.text };
   const bytes = content.text === undefined ? 0 : Buffer.byteLength(content.text);
-  const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: content.format, url: content.url, bytes, at });
+  const processingDeadline = secondsAfter(at, deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS);
+  const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: content.format, url: content.url, bytes, at, processingDeadline });
   await deps.sendIngestion({ kind: 'document.ingest', orgId, storeId, documentId: document.id, version: document.version, ...content });
   return publicDocument(document);
 }
 
-/** A document PROCESSING past the limit is failed (TIMEOUT) when it is next read: none stays "indexing" forever. */
-async function swept(deps: KnowledgeDeps, document: StoredDocument): Promise<StoredDocument> {
-  const limitMs = deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS * 1000;
-  if (document.status !== 'PROCESSING' || deps.clock.now().getTime() - Date.parse(document.updatedAt) < limitMs) return document;
+const secondsAfter = (at: string, seconds: number): string => new Date(Date.parse(at) + seconds * 1000).toISOString();
+
+/** How long a presigned upload stays valid; the document's processing limit starts when it closes. */
+export const uploadWindowSeconds = 900;
+
+/**
+ * `POST …/documents/uploads`: the document (or its next version) PROCESSING, and a presigned S3 POST for its file.
+ * The object's arrival (S3 → EventBridge → the router → the ingestion queue) starts its ingestion.
+ */
+export async function requestDocumentUpload(deps: KnowledgeDeps & UploadDeps, orgId: string, storeId: string, input: CreateDocumentUploadInput): Promise<DocumentUpload> {
+  await storeOf(deps, orgId, storeId);
   const at = deps.clock.now().toISOString();
-  const error = { code: 'TIMEOUT' as const, message: `Processing took longer than ${deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS} s; upload the document again.` };
+  const processingDeadline = secondsAfter(at, uploadWindowSeconds + deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS);
+  const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: input.format, bytes: 0, at, processingDeadline });
+  const upload = await deps.uploads.presign(uploadKey(orgId, storeId, document.id, document.version), {
+    contentType: mediaTypeByFormat[input.format],
+    maxBytes: maxDocumentFileBytes,
+    expiresSeconds: uploadWindowSeconds,
+  });
+  return {
+    documentId: document.id,
+    document: publicDocument(document),
+    upload: { ...upload, expiresAt: secondsAfter(at, uploadWindowSeconds), maxBytes: maxDocumentFileBytes },
+  };
+}
+
+/** The Content-Type an upload of each format must declare (the presigned policy pins it). */
+const mediaTypeByFormat: Record<CreateDocumentUploadInput['format'], string> = {
+  pdf: 'application/pdf',
+  markdown: 'text/markdown',
+  text: 'text/plain',
+  html: 'text/html',
+};
+
+/** Fails a document still PROCESSING at `now` past its deadline with TIMEOUT (and its event); the document as it is after. */
+async function timedOut(deps: KnowledgeDeps, document: StoredDocument): Promise<StoredDocument> {
+  const deadline = document.processingDeadline ?? secondsAfter(document.updatedAt, deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS);
+  if (document.status !== 'PROCESSING' || deps.clock.now().getTime() < Date.parse(deadline)) return document;
+  const at = deps.clock.now().toISOString();
+  const error = { code: 'TIMEOUT' as const, message: `Still processing at its deadline (${deadline}): the upload never arrived or its ingestion did not finish; submit the document again.` };
   const done = await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
   return done ? { ...document, status: 'FAILED', chunkCount: 0, error, updatedAt: at } : ((await deps.knowledge.getDocument(document.orgId, document.knowledgeStoreId, document.id)) ?? document);
+}
+
+/** Overdue documents read per sweep; the next sweep takes the rest. */
+const sweepBatch = 100;
+
+/**
+ * The scheduled sweep: every document still PROCESSING past its deadline is failed with TIMEOUT, so none stays
+ * "indexing" forever even if nobody reads it. Reads run again a check of their own (`timedOut`), so a document is
+ * never shown PROCESSING past its deadline between sweeps. Returns how many it failed.
+ */
+export async function sweepOverdueDocuments(deps: KnowledgeDeps): Promise<number> {
+  let failed = 0;
+  for (const overdue of await deps.knowledge.listOverdueDocuments(deps.clock.now().toISOString(), sweepBatch)) {
+    // The index is read eventually consistent: decide on the document as it is now.
+    const current = await deps.knowledge.getDocument(overdue.orgId, overdue.knowledgeStoreId, overdue.id);
+    if (current && (await timedOut(deps, current)).status !== current.status) failed += 1;
+  }
+  return failed;
 }
 
 export async function getDocument(deps: KnowledgeDeps, orgId: string, storeId: string, documentId: string): Promise<KnowledgeDocument> {
   await storeOf(deps, orgId, storeId);
   const document = await deps.knowledge.getDocument(orgId, storeId, documentId);
   if (!document) throw new NotFoundError(`Document ${documentId} not found.`);
-  return publicDocument(await swept(deps, document));
+  return publicDocument(await timedOut(deps, document));
 }
 
 export async function listDocuments(deps: KnowledgeDeps, orgId: string, storeId: string, query: ListDocumentsQuery): Promise<Page<KnowledgeDocument>> {
   await storeOf(deps, orgId, storeId);
-  const documents = await Promise.all((await deps.knowledge.listDocuments(orgId, storeId)).map((document) => swept(deps, document)));
+  const documents = await Promise.all((await deps.knowledge.listDocuments(orgId, storeId)).map((document) => timedOut(deps, document)));
   const matching = documents.filter((document) => query.status === undefined || document.status === query.status).map(publicDocument);
   matching.sort(compareBy<KnowledgeDocument>('createdAt', 'desc'));
   return paginate(matching, query.page, query.limit);

@@ -14,6 +14,8 @@ export interface TextChunk {
   text: string;
   headingPath: string[];
   tokenCount: number;
+  /** The page (from 1) a chunk of a paged document (PDF) comes from. */
+  page?: number;
 }
 
 const charsPerToken = 4;
@@ -79,6 +81,15 @@ export function chunkText(text: string, options: ChunkingOptions, markdown = tru
       start = Math.max(start + 1, overlap > 0 && back > start ? back + 1 : end);
     }
   }
+  return chunks;
+}
+
+/** A paged document (PDF): each page is chunked on its own, so that every chunk keeps the one page it comes from. */
+export function chunkPages(pages: readonly string[], options: ChunkingOptions): TextChunk[] {
+  const chunks: TextChunk[] = [];
+  pages.forEach((pageText, pageIndex) => {
+    for (const chunk of chunkText(pageText, options, false)) chunks.push({ ...chunk, index: chunks.length, page: pageIndex + 1 });
+  });
   return chunks;
 }
 

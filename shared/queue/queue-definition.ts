@@ -11,3 +11,7 @@ export interface QueueDefinition {
    */
   fifo?: boolean;
 }
+
+/** The dead-letter queue's name: `<name>-dlq`, or `<name>-dlq.fifo` for a FIFO queue (whose DLQ must be FIFO too). */
+export const deadLetterQueueName = (definition: QueueDefinition): string =>
+  definition.fifo ? `${definition.name.replace(/\.fifo$/, '')}-dlq.fifo` : `${definition.name}-dlq`;

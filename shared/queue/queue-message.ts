@@ -18,8 +18,8 @@ export interface QueueBatchOptions<Schema extends z.ZodType> {
   name: string;
   /**
    * `sequential` when the messages of a batch write the same things (default: parallel); `fifo` for a FIFO queue:
-   * in order, and after the first failure the rest of the batch is handed back unhandled, so that no message of a
-   * group overtakes one that failed.
+   * sequential, and once a message of a group fails the later ones of that group are handed back unhandled, so
+   * that the group's order holds when they come again.
    */
   order?: 'parallel' | 'sequential' | 'fifo';
   /** The message's fields worth logging beside a failure. */
@@ -52,7 +52,13 @@ export async function handleQueueBatch<Schema extends z.ZodType>(
   };
   const failures: (string | undefined)[] = [];
   if (options.order === 'fifo') {
-    for (const record of event.Records) failures.push(failures.some(Boolean) ? record.messageId : await handleRecord(record));
+    const failedGroups = new Set<string | undefined>();
+    for (const record of event.Records) {
+      const group = record.attributes.MessageGroupId;
+      const failure = failedGroups.has(group) ? record.messageId : await handleRecord(record);
+      if (failure !== undefined) failedGroups.add(group);
+      failures.push(failure);
+    }
   } else if (options.order === 'sequential') for (const record of event.Records) failures.push(await handleRecord(record));
   else failures.push(...(await Promise.all(event.Records.map(handleRecord))));
   return { batchItemFailures: failures.filter((id) => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };

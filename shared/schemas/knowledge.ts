@@ -4,6 +4,9 @@ import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } fro
 /** What a document may weigh once parsed into text (docs/knowledge.md#limits). */
 export const maxDocumentTextBytes = 2 * 1024 * 1024;
 
+/** What a document's file may weigh: an upload (the presigned POST's content-length-range) or a fetched URL. */
+export const maxDocumentFileBytes = 50 * 1024 * 1024;
+
 const chunkingConfig = z
   .object({
     /** Target chunk size in tokens (≈ 4 characters each). */
@@ -82,14 +85,17 @@ export type DocumentStatus = (typeof documentStatuses)[number];
 export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT'] as const;
 export type DocumentErrorCode = (typeof documentErrorCodes)[number];
 
-export const documentFormats = ['text', 'markdown', 'html'] as const;
+export const documentFormats = ['text', 'markdown', 'html', 'pdf'] as const;
 export type DocumentFormat = (typeof documentFormats)[number];
+
+/** The formats a JSON body can carry as `text`; a PDF comes as a URL or an upload. */
+export const textFormats = ['text', 'markdown', 'html'] as const;
 
 const inlineDocumentBody = z.strictObject({
   name: requiredText(300),
   text: z.string().max(maxDocumentTextBytes, { error: `must be at most ${maxDocumentTextBytes} characters` }),
   /** Markdown unless told: plain text chunks the same way, without headings; HTML is reduced to its readable part. */
-  format: z.enum(documentFormats).default('markdown'),
+  format: z.enum(textFormats).default('markdown'),
 });
 
 /** A page fetched through the egress guard at ingestion; its format follows its Content-Type. */
@@ -119,6 +125,29 @@ export const documentSchema = z.object({
   updatedAt: timestamp,
 });
 export type KnowledgeDocument = z.output<typeof documentSchema>;
+
+export const createDocumentUploadBody = z.strictObject({
+  name: requiredText(300),
+  /** The file's format; the upload must declare its media type (application/pdf, text/markdown, text/plain, text/html). */
+  format: z.enum(documentFormats),
+});
+export type CreateDocumentUploadInput = z.output<typeof createDocumentUploadBody>;
+
+export const documentUploadSchema = z.object({
+  documentId: z.string(),
+  /** The document (or its new version), PROCESSING until its file has arrived and been ingested. */
+  document: documentSchema,
+  /** A presigned S3 POST: send `fields`, then the file as the last field `file`, as multipart/form-data to `url`. */
+  upload: z.object({
+    url: z.string(),
+    fields: z.record(z.string(), z.string()),
+    /** The POST is refused after this. */
+    expiresAt: timestamp,
+    /** The largest file the POST accepts (its policy's content-length-range). */
+    maxBytes: z.number().int(),
+  }),
+});
+export type DocumentUpload = z.output<typeof documentUploadSchema>;
 
 export const documentParams = z.object({ id: z.uuid({ error: 'must be a UUID' }), documentId: z.uuid({ error: 'must be a UUID' }) });
 

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { DocumentErrorCode, DocumentFormat, KnowledgeDocument, KnowledgeStore } from '../schemas/knowledge.ts';
@@ -8,6 +8,9 @@ import { queryAll } from './query-all.ts';
 
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
 
+/** A document that leaves PROCESSING leaves the sweeper's index. */
+const leavesProcessing = 'gsi3pk, gsi3sk, processingDeadline';
+
 export const knowledgeKeys = {
   store: (orgId: string, storeId: string) => ({ pk: `ORG#${orgId}`, sk: `KSTORE#${storeId}` }),
   storePrefix: 'KSTORE#',
@@ -16,6 +19,12 @@ export const knowledgeKeys = {
   documentPrefix: 'DOC#',
   /** Makes names unique within a store: a document posted again under its name is a new version of the same one. */
   documentName: (orgId: string, storeId: string, name: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOCNAME#${name.toLowerCase()}` }),
+  /**
+   * The sparse index of documents PROCESSING, by deadline, for the sweeper: one partition for the deployment (a
+   * document is in it for seconds to minutes, so it stays small), the sort key starting with the deadline.
+   */
+  processing: (deadline: string, orgId: string, storeId: string, documentId: string) => ({ gsi3pk: 'KNOWLEDGE#PROCESSING', gsi3sk: `${deadline}#${orgId}#${storeId}#${documentId}` }),
+  processingPartition: 'KNOWLEDGE#PROCESSING',
 };
 
 /** A store as kept: the record plus the bookkeeping retrieval needs. */
@@ -34,6 +43,8 @@ export interface StoredDocument extends KnowledgeDocument {
   activeChunkCount: number;
   activeBytes: number;
   retired?: { version: number; chunkCount: number } | undefined;
+  /** While PROCESSING: when the sweeper fails it with TIMEOUT (an upload's window, then the processing limit). */
+  processingDeadline?: string | undefined;
 }
 
 const storeFields = ['id', 'orgId', 'name', 'description', 'config', 'counts', 'embedder', 'reindexing', 'createdAt', 'updatedAt'] as const;
@@ -61,6 +72,7 @@ const toStoredDocument = (item: Record<string, unknown>): StoredDocument => ({
   activeChunkCount: Number(item.activeChunkCount ?? 0),
   activeBytes: Number(item.activeBytes ?? 0),
   retired: item.retired as StoredDocument['retired'],
+  processingDeadline: item.processingDeadline as string | undefined,
 });
 
 export interface DocumentOutcome {
@@ -193,14 +205,37 @@ export class DynamoKnowledgeStore {
    * A new document, or a new version of the document of that name: PROCESSING at `version`, while the chunks of
    * the version that answers now keep answering. Returns the document as written.
    */
-  async submitDocument(input: { orgId: string; storeId: string; newId: string; name: string; format?: DocumentFormat | undefined; url?: string | undefined; bytes: number; at: string }): Promise<StoredDocument> {
+  async submitDocument(input: {
+    orgId: string;
+    storeId: string;
+    newId: string;
+    name: string;
+    format?: DocumentFormat | undefined;
+    url?: string | undefined;
+    bytes: number;
+    at: string;
+    /** When the sweeper fails it if it is still PROCESSING; without one only a read does (the read-time check). */
+    processingDeadline?: string | undefined;
+  }): Promise<StoredDocument> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const claim = await this.client.send(
         new GetCommand({ TableName: this.tableName, Key: knowledgeKeys.documentName(input.orgId, input.storeId, input.name), ConsistentRead: true }),
       );
       const existing = claim.Item ? await this.getDocument(input.orgId, input.storeId, claim.Item.documentId as string) : undefined;
       const document: StoredDocument = existing
-        ? { ...existing, name: input.name, format: input.format, url: input.url, status: 'PROCESSING', version: existing.version + 1, bytes: input.bytes, chunkCount: 0, error: undefined, updatedAt: input.at }
+        ? {
+            ...existing,
+            name: input.name,
+            format: input.format,
+            url: input.url,
+            status: 'PROCESSING',
+            version: existing.version + 1,
+            bytes: input.bytes,
+            chunkCount: 0,
+            error: undefined,
+            updatedAt: input.at,
+            processingDeadline: input.processingDeadline,
+          }
         : {
             id: input.newId,
             orgId: input.orgId,
@@ -216,13 +251,19 @@ export class DynamoKnowledgeStore {
             activeBytes: 0,
             createdAt: input.at,
             updatedAt: input.at,
+            processingDeadline: input.processingDeadline,
           };
       const item = Object.fromEntries(Object.entries(document).filter(([field, value]) => value !== undefined && field !== 'error'));
       const items: TransactItem[] = [
         {
           Put: {
             TableName: this.tableName,
-            Item: { ...knowledgeKeys.document(input.orgId, input.storeId, document.id), entity: 'knowledgeDocument', ...item },
+            Item: {
+              ...knowledgeKeys.document(input.orgId, input.storeId, document.id),
+              ...(input.processingDeadline ? knowledgeKeys.processing(input.processingDeadline, input.orgId, input.storeId, document.id) : {}),
+              entity: 'knowledgeDocument',
+              ...item,
+            },
             ...(existing
               ? { ConditionExpression: 'version = :previous', ExpressionAttributeValues: { ':previous': existing.version } }
               : { ConditionExpression: 'attribute_not_exists(pk)' }),
@@ -260,8 +301,8 @@ export class DynamoKnowledgeStore {
         TableName: this.tableName,
         Key: key,
         UpdateExpression: upserted
-          ? 'SET #status = :status, chunkCount = :chunks, activeVersion = :version, activeChunkCount = :chunks, bytes = :bytes, activeBytes = :bytes, #format = :format, updatedAt = :at, retired = :retired REMOVE #error'
-          : 'SET #status = :status, chunkCount = :zero, #error = :error, updatedAt = :at',
+          ? `SET #status = :status, chunkCount = :chunks, activeVersion = :version, activeChunkCount = :chunks, bytes = :bytes, activeBytes = :bytes, #format = :format, updatedAt = :at, retired = :retired REMOVE #error, ${leavesProcessing}`
+          : `SET #status = :status, chunkCount = :zero, #error = :error, updatedAt = :at REMOVE ${leavesProcessing}`,
         ConditionExpression: 'version = :version AND #status = :processing',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error', ...(upserted ? { '#format': 'format' } : {}) },
         ExpressionAttributeValues: {
@@ -304,6 +345,20 @@ export class DynamoKnowledgeStore {
       if (transactionCancellationCodes(error)?.includes('ConditionalCheckFailed')) return false;
       throw error;
     }
+  }
+
+  /** Documents PROCESSING whose deadline is before `before`, oldest deadline first (an eventually consistent read). */
+  async listOverdueDocuments(before: string, limit: number): Promise<StoredDocument[]> {
+    const result = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'gsi3',
+        KeyConditionExpression: 'gsi3pk = :pk AND gsi3sk < :before',
+        ExpressionAttributeValues: { ':pk': knowledgeKeys.processingPartition, ':before': before },
+        Limit: limit,
+      }),
+    );
+    return (result.Items ?? []).map(toStoredDocument);
   }
 
   /** Forgets the retired version once its vectors are deleted. */

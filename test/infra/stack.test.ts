@@ -5,7 +5,7 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventRules, queueConsumers, tableStreamConsumers, whatsappInboundQueue } from '../../functions/consumers.ts';
+import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, whatsappInboundQueue } from '../../functions/consumers.ts';
 import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
@@ -393,8 +393,8 @@ describe('AgentPlatformStack', () => {
   });
 
   describe('functions', () => {
-    it('has exactly one function per route group, per stream consumer and per queue consumer, and no helper functions', () => {
-      const owners = [...routeGroups, ...tableStreamConsumers, ...queueConsumers, voiceRelayRoutes];
+    it('has exactly one function per route group, per stream consumer, per queue consumer and per schedule, and no helper functions', () => {
+      const owners = [...routeGroups, ...tableStreamConsumers, ...queueConsumers, ...scheduledFunctions, voiceRelayRoutes];
       template.resourceCountIs('AWS::Lambda::Function', owners.length);
       expect(new Set(owners.map(functionIdOf)).size).toBe(owners.length);
     });
@@ -481,7 +481,8 @@ describe('AgentPlatformStack', () => {
 
     it('routes the bus events each rule matches to its queue, retrying for 24 hours before a dead-letter queue', () => {
       const [busId] = Object.keys(template.findResources('AWS::Events::EventBus'));
-      const rules = Object.values(template.findResources('AWS::Events::Rule')) as { Properties: Record<string, any> }[];
+      // The platform bus's rules; the S3 upload rule and the schedules are tested with the knowledge uploads.
+      const rules = (Object.values(template.findResources('AWS::Events::Rule')) as { Properties: Record<string, any> }[]).filter((rule) => rule.Properties.EventBusName);
       expect(rules).toHaveLength(eventRules.length);
       for (const rule of eventRules) {
         const found = rules.find((candidate) => candidate.Properties.Description === rule.description);
@@ -708,8 +709,8 @@ describe('AgentPlatformStack', () => {
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
     // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop, knowledge-ingestion and
-    // WhatsApp inbound queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(8);
+    // knowledge-uploads and WhatsApp inbound queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(9);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);
@@ -889,5 +890,68 @@ describe('the developer pages on AWS', () => {
     // The assembly keeps each bundle as `asset.<hash>`, the hash its S3 key is named after.
     const bundle = join(outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
     for (const name of [...assetNames, 'CHANGELOG.md']) expect(existsSync(join(bundle, 'assets', name)), name).toBe(true);
+  });
+});
+
+describe('knowledge uploads and the sweeper', () => {
+  const uploadsBucketId = () => Object.keys(template.findResources('AWS::S3::Bucket')).find((id) => id.startsWith('KnowledgeUploads')) as string;
+  const statementsOfUnit = (name: string) => policyDocumentsOfFunction({ name }).flatMap(statementsOf);
+  const allFunctionNames = [...routeGroups, ...tableStreamConsumers, ...queueConsumers, ...scheduledFunctions, voiceRelayRoutes].map((unit) => unit.name);
+  const queueIdOf = (prefix: string) =>
+    Object.entries(resources).find(([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith(prefix) && candidate.Properties.RedrivePolicy !== undefined)?.[0] as string;
+
+  it('keeps uploads in a private, encrypted, TLS-only bucket that reports new objects to EventBridge and expires leftovers after a day', () => {
+    const bucket = resource(uploadsBucketId(), 'AWS::S3::Bucket');
+    expect(bucket.Properties).toMatchObject({
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      NotificationConfiguration: { EventBridgeConfiguration: { EventBridgeEnabled: true } },
+      LifecycleConfiguration: { Rules: [expect.objectContaining({ Prefix: 'uploads/', ExpirationInDays: 1, Status: 'Enabled' })] },
+      CorsConfiguration: { CorsRules: [expect.objectContaining({ AllowedMethods: ['POST'] })] },
+      LoggingConfiguration: { LogFilePrefix: 'knowledge-uploads/' },
+    });
+    // No custom resource wires the notifications (CDK's eventBridgeEnabled would add one).
+    expect(Object.values(resources).filter((candidate) => candidate.Type === 'Custom::S3BucketNotifications')).toEqual([]);
+  });
+
+  it('lets the knowledge API only put uploads and the ingestion only get and delete them; no other function touches the bucket', () => {
+    const bucket = uploadsBucketId();
+    for (const name of allFunctionNames) {
+      const statements = statementsOfUnit(name).filter((statement) => JSON.stringify(statement.Resource).includes(bucket));
+      const expected = name === 'knowledge' ? ['s3:PutObject'] : name === 'knowledge-ingestion' ? ['s3:DeleteObject', 's3:GetObject'] : [];
+      expect(statements.flatMap((statement) => asArray(statement.Action)).sort(), name).toEqual(expected);
+      for (const statement of statements) expect(JSON.stringify(statement.Resource), name).toContain('/uploads/*');
+    }
+  });
+
+  it("routes the bucket's Object Created events (uploads/ prefix) on the default bus to the uploads queue, then through the router to the FIFO ingestion queue", () => {
+    const rules = Object.values(resources).filter((candidate) => candidate.Type === 'AWS::Events::Rule' && JSON.stringify(candidate.Properties.EventPattern ?? {}).includes('aws.s3'));
+    expect(rules).toHaveLength(1);
+    const rule = rules[0]!.Properties as Record<string, any>;
+    expect(rule.EventBusName).toBeUndefined();
+    expect(rule.EventPattern).toEqual({
+      source: ['aws.s3'],
+      'detail-type': ['Object Created'],
+      detail: { bucket: { name: [{ Ref: uploadsBucketId() }] }, object: { key: [{ prefix: 'uploads/' }] } },
+    });
+    expect(rule.Targets).toEqual([expect.objectContaining({ Arn: { 'Fn::GetAtt': [queueIdOf('Queueknowledgeuploads'), 'Arn'] } })]);
+
+    const ingestion = resource(queueIdOf('Queueknowledgeingestion'), 'AWS::SQS::Queue');
+    expect(ingestion.Properties).toMatchObject({ FifoQueue: true, VisibilityTimeout: 130 });
+    const deadLetters = (ingestion.Properties.RedrivePolicy as { deadLetterTargetArn: { 'Fn::GetAtt': [string, string] } }).deadLetterTargetArn['Fn::GetAtt'][0];
+    expect(resource(deadLetters, 'AWS::SQS::Queue').Properties).toMatchObject({ FifoQueue: true });
+    // The router only moves messages: it sends to the ingestion queue and never touches the table.
+    expect(statementsOfUnit('knowledge-upload-router').flatMap((statement) => asArray(statement.Action)).filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
+    const sends = statementsOfUnit('knowledge-upload-router').filter((statement) => asArray(statement.Action).includes('sqs:SendMessage'));
+    expect(sends.map((statement) => statement.Resource)).toEqual([{ 'Fn::GetAtt': [queueIdOf('Queueknowledgeingestion'), 'Arn'] }]);
+  });
+
+  it('runs the knowledge sweeper every 5 minutes from a scheduled rule', () => {
+    const sweeperId = stack.getLogicalId(stack.functions.get('knowledge-sweeper')?.node.defaultChild as CfnElement);
+    const schedules = Object.values(resources).filter((candidate) => candidate.Type === 'AWS::Events::Rule' && candidate.Properties.ScheduleExpression !== undefined);
+    expect(schedules.map((rule) => rule.Properties)).toEqual([
+      expect.objectContaining({ ScheduleExpression: 'rate(5 minutes)', Targets: [expect.objectContaining({ Arn: { 'Fn::GetAtt': [sweeperId, 'Arn'] } })] }),
+    ]);
+    expect(statementsOfUnit('knowledge-sweeper').flatMap((statement) => asArray(statement.Action))).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
   });
 });

@@ -21,7 +21,7 @@ let site: Server;
 let siteUrl: string;
 const pages: Record<string, { type: string; body: string; status?: number }> = {
   '/faq.md': { type: 'text/markdown; charset=utf-8', body: '# FAQ\n\n## Gift cards\nGift cards never expire and can be used in every shop of the chain.' },
-  '/brochure.pdf': { type: 'application/pdf', body: '%PDF-1.4' },
+  '/logo.png': { type: 'image/png', body: 'PNG' },
   '/gone': { type: 'text/plain', body: 'not here', status: 404 },
 };
 
@@ -176,7 +176,7 @@ describe('knowledge stores', () => {
     expect((await query(key, store.id, { query: 'Do gift cards expire?', topK: 1 }))[0]).toMatchObject({ documentId: faq.id, headingPath: ['FAQ', 'Gift cards'] });
 
     const failures: [string, string][] = [
-      [`${siteUrl}/brochure.pdf`, 'UNSUPPORTED_TYPE'],
+      [`${siteUrl}/logo.png`, 'UNSUPPORTED_TYPE'],
       [`${siteUrl}/gone`, 'FETCH_FAILED'],
       // A private address is refused by the egress guard before any connection.
       ['http://10.0.0.1/intranet', 'FETCH_FAILED'],
@@ -200,8 +200,8 @@ describe('knowledge stores', () => {
   it('handles a redelivered ingestion message once: no duplicate chunks, counts unchanged, one event', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
-    const [{ knowledgeRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
-    const deps = knowledgeRuntime();
+    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-uploads-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const deps = knowledgeUploadsRuntime();
     // Submitted without a queue message, so that this test delivers it itself, twice.
     const document = await deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name: 'Refund policy', format: 'markdown', bytes: Buffer.byteLength(refundPolicy), at: new Date().toISOString() });
     const message = { kind: 'document.ingest' as const, orgId, storeId: store.id, documentId: document.id, version: 1, text: refundPolicy };

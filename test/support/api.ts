@@ -181,6 +181,7 @@ async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: 
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
   const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  const uploads = consumers === queueConsumers ? await (await import('../../infra/local/s3-upload-gateway.ts')).startLocalUploads(queues) : undefined;
   await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
@@ -189,6 +190,7 @@ async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: 
     stop: async () => {
       await router.stop();
       await pollers.stop();
+      await uploads?.stop();
       await queues.stop();
     },
   };
