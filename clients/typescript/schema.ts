@@ -1183,6 +1183,8 @@ export interface components {
           text: string;
           score: number;
           headingPath: string[];
+          /** @description A PDF document's page the chunk is from, counted from 1 */
+          page?: number;
         }[];
     };
     CreateContactResponse: {

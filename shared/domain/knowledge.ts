@@ -386,6 +386,7 @@ export async function activeChunks(deps: Pick<KnowledgeDeps, 'knowledge' | 'vect
         version: Number(metadata.version),
         text: String(metadata.text),
         headingPath: Array.isArray(metadata.headingPath) ? metadata.headingPath : [],
+        ...(typeof metadata.page === 'number' ? { page: metadata.page } : {}),
       });
     }
   } catch (error) {

@@ -337,7 +337,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         platformMs: round2(Math.max(0, totalMs - modelMs - toolsMs)),
         totalMs: round2(totalMs),
       },
-      ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score }) => ({ documentId, documentName, chunkId, score })) } : {}),
+      ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) })) } : {}),
       ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
     },
     createdAt: now.toISOString(),

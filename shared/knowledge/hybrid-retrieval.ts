@@ -14,6 +14,8 @@ export interface IndexedChunk {
   version: number;
   text: string;
   headingPath: string[];
+  /** A PDF's page the chunk is from, counted from 1. */
+  page?: number;
 }
 
 export interface ScoredKey {
@@ -169,7 +171,7 @@ export async function searchIndex(index: SearchableIndex, query: string, options
     .slice(0, options.topK)
     .map(({ key, score }) => {
       const chunk = index.bm25.chunk(key)!;
-      return { documentId: chunk.documentId, documentName: chunk.documentName, chunkId: key, text: chunk.text, score: Math.round(score * 10_000) / 10_000, headingPath: chunk.headingPath };
+      return { documentId: chunk.documentId, documentName: chunk.documentName, chunkId: key, text: chunk.text, score: Math.round(score * 10_000) / 10_000, headingPath: chunk.headingPath, ...(chunk.page === undefined ? {} : { page: chunk.page }) };
     });
 }
 

@@ -3,10 +3,10 @@ import type { RetrievedChunk } from '../schemas/knowledge.ts';
 /** Starts the system message that carries a turn's retrieved chunks to the model. */
 export const knowledgeContextHeading = 'Knowledge excerpts retrieved for this message. Answer from them when they are relevant, and cite them as [n]:';
 
-/** The chunks as the model sees them: `[n] <document> › <heading path>`, then the text, excerpts apart by a blank line. */
+/** The chunks as the model sees them: `[n] <document> › <heading path>` (`, page <p>` for a PDF), then the text, excerpts apart by a blank line. */
 export function knowledgeContext(chunks: readonly RetrievedChunk[]): string {
   const excerpts = chunks.map((chunk, index) => {
-    const source = [chunk.documentName, ...chunk.headingPath].join(' › ');
+    const source = [chunk.documentName, ...chunk.headingPath].join(' › ') + (chunk.page === undefined ? '' : `, page ${chunk.page}`);
     return `[${index + 1}] ${source}\n${chunk.text.replace(/\n{2,}/g, '\n')}`;
   });
   return [knowledgeContextHeading, ...excerpts].join('\n\n');

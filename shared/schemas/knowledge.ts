@@ -168,6 +168,7 @@ export const retrievedChunkSchema = z.object({
   text: z.string(),
   score: z.number(),
   headingPath: z.array(z.string()),
+  page: z.number().int().min(1).optional().describe("A PDF document's page the chunk is from, counted from 1"),
 });
 export type RetrievedChunk = z.output<typeof retrievedChunkSchema>;
 

@@ -75,7 +75,8 @@ describe('PDF documents', { timeout: 120_000 }, () => {
     expect(document.chunkCount).toBeGreaterThanOrEqual(3);
 
     const answer = await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/query`, { key, body: { query: 'How many days of paid holiday?', topK: 1 } });
-    expect(answer.body.data[0]).toMatchObject({ documentId: submitted.id, documentName: 'Handbook' });
+    const holidayPage = handbookPages.findIndex((text) => text.includes('twenty-eight days of paid holiday')) + 1;
+    expect(answer.body.data[0]).toMatchObject({ documentId: submitted.id, documentName: 'Handbook', page: holidayPage });
     expect(answer.body.data[0].text).toContain('twenty-eight days of paid holiday');
 
     const pages = new Map<string, number>();
