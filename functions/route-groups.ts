@@ -1,5 +1,6 @@
 import { agentRoutes } from './agents/routes.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
+import { callCampaignRoutes } from './call-campaigns/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
@@ -30,4 +31,5 @@ export const routeGroups: readonly RouteGroup[] = [
   phoneNumberRoutes,
   carrierCallbackRoutes,
   knowledgeRoutes,
+  callCampaignRoutes,
 ];
