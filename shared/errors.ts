@@ -244,3 +244,7 @@ export class EmbedderMismatchError extends AppError {
 export class InvalidCampaignTransitionError extends AppError {
   readonly code = 'INVALID_CAMPAIGN_TRANSITION';
 }
+
+export class ContactPhoneTakenError extends AppError {
+  readonly code = 'CONTACT_PHONE_TAKEN';
+}

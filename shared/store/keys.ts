@@ -76,6 +76,15 @@ export const keys = {
   phoneNumberClaim: (e164: string) => ({ pk: `PHONENUMBER#${e164}`, sk: '#PHONENUMBER' }),
   telephonyCredentials: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'TELEPHONY#twilio' }),
   voiceCall: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#CALL' }),
+  /** An organization's contacts, one partition of their own (docs/contacts.md#storage). */
+  contactsPartition: (orgId: string) => `ORG#${orgId}#CONTACTS`,
+  contact: (orgId: string, contactId: string) => ({ pk: `ORG#${orgId}#CONTACTS`, sk: `CONTACT#${contactId}` }),
+  contactPrefix: 'CONTACT#',
+  /** Which contact holds a number (unique per organization); carries its `doNotCall` for the check at every dial. */
+  contactPhone: (orgId: string, e164: string) => ({ pk: `ORG#${orgId}#CONTACTPHONE#${e164}`, sk: '#CONTACTPHONE' }),
+  /** The organization's do-not-call list, one item per number, in number order. */
+  dncPartition: (orgId: string) => `ORG#${orgId}#DNC`,
+  dncEntry: (orgId: string, e164: string) => ({ pk: `ORG#${orgId}#DNC`, sk: e164 }),
   /** Cross-tenant: the call a ConversationRelay WebSocket connection carries (its later messages name only the connection). */
   relayConnection: (connectionId: string) => ({ pk: `VOICECONN#${connectionId}`, sk: '#VOICECONN' }),
   campaign: (orgId: string, campaignId: string) => ({ pk: `ORG#${orgId}`, sk: `CAMPAIGN#${campaignId}` }),
