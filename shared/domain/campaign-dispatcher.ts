@@ -106,7 +106,7 @@ async function planAllowance(deps: DispatchDeps, orgId: string): Promise<number>
       idle: { lastActivityBefore: new Date(deps.clock.now().getTime() - deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString(), nowMs: deps.clock.now().getTime() },
     }),
   ]);
-  return plan.concurrentCalls - open;
+  return plan.concurrentCalls === null ? Number.POSITIVE_INFINITY : plan.concurrentCalls - open;
 }
 
 type DialResult = 'dialled' | 'postponed' | 'skipped' | 'taken' | 'refused' | 'carrier-refused';
@@ -163,7 +163,7 @@ async function settleMissedEnds(deps: DispatchDeps, campaign: StoredCampaign, no
     const session = await deps.sessions.get(campaign.orgId, sessionId);
     if (!session) {
       // Never dialled: the session is written before the carrier is asked.
-      await settleCampaignAttempt(deps, { orgId: campaign.orgId, metadata: { campaign: tag }, endedReason: 'FAILED' });
+      await settleCampaignAttempt(deps, { orgId: campaign.orgId, metadata: { sessionVariables: {}, campaign: tag }, endedReason: 'FAILED' });
       settled = true;
     } else if (session.state !== 'OPEN') {
       await settleCampaignAttempt(deps, session);

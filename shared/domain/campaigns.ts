@@ -6,17 +6,19 @@ import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type Stor
 import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
-import { inferTimezone, type Contact } from './contacts.ts';
+import { contactTimezone, type Contact } from './contacts.ts';
 import { events } from './events.ts';
 import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
 import { callLine, type VoiceDeps } from './voice.ts';
 import { paginate } from '../schemas/common.ts';
 
-export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps, ContactStoreDeps {
+export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps {
   campaigns: DynamoCampaignStore;
+  documentClient: ContactStoreDeps['documentClient'];
+  config: VoiceDeps['config'] & ContactStoreDeps['config'];
 }
 
-const finalStatuses: readonly CampaignStatus[] = ['COMPLETED', 'CANCELED'];
+const nonFinalStatuses: readonly CampaignStatus[] = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED'];
 const emptyProgress = (): CampaignProgress => ({ total: 0, pending: 0, inProgress: 0, completed: 0, failed: 0, skippedDnc: 0, exhausted: 0 });
 
 export function publicCampaign(campaign: StoredCampaign): Campaign {
@@ -83,7 +85,7 @@ export async function moveCampaign(
 export function contactTimeZone(campaign: Pick<StoredCampaign, 'schedule'>, contact: Pick<Contact, 'timezone' | 'phoneNumber'>): string {
   const { timezoneMode, timezone } = campaign.schedule;
   if (timezoneMode === 'fixed') return timezone ?? 'UTC';
-  return contact.timezone ?? inferTimezone(contact.phoneNumber) ?? timezone ?? 'UTC';
+  return contactTimezone(contact) ?? timezone ?? 'UTC';
 }
 
 /**
@@ -93,7 +95,8 @@ export function contactTimeZone(campaign: Pick<StoredCampaign, 'schedule'>, cont
  */
 export async function startCampaign(deps: CampaignDeps, orgId: string, campaignId: string): Promise<Campaign> {
   const campaign = await requireCampaign(deps, orgId, campaignId);
-  if (campaign.status !== 'DRAFT') return publicCampaign(await moveCampaign(deps, campaign, ['DRAFT'], 'SCHEDULED'));
+  // Not a DRAFT: the 409 naming its status.
+  if (campaign.status !== 'DRAFT') await moveCampaign(deps, campaign, ['DRAFT'], 'SCHEDULED');
   // Refuse now what would refuse every dial: no credentials, an agent that cannot call.
   await callLine(deps, orgId, campaign.phoneNumberId, campaign.agentId);
   const nowMs = deps.clock.now().getTime();
@@ -143,9 +146,8 @@ export async function resumeCampaign(deps: CampaignDeps, orgId: string, campaign
 
 /** `…/cancel`: any non-final status → CANCELED. No more dials; calls in progress finish. */
 export async function cancelCampaign(deps: CampaignDeps, orgId: string, campaignId: string): Promise<Campaign> {
-  const nonFinal = (['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED'] as const).filter((status) => !finalStatuses.includes(status));
   const campaign = await requireCampaign(deps, orgId, campaignId);
-  return publicCampaign(await moveCampaign(deps, campaign, nonFinal, 'CANCELED', { completedAt: deps.clock.now().toISOString() }));
+  return publicCampaign(await moveCampaign(deps, campaign, nonFinalStatuses, 'CANCELED', { completedAt: deps.clock.now().toISOString() }));
 }
 
 const callsListing = (campaignId: string, state: string | undefined) => `campaign-calls:${campaignId}:${state ?? '*'}`;

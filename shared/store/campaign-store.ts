@@ -2,7 +2,7 @@ import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type Dynamo
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from '../schemas/campaigns.ts';
-import { conditionalWrite, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { conditionalWrite, sendTransaction, transactionCancellationCodes } from './dynamo.ts';
 import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
@@ -90,8 +90,8 @@ export class DynamoCampaignStore {
   }
 
   /**
-   * Moves the campaign from one of `from` to `to` with the event, in one transaction; `total`/`pending` are set when
-   * given (at start). False when the campaign was not in one of `from`.
+   * Moves the campaign from one of `from` to `to` with the event, in one transaction; the progress counters are set
+   * when given (at start). False when the campaign was not in one of `from`.
    */
   async transition(
     campaign: StoredCampaign,
@@ -99,13 +99,20 @@ export class DynamoCampaignStore {
     to: CampaignStatus,
     updatedAt: string,
     event: DomainEvent,
-    extra: { startedAt?: string; completedAt?: string; total?: number } = {},
+    extra: { startedAt?: string; completedAt?: string; progress?: CampaignProgress } = {},
   ): Promise<boolean> {
     const sets = ['#status = :to', 'updatedAt = :updatedAt'];
     const values: Record<string, unknown> = { ':to': to, ':updatedAt': updatedAt, ...Object.fromEntries(from.map((status, index) => [`:from${index}`, status])) };
     if (extra.startedAt) (sets.push('startedAt = :startedAt'), (values[':startedAt'] = extra.startedAt));
     if (extra.completedAt) (sets.push('completedAt = :completedAt'), (values[':completedAt'] = extra.completedAt));
-    if (extra.total !== undefined) (sets.push('#total = :total', 'pending = :total'), (values[':total'] = extra.total));
+    const names: Record<string, string> = { '#status': 'status' };
+    if (extra.progress) {
+      for (const counter of counters) {
+        sets.push(`#${counter} = :${counter}`);
+        names[`#${counter}`] = counter;
+        values[`:${counter}`] = extra.progress[counter];
+      }
+    }
     let update = `SET ${sets.join(', ')}`;
     if (activeStatuses.has(to)) {
       update += ', gsi1pk = :active, gsi1sk = :activeKey';
@@ -120,7 +127,7 @@ export class DynamoCampaignStore {
             Key: keys.campaign(campaign.orgId, campaign.id),
             UpdateExpression: update,
             ConditionExpression: `#status IN (${from.map((_, index) => `:from${index}`).join(', ')})`,
-            ExpressionAttributeNames: { '#status': 'status', ...(extra.total !== undefined ? { '#total': 'total' } : {}) },
+            ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
           },
         },
