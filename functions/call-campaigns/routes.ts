@@ -29,6 +29,7 @@ export const callCampaignRoutes = defineRouteGroup({
       body: createCampaignBody,
       idempotent: true,
       response: campaignRecord,
+      errors: ['NOT_FOUND'],
     },
     listCampaigns: {
       method: 'GET',
