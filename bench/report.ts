@@ -13,6 +13,7 @@ import type { DeveloperPagesResult } from './developer-pages.ts';
 import type { VoiceBenchResult } from './voice.ts';
 import type { UsageBenchResult } from './usage.ts';
 import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
+import { contactsImportReport, type ContactsImportBenchResult } from './contacts-import.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -100,6 +101,7 @@ export interface BenchResults {
   voice: VoiceBenchResult;
   usage: UsageBenchResult;
   knowledge: KnowledgeBenchResult;
+  contactsImport: ContactsImportBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -358,6 +360,7 @@ export function formatReport(results: BenchResults): string {
   );
 
   lines.push(...knowledgeReport(results.knowledge));
+  lines.push(...contactsImportReport(results.contactsImport));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages, calls, usage (rate limits, quota checks, analytics) and knowledge retrieval.
+ * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval and the contacts import.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,6 +23,7 @@ import { measureDeveloperPages } from './developer-pages.ts';
 import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
+import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -93,7 +94,12 @@ const usage = await withDatabase('usage', 'bench-usage', (endpoint, tableName) =
 log('knowledge: retrieval quality on the evaluation set, ingestion throughput, query latency on a 10,000-chunk store');
 const knowledge = await measureKnowledge(log);
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge)];
+const contactsImport = await withDatabase('contacts import', 'bench-contacts-import', (endpoint, tableName) => {
+  log('contacts import: a CSV of 10,000 new rows, the same file again (updates), and the BatchWrite floor of the same items');
+  return measureContactsImport(endpoint, tableName);
+});
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -117,6 +123,7 @@ const results: BenchResults = {
   voice,
   usage,
   knowledge,
+  contactsImport,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -3,6 +3,7 @@ import { analyticsRoutes } from './analytics/routes.ts';
 import { callCampaignRoutes } from './call-campaigns/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
+import { contactRoutes } from './contacts/routes.ts';
 import { edgeRoutes } from './edge/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { carrierCallbackRoutes } from './carrier-callbacks/routes.ts';
@@ -31,5 +32,6 @@ export const routeGroups: readonly RouteGroup[] = [
   phoneNumberRoutes,
   carrierCallbackRoutes,
   knowledgeRoutes,
+  contactRoutes,
   callCampaignRoutes,
 ];

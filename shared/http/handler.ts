@@ -279,7 +279,7 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
     const query = parseWith(route.query, event.queryStringParameters ?? {}, (issues) => {
       throw new ValidationError(describe('Invalid query parameters', issues), { details: issues });
     });
-    const raw = route.body ? (route.bodyFormat === 'form' ? readForm(event, deps().config.MAX_BODY_BYTES) : readJson(event, deps().config.MAX_BODY_BYTES)) : undefined;
+    const raw = route.body ? readBody(event, route.bodyFormat ?? 'json', route.maxBodyBytes ?? deps().config.MAX_BODY_BYTES) : undefined;
     const body = parseWith(route.body, raw, (issues) => {
       throw new ValidationError(describe('Invalid request body', issues), { details: issues });
     });
@@ -290,6 +290,20 @@ const parseInput = (deps: () => PipelineDeps): Middleware => ({
 function bodyText(event: APIGatewayProxyEventV2, maxBytes: number): string {
   const text = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
   if (Buffer.byteLength(text, 'utf8') > maxBytes) throw new PayloadTooLargeError(`The body exceeds ${maxBytes} bytes.`);
+  return text;
+}
+
+function readBody(event: APIGatewayProxyEventV2, format: 'json' | 'form' | 'csv', maxBytes: number): unknown {
+  if (format === 'form') return readForm(event, maxBytes);
+  if (format === 'csv') return readCsv(event, maxBytes);
+  return readJson(event, maxBytes);
+}
+
+/** A `text/csv` body as its text; the route's schema and domain parse it. */
+function readCsv(event: APIGatewayProxyEventV2, maxBytes: number): string {
+  const text = bodyText(event, maxBytes);
+  const contentType = event.headers?.['content-type'];
+  if (!contentType || !/^text\/csv\b/i.test(contentType)) throw new UnsupportedMediaTypeError('Send the body as text/csv.');
   return text;
 }
 

@@ -199,6 +199,7 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
   if (route.events && route.method === 'GET') {
     parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, description: 'Resumes after this event.', schema: { type: 'string' } });
   }
+  const bodyMediaTypes = { json: 'application/json', form: 'application/x-www-form-urlencoded', csv: 'text/csv' } as const;
   const content: Record<string, JsonSchema> = {};
   if (refs.response) content['application/json'] = { schema: ref(refs.response) };
   if (refs.events) content['text/event-stream'] = { schema: ref(refs.events) };
@@ -214,7 +215,7 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
     summary: route.summary,
     tags: [route.path.split('/').filter((segment) => segment && !/^(v\d+|api|chat)$/.test(segment))[0] ?? 'platform'],
     ...(parameters.length ? { parameters } : {}),
-    ...(refs.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(refs.body) } } } } : {}),
+    ...(refs.body ? { requestBody: { required: true, content: { [bodyMediaTypes[route.bodyFormat ?? 'json']]: { schema: ref(refs.body) } } } } : {}),
     responses: { [String(route.successStatus)]: success, ...errorResponsesOf(route) },
     security: route.scope === 'public' ? [] : [{ apiKey: [] }, { bearer: [] }],
     ...(route.scope === 'public' ? {} : { 'x-required-scope': route.scope }),

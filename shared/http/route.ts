@@ -21,8 +21,10 @@ export interface RouteDefinition {
   params?: z.ZodType;
   query?: z.ZodType;
   body?: z.ZodType;
-  /** How the body is sent: JSON (default), or an HTML form, as carriers post their callbacks. */
-  bodyFormat?: 'json' | 'form';
+  /** How the body is sent: JSON (default), an HTML form (as carriers post their callbacks), or CSV text (imports). */
+  bodyFormat?: 'json' | 'form' | 'csv';
+  /** This route's body limit instead of `MAX_BODY_BYTES`: for bulk uploads such as the contacts CSV import. */
+  maxBodyBytes?: number;
   /**
    * The success response's body (JSON). Every documented route with a body to answer declares it: /openapi.json
    * describes it and the integration tests check each response against it (docs/openapi.md).
