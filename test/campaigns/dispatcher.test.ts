@@ -4,8 +4,6 @@
  * the test moves across a daylight-saving change. The carrier is the Twilio simulator; its own record of the calls
  * it placed is the evidence.
  */
-import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { handler as dispatcherHandler } from '../../functions/campaign-dispatcher/handler.ts';
@@ -15,6 +13,7 @@ import { startCampaign, createCampaign } from '../../shared/domain/campaigns.ts'
 import type { Clock } from '../../shared/domain/clock.ts';
 import { createCampaignBody } from '../../shared/schemas/campaigns.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { crashProxy } from '../support/crash-proxy.ts';
 import { childEnv, killGroup, spawnInGroup, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
@@ -29,25 +28,15 @@ let proxyUrl: string;
 let killAfterClaims: { remaining: number; kill: () => void } | undefined;
 
 const database = new URL(inject('dynamodbEndpoint'));
-const proxy = createServer(async (clientRequest, clientResponse) => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of clientRequest) chunks.push(chunk as Buffer);
-  const body = Buffer.concat(chunks);
-  const isClaim = String(clientRequest.headers['x-amz-target']).endsWith('TransactWriteItems') && body.includes('list_append(sessions');
-  const upstream = httpRequest({ host: database.hostname, port: database.port, path: clientRequest.url, method: clientRequest.method, headers: clientRequest.headers });
-  upstream.end(body);
-  const [answer] = (await once(upstream, 'response')) as [IncomingMessage];
-  const answerChunks: Buffer[] = [];
-  for await (const chunk of answer) answerChunks.push(chunk as Buffer);
-  if (isClaim && answer.statusCode === 200 && killAfterClaims && --killAfterClaims.remaining === 0) {
-    // The claim is committed: the dispatcher dies before it hears so, let alone dials.
+const proxy = crashProxy(database, (operation, body) => {
+  if (operation !== 'TransactWriteItems' || !body.includes('list_append(sessions')) return undefined;
+  // The claim is committed: at the chosen one, the dispatcher dies before it hears so, let alone dials.
+  return () => {
+    if (!killAfterClaims || --killAfterClaims.remaining > 0) return false;
     killAfterClaims.kill();
     killAfterClaims = undefined;
-    clientResponse.destroy();
-    return;
-  }
-  clientResponse.writeHead(answer.statusCode ?? 500, answer.headers);
-  clientResponse.end(Buffer.concat(answerChunks));
+    return true;
+  };
 });
 
 beforeAll(async () => {
