@@ -14,6 +14,7 @@ import type { VoiceBenchResult } from './voice.ts';
 import type { UsageBenchResult } from './usage.ts';
 import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
 import { contactsImportReport, type ContactsImportBenchResult } from './contacts-import.ts';
+import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -102,6 +103,7 @@ export interface BenchResults {
   usage: UsageBenchResult;
   knowledge: KnowledgeBenchResult;
   contactsImport: ContactsImportBenchResult;
+  campaigns: CampaignsBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -361,6 +363,7 @@ export function formatReport(results: BenchResults): string {
 
   lines.push(...knowledgeReport(results.knowledge));
   lines.push(...contactsImportReport(results.contactsImport));
+  lines.push(...campaignsReport(results.campaigns));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

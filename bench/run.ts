@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval and the contacts import.
+ * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval, the contacts import and call campaigns.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +24,7 @@ import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
+import { campaignChecks, measureCampaigns } from './campaigns.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -99,7 +100,12 @@ const contactsImport = await withDatabase('contacts import', 'bench-contacts-imp
   return measureContactsImport(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport)];
+const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, tableName) => {
+  log('campaigns: 10,000 contacts at a cap of 100 on the simulator, the same calls without a campaign (floor), then a pause after 500 dials');
+  return measureCampaigns(endpoint, tableName);
+});
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...campaignChecks(campaigns)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -124,6 +130,7 @@ const results: BenchResults = {
   usage,
   knowledge,
   contactsImport,
+  campaigns,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
