@@ -52,12 +52,13 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
   let line: CallLine | undefined;
   let reconciled = false;
   for (;;) {
-    let campaign = await deps.campaigns.get(orgId, campaignId);
+    const campaign = await deps.campaigns.get(orgId, campaignId);
     if (!campaign) return { dialled, stopped: 'gone' };
     const now = deps.clock.now().getTime();
     if (campaign.status === 'SCHEDULED') {
       if (now < Date.parse(campaign.schedule.startAt)) return { dialled, stopped: 'not-yet' };
-      campaign = await moveCampaign(deps, campaign, ['SCHEDULED'], 'RUNNING').catch(() => undefined);
+      // Another cycle may have moved it first: the next read says where it stands.
+      await moveCampaign(deps, campaign, ['SCHEDULED'], 'RUNNING').catch(() => undefined);
       continue;
     }
     if (campaign.status !== 'RUNNING') return { dialled, stopped: 'not-running' };
