@@ -10,7 +10,7 @@ export type { CampaignsBenchResult };
  */
 export const campaignTargets = { dialsPerMinute: 1_000, campaignWritesPerDial: 4, pauseToLastDialMs: 1_000 } as const;
 
-/** In a child process on a fresh DynamoDB Local: a 10,000-contact campaign, its floor, and a pause. */
+/** In a child process on a fresh DynamoDB Local: a campaign (2,000 contacts unless BENCH_CAMPAIGN_CONTACTS says), its floor, and a pause. */
 export function measureCampaigns(dynamodbEndpoint: string, tableName: string): Promise<CampaignsBenchResult> {
   return childResult<CampaignsBenchResult>('campaigns-runtime.ts', dynamodbEndpoint, tableName);
 }
@@ -51,6 +51,6 @@ export function campaignsReport(result: CampaignsBenchResult): string[] {
     `   ${result.contacts} contacts, cap ${result.maxConcurrentCalls}: ${result.dialsPerMinute} dials/min (${(result.durationMs / 1000).toFixed(1)} s first to last dial), at most ${result.peakLiveCalls} calls live at once (the simulator's count)`,
     `   Floor, the same callees through calls/start's core with ${result.maxConcurrentCalls} in flight and no campaign: ${result.floorDialsPerMinute} dials/min`,
     `   Item writes per dial: ${result.campaignWritesPerDial} of the campaign's own (claim 2, settle 2), ${result.allWritesPerDial} in all with the call's session; the floor's call alone: ${result.floorWritesPerDial}`,
-    `   Pause: the last new dial ${result.pauseToLastDialMs} ms after the pause answered (${result.dialsAfterPause} dials after it: attempts claimed before it)`,
+    `   Pause after 200 dials: the last new dial ${result.pauseToLastDialMs} ms after the pause answered (${result.dialsAfterPause} dials after it: attempts claimed before it)`,
   ];
 }

@@ -101,7 +101,7 @@ const contactsImport = await withDatabase('contacts import', 'bench-contacts-imp
 });
 
 const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, tableName) => {
-  log('campaigns: 10,000 contacts at a cap of 100 on the simulator, the same calls without a campaign (floor), then a pause after 500 dials');
+  log(`campaigns: ${process.env.BENCH_CAMPAIGN_CONTACTS ?? '2,000'} contacts at a cap of 100 on the simulator, the same calls without a campaign (floor), then a pause after 200 dials`);
   return measureCampaigns(endpoint, tableName);
 });
 

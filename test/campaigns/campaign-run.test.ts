@@ -35,17 +35,19 @@ describe('a 200-contact campaign with mixed outcomes', () => {
     const audience = specs.slice(0, 200);
     // Five flagged before the start, five put on the organization's list after it: both are never dialled.
     for (const spec of audience.slice(0, 5)) Object.assign(spec, { doNotCall: true });
+    // Those who answer hang up at once: the conversation is the voice suites' subject, the dialling this one's.
+    for (const spec of audience) if (Number(spec.phoneNumber.slice(-2)) < 50) simulator().setScript(spec.phoneNumber, { steps: [], then: 'hangup' });
     await addContacts(org.orgId, audience);
-    const campaignId = await startedCampaign(api, org.key, campaignBody(org, { maxConcurrentCalls: 10 }));
+    const campaignId = await startedCampaign(api, org.key, campaignBody(org, { maxConcurrentCalls: 20 }));
     const listedLater = audience.slice(5, 10).map((spec) => spec.phoneNumber);
     await Promise.all(listedLater.map((number) => addToDncList(org.orgId, number)));
     simulator().liveCalls.resetPeak();
 
-    const done = await untilStatus(api, org.key, campaignId, 'COMPLETED', 150_000);
+    const done = await untilStatus(api, org.key, campaignId, 'COMPLETED', 270_000);
 
     const numbers = new Set(audience.map((spec) => spec.phoneNumber));
     const dials = dialsOf(simulator(), numbers);
-    expect(simulator().liveCalls.peak()).toBeLessThanOrEqual(10);
+    expect(simulator().liveCalls.peak()).toBeLessThanOrEqual(20);
     expect(simulator().liveCalls.peak()).toBeGreaterThan(1);
     const rows = await allCalls(api, org.key, campaignId);
     expect(rows).toHaveLength(200);
@@ -90,7 +92,7 @@ describe('a 200-contact campaign with mixed outcomes', () => {
     );
     expect([...new Set(updates.map((receipt) => receipt.body.data.status))]).toEqual(['SCHEDULED', 'RUNNING', 'COMPLETED']);
     expect(updates.find((receipt) => receipt.body.data.status === 'COMPLETED')!.body.data.progress).toMatchObject({ total: 200, pending: 0, inProgress: 0 });
-  }, 180_000);
+  }, 300_000);
 });
 
 describe('pause, resume and cancel', () => {
@@ -110,9 +112,10 @@ describe('pause, resume and cancel', () => {
     const dialledBefore = dialsOf(simulator(), numbers).filter((dial) => dial.createdAt <= pausedAt).length;
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const afterPause = dialsOf(simulator(), numbers).filter((dial) => dial.createdAt > pausedAt);
-    // The bound (docs/campaigns.md#pause): only attempts claimed before the pause's write, at most the cap of them, within a second.
+    // The bound (docs/campaigns.md#pause): only attempts claimed before the pause answered reach the carrier after it, at most the cap of them.
     expect(afterPause.length).toBeLessThanOrEqual(4);
-    expect(afterPause.every((dial) => dial.createdAt - pausedAt < 1_000)).toBe(true);
+    const claimedAt = new Map((await allCalls(api, org.key, campaignId)).flatMap((row) => row.sessions.map((attempt: { sessionId: string; startedAt: string }) => [attempt.sessionId, Date.parse(attempt.startedAt)])));
+    for (const dial of afterPause) expect(claimedAt.get(dial.sessionId)).toBeLessThanOrEqual(pausedAt);
     const whilePaused = await campaignStatus(api, org.key, campaignId);
     expect(whilePaused.body.status).toBe('PAUSED');
     expect(whilePaused.body.progress.pending).toBeGreaterThan(0);
@@ -120,13 +123,13 @@ describe('pause, resume and cancel', () => {
 
     const resumed = await api.request('POST', `/v1/chat/call-campaigns/${campaignId}/resume`, { key: org.key });
     expect(resumed.body.status).toBe('RUNNING');
-    const done = await untilStatus(api, org.key, campaignId, 'COMPLETED', 90_000);
+    const done = await untilStatus(api, org.key, campaignId, 'COMPLETED', 150_000);
     expect(done.progress).toMatchObject({ total: 40, pending: 0, inProgress: 0 });
     const dials = dialsOf(simulator(), numbers);
     expect(dials.length).toBe(40);
     expect(dials.length).toBeGreaterThan(dialledBefore);
     expect(new Set(dials.map((dial) => dial.to)).size).toBe(40);
-  }, 150_000);
+  }, 200_000);
 
   it('cancel ends the campaign: no more dials, pending contacts stay pending, and it cannot be resumed', async () => {
     const org = await voiceOrg(api, receiver, receiverUrl);
@@ -141,7 +144,10 @@ describe('pause, resume and cancel', () => {
     expect(canceled.status, canceled.text).toBe(200);
     expect(canceled.body.status).toBe('CANCELED');
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(dialsOf(simulator(), numbers).filter((dial) => dial.createdAt - canceledAt >= 1_000)).toEqual([]);
+    const claimedAt = new Map((await allCalls(api, org.key, campaignId)).flatMap((row) => row.sessions.map((attempt: { sessionId: string; startedAt: string }) => [attempt.sessionId, Date.parse(attempt.startedAt)])));
+    const afterCancel = dialsOf(simulator(), numbers).filter((dial) => dial.createdAt > canceledAt);
+    expect(afterCancel.length).toBeLessThanOrEqual(2);
+    for (const dial of afterCancel) expect(claimedAt.get(dial.sessionId)).toBeLessThanOrEqual(canceledAt);
     const after = await campaignStatus(api, org.key, campaignId);
     expect(after.body.status).toBe('CANCELED');
     expect(after.body.progress.pending).toBeGreaterThan(0);
