@@ -124,6 +124,7 @@ describe('listing contacts', () => {
     expect(await ids('q=bAKer')).toEqual([bob.id]);
     expect(await ids('q=%2B3314')).toEqual([carol.id]);
     expect(await ids('q=212')).toEqual([bob.id]);
+    expect(await ids('q=Bob%202')).toEqual([]);
     expect(await ids('sort=phoneNumber:asc')).toEqual([bob.id, alice.id, carol.id]);
 
     const clamped = await api.request('GET', '/v1/chat/contacts?page=0&limit=1000', { key });

@@ -93,14 +93,15 @@ export async function getContact(deps: store.ContactStoreDeps, orgId: string, co
 /** Filters and sorts in memory over the organization's contacts (docs/contacts.md#limits). */
 export async function listContacts(deps: store.ContactStoreDeps, orgId: string, query: ListContactsQuery): Promise<Page<Contact>> {
   const needle = query.q?.toLowerCase();
-  const digits = query.q?.replace(/\D/g, '');
+  // Only a query written like a number (digits, +, separators) searches numbers: `Bob 2` must not match every 2.
+  const digits = query.q && /^[+\d\s().-]+$/.test(query.q) ? query.q.replace(/\D/g, '') : '';
   const createdAfter = query.createdAfter === undefined ? undefined : Date.parse(query.createdAfter);
   const matching = (await store.listContacts(deps, orgId)).filter(
     (contact) =>
       (query.tag === undefined || contact.tags.includes(query.tag)) &&
       (query.doNotCall === undefined || contact.doNotCall === query.doNotCall) &&
       (createdAfter === undefined || Date.parse(contact.createdAt) > createdAfter) &&
-      (needle === undefined || contact.name.toLowerCase().includes(needle) || (digits !== '' && contact.phoneNumber.includes(digits as string))),
+      (needle === undefined || contact.name.toLowerCase().includes(needle) || (digits !== '' && contact.phoneNumber.includes(digits))),
   );
   matching.sort(compareBy<Contact>(query.sort.field, query.sort.direction));
   return paginate(matching, query.page, query.limit);
