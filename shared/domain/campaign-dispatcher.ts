@@ -85,11 +85,17 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
       }
       const due = await deps.campaigns.dueContacts(orgId, campaignId, now, free);
       if (due.length === 0 && inProgress === 0) return { dialled, stopped: 'idle' };
-      for (let start = 0; start < due.length; start += dialParallelism) {
-        const results = await Promise.all(due.slice(start, start + dialParallelism).map((row) => dialContact(deps, campaign, line as CallLine, row, now)));
-        dialledNow += results.filter((result) => result === 'dialled').length;
-        if (results.includes('refused')) break;
-      }
+      // A pool: the next due contact starts as soon as one of the dials in flight is done, until the campaign refuses.
+      let next = 0;
+      let refused = false;
+      const dialler = async () => {
+        while (!refused && next < due.length) {
+          const result = await dialContact(deps, campaign, line as CallLine, due[next++] as CampaignContactRow, now);
+          if (result === 'dialled') dialledNow += 1;
+          if (result === 'refused') refused = true;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(dialParallelism, due.length) }, dialler));
     }
     dialled += dialledNow;
     if (Date.now() >= until) return { dialled, stopped: 'budget' };
