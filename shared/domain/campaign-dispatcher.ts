@@ -37,8 +37,11 @@ export interface DispatchReport {
 
 /** How long a cycle waits for a slot or a due contact before looking again. */
 const pollMs = 100;
-/** How many dials of one cycle run side by side (each is a claim, a few writes and the carrier's request). */
-const dialParallelism = 10;
+/**
+ * How many dials of one cycle are in flight (each a DNC check, a claim, the session's writes and the carrier's
+ * request): enough to keep a cap of 100 busy with calls that end within seconds (decision 282 bounds a pause by it).
+ */
+const dialParallelism = 25;
 
 /**
  * One dispatch cycle of a campaign, for up to `budgetMs`: SCHEDULED becomes RUNNING at `startAt`; while RUNNING,
@@ -135,7 +138,7 @@ async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: C
   const tag = { campaignId: campaign.id, contactId: row.contactId, attempt: row.attempts + 1 };
   const sessionId = attemptSessionId(campaign.orgId, tag);
   const refusal = await deps.campaigns.claim(row, { attempt: tag.attempt, sessionId, startedAt: new Date(nowMs).toISOString() }, campaign.maxConcurrentCalls);
-  if (refusal === 'contact') return 'taken';
+  if (refusal === 'contact' || refusal === 'conflict') return 'taken';
   if (refusal === 'campaign') return 'refused';
   try {
     await placeOutboundCall(deps, campaign.orgId, line, {

@@ -35,8 +35,11 @@ const activeStatuses: ReadonlySet<CampaignStatus> = new Set(['SCHEDULED', 'RUNNI
 const campaignFieldOrder = ['id', 'name', 'agentId', 'phoneNumberId', 'audience', 'schedule', 'maxConcurrentCalls', 'retry', 'ttl', 'sessionVariables', 'status', 'progress'];
 const padded = (epochMs: number) => String(epochMs).padStart(15, '0');
 
-/** Why a claim was refused: the contact was claimed, settled or skipped meanwhile, or the campaign refuses dials now. */
-export type ClaimRefusal = 'contact' | 'campaign';
+/**
+ * Why a claim was refused: the contact was claimed, settled or skipped meanwhile; the campaign refuses dials now
+ * (not RUNNING, or no free slot); or a concurrent transaction on the campaign item (try again later).
+ */
+export type ClaimRefusal = 'contact' | 'campaign' | 'conflict';
 
 /**
  * Campaigns (`ORG#<org>` / `CAMPAIGN#<id>`, progress counters as attributes) and their contacts (`ORG#<org>#CAMPAIGN#<id>`
@@ -252,6 +255,8 @@ export class DynamoCampaignStore {
       const codes = transactionCancellationCodes(error);
       if (codes?.[0] === 'ConditionalCheckFailed') return 'contact';
       if (codes?.[1] === 'ConditionalCheckFailed') return 'campaign';
+      // Another claim or settle wrote the campaign item at the same moment: nothing was claimed; the contact stays due.
+      if (codes?.includes('TransactionConflict')) return 'conflict';
       throw error;
     }
   }

@@ -78,7 +78,7 @@ describe('a dispatcher killed mid-batch', () => {
     await addContacts(org.orgId, audience);
     const numbers = new Set(audience.map((spec) => spec.phoneNumber));
     const campaignId = await startedCampaign(api, org.key, campaignBody(org, { maxConcurrentCalls: 10, ttl: 10, retry: { maxAttempts: 2, delaySeconds: 0, on: ['FAILED'] } }));
-    // SCHEDULED → RUNNING without dialling (the cap is 10, so the child's first batch is ten dials side by side).
+    // The cap is 10: the child has ten dials in flight when it dies at its fifth claim, the others at every stage.
     const deps = campaignRuntime();
 
     const child = spawnInGroup(
