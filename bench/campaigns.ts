@@ -47,7 +47,7 @@ export function campaignChecks(result: CampaignsBenchResult): Check[] {
 export function campaignsReport(result: CampaignsBenchResult): string[] {
   return [
     '',
-    `14. Call campaigns (child process on DynamoDB Local and the Twilio simulator; callees busy, not answering or failing) — targets: ≥ ${campaignTargets.dialsPerMinute} dials/min, ≤ ${campaignTargets.campaignWritesPerDial} campaign writes per dial, pause → last dial ≤ ${campaignTargets.pauseToLastDialMs} ms`,
+    `15. Call campaigns (child process on DynamoDB Local and the Twilio simulator; callees busy, not answering or failing) — targets: ≥ ${campaignTargets.dialsPerMinute} dials/min, ≤ ${campaignTargets.campaignWritesPerDial} campaign writes per dial, pause → last dial ≤ ${campaignTargets.pauseToLastDialMs} ms`,
     `   ${result.contacts} contacts, cap ${result.maxConcurrentCalls}: ${result.dialsPerMinute} dials/min (${(result.durationMs / 1000).toFixed(1)} s first to last dial), at most ${result.peakLiveCalls} calls live at once (the simulator's count)`,
     `   Floor, the same callees through calls/start's core with ${result.maxConcurrentCalls} in flight and no campaign: ${result.floorDialsPerMinute} dials/min`,
     `   Item writes per dial: ${result.campaignWritesPerDial} of the campaign's own (claim 2, settle 2), ${result.allWritesPerDial} in all with the call's session; the floor's call alone: ${result.floorWritesPerDial}`,

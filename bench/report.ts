@@ -14,6 +14,7 @@ import type { VoiceBenchResult } from './voice.ts';
 import type { UsageBenchResult } from './usage.ts';
 import { knowledgeReport, type KnowledgeBenchResult } from './knowledge.ts';
 import { contactsImportReport, type ContactsImportBenchResult } from './contacts-import.ts';
+import { whatsappReport, type WhatsappBenchResult } from './whatsapp.ts';
 import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 
 export const targets = {
@@ -103,6 +104,7 @@ export interface BenchResults {
   usage: UsageBenchResult;
   knowledge: KnowledgeBenchResult;
   contactsImport: ContactsImportBenchResult;
+  whatsapp: WhatsappBenchResult;
   campaigns: CampaignsBenchResult;
   checks: Check[];
   pass: boolean;
@@ -363,6 +365,7 @@ export function formatReport(results: BenchResults): string {
 
   lines.push(...knowledgeReport(results.knowledge));
   lines.push(...contactsImportReport(results.contactsImport));
+  lines.push(...whatsappReport(results.whatsapp));
   lines.push(...campaignsReport(results.campaigns));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

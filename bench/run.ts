@@ -24,6 +24,7 @@ import { measureVoice } from './voice.ts';
 import { measureUsage } from './usage.ts';
 import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
+import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
 import { campaignChecks, measureCampaigns } from './campaigns.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
@@ -100,12 +101,17 @@ const contactsImport = await withDatabase('contacts import', 'bench-contacts-imp
   return measureContactsImport(endpoint, tableName);
 });
 
+const whatsapp = await withDatabase('WhatsApp', 'bench-whatsapp', (endpoint, tableName) => {
+  log('WhatsApp: 10 customers of 20 messages one at a time (ack and reply), the bare route and the same turns through the chat API (floors)');
+  return measureWhatsapp(endpoint, tableName);
+});
+
 const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, tableName) => {
   log(`campaigns: ${process.env.BENCH_CAMPAIGN_CONTACTS ?? '2,000'} contacts at a cap of 100 on the simulator, the same calls without a campaign (floor), then a pause after 200 dials`);
   return measureCampaigns(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...campaignChecks(campaigns)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...campaignChecks(campaigns)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -130,6 +136,7 @@ const results: BenchResults = {
   usage,
   knowledge,
   contactsImport,
+  whatsapp,
   campaigns,
   checks,
   pass: checks.every((check) => check.pass),

@@ -97,6 +97,8 @@ export interface QueueConsumer {
   usesKnowledge?: boolean;
   /** Places calls (docs/voice.md): gets the addresses the carrier and ConversationRelay use, and creates backstop schedules. */
   placesCalls?: boolean;
+  /** Runs turns of agents with a knowledge store: reads its vectors only. */
+  queriesKnowledge?: boolean;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -159,6 +161,23 @@ export const campaignQueue: QueueDefinition = {
   maxReceiveCount: 5,
 };
 
+/**
+ * A WhatsApp message's handling: a turn (at most TURN_TIMEOUT_SECONDS, 120 s by default, with its tool calls) and
+ * its sends, each retried with backoff (WHATSAPP_SEND_RETRY_MS, 5.25 s by default).
+ */
+const whatsappInboundTimeoutSeconds = 150;
+
+/**
+ * Meta's notifications between the webhook's 200 and their handling (docs/whatsapp.md#processing): FIFO, one
+ * group per number and customer, so a customer's messages are answered in order and one at a time.
+ */
+export const whatsappInboundQueue: QueueDefinition = {
+  name: 'whatsapp-inbound.fifo',
+  visibilityTimeoutSeconds: whatsappInboundTimeoutSeconds + 10,
+  maxReceiveCount: 5,
+  fifo: true,
+};
+
 export const queueConsumers: readonly QueueConsumer[] = [
   {
     name: 'webhook-delivery',
@@ -215,6 +234,18 @@ export const queueConsumers: readonly QueueConsumer[] = [
     queueUrlVariable: 'KNOWLEDGE_INGESTION_QUEUE_URL',
     invokesModels: true,
     usesKnowledge: true,
+  },
+  {
+    name: 'whatsapp-inbound',
+    entry: 'functions/whatsapp-inbound/handler.ts',
+    queue: whatsappInboundQueue,
+    batchSize: 10,
+    timeoutSeconds: whatsappInboundTimeoutSeconds,
+    queueUrlVariable: 'WHATSAPP_INBOUND_QUEUE_URL',
+    invokesModels: true,
+    // Opens the numbers' access tokens (to send) and the agents' tools' signing secrets.
+    opensSecrets: true,
+    queriesKnowledge: true,
   },
 ];
 

@@ -14,6 +14,8 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { whatsappNumberRoutes } from './whatsapp-numbers/routes.ts';
+import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
 import type { RouteGroup } from '../shared/http/route.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
@@ -33,5 +35,7 @@ export const routeGroups: readonly RouteGroup[] = [
   carrierCallbackRoutes,
   knowledgeRoutes,
   contactRoutes,
+  whatsappNumberRoutes,
+  whatsappWebhookRoutes,
   callCampaignRoutes,
 ];

@@ -133,8 +133,9 @@ export class AgentPlatformStack extends Stack {
 
     // Whatever lands in a dead-letter queue needs a person: each raises an alarm on this topic (subscribe to it).
     const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms', enforceSSL: true });
-    const deadLetterQueue = (scope: Construct, id: string, what: string): sqs.Queue => {
-      const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true });
+    const deadLetterQueue = (scope: Construct, id: string, what: string, fifo = false): sqs.Queue => {
+      // A FIFO queue's dead-letter queue must be FIFO too.
+      const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true, ...(fifo ? { fifo: true } : {}) });
       const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
         alarmDescription: `${what} landed in a dead-letter queue`,
         metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cloudwatch.Stats.MAXIMUM }),
@@ -153,8 +154,9 @@ export class AgentPlatformStack extends Stack {
       let queue = queues.get(definition.name);
       if (!queue) {
         const queueScope = new Construct(this, `Queue-${definition.name}`);
-        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`);
+        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
         queue = new sqs.Queue(queueScope, 'Queue', {
+          ...(definition.fifo ? { fifo: true } : {}),
           visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
           retentionPeriod: Duration.days(4),
           enforceSSL: true,
@@ -354,6 +356,7 @@ export class AgentPlatformStack extends Stack {
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       if (consumer.invokesModels) grantModelInvocation(fn);
       if (consumer.usesKnowledge) grantKnowledgeVectors(fn, 'ingest');
+      else if (consumer.queriesKnowledge) grantKnowledgeVectors(fn, 'query');
       grantSecretsKey(fn, { opens: consumer.opensSecrets });
       fn.addEventSource(new SqsEventSource(queue, { batchSize: consumer.batchSize, reportBatchItemFailures: true }));
       this.functions.set(consumer.name, fn);
@@ -498,6 +501,9 @@ export class AgentPlatformStack extends Stack {
     backstopQueue.grantSendMessages(schedulerRole);
     const backstopSchedulers: lambda.Function[] = [];
     const recordingReaders: lambda.Function[] = [];
+    for (const group of routeGroups) {
+      if (group.namesPublicUrl) (this.functions.get(group.name) as NodejsFunction).addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
+    }
     // The route groups that work with calls, and the campaign dispatcher, which places them (and schedules their backstops).
     const telephonyUnits = [
       ...routeGroups.flatMap((group) => (group.telephony ? [{ name: group.name, telephony: group.telephony }] : [])),

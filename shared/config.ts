@@ -190,6 +190,14 @@ const configSchema = z.object({
    * dial; the session is written before the carrier is asked): it settles FAILED. Longer than the dispatcher's timeout.
    */
   CAMPAIGN_CLAIM_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(90),
+  /** The Graph API with its version (`https://graph.facebook.com/v23.0`); the local WhatsApp simulator's address locally. */
+  WHATSAPP_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v23.0'),
+  /** The FIFO queue WhatsApp notifications wait in between the webhook's fast 200 and their handling (docs/whatsapp.md). */
+  WHATSAPP_INBOUND_QUEUE_URL: z.string().min(1).optional(),
+  /** Milliseconds before each retry of a failed WhatsApp send (each with up to 20% jitter); after the last, the failure is recorded. */
+  WHATSAPP_SEND_RETRY_MS: commaList.pipe(
+    z.array(z.coerce.number<string>().int().min(0).max(10_000)).transform((list) => (list.length ? list : [250, 1000, 4000])),
+  ),
   /** Ports tools and webhooks never reach, on any address: the local runtime lists its own services' ports here. */
   EGRESS_DENIED_PORTS: portRanges,
 });

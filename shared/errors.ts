@@ -196,6 +196,11 @@ export class PhoneNumberTakenError extends AppError {
   readonly code = 'PHONE_NUMBER_TAKEN';
 }
 
+/** A WhatsApp number (Meta's phone number id) some organization has connected already: numbers belong to one. */
+export class WhatsappNumberTakenError extends AppError {
+  readonly code = 'WHATSAPP_NUMBER_TAKEN';
+}
+
 export class VoiceNotFoundError extends AppError {
   readonly code = 'VOICE_NOT_FOUND';
 }

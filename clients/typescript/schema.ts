@@ -251,6 +251,20 @@ export interface paths {
     /** Remove a number from the organization do-not-call list */
     delete: operations["removeDncNumber"];
   };
+  "/v1/chat/whatsapp/numbers": {
+    /** The organization's WhatsApp numbers (oldest first) */
+    get: operations["listWhatsappNumbers"];
+    /** Connect a WhatsApp business number to an agent (the access token, app secret and verify token are write-only) */
+    post: operations["connectWhatsappNumber"];
+  };
+  "/v1/chat/whatsapp/numbers/{id}": {
+    /** Get a WhatsApp number (never its secrets) */
+    get: operations["getWhatsappNumber"];
+    /** Disconnect a WhatsApp number (any organization can then connect it) */
+    delete: operations["disconnectWhatsappNumber"];
+    /** Change a WhatsApp number's agent, label, unsupported-message reply or secrets (null removes label and reply) */
+    patch: operations["updateWhatsappNumber"];
+  };
   "/v1/chat/call-campaigns": {
     /** The organization's call campaigns, newest first */
     get: operations["listCampaigns"];
@@ -1251,6 +1265,28 @@ export interface components {
         totalPages: number;
       };
     };
+    ListWhatsappNumbersResponse: {
+      data: components["schemas"]["ConnectWhatsappNumberResponse"][];
+      pagination: {
+        page: number;
+        limit: number;
+        total: number;
+        totalPages: number;
+      };
+    };
+    ConnectWhatsappNumberResponse: {
+      /** Format: uuid */
+      id: string;
+      phoneNumberId: string;
+      displayPhoneNumber: string;
+      /** Format: uuid */
+      agentId: string;
+      label?: string;
+      unsupportedMessageReply: string;
+      webhookUrl: string;
+      createdAt: string;
+      updatedAt: string;
+    };
     CreateCampaignResponse: {
       /** Format: uuid */
       id: string;
@@ -1699,6 +1735,26 @@ export interface components {
     AddDncNumberBody: {
       phoneNumber: string;
       reason?: string;
+    };
+    ConnectWhatsappNumberBody: {
+      phoneNumberId: string;
+      displayPhoneNumber: string;
+      /** Format: uuid */
+      agentId: string;
+      accessToken: string;
+      appSecret: string;
+      verifyToken: string;
+      label?: string;
+      unsupportedMessageReply?: string;
+    };
+    UpdateWhatsappNumberBody: {
+      /** Format: uuid */
+      agentId?: string;
+      accessToken?: string;
+      appSecret?: string;
+      verifyToken?: string;
+      label?: string | null;
+      unsupportedMessageReply?: string | null;
     };
     CreateCampaignBody: {
       name: string;
@@ -9858,6 +9914,584 @@ export interface operations {
               code?: "NOT_FOUND";
               /** @constant */
               status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's WhatsApp numbers (oldest first) */
+  listWhatsappNumbers: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListWhatsappNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Connect a WhatsApp business number to an agent (the access token, app secret and verify token are write-only) */
+  connectWhatsappNumber: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["ConnectWhatsappNumberBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["ConnectWhatsappNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: WHATSAPP_NUMBER_TAKEN */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "WHATSAPP_NUMBER_TAKEN";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Get a WhatsApp number (never its secrets) */
+  getWhatsappNumber: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ConnectWhatsappNumberResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Disconnect a WhatsApp number (any organization can then connect it) */
+  disconnectWhatsappNumber: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Change a WhatsApp number's agent, label, unsupported-message reply or secrets (null removes label and reply) */
+  updateWhatsappNumber: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["UpdateWhatsappNumberBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ConnectWhatsappNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
             };
           };
         };

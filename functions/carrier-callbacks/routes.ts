@@ -14,7 +14,7 @@ const twiml = z.string().startsWith('<?xml');
 
 /**
  * What the carrier calls: public routes (no API key), each request verified with `X-Twilio-Signature` under the
- * organization's auth token (403 otherwise). Answers are TwiML.
+ * organization's auth token (401 otherwise). Answers are TwiML.
  */
 export const carrierCallbackRoutes = defineRouteGroup({
   name: 'carrier-callbacks',

@@ -18,6 +18,8 @@ interface RunningInstance {
   tableName: string;
   /** The Twilio simulator's address (`npm run call` attaches to it). */
   twilioSimulator?: string;
+  /** The WhatsApp simulator's address (`npm run whatsapp` attaches to it). */
+  whatsappSimulator?: string;
 }
 
 const instanceFile = (dataDir: string) => join(dataDir, 'running.json');

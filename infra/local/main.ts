@@ -20,6 +20,7 @@ import { startStreamPoller } from './stream-poller.ts';
 import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
 import { startLocalVoice } from './voice.ts';
+import { startLocalWhatsapp } from './whatsapp-simulator.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -62,6 +63,8 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   await database.stop();
   process.exit(1);
 });
+// WhatsApp: the simulated Cloud API, before the handlers read their configuration.
+const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT) });
 const { server, preload } = createLocalServer(routeGroups);
 try {
   await bootstrapOrganization();
@@ -99,11 +102,13 @@ const forgetInstance = announceRunningInstance(dataDir, {
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
   twilioSimulator: voice.simulator.baseUrl,
+  whatsappSimulator: whatsapp.baseUrl,
 });
 server.listen(port, host, () => {
   console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
   console.log(describeLoopbackEgress(process.env));
   console.log(`Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`);
+  console.log(`WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`);
 });
 
 /** How long requests under way may take to finish once a stop signal came. */
@@ -127,6 +132,7 @@ async function shutdown(signal: string): Promise<void> {
   await queues.stop();
   await stripe.stop();
   await voice.stop();
+  await whatsapp.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();

@@ -11,7 +11,7 @@ export interface LocalQueues {
   /** The emulator's endpoint, as handlers find it in SQS_ENDPOINT. */
   endpoint: string;
   region: string;
-  /** Queue URLs by queue name, dead-letter queues (`<name>-dlq`) included. */
+  /** Queue URLs by queue name, dead-letter queues (`<name>-dlq`, `<name>-dlq.fifo`) included. */
   urls: Readonly<Record<string, string>>;
   urlOf(queueName: string): string;
   arnOf(queueName: string): string;
@@ -56,10 +56,12 @@ export async function startLocalQueues(options: {
   const urls: Record<string, string> = {};
   try {
     for (const definition of definitions) {
-      const deadLetterName = `${definition.name}-dlq`;
-      await client.send(new CreateQueueCommand({ QueueName: deadLetterName }));
+      const deadLetterName = deadLetterQueueName(definition);
+      // A FIFO queue's dead-letter queue must be FIFO too.
+      const kind = definition.fifo ? { Attributes: { FifoQueue: 'true' } } : {};
+      await client.send(new CreateQueueCommand({ QueueName: deadLetterName, ...kind }));
       // Create, then set: a persisted queue takes the current declaration, as a deployment would.
-      await client.send(new CreateQueueCommand({ QueueName: definition.name }));
+      await client.send(new CreateQueueCommand({ QueueName: definition.name, ...kind }));
       await client.send(
         new SetQueueAttributesCommand({
           QueueUrl: urlOf(definition.name),
@@ -103,12 +105,17 @@ export async function startLocalQueues(options: {
   };
 }
 
+/** `<name>-dlq`, or `<name>-dlq.fifo` for a FIFO queue (whose name ends in `.fifo`, as its dead-letter queue's must). */
+export function deadLetterQueueName(definition: QueueDefinition): string {
+  return definition.fifo ? definition.name.replace(/\.fifo$/, '-dlq.fifo') : `${definition.name}-dlq`;
+}
+
 /** Each queue once; one name declared with two different settings is a mistake in the declarations. */
 function distinctQueues(definitions: readonly QueueDefinition[]): QueueDefinition[] {
   const byName = new Map<string, QueueDefinition>();
   for (const definition of definitions) {
     const known = byName.get(definition.name);
-    if (known && (known.visibilityTimeoutSeconds !== definition.visibilityTimeoutSeconds || known.maxReceiveCount !== definition.maxReceiveCount)) {
+    if (known && (known.visibilityTimeoutSeconds !== definition.visibilityTimeoutSeconds || known.maxReceiveCount !== definition.maxReceiveCount || known.fifo !== definition.fifo)) {
       throw new Error(`Queue ${definition.name} is declared twice with different settings`);
     }
     byName.set(definition.name, definition);

@@ -473,7 +473,8 @@ function basicCredentials(request: IncomingMessage): [string | undefined, string
   return [user, password];
 }
 
-function readText(request: IncomingMessage): Promise<string> {
+/** A request's body as text (the local simulators read their requests with it). */
+export function readText(request: IncomingMessage): Promise<string> {
   return new Promise((resolveText, reject) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -482,6 +483,6 @@ function readText(request: IncomingMessage): Promise<string> {
   });
 }
 
-function json(response: ServerResponse, status: number, body: unknown): void {
+export function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }

@@ -13,6 +13,8 @@ export const scopes = [
   'chat:write',
   'voice:read',
   'voice:write',
+  'channels:read',
+  'channels:write',
   'webhooks:read',
   'webhooks:write',
   'knowledge:read',

@@ -20,6 +20,11 @@ export interface TurnSink {
   delta(messageId: string, text: string): void;
   /** A failure after streaming began, as the error envelope's `error` object. */
   failed(error: { code: string; message: string; status: number }): void;
+  /**
+   * Said before and after a tool's `preExecutionMessage`: the text between is an utterance of its own (WhatsApp
+   * sends it as a message of its own; a stream needs nothing).
+   */
+  boundary?(): void;
 }
 
 export interface ToolCallContext {
@@ -65,6 +70,8 @@ export interface TurnResult {
   failure?: { code: string; message: string; status: number } | undefined;
   /** The model called `end_conversation`. */
   agentEnded: boolean;
+  /** The number (`seq`) the session gave the turn's last message, its reply. */
+  replySeq: number;
 }
 
 export interface TurnOptions {
@@ -155,7 +162,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  * process appended meanwhile, the session is read again and the messages go after those. A session that ended
  * meanwhile takes none of them.
  */
-async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<void> {
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<number> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
   const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
   let session: StoredSession | undefined = turn.session;
@@ -166,7 +173,7 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
         histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
       }
       else histories.delete(sessionKey);
-      return;
+      return session.nextSeq + messages.length - 1;
     }
     session = await deps.sessions.get(turn.session.orgId, turn.session.id);
     if (session && session.state !== 'OPEN') {
@@ -226,6 +233,11 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   };
   // A pre-execution message and the text after a tool round are separate utterances: start a new paragraph.
   const sayParagraph = (text: string) => say(content && !/\s$/.test(content) ? `\n\n${text}` : text);
+  const sayApart = (text: string) => {
+    sink.boundary?.();
+    sayParagraph(text);
+    sink.boundary?.();
+  };
 
   try {
     for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
@@ -277,7 +289,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
           results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
           continue;
         }
-        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayParagraph);
+        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayApart);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),
@@ -331,12 +343,12 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     createdAt: now.toISOString(),
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
-  await commitTurn(deps, turn, messages, now);
+  const replySeq = await commitTurn(deps, turn, messages, now);
   if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: [...toolMessages, assistant], failure, agentEnded };
+  return { messages: [...toolMessages, assistant], failure, agentEnded, replySeq };
 }
 
 /** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */

@@ -5,4 +5,9 @@ export interface QueueDefinition {
   visibilityTimeoutSeconds: number;
   /** Receives after which a message that keeps failing its consumer moves to the queue's dead-letter queue. */
   maxReceiveCount: number;
+  /**
+   * A FIFO queue (its name ends in `.fifo`, and so does its dead-letter queue's): messages of one group are handed
+   * over in order, one at a time, and a sender's deduplication id drops a copy sent within 5 minutes.
+   */
+  fifo?: boolean;
 }

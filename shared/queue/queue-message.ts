@@ -16,8 +16,12 @@ export interface QueueBatchOptions<Schema extends z.ZodType> {
   schema: Schema;
   /** What the messages are, for the logs: `usage roll-up`, `analysis` … */
   name: string;
-  /** `sequential` when the messages of a batch write the same things (default: parallel). */
-  order?: 'parallel' | 'sequential';
+  /**
+   * `sequential` when the messages of a batch write the same things (default: parallel); `fifo` for a FIFO queue:
+   * in order, and after the first failure the rest of the batch is handed back unhandled, so that no message of a
+   * group overtakes one that failed.
+   */
+  order?: 'parallel' | 'sequential' | 'fifo';
   /** The message's fields worth logging beside a failure. */
   logFields?: (message: z.output<Schema>) => Record<string, unknown>;
 }
@@ -47,7 +51,9 @@ export async function handleQueueBatch<Schema extends z.ZodType>(
     }
   };
   const failures: (string | undefined)[] = [];
-  if (options.order === 'sequential') for (const record of event.Records) failures.push(await handleRecord(record));
+  if (options.order === 'fifo') {
+    for (const record of event.Records) failures.push(failures.some(Boolean) ? record.messageId : await handleRecord(record));
+  } else if (options.order === 'sequential') for (const record of event.Records) failures.push(await handleRecord(record));
   else failures.push(...(await Promise.all(event.Records.map(handleRecord))));
   return { batchItemFailures: failures.filter((id) => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
 }

@@ -97,4 +97,14 @@ export const keys = {
   campaignDue: (orgId: string, campaignId: string) => `ORG#${orgId}#CAMPAIGN#${campaignId}#DUE`,
   /** gsi2: the campaign's contacts IN_PROGRESS by claim time. */
   campaignLive: (orgId: string, campaignId: string) => `ORG#${orgId}#CAMPAIGN#${campaignId}#LIVE`,
+  whatsappNumber: (orgId: string, numberId: string) => ({ pk: `ORG#${orgId}`, sk: `WANUMBER#${numberId}` }),
+  whatsappNumberPrefix: 'WANUMBER#',
+  /** Cross-tenant, like the phone-number claim: which organization owns Meta's phone number id (webhook routing, uniqueness). */
+  whatsappNumberClaim: (phoneNumberId: string) => ({ pk: `WAPHONE#${phoneNumberId}`, sk: '#WAPHONE' }),
+  /** The session a customer's messages to a number go to, while it is open. */
+  whatsappCustomer: (orgId: string, numberId: string, waId: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `CUSTOMER#${waId}` }),
+  /** An inbound message taken (by Meta's id): a redelivery finds it and is not answered again. */
+  whatsappInbound: (orgId: string, numberId: string, wamid: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `INBOUND#${wamid}` }),
+  /** Which reply an outbound message belongs to, for its status notifications. */
+  whatsappOutbound: (orgId: string, numberId: string, wamid: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `OUTBOUND#${wamid}` }),
 } as const;

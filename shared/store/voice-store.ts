@@ -3,6 +3,7 @@ import type { DomainEvent } from '../domain/events.ts';
 import { ConcurrentModificationError, PhoneNumberTakenError } from '../errors.ts';
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
+import { deleteClaimed, putClaimed } from './claimed-item.ts';
 import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
@@ -47,32 +48,9 @@ export class DynamoVoiceStore implements VoiceStore {
   }
 
   async createPhoneNumber(number: StoredPhoneNumber): Promise<void> {
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.phoneNumberClaim(number.phone_number), entity: 'phoneNumberClaim', orgId: number.orgId, phoneNumberId: number.id },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...keys.phoneNumber(number.orgId, number.id), entity: 'phoneNumber', ...number },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-          ],
-        }),
-      );
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
-        throw new PhoneNumberTakenError(`${number.phone_number} is already imported (numbers belong to one organization).`);
-      }
-      throw error;
+    const claim = { ...keys.phoneNumberClaim(number.phone_number), entity: 'phoneNumberClaim', orgId: number.orgId, phoneNumberId: number.id };
+    if (!(await putClaimed(this.client, this.tableName, claim, { ...keys.phoneNumber(number.orgId, number.id), entity: 'phoneNumber', ...number }))) {
+      throw new PhoneNumberTakenError(`${number.phone_number} is already imported (numbers belong to one organization).`);
     }
   }
 
@@ -110,28 +88,7 @@ export class DynamoVoiceStore implements VoiceStore {
 
   async deletePhoneNumber(orgId: string, phoneNumberId: string): Promise<boolean> {
     const number = await this.getPhoneNumber(orgId, phoneNumberId);
-    if (!number) return false;
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Delete: { TableName: this.tableName, Key: keys.phoneNumber(orgId, phoneNumberId), ConditionExpression: 'attribute_exists(pk)' } },
-            {
-              Delete: {
-                TableName: this.tableName,
-                Key: keys.phoneNumberClaim(number.phone_number),
-                ConditionExpression: 'orgId = :org',
-                ExpressionAttributeValues: { ':org': orgId },
-              },
-            },
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+    return number !== undefined && deleteClaimed(this.client, this.tableName, orgId, keys.phoneNumberClaim(number.phone_number), keys.phoneNumber(orgId, phoneNumberId));
   }
 
   async phoneNumberOwner(e164: string): Promise<PhoneNumberOwner | undefined> {

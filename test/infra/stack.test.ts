@@ -5,10 +5,12 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventRules, queueConsumers, tableStreamConsumers } from '../../functions/consumers.ts';
+import { eventRules, queueConsumers, tableStreamConsumers, whatsappInboundQueue } from '../../functions/consumers.ts';
 import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
+import { whatsappNumberRoutes } from '../../functions/whatsapp-numbers/routes.ts';
+import { whatsappWebhookRoutes } from '../../functions/whatsapp-webhook/routes.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import type { RouteGroup } from '../../shared/http/route.ts';
 import { tableDefinition } from '../../shared/store/table.ts';
@@ -601,6 +603,7 @@ describe('AgentPlatformStack', () => {
         'knowledge-ingestion': [...query, 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:DeleteVectors', 's3vectors:GetIndex', 's3vectors:PutVectors'].sort(),
         knowledge: [...query, 's3vectors:DeleteVectors'].sort(),
         ...Object.fromEntries(routeGroups.filter((group) => group.runsTurns).map((group) => [group.name, query])),
+        ...Object.fromEntries(queueConsumers.filter((consumer) => consumer.queriesKnowledge).map((consumer) => [consumer.name, query])),
       };
       const names = [...routeGroups.map((group) => group.name), ...queueConsumers.map((consumer) => consumer.name), ...tableStreamConsumers.map((consumer) => consumer.name)];
       for (const name of names) {
@@ -685,9 +688,9 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop, campaign-dispatch and
-    // knowledge-ingestion queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(8);
+    // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop, campaign-dispatch,
+    // knowledge-ingestion and WhatsApp inbound queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(9);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);
@@ -743,8 +746,8 @@ describe('the secrets key', () => {
       expect(variables.SECRETS_KMS_KEY_ID, unit.name).toEqual(seals || opens ? keyArn : undefined);
     }
     const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
-    expect(names((entry) => entry.seals)).toEqual(['phone-numbers', 'tools', 'webhooks']);
-    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'call-campaigns', 'campaign-dispatcher', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery']);
+    expect(names((entry) => entry.seals)).toEqual(['phone-numbers', 'tools', 'webhooks', 'whatsapp-numbers']);
+    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'call-campaigns', 'campaign-dispatcher', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery', 'whatsapp-inbound', 'whatsapp-webhook']);
   });
 
   it('keeps the default key policy (the account), so the functions\' IAM policies alone say who may use the key', () => {
@@ -805,6 +808,22 @@ describe('voice', () => {
       const expected = name === 'carrier-callbacks' ? ['s3:PutObject'] : name === 'phone-numbers' ? ['s3:GetObject'] : [];
       expect(s3Actions(name), name).toEqual(expected);
     }
+  });
+
+  it('makes the WhatsApp inbound queue FIFO with a FIFO dead-letter queue, fed to its function in FIFO order with partial failures', () => {
+    const queues = Object.entries(template.findResources('AWS::SQS::Queue')) as [string, { Properties: Record<string, any> }][];
+    const [inboundId, inbound] = queues.find(([id]) => id.includes('whatsappinbound') && !id.includes('DeadLetters'))!;
+    expect(inbound.Properties).toMatchObject({ FifoQueue: true, VisibilityTimeout: whatsappInboundQueue.visibilityTimeoutSeconds });
+    const deadLetterId = inbound.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0];
+    expect(resource(deadLetterId, 'AWS::SQS::Queue').Properties).toMatchObject({ FifoQueue: true });
+    expect(inbound.Properties.RedrivePolicy.maxReceiveCount).toBe(whatsappInboundQueue.maxReceiveCount);
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as { Properties: Record<string, any> }[];
+    const mapping = mappings.find((candidate) => JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${inboundId}"`));
+    expect(mapping?.Properties).toMatchObject({ FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    const webhookVariables = (resource(functionIdOf(whatsappWebhookRoutes), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(webhookVariables).toMatchObject({ WHATSAPP_INBOUND_QUEUE_URL: { Ref: inboundId } });
+    const numbersVariables = (resource(functionIdOf(whatsappNumberRoutes), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(numbersVariables.PUBLIC_BASE_URL).toBeDefined();
   });
 
   it("gives EventBridge Scheduler a role that may only send to the call-backstop queue, and lets only the call-starting functions create call-* schedules with it", () => {

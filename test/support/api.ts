@@ -5,6 +5,7 @@ import type { Scope } from '../../shared/auth/scopes.ts';
 import type { Config } from '../../shared/config.ts';
 import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
+import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import { assertDocumentedResponse } from './contract.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
@@ -34,6 +35,8 @@ export interface TestApi {
   queues?: TestQueues;
   /** The Twilio simulator and the WebSocket API, when started with the `voice` option. */
   voice?: LocalVoice;
+  /** The WhatsApp simulator, when started with the `whatsapp` option. */
+  whatsapp?: WhatsappSimulator;
   close(): Promise<void>;
 }
 
@@ -49,7 +52,7 @@ export interface TestQueueOptions {
 }
 
 export interface TestQueues {
-  /** Queue URLs by name, dead-letter queues (`<name>-dlq`) included. */
+  /** Queue URLs by name, dead-letter queues (`<name>-dlq`, `<name>-dlq.fifo`) included. */
   urls: Readonly<Record<string, string>>;
   /** For an SQSClient of the test's own. */
   clientConfig: SQSClientConfig;
@@ -63,7 +66,7 @@ export interface TestQueues {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; campaignTicker?: boolean } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; campaignTicker?: boolean; whatsapp?: boolean } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   // Most suites send bursts far beyond the free plan's rate, which is not what they test; the rate-limit suite turns it on.
@@ -89,6 +92,7 @@ export async function startApi(
   const startVoice = async (local?: LocalQueues) => {
     if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
   };
+  const whatsapp = options.whatsapp ? await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env) : undefined;
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice, options.campaignTicker === true) : undefined;
   if (!queues) await startVoice();
   const deps = runtime();
@@ -131,8 +135,10 @@ export async function startApi(
     newKey,
     queues: queues?.handle,
     voice,
+    whatsapp,
     close: async () => {
       await voice?.stop();
+      await whatsapp?.stop();
       await poller?.stop();
       await queues?.stop();
       sweeper?.stop();

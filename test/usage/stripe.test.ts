@@ -64,7 +64,7 @@ describe('Stripe webhooks', () => {
     expect(active.body.pastDueSince).toBeUndefined();
   });
 
-  it('refuses a wrong, stale or missing signature with 403 INVALID_SIGNATURE and changes nothing', async () => {
+  it('refuses a wrong, stale or missing signature with 401 INVALID_SIGNATURE and changes nothing', async () => {
     // Prepare
     const { key, orgId } = await api.newOrg();
     const failed = invoiceEvent('invoice.payment_failed', orgId);
@@ -76,7 +76,7 @@ describe('Stripe webhooks', () => {
     const missing = await post(failed, '');
 
     // Assess
-    for (const response of [wrongSecret, stale, altered, missing]) expectError(response, 403, 'INVALID_SIGNATURE');
+    for (const response of [wrongSecret, stale, altered, missing]) expectError(response, 401, 'INVALID_SIGNATURE');
     expect((await api.request('GET', '/v1/chat/subscription', { key })).body.status).toBe('active');
   });
 

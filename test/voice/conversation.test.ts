@@ -145,22 +145,22 @@ describe('the conversation of a call', () => {
     expect(unknown.status).toBe(404);
   });
 
-  it('refuses callbacks and WebSocket upgrades whose signature does not verify (403), changing nothing', async () => {
+  it('refuses callbacks and WebSocket upgrades whose signature does not verify (401), changing nothing', async () => {
     const org = await voiceOrg(api, receiver, receiverUrl);
     const sessionId = await call(org, '+15550153');
     const url = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
     const params = { CallSid: 'CAforged', CallStatus: 'completed', CallDuration: '3' };
     const forged = await postAsTwilio(url, params, twilioSignature('0'.repeat(32), url, params));
-    expect(forged.status).toBe(403);
+    expect(forged.status).toBe(401);
     expect(((await forged.json()) as { error: { code: string } }).error.code).toBe('INVALID_SIGNATURE');
     const unsigned = await postAsTwilio(url, params);
-    expect(unsigned.status).toBe(403);
+    expect(unsigned.status).toBe(401);
     const upgrade = await new Promise<number>((resolve) => {
       const socket = new WebSocket(`${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`);
       socket.onopen = () => resolve(101);
-      socket.onerror = () => resolve(403);
+      socket.onerror = () => resolve(401);
     });
-    expect(upgrade).toBe(403);
+    expect(upgrade).toBe(401);
     const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
     expect(session.body.state).toBe('OPEN');
     // A correctly signed completed callback then ends it.

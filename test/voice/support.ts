@@ -21,6 +21,23 @@ export async function startWeatherApi(): Promise<{ url: string; server: Server }
   return { url: `http://127.0.0.1:${port}/weather`, server };
 }
 
+/** A `get_weather` API tool calling `url`; `extra` adds fields (a `preExecutionMessage`). Its id. */
+export async function createWeatherTool(api: TestApi, key: string, url: string, extra: object = {}): Promise<string> {
+  const tool = await api.request('POST', '/v1/chat/tools', {
+    key,
+    body: {
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      type: 'API_TOOL',
+      ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      apiTool: { url, method: 'GET' },
+      ...extra,
+    },
+  });
+  expect(tool.status, tool.text).toBe(201);
+  return tool.body.id;
+}
+
 export interface VoiceOrg {
   key: string;
   orgId: string;
@@ -40,21 +57,7 @@ export async function voiceOrg(api: TestApi, receiver: Receiver, receiverUrl: st
   const account = twilioAccount();
   const credentials = await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: account });
   expect(credentials.status, credentials.text).toBe(200);
-  const tools = [];
-  if (options.toolUrl) {
-    const tool = await api.request('POST', '/v1/chat/tools', {
-      key,
-      body: {
-        name: 'get_weather',
-        description: 'Current weather for a city',
-        type: 'API_TOOL',
-        ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-        apiTool: { url: options.toolUrl, method: 'GET' },
-      },
-    });
-    expect(tool.status, tool.text).toBe(201);
-    tools.push({ toolId: tool.body.id });
-  }
+  const tools = options.toolUrl ? [{ toolId: await createWeatherTool(api, key, options.toolUrl) }] : [];
   const agent = await api.request('POST', '/v2/chat/agents', {
     key,
     body: { fullName: 'Vox', description: 'Phone agent', role: 'You answer the phone for {{company}}.', voiceEnabled: true, voicePipelineMode: 'pipeline', tools, ...options.agent },

@@ -1,0 +1,20 @@
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { handleQueuedNotification } from '../../shared/domain/whatsapp.ts';
+import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { whatsappQueueMessage } from '../../shared/schemas/whatsapp.ts';
+import { whatsappConversationRuntime } from '../../shared/whatsapp-runtime.ts';
+
+/**
+ * The WhatsApp inbound function, fed by the FIFO queue: answers each message with a turn and records each status
+ * on the reply it belongs to. In FIFO order: after a failure, the rest of the batch comes again, so nothing overtakes it.
+ */
+export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+  const deps = whatsappConversationRuntime();
+  const options = {
+    schema: whatsappQueueMessage,
+    name: 'WhatsApp notification',
+    order: 'fifo' as const,
+    logFields: (message: { kind: string; orgId: string; numberId: string }) => ({ kind: message.kind, orgId: message.orgId, numberId: message.numberId }),
+  };
+  return handleQueueBatch(event, options, (message) => handleQueuedNotification(deps, message));
+}

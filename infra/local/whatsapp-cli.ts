@@ -1,0 +1,65 @@
+/**
+ * `npm run whatsapp -- --number <phone number id> [--from <your WhatsApp id>]`: chat with the number's agent as a
+ * WhatsApp customer, from the terminal, against a running `npm start`. Each line you type is a message (`/image`,
+ * `/audio`, `/sticker` or `/location` sends that instead); the agent's messages print as the simulator receives
+ * them. Ctrl-D ends. The WhatsApp simulator is found through DATA_DIR/running.json; connect the number with the
+ * simulator's secrets first (docs/whatsapp.md#simulator).
+ */
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { dataDirectory, findRunningInstance } from './environment.ts';
+
+const usage = 'usage: npm run whatsapp -- --number PHONE_NUMBER_ID [--from CUSTOMER_WA_ID]';
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+let values: { number?: string; from?: string };
+try {
+  ({ values } = parseArgs({ options: { number: { type: 'string' }, from: { type: 'string' } } }));
+} catch (error) {
+  fail(`${(error as Error).message}\n${usage}`);
+}
+if (!values.number || !/^\d+$/.test(values.number)) fail(usage);
+const from = values.from ?? '15550001234';
+const simulator = findRunningInstance(dataDirectory())?.whatsappSimulator;
+if (!simulator) fail(`No running npm start on ${dataDirectory()} (or it has no WhatsApp simulator); start it first.`);
+
+const media = new Set(['image', 'audio', 'sticker', 'location']);
+const channel = new WebSocket(`${simulator.replace(/^http/, 'ws')}/simulator/customer?number=${encodeURIComponent(values.number)}&wa_id=${encodeURIComponent(from)}`);
+const lines = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
+const early: string[] = [];
+let ready = false;
+
+channel.on('error', (error) => fail(`Cannot reach the WhatsApp simulator at ${simulator}: ${error.message}`));
+channel.on('message', (data) => {
+  const message = JSON.parse(data.toString()) as { type: string; text?: string; status?: number };
+  if (message.type === 'ready') {
+    ready = true;
+    console.log(`You are WhatsApp user ${from} writing to number ${values.number}. Type a message (/image, /audio, /sticker, /location send media).`);
+    lines.setPrompt('you> ');
+    lines.prompt();
+    for (const line of early.splice(0)) say(line);
+  } else if (message.type === 'posted' && message.status !== 200) {
+    console.log(`\n(the platform answered the webhook with ${message.status}: is the number connected with the simulator's app secret?)`);
+    lines.prompt();
+  } else if (message.type === 'message') {
+    process.stdout.write(`\nagent> ${message.text}\n`);
+    lines.prompt();
+  }
+});
+
+function say(line: string): void {
+  if (line.trim() === '') return lines.prompt();
+  const type = line.trim().replace(/^\//, '');
+  channel.send(JSON.stringify(line.startsWith('/') && media.has(type) ? { type: 'say', media: type } : { type: 'say', text: line }));
+}
+
+lines.on('line', (line) => (ready ? say(line) : early.push(line)));
+lines.on('close', () => {
+  channel.close();
+  setTimeout(() => process.exit(0), 200).unref();
+});
