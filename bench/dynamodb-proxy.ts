@@ -11,7 +11,11 @@ export interface ProxiedCall {
  * A pass-through HTTP proxy in front of DynamoDB Local that notes each call's operation and timing (performance
  * clock of this process), to count the DynamoDB requests of a turn and how many happen before its first delta.
  */
-export async function startDynamoDbProxy(target: string): Promise<{ endpoint: string; calls: ProxiedCall[]; close(): Promise<void> }> {
+export async function startDynamoDbProxy(
+  target: string,
+  /** Sees each request's operation and body before it is forwarded (to count what it writes). */
+  inspect?: (operation: string, body: Buffer) => void,
+): Promise<{ endpoint: string; calls: ProxiedCall[]; close(): Promise<void> }> {
   const calls: ProxiedCall[] = [];
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const upstream = new URL(target);
@@ -27,7 +31,17 @@ export async function startDynamoDbProxy(target: string): Promise<{ endpoint: st
       },
     );
     call.on('error', () => outgoing.destroy());
-    incoming.pipe(call);
+    if (!inspect) {
+      incoming.pipe(call);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.concat(chunks);
+      inspect(operation, body);
+      call.end(body);
+    });
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

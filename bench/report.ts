@@ -17,6 +17,7 @@ import { contactsImportReport, type ContactsImportBenchResult } from './contacts
 import { whatsappReport, type WhatsappBenchResult } from './whatsapp.ts';
 import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
 import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
+import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -107,6 +108,7 @@ export interface BenchResults {
   contactsImport: ContactsImportBenchResult;
   whatsapp: WhatsappBenchResult;
   knowledgeIngestion: KnowledgeIngestionBenchResult;
+  campaigns: CampaignsBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -367,6 +369,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...knowledgeReport(results.knowledge), ...knowledgeIngestionReport(results.knowledgeIngestion));
   lines.push(...contactsImportReport(results.contactsImport));
   lines.push(...whatsappReport(results.whatsapp));
+  lines.push(...campaignsReport(results.campaigns));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval and the contacts import.
+ * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval, the contacts import and call campaigns.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +26,7 @@ import { knowledgeChecks, measureKnowledge } from './knowledge.ts';
 import { contactsImportChecks, measureContactsImport } from './contacts-import.ts';
 import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
 import { knowledgeIngestionChecks, measureKnowledgeIngestion } from './knowledge-ingestion.ts';
+import { campaignChecks, measureCampaigns } from './campaigns.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
@@ -110,7 +111,12 @@ const whatsapp = await withDatabase('WhatsApp', 'bench-whatsapp', (endpoint, tab
   return measureWhatsapp(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion)];
+const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, tableName) => {
+  log(`campaigns: ${process.env.BENCH_CAMPAIGN_CONTACTS ?? '2,000'} contacts at a cap of 100 on the simulator, the same calls without a campaign (floor), then a pause after 200 dials`);
+  return measureCampaigns(endpoint, tableName);
+});
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -137,6 +143,7 @@ const results: BenchResults = {
   contactsImport,
   whatsapp,
   knowledgeIngestion,
+  campaigns,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -95,6 +95,8 @@ export interface QueueConsumer {
   opensSecrets?: boolean;
   /** Writes knowledge stores' vectors (gets the vector store's configuration and rights). */
   usesKnowledge?: boolean;
+  /** Places calls (docs/voice.md): gets the addresses the carrier and ConversationRelay use, and creates backstop schedules. */
+  placesCalls?: boolean;
   /** Runs turns of agents with a knowledge store: reads its vectors only. */
   queriesKnowledge?: boolean;
   /** Reads and deletes uploaded document files (gets the uploads bucket's name and those rights). */
@@ -154,6 +156,19 @@ export const knowledgeIngestionQueue: QueueDefinition = {
   visibilityTimeoutSeconds: knowledgeIngestionTimeoutSeconds + 10,
   maxReceiveCount: 5,
   fifo: true,
+};
+
+/**
+ * A dispatch cycle lasts at most 50 s (decision 272); the function's bound adds the calls being placed when the
+ * cycle ends. A crashed cycle's message comes back after the visibility timeout, and the next tick dispatches anyway.
+ */
+const campaignDispatchTimeoutSeconds = 60;
+
+/** The dispatcher's ticks and its per-campaign dispatch messages (docs/campaigns.md#dispatcher). */
+export const campaignQueue: QueueDefinition = {
+  name: 'campaign-dispatch',
+  visibilityTimeoutSeconds: campaignDispatchTimeoutSeconds + 10,
+  maxReceiveCount: 5,
 };
 
 /**
@@ -226,6 +241,18 @@ export const queueConsumers: readonly QueueConsumer[] = [
     timeoutSeconds: callBackstopTimeoutSeconds,
     // Opens the carrier's auth token to hang up a call still up.
     opensSecrets: true,
+  },
+  {
+    name: 'campaign-dispatcher',
+    entry: 'functions/campaign-dispatcher/handler.ts',
+    queue: campaignQueue,
+    // One campaign per invocation: a cycle runs for up to 50 s, and campaigns are dispatched side by side.
+    batchSize: 1,
+    timeoutSeconds: campaignDispatchTimeoutSeconds,
+    queueUrlVariable: 'CAMPAIGN_QUEUE_URL',
+    // Opens the carrier's auth token to place calls.
+    opensSecrets: true,
+    placesCalls: true,
   },
   {
     name: 'knowledge-ingestion',

@@ -1,5 +1,6 @@
 import { agentRoutes } from './agents/routes.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
+import { callCampaignRoutes } from './call-campaigns/routes.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { chatMessageRoutes } from './chat-messages/routes.ts';
 import { contactRoutes } from './contacts/routes.ts';
@@ -36,4 +37,5 @@ export const routeGroups: readonly RouteGroup[] = [
   contactRoutes,
   whatsappNumberRoutes,
   whatsappWebhookRoutes,
+  callCampaignRoutes,
 ];

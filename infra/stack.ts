@@ -20,14 +20,15 @@ import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambd
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3vectors from 'aws-cdk-lib/aws-s3vectors';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { callBackstopQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
+import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
-import { routeKeyOf, type HttpMethod, type RouteDefinition } from '../shared/http/route.ts';
+import { routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/http/route.ts';
 import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
@@ -538,8 +539,12 @@ export class AgentPlatformStack extends Stack {
     for (const group of routeGroups) {
       if (group.namesPublicUrl) (this.functions.get(group.name) as NodejsFunction).addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
     }
-    for (const group of routeGroups) {
-      if (!group.telephony) continue;
+    // The route groups that work with calls, and the campaign dispatcher, which places them (and schedules their backstops).
+    const telephonyUnits = [
+      ...routeGroups.flatMap((group) => (group.telephony ? [{ name: group.name, telephony: group.telephony }] : [])),
+      ...queueConsumers.flatMap((consumer) => (consumer.placesCalls ? [{ name: consumer.name, telephony: { schedulesBackstops: true } as NonNullable<RouteGroup['telephony']> }] : [])),
+    ];
+    for (const group of telephonyUnits) {
       const fn = this.functions.get(group.name) as NodejsFunction;
       fn.addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
       fn.addEnvironment('VOICE_RELAY_URL', relayStage.url);
@@ -627,6 +632,20 @@ export class AgentPlatformStack extends Stack {
         detail: { bucket: { name: [documentUploads.bucketName] }, object: { key: [{ prefix: uploadEventRule.keyPrefix }] } },
       },
       targets: [new eventTargets.SqsQueue(queueFor(uploadEventRule.target), { deadLetterQueue: ruleFailures, maxEventAge: Duration.hours(24), retryAttempts: 185 })],
+    });
+
+    // The campaign dispatcher's tick: one message a minute to the campaign queue, sent with a role that may only do that.
+    const tickRole = new iam.Role(this, 'CampaignTickScheduler', {
+      description: "EventBridge Scheduler's role for the campaign dispatcher's tick: it may only send to the campaign-dispatch queue",
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', { conditions: { StringEquals: { 'aws:SourceAccount': this.account } } }),
+    });
+    const campaignDispatch = queueFor(campaignQueue);
+    campaignDispatch.grantSendMessages(tickRole);
+    new scheduler.CfnSchedule(this, 'CampaignTick', {
+      description: 'The campaign dispatcher tick (docs/campaigns.md#dispatcher)',
+      scheduleExpression: 'rate(1 minute)',
+      flexibleTimeWindow: { mode: 'OFF' },
+      target: { arn: campaignDispatch.queueArn, roleArn: tickRole.roleArn, input: JSON.stringify({ kind: 'campaign.tick' }) },
     });
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');

@@ -195,6 +195,18 @@ const configSchema = z.object({
    * is FAILED with TIMEOUT (docs/knowledge.md#limits).
    */
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: z.coerce.number().int().min(60).max(24 * 60 * 60).default(900),
+  /** The campaign dispatch queue: the tick's fan-out, one message per active campaign (docs/campaigns.md#dispatcher). */
+  CAMPAIGN_QUEUE_URL: z.string().min(1).optional(),
+  /**
+   * How often the dispatcher's tick runs: every minute on AWS (EventBridge Scheduler's finest rate); locally the
+   * tick of `npm start`. Each dispatch cycle lasts at most 80% of it (50 s at most), so cycles rarely overlap.
+   */
+  CAMPAIGN_TICK_SECONDS: z.coerce.number().min(0.1).max(60).default(60),
+  /**
+   * A claimed attempt with no session after this long was never dialled (its dispatcher died between claim and
+   * dial; the session is written before the carrier is asked): it settles FAILED. Longer than the dispatcher's timeout.
+   */
+  CAMPAIGN_CLAIM_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(90),
   /** The Graph API with its version (`https://graph.facebook.com/v23.0`); the local WhatsApp simulator's address locally. */
   WHATSAPP_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v23.0'),
   /** The FIFO queue WhatsApp notifications wait in between the webhook's fast 200 and their handling (docs/whatsapp.md). */

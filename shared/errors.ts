@@ -245,6 +245,11 @@ export class EmbedderMismatchError extends AppError {
   readonly code = 'EMBEDDER_MISMATCH';
 }
 
+/** The campaign's status does not allow this (e.g. pausing a campaign that is not running); details name the current status. */
+export class InvalidCampaignTransitionError extends AppError {
+  readonly code = 'INVALID_CAMPAIGN_TRANSITION';
+}
+
 export class ContactPhoneTakenError extends AppError {
   readonly code = 'CONTACT_PHONE_TAKEN';
 }

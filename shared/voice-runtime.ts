@@ -2,6 +2,7 @@ import { conversationRuntime, type ConversationRuntime } from './conversation-ru
 import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
+import { DynamoCampaignStore } from './store/campaign-store.ts';
 import { DynamoVoiceStore } from './store/voice-store.ts';
 import { schedulerBackstop } from './telephony/call-backstop.ts';
 import { relayConnections } from './telephony/relay-connections.ts';
@@ -14,6 +15,8 @@ export interface VoiceRuntime extends Runtime {
   telephony: Telephony;
   recordings: RecordingStore;
   backstop: CallBackstop;
+  /** A campaign call's end settles its attempt (docs/campaigns.md#exactly-once). */
+  campaigns: DynamoCampaignStore;
 }
 
 /** What the ConversationRelay function needs besides: turns, and the WebSocket API's connections. */
@@ -30,6 +33,7 @@ const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime =>
   telephony: new TwilioRestClient(base.config.TWILIO_API_BASE_URL),
   recordings: recordingsFrom(base.config),
   backstop: backstopFrom(base.config),
+  campaigns: new DynamoCampaignStore(base.documentClient, base.config.TABLE_NAME),
 });
 
 function backstopFrom(config: Runtime['config']): CallBackstop {

@@ -4,14 +4,13 @@
  * never a second one. The API runs in a child process whose DynamoDB traffic passes through a proxy here, which
  * kills the process the moment the write that creates the resource has committed.
  */
-import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { IdempotencyInProgressError } from '../shared/errors.ts';
 import { DynamoAgentStore } from '../shared/store/agent-store.ts';
 import { createDocumentClient } from '../shared/store/dynamo.ts';
 import { DynamoIdempotencyStore } from '../shared/store/idempotency-store.ts';
 import { startApi, type TestApi } from './support/api.ts';
+import { crashProxy } from './support/crash-proxy.ts';
 import { childEnv, isRunning, killGroup, spawnInGroup, waitForExit } from './support/local-process.ts';
 import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 import type { ChildProcess } from 'node:child_process';
@@ -23,26 +22,15 @@ let proxyUrl: string;
 let killAfterCommit: { marker: string; kill: () => void } | undefined;
 
 const database = new URL(inject('dynamodbEndpoint'));
-const proxy = createServer(async (clientRequest, clientResponse) => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of clientRequest) chunks.push(chunk as Buffer);
-  const body = Buffer.concat(chunks);
-  const operation = String(clientRequest.headers['x-amz-target']).split('.')[1];
-  const creates = (operation === 'TransactWriteItems' || operation === 'PutItem') && killAfterCommit !== undefined && body.includes(killAfterCommit.marker);
-  const upstream = httpRequest({ host: database.hostname, port: database.port, path: clientRequest.url, method: clientRequest.method, headers: clientRequest.headers });
-  upstream.end(body);
-  const [answer] = (await once(upstream, 'response')) as [IncomingMessage];
-  const answerChunks: Buffer[] = [];
-  for await (const chunk of answer) answerChunks.push(chunk as Buffer);
-  if (creates && answer.statusCode === 200 && killAfterCommit) {
-    // Committed: the process dies before it can hear so, let alone answer its client.
-    killAfterCommit.kill();
+const proxy = crashProxy(database, (operation, body) => {
+  if ((operation !== 'TransactWriteItems' && operation !== 'PutItem') || !killAfterCommit || !body.includes(killAfterCommit.marker)) return undefined;
+  const { kill } = killAfterCommit;
+  // Committed: the process dies before it can hear so, let alone answer its client.
+  return () => {
+    kill();
     killAfterCommit = undefined;
-    clientResponse.destroy();
-    return;
-  }
-  clientResponse.writeHead(answer.statusCode ?? 500, answer.headers);
-  clientResponse.end(Buffer.concat(answerChunks));
+    return true;
+  };
 });
 
 beforeAll(async () => {

@@ -269,6 +269,36 @@ export interface paths {
     /** Change a WhatsApp number's agent, label, unsupported-message reply or secrets (null removes label and reply) */
     patch: operations["updateWhatsappNumber"];
   };
+  "/v1/chat/call-campaigns": {
+    /** The organization's call campaigns, newest first */
+    get: operations["listCampaigns"];
+    /** Create a call campaign (DRAFT): who to call, from which number, with which agent, when, and how to retry */
+    post: operations["createCampaign"];
+  };
+  "/v1/chat/call-campaigns/{id}": {
+    /** A call campaign with its progress counters */
+    get: operations["getCampaign"];
+  };
+  "/v1/chat/call-campaigns/{id}/calls": {
+    /** One row per contact: attempts, last outcome, next attempt time, and each attempt's session */
+    get: operations["listCampaignCalls"];
+  };
+  "/v1/chat/call-campaigns/{id}/start": {
+    /** Start a DRAFT campaign: resolves its audience; it runs from schedule.startAt */
+    post: operations["startCampaign"];
+  };
+  "/v1/chat/call-campaigns/{id}/pause": {
+    /** Pause a RUNNING campaign: no new dial after this answer; calls in progress finish */
+    post: operations["pauseCampaign"];
+  };
+  "/v1/chat/call-campaigns/{id}/resume": {
+    /** Resume a PAUSED campaign where it stopped */
+    post: operations["resumeCampaign"];
+  };
+  "/v1/chat/call-campaigns/{id}/cancel": {
+    /** Cancel a campaign that has not finished: no more dials; calls in progress finish */
+    post: operations["cancelCampaign"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -834,6 +864,30 @@ export interface components {
       id: string;
       eventId: string;
       /** @constant */
+      type: "campaign.updated";
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        campaignId: string;
+        name: string;
+        /** @enum {string} */
+        status: "DRAFT" | "SCHEDULED" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELED";
+        /** @enum {string} */
+        previousStatus: "DRAFT" | "SCHEDULED" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELED";
+        progress: {
+          total: number;
+          pending: number;
+          inProgress: number;
+          completed: number;
+          failed: number;
+          skippedDnc: number;
+          exhausted: number;
+        };
+      };
+    }) | ({
+      id: string;
+      eventId: string;
+      /** @constant */
       type: "knowledge_store.updated";
       /** Format: date-time */
       createdAt: string;
@@ -1261,6 +1315,95 @@ export interface components {
       createdAt: string;
       updatedAt: string;
     };
+    CreateCampaignResponse: {
+      /** Format: uuid */
+      id: string;
+      name: string;
+      /** Format: uuid */
+      agentId: string;
+      /** Format: uuid */
+      phoneNumberId: string;
+      audience: {
+        contactIds?: string[];
+        tags?: string[];
+      };
+      schedule: {
+        /** Format: date-time */
+        startAt: string;
+        /** Format: date-time */
+        endAt?: string;
+        windows: ({
+            days: ("MON" | "TUE" | "WED" | "THU" | "FRI" | "SAT" | "SUN")[];
+            start: string;
+            end: string;
+          })[];
+        /** @enum {string} */
+        timezoneMode: "callee" | "fixed";
+        timezone?: string;
+      };
+      maxConcurrentCalls: number;
+      retry: {
+        maxAttempts: number;
+        delaySeconds: number;
+        on: ("BUSY" | "NO_ANSWER" | "FAILED")[];
+      };
+      ttl: number;
+      sessionVariables: {
+        [key: string]: unknown;
+      };
+      /** @enum {string} */
+      status: "DRAFT" | "SCHEDULED" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELED";
+      progress: {
+        total: number;
+        pending: number;
+        inProgress: number;
+        completed: number;
+        failed: number;
+        skippedDnc: number;
+        exhausted: number;
+      };
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
+      /** Format: date-time */
+      startedAt?: string;
+      /** Format: date-time */
+      completedAt?: string;
+    };
+    ListCampaignsResponse: {
+      data: components["schemas"]["CreateCampaignResponse"][];
+      pagination: {
+        page: number;
+        limit: number;
+        total: number;
+        totalPages: number;
+      };
+    };
+    ListCampaignCallsResponse: {
+      data: ({
+          contactId: string;
+          phoneNumber: string;
+          timezone: string;
+          /** @enum {string} */
+          state: "PENDING" | "IN_PROGRESS" | "COMPLETED" | "FAILED" | "EXHAUSTED" | "SKIPPED_DNC";
+          attempts: number;
+          /** @enum {string} */
+          lastOutcome?: "ANSWERED" | "BUSY" | "NO_ANSWER" | "FAILED";
+          /** Format: date-time */
+          nextAttemptAt?: string;
+          sessions: ({
+              attempt: number;
+              /** Format: uuid */
+              sessionId: string;
+              /** Format: date-time */
+              startedAt: string;
+              /** @enum {string} */
+              outcome?: "ANSWERED" | "BUSY" | "NO_ANSWER" | "FAILED";
+            })[];
+        })[];
+      nextCursor?: string;
+    };
     CreateApiKeyBody: {
       name: string;
       scopes: string[];
@@ -1648,6 +1791,57 @@ export interface components {
       verifyToken?: string;
       label?: string | null;
       unsupportedMessageReply?: string | null;
+    };
+    CreateCampaignBody: {
+      name: string;
+      /** Format: uuid */
+      agentId: string;
+      /** Format: uuid */
+      phoneNumberId: string;
+      audience: {
+        contactIds?: string[];
+        tags?: string[];
+      };
+      schedule: {
+        /** Format: date-time */
+        startAt: string;
+        /** Format: date-time */
+        endAt?: string;
+        windows: ({
+            days: ("MON" | "TUE" | "WED" | "THU" | "FRI" | "SAT" | "SUN")[];
+            start: string;
+            end: string;
+          })[];
+        /**
+         * @default callee
+         * @enum {string}
+         */
+        timezoneMode?: "callee" | "fixed";
+        timezone?: string;
+      };
+      /** @default 1 */
+      maxConcurrentCalls?: number;
+      /**
+       * @default {
+       *   "maxAttempts": 1,
+       *   "delaySeconds": 3600,
+       *   "on": []
+       * }
+       */
+      retry?: {
+        /** @default 1 */
+        maxAttempts?: number;
+        /** @default 3600 */
+        delaySeconds?: number;
+        /** @default [] */
+        on?: ("BUSY" | "NO_ANSWER" | "FAILED")[];
+      };
+      /** @default 100 */
+      ttl?: number;
+      /** @default {} */
+      sessionVariables?: {
+        [key: string]: unknown;
+      };
     };
     ErrorEnvelope: {
       error: {
@@ -10472,6 +10666,901 @@ export interface operations {
               code?: "UNSUPPORTED_MEDIA_TYPE";
               /** @constant */
               status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's call campaigns, newest first */
+  listCampaigns: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+        status?: "DRAFT" | "SCHEDULED" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELED";
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListCampaignsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Create a call campaign (DRAFT): who to call, from which number, with which agent, when, and how to retry */
+  createCampaign: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["CreateCampaignBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** A call campaign with its progress counters */
+  getCampaign: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** One row per contact: attempts, last outcome, next attempt time, and each attempt's session */
+  listCampaignCalls: {
+    parameters: {
+      query?: {
+        limit?: string;
+        cursor?: string;
+        state?: "PENDING" | "IN_PROGRESS" | "COMPLETED" | "FAILED" | "EXHAUSTED" | "SKIPPED_DNC";
+      };
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListCampaignCallsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Start a DRAFT campaign: resolves its audience; it runs from schedule.startAt */
+  startCampaign: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_CAMPAIGN_TRANSITION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_CAMPAIGN_TRANSITION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE, SESSION_CREATION_ERROR */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE" | "SESSION_CREATION_ERROR";
+              /** @constant */
+              status?: 503;
+            };
+          });
+        };
+      };
+    };
+  };
+  /** Pause a RUNNING campaign: no new dial after this answer; calls in progress finish */
+  pauseCampaign: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_CAMPAIGN_TRANSITION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_CAMPAIGN_TRANSITION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Resume a PAUSED campaign where it stopped */
+  resumeCampaign: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_CAMPAIGN_TRANSITION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_CAMPAIGN_TRANSITION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Cancel a campaign that has not finished: no more dials; calls in progress finish */
+  cancelCampaign: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CreateCampaignResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_CAMPAIGN_TRANSITION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_CAMPAIGN_TRANSITION";
+              /** @constant */
+              status?: 409;
             };
           };
         };

@@ -11,6 +11,7 @@ import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
 import { newId } from '../../shared/domain/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { announceRunningInstance, dataDirectory, denyEgressTo, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { startCampaignTicker } from './campaign-ticker.ts';
 import { startEventRouter } from './event-router.ts';
 import { startQueuePollers } from './queue-poller.ts';
 import { startLocalQueues } from './queues.ts';
@@ -36,6 +37,8 @@ const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
 useLocalDatabase(database);
 // Knowledge stores' vectors: the local flat index, in files beside the database (S3 Vectors on AWS).
 process.env.KNOWLEDGE_VECTOR_DIR ??= join(dataDir, 'vectors');
+// The campaign dispatcher ticks every 5 s here (every minute on AWS), so that a campaign started now starts soon.
+process.env.CAMPAIGN_TICK_SECONDS ??= '5';
 // Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
 const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, dataDir: join(dataDir, 'queues') }).catch(
   async (error: Error) => {
@@ -84,6 +87,7 @@ const sweeper = startTtlSweeper({
 const router = startEventRouter({ queues, rules: eventRules });
 const schedules = startScheduleTicker({ functions: scheduledFunctions, region: queues.region, intervalMs: Number(process.env.SCHEDULE_TICK_MS) || undefined });
 const queuePollers = startQueuePollers({ queues, consumers: queueConsumers });
+const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS));
 const poller = startStreamPoller({
   endpoint: database.endpoint,
   tableName: database.tableName,
@@ -127,6 +131,7 @@ async function shutdown(signal: string): Promise<void> {
   const cutOpenStreams = setTimeout(() => server.closeAllConnections(), shutdownGraceMs);
   sweeper.stop();
   schedules.stop();
+  campaignTicker.stop();
   await poller.stop();
   await router.stop();
   await queuePollers.stop();

@@ -21,10 +21,11 @@ export type CalleeBehaviour = 'answer' | 'stay' | 'busy' | 'no-answer' | 'failed
 /**
  * NANP keeps 555-0100 to 555-0199 for fiction: `+15550100`–`+15550149` answer, `…50`–`…59` answer and stay on the
  * line, `…60`–`…69` are busy, `…70`–`…79` do not answer, `…80`–`…89` fail, `…90`–`…99` answer and then the carrier
- * reports nothing more (not even the end of the call).
+ * reports nothing more (not even the end of the call). The same with an area code (`+1 212 555 0160` is busy), so
+ * that callees can live in different time zones and an organization can hold more than 100 of them.
  */
 export function behaviourOf(number: string): CalleeBehaviour | undefined {
-  const match = /^\+15550(1\d\d)$/.exec(number);
+  const match = /^\+1(?:[2-9]\d\d)?5550(1\d\d)$/.exec(number);
   if (!match) return undefined;
   const n = Number(match[1]);
   if (n < 150) return 'answer';
@@ -92,6 +93,10 @@ export interface TwilioSimulator {
   twimlOf(callSid: string): string | undefined;
   /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
   recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
+  /** Every outbound call created, in order: the carrier's own record of what was dialled. */
+  outboundCalls(): { sid: string; to: string; createdAt: number }[];
+  /** Outbound calls created and not yet over: now, and the most at once since the last `resetPeak`. */
+  liveCalls: { current(): number; peak(): number; resetPeak(): void };
   stop(): Promise<void>;
 }
 
@@ -117,6 +122,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const callees = new Map<string, InteractiveCallee>();
   const callbacks: SentCallback[] = [];
   const recordings = new Map<string, { callSid: string; accountSid: string; audio: Buffer; deleted: boolean }>();
+  const created: { sid: string; to: string; createdAt: number }[] = [];
+  let live = 0;
+  let peak = 0;
 
   const post = async (call: SimulatedCall, url: string, params: Record<string, string>): Promise<string> => {
     const signature = twilioSignature(call.authToken, url, params);
@@ -161,6 +169,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const finish = async (call: SimulatedCall, status: string) => {
     if (call.finished) return;
     call.finished = true;
+    if (call.direction === 'outbound-api') live -= 1;
     callees.get(call.direction === 'inbound' ? call.from : call.to)?.onEnd(`call ${status}`);
     clearTimeout(call.timer);
     const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
@@ -349,6 +358,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         heard: [],
       };
       calls.set(call.sid, call);
+      created.push({ sid: call.sid, to: call.to, createdAt: Date.now() });
+      live += 1;
+      peak = Math.max(peak, live);
       json(response, 201, { sid: call.sid, account_sid: user, status: 'queued', to: call.to, from: call.from, direction: call.direction });
       setImmediate(() => void place(call));
       return;
@@ -401,6 +413,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
     twimlOf: (callSid) => calls.get(callSid)?.twiml,
+    outboundCalls: () => [...created],
+    liveCalls: {
+      current: () => live,
+      peak: () => peak,
+      resetPeak: () => {
+        peak = live;
+      },
+    },
     async dialIn(dial) {
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,

@@ -76,6 +76,10 @@ export const events = {
   subscriptionUpdated: (orgId: string, at: string, data: { subscriptionId: string; status: string; currentPlan: string }) =>
     envelopeEvent(orgId, 'subscription.updated', at, data),
 
+  /** A campaign changed status (its completion included), with its progress then. */
+  campaignUpdated: (orgId: string, at: string, data: { campaignId: string; name: string; status: string; previousStatus: string; progress: Record<string, number> }) =>
+    envelopeEvent(orgId, 'campaign.updated', at, data),
+
   usageUpdated: (orgId: string, at: string, data: { period: { start: string; end: string }; metrics: Record<QuotaMetric, number> }) =>
     envelopeEvent(orgId, 'usage.updated', at, data),
 };

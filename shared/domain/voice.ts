@@ -27,13 +27,14 @@ import {
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
 import type { TtsProvider } from '../telephony/voices.ts';
+import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
 import { events } from './events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';
 import { histories, queueTurn } from './turn-state.ts';
 
-export interface VoiceDeps extends SessionDeps {
+export interface VoiceDeps extends SessionDeps, CampaignSettleDeps {
   voice: VoiceStore;
   telephony: Telephony;
   recordings: RecordingStore;
@@ -214,22 +215,52 @@ function newCallSession(deps: VoiceDeps, orgId: string, agent: Agent, call: { di
   };
 }
 
+/** What an outbound call is placed with: the number it comes from, the agent that talks, the carrier's credentials. */
+export interface CallLine {
+  number: StoredPhoneNumber;
+  agent: Agent;
+  credentials: TelephonyCredentials;
+}
+
+/** The number, a callable agent and the carrier credentials, or the error that says which is missing. */
+export async function callLine(deps: VoiceDeps, orgId: string, phoneNumberId: string, agentId: string): Promise<CallLine> {
+  const number = await requirePhoneNumber(deps, orgId, phoneNumberId);
+  const agent = await callableAgent(deps, orgId, agentId);
+  const credentials = await requireCredentials(deps, orgId);
+  return { number, agent, credentials };
+}
+
+/** An outbound call to place: its session's id is chosen by the caller (a campaign derives it from its attempt). */
+export interface OutboundCall {
+  sessionId: string;
+  to: string;
+  ttl: number;
+  sessionVariables: Record<string, unknown>;
+  /** A campaign's dial: which campaign, contact and attempt (the session's `metadata.campaign`). */
+  campaign?: CampaignCallTag;
+}
+
+/** `POST /api/v1/phone-numbers/{id}/calls/start`. */
+export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
+  const line = await callLine(deps, orgId, phoneNumberId, input.agent_id);
+  return placeOutboundCall(deps, orgId, line, { sessionId: newId(), to: input.to_phone_number, ttl: input.ttl, sessionVariables: input.session_variables });
+}
+
 /**
- * `POST /api/v1/phone-numbers/{id}/calls/start`: the session is written first (so that the carrier's first
+ * Every outbound call, `calls/start`'s and campaigns': the session is written first (so that the carrier's first
  * callback finds it), then the carrier creates the call, then `session.created` is recorded with the carrier's
  * call id as `roomName`: all before the callee can pick up. A call the carrier refuses is a `FAILED` session.
  */
-export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
-  const number = await requirePhoneNumber(deps, orgId, phoneNumberId);
-  const agent = await callableAgent(deps, orgId, input.agent_id);
-  const credentials = await requireCredentials(deps, orgId);
+export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: CallLine, outbound: OutboundCall): Promise<{ sessionId: string }> {
+  const { number, agent, credentials } = line;
   const session = newCallSession(deps, orgId, agent, {
     direction: 'OUTBOUND',
-    id: newId(),
-    customer: input.to_phone_number,
+    id: outbound.sessionId,
+    customer: outbound.to,
     roomName: '',
-    sessionVariables: input.session_variables,
+    sessionVariables: outbound.sessionVariables,
   });
+  if (outbound.campaign) session.metadata.campaign = outbound.campaign;
   // The URL is known before the recording exists; it answers 404 until the carrier's recording is copied.
   session.recordingUrl = recordingUrl(deps, session.id);
   const call: VoiceCall = {
@@ -239,20 +270,21 @@ export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNum
     provider: 'twilio',
     direction: 'OUTBOUND',
     from: number.phone_number,
-    to: input.to_phone_number,
-    ttl: input.ttl,
+    to: outbound.to,
+    ttl: outbound.ttl,
     status: 'queued',
     startedAt: session.createdAt,
   };
-  await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, []);
+  // A session of this id exists already: its call was placed (or is being placed) by whoever wrote it; never twice.
+  if (!(await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, []))) return { sessionId: session.id };
   let callSid: string;
   try {
     ({ callSid } = await deps.telephony.createCall(credentials, {
       from: number.phone_number,
-      to: input.to_phone_number,
+      to: outbound.to,
       twiml: twimlFor(deps, agent, orgId, session.id),
       statusCallback: statusCallbackUrl(deps, orgId, session.id),
-      timeLimitSeconds: input.ttl,
+      timeLimitSeconds: outbound.ttl,
       ringTimeoutSeconds: deps.config.CALL_RING_TIMEOUT_SECONDS,
       recordingStatusCallback: recordingCallbackUrl(deps, orgId, session.id),
     }));
@@ -263,7 +295,7 @@ export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNum
   }
   const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
   await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
-  await scheduleBackstop(deps, orgId, session.id, deps.config.CALL_RING_TIMEOUT_SECONDS + input.ttl);
+  await scheduleBackstop(deps, orgId, session.id, deps.config.CALL_RING_TIMEOUT_SECONDS + outbound.ttl);
   return { sessionId: session.id };
 }
 
@@ -431,12 +463,23 @@ export async function endSilentCall(deps: VoiceDeps, orgId: string, sessionId: s
   return ended;
 }
 
-/** Ends a call's session once, whatever reports the end first; false when it had ended already. */
+/**
+ * Ends a call's session once, whatever reports the end first; false when it had ended already. The end of a
+ * campaign's call settles its attempt; a repeated report settles it again (once only), in case the first
+ * settling failed after the session ended.
+ */
 export async function endCall(deps: VoiceDeps, orgId: string, sessionId: string, reason: EndedReason): Promise<boolean> {
   const session = await deps.sessions.get(orgId, sessionId);
-  if (!session || session.state !== 'OPEN') return false;
+  if (!session) return false;
+  if (session.state !== 'OPEN') {
+    await settleCampaignAttempt(deps, session);
+    return false;
+  }
   const endedAt = deps.clock.now().toISOString();
-  return (await endSession(deps, session, 'CLOSED', reason, endedAt)) !== undefined;
+  const ended = await endSession(deps, session, 'CLOSED', reason, endedAt);
+  if (!ended) return false;
+  await settleCampaignAttempt(deps, ended);
+  return true;
 }
 
 // ---- The conversation (ConversationRelay over the WebSocket API) ----------------------------------------------

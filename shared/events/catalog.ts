@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { analysisResultSchema } from '../schemas/analysis.ts';
+import { campaignProgress, campaignStatuses } from '../schemas/campaigns.ts';
 
 /**
  * Every domain event of the spec, one zod schema per payload. `session.*` keep the spec's flat shape (the top-level
@@ -70,6 +71,16 @@ export const eventSchemas = {
   'subscription.updated': envelope(
     'subscription.updated',
     z.object({ subscriptionId: z.string(), status: z.enum(['active', 'past_due', 'canceled', 'paused']), currentPlan: z.string() }),
+  ),
+  'campaign.updated': envelope(
+    'campaign.updated',
+    z.object({
+      campaignId: z.string(),
+      name: z.string(),
+      status: z.enum(campaignStatuses),
+      previousStatus: z.enum(campaignStatuses),
+      progress: campaignProgress,
+    }),
   ),
   'knowledge_store.updated': envelope(
     'knowledge_store.updated',

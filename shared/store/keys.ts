@@ -87,6 +87,16 @@ export const keys = {
   dncEntry: (orgId: string, e164: string) => ({ pk: `ORG#${orgId}#DNC`, sk: e164 }),
   /** Cross-tenant: the call a ConversationRelay WebSocket connection carries (its later messages name only the connection). */
   relayConnection: (connectionId: string) => ({ pk: `VOICECONN#${connectionId}`, sk: '#VOICECONN' }),
+  campaign: (orgId: string, campaignId: string) => ({ pk: `ORG#${orgId}`, sk: `CAMPAIGN#${campaignId}` }),
+  campaignPrefix: 'CAMPAIGN#',
+  /** A campaign's contacts (and its outbox events). */
+  campaignPartition: (orgId: string, campaignId: string) => `ORG#${orgId}#CAMPAIGN#${campaignId}`,
+  campaignContact: (orgId: string, campaignId: string, contactId: string) => ({ pk: `ORG#${orgId}#CAMPAIGN#${campaignId}`, sk: `CONTACT#${contactId}` }),
+  campaignContactPrefix: 'CONTACT#',
+  /** gsi1: the campaign's PENDING contacts by next attempt time (a sparse index: the claim removes the key). */
+  campaignDue: (orgId: string, campaignId: string) => `ORG#${orgId}#CAMPAIGN#${campaignId}#DUE`,
+  /** gsi2: the campaign's contacts IN_PROGRESS by claim time. */
+  campaignLive: (orgId: string, campaignId: string) => `ORG#${orgId}#CAMPAIGN#${campaignId}#LIVE`,
   whatsappNumber: (orgId: string, numberId: string) => ({ pk: `ORG#${orgId}`, sk: `WANUMBER#${numberId}` }),
   whatsappNumberPrefix: 'WANUMBER#',
   /** Cross-tenant, like the phone-number claim: which organization owns Meta's phone number id (webhook routing, uniqueness). */

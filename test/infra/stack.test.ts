@@ -708,9 +708,9 @@ describe('AgentPlatformStack', () => {
         .filter((id) => resources[id]?.Type === 'AWS::SQS::Queue' && !Object.values(resources).some((candidate) =>
           candidate.Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(candidate.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop, knowledge-ingestion and
-    // knowledge-uploads and WhatsApp inbound queues' dead letters, the rule target's failures.
-    expect(deadLetterIds.size).toBe(9);
+    // The stream consumers' failures, the delivery, analysis, usage roll-up, call-backstop, campaign-dispatch,
+    // knowledge-ingestion, knowledge-uploads and WhatsApp inbound queues' dead letters, the rule target's failures.
+    expect(deadLetterIds.size).toBe(10);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
     expect(alarms).toHaveLength(deadLetterIds.size);
@@ -767,7 +767,7 @@ describe('the secrets key', () => {
     }
     const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
     expect(names((entry) => entry.seals)).toEqual(['phone-numbers', 'tools', 'webhooks', 'whatsapp-numbers']);
-    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery', 'whatsapp-inbound', 'whatsapp-webhook']);
+    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'call-campaigns', 'campaign-dispatcher', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery', 'whatsapp-inbound', 'whatsapp-webhook']);
   });
 
   it('keeps the default key policy (the account), so the functions\' IAM policies alone say who may use the key', () => {
@@ -848,7 +848,8 @@ describe('voice', () => {
 
   it("gives EventBridge Scheduler a role that may only send to the call-backstop queue, and lets only the call-starting functions create call-* schedules with it", () => {
     const roles = Object.entries(resources).filter(
-      ([, candidate]) => candidate.Type === 'AWS::IAM::Role' && JSON.stringify(candidate.Properties.AssumeRolePolicyDocument).includes('scheduler.amazonaws.com'),
+      ([id, candidate]) =>
+        candidate.Type === 'AWS::IAM::Role' && id.startsWith('CallBackstopScheduler') && JSON.stringify(candidate.Properties.AssumeRolePolicyDocument).includes('scheduler.amazonaws.com'),
     );
     expect(roles).toHaveLength(1);
     const [roleId, role] = roles[0] as [string, Resource];
@@ -866,7 +867,7 @@ describe('voice', () => {
     for (const name of allFunctionNames) {
       const creates = statementsOfUnit(name).filter((statement) => asArray(statement.Action).includes('scheduler:CreateSchedule'));
       const passes = statementsOfUnit(name).filter((statement) => asArray(statement.Action).includes('iam:PassRole'));
-      if (['phone-numbers', 'carrier-callbacks'].includes(name)) {
+      if (['phone-numbers', 'carrier-callbacks', 'campaign-dispatcher'].includes(name)) {
         expect(JSON.stringify(creates[0]?.Resource), name).toContain(':schedule/default/call-*');
         expect(passes[0]?.Resource, name).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
         expect((passes[0] as unknown as { Condition: unknown }).Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } });
@@ -953,5 +954,39 @@ describe('knowledge uploads and the sweeper', () => {
       expect.objectContaining({ ScheduleExpression: 'rate(5 minutes)', Targets: [expect.objectContaining({ Arn: { 'Fn::GetAtt': [sweeperId, 'Arn'] } })] }),
     ]);
     expect(statementsOfUnit('knowledge-sweeper').flatMap((statement) => asArray(statement.Action))).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem']));
+  });
+});
+
+describe('campaigns', () => {
+  it("tick the dispatcher every minute through its queue, with a role that may only send there", () => {
+    const schedules = Object.values(template.findResources('AWS::Scheduler::Schedule')) as Resource[];
+    expect(schedules).toHaveLength(1);
+    const tick = schedules[0] as Resource;
+    expect(tick.Properties).toMatchObject({ ScheduleExpression: 'rate(1 minute)', FlexibleTimeWindow: { Mode: 'OFF' } });
+    const target = tick.Properties.Target as { Arn: unknown; RoleArn: { 'Fn::GetAtt': [string, string] }; Input: string };
+    expect(JSON.parse(target.Input)).toEqual({ kind: 'campaign.tick' });
+    const queueId = Object.entries(resources).find(
+      ([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith('Queuecampaigndispatch') && candidate.Properties.RedrivePolicy !== undefined,
+    )?.[0];
+    expect(target.Arn).toEqual({ 'Fn::GetAtt': [queueId, 'Arn'] });
+    const roleId = target.RoleArn['Fn::GetAtt'][0];
+    const statements = Object.values(resources)
+      .filter((policy) => policy.Type === 'AWS::IAM::Policy' && JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
+      .flatMap((policy) => statementsOf(policy.Properties.PolicyDocument));
+    expect(statements.flatMap((statement) => asArray(statement.Action)).sort()).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    for (const statement of statements) expect(statement.Resource).toEqual({ 'Fn::GetAtt': [queueId, 'Arn'] });
+  });
+
+  it('dispatch from a queue with a dead-letter queue and its alarm, one campaign per invocation, with what placing calls needs', () => {
+    const dispatcher = resource(functionIdOf({ name: 'campaign-dispatcher' }), 'AWS::Lambda::Function');
+    const variables = (dispatcher.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    for (const name of ['CAMPAIGN_QUEUE_URL', 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_QUEUE_ARN', 'SCHEDULER_ROLE_ARN']) expect(variables[name], name).toBeDefined();
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Resource[];
+    const mapping = mappings.find((candidate) => JSON.stringify(candidate.Properties.FunctionName).includes(functionIdOf({ name: 'campaign-dispatcher' })));
+    expect(mapping?.Properties).toMatchObject({ BatchSize: 1, FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    const queue = Object.entries(resources).find(([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith('Queuecampaigndispatch') && candidate.Properties.RedrivePolicy !== undefined);
+    const deadLetterId = ((queue?.[1].Properties.RedrivePolicy as { deadLetterTargetArn: { 'Fn::GetAtt': [string] } }).deadLetterTargetArn['Fn::GetAtt'][0]);
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    expect(alarms.some((alarm) => JSON.stringify(alarm.Properties.Dimensions).includes(deadLetterId))).toBe(true);
   });
 });

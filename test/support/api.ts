@@ -66,7 +66,7 @@ export interface TestQueues {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; whatsapp?: boolean } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; campaignTicker?: boolean; whatsapp?: boolean } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   // Most suites send bursts far beyond the free plan's rate, which is not what they test; the rate-limit suite turns it on.
@@ -93,7 +93,7 @@ export async function startApi(
     if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
   };
   const whatsapp = options.whatsapp ? await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env) : undefined;
-  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice) : undefined;
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice, options.campaignTicker === true) : undefined;
   if (!queues) await startVoice();
   const deps = runtime();
   const sweeper =
@@ -171,12 +171,17 @@ async function startPoller(endpoint: string, tableName: string, withQueues: bool
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
-async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: LocalQueues) => Promise<void>): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
-  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }] = await Promise.all([
+async function startQueues(
+  options: TestQueueOptions,
+  beforeConsumers: (queues: LocalQueues) => Promise<void>,
+  campaignTicker: boolean,
+): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
+  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }, { startCampaignTicker }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
     import('../../infra/local/queue-poller.ts'),
     import('../../functions/consumers.ts'),
+    import('../../infra/local/campaign-ticker.ts'),
   ]);
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
@@ -185,9 +190,12 @@ async function startQueues(options: TestQueueOptions, beforeConsumers: (queues: 
   await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
+  // The dispatcher's tick, as `npm start` runs it, every CAMPAIGN_TICK_SECONDS (which the suite sets).
+  const ticker = campaignTicker ? startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS ?? 1)) : undefined;
   return {
     handle: { urls: queues.urls, clientConfig: queues.clientConfig, crash: pollers.crash },
     stop: async () => {
+      ticker?.stop();
       await router.stop();
       await pollers.stop();
       await uploads?.stop();
