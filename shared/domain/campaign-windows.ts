@@ -83,15 +83,18 @@ function shownAt(epochMs: number, timeZone: string): number {
 const hourMs = 60 * 60 * 1000;
 
 /**
- * The instant at which the wall clock of `timeZone` first shows `minute` of that local date: of two such instants
- * (fall back) the earlier, and when that time does not exist (spring forward) the end of the gap.
+ * The instants at which the wall clock of `timeZone` shows `minute` of that local date: two when the clock falls
+ * back over it (earlier first), and when that time does not exist (spring forward) the end of the gap.
  */
-function instantOfWallTime(year: number, month: number, day: number, minute: number, timeZone: string): number {
+function instantsOfWallTime(year: number, month: number, day: number, minute: number, timeZone: string): number[] {
   const target = Date.UTC(year, month - 1, day, 0, minute);
   // Correct a guess by the zone's offset; twice over, as the offset may differ on either side of a change.
   let guess = target;
   for (let pass = 0; pass < 3; pass += 1) guess += target - shownAt(guess, timeZone);
-  if (shownAt(guess, timeZone) === target) return shownAt(guess - hourMs, timeZone) === target ? guess - hourMs : guess;
+  if (shownAt(guess, timeZone) === target) {
+    if (shownAt(guess - hourMs, timeZone) === target) return [guess - hourMs, guess];
+    return shownAt(guess + hourMs, timeZone) === target ? [guess, guess + hourMs] : [guess];
+  }
   // In a gap: the first minute whose wall time is past the target (no other change lies within hours of a gap).
   let before = guess - 3 * hourMs;
   let after = guess + 3 * hourMs;
@@ -100,7 +103,7 @@ function instantOfWallTime(year: number, month: number, day: number, minute: num
     if (shownAt(middle, timeZone) >= target) after = middle;
     else before = middle;
   }
-  return after;
+  return [after];
 }
 
 /** How far ahead an opening is looked for: a window on any weekday opens within 8 local days. */
@@ -119,9 +122,11 @@ export function nextWindowOpening(fromMs: number, timeZone: string, windows: rea
     const weekday = weekdays[(date.getUTCDay() + 6) % 7] as Weekday;
     for (const window of windows) {
       if (!window.days.includes(weekday)) continue;
-      const opens = instantOfWallTime(date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), minutesOf(window.start), timeZone);
-      const candidate = Math.max(opens, fromMs);
-      if (isInsideWindow(candidate, timeZone, windows) && (best === undefined || candidate < best)) best = candidate;
+      // A fall-back hour shows the opening twice: the second may be the next one when the first has passed.
+      for (const opens of instantsOfWallTime(date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), minutesOf(window.start), timeZone)) {
+        const candidate = Math.max(opens, fromMs);
+        if (isInsideWindow(candidate, timeZone, windows) && (best === undefined || candidate < best)) best = candidate;
+      }
     }
   }
   return best;
