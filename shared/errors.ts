@@ -187,6 +187,11 @@ export class QuotaExceededError extends RetryLaterError {
   readonly code = 'QUOTA_EXCEEDED';
 }
 
+/** The plan's concurrent calls are all in progress; the client may try again once one ends (`Retry-After`). */
+export class ConcurrentCallsExceededError extends RetryLaterError {
+  readonly code = 'CONCURRENT_CALLS_EXCEEDED';
+}
+
 /** The organization (or the API key) sent more requests than its rate limit admits; retry after `Retry-After`. */
 export class RateLimitedError extends RetryLaterError {
   readonly code = 'RATE_LIMITED';

@@ -7283,17 +7283,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -7361,17 +7361,17 @@ export interface operations {
           });
         };
       };
-      /** @description Error: RATE_LIMITED */
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED, CONCURRENT_CALLS_EXCEEDED */
       429: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "RATE_LIMITED";
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED" | "CONCURRENT_CALLS_EXCEEDED";
               /** @constant */
               status?: 429;
             };
-          };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */

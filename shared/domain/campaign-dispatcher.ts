@@ -1,11 +1,11 @@
 import { logger } from '../logger.ts';
 import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
 import { isDialBlocked } from '../store/contact-store.ts';
-import { assertMayConsume, currentPlan, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import { attemptSessionId, settleCampaignAttempt } from './campaign-attempts.ts';
 import { isInsideWindow, nextWindowOpening } from './campaign-windows.ts';
 import { moveCampaign, type CampaignDeps } from './campaigns.ts';
-import { callLine, endCall, placeOutboundCall, type CallLine } from './voice.ts';
+import { callLine, endCall, placeOutboundCall, planCallAllowance, type CallLine } from './voice.ts';
 
 export interface DispatchDeps extends CampaignDeps, AdmissionDeps {
   config: CampaignDeps['config'] & AdmissionDeps['config'] & { CAMPAIGN_CLAIM_GRACE_SECONDS: number };
@@ -77,7 +77,7 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
     }
     if (ended) return { dialled, stopped: 'ended' };
     let dialledNow = 0;
-    const free = Math.min(campaign.maxConcurrentCalls - inProgress, await planAllowance(deps, orgId));
+    const free = Math.min(campaign.maxConcurrentCalls - inProgress, await planCallAllowance(deps, orgId));
     if (free > 0) {
       try {
         line ??= await callLine(deps, orgId, campaign.phoneNumberId, campaign.agentId);
@@ -104,19 +104,6 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
     if (Date.now() >= until) return { dialled, stopped: 'budget' };
     if (dialledNow === 0) await new Promise((resolveLater) => setTimeout(resolveLater, pollMs));
   }
-}
-
-/** Slots the plan leaves: its concurrent calls less the organization's open phone sessions (any source). */
-async function planAllowance(deps: DispatchDeps, orgId: string): Promise<number> {
-  const [plan, open] = await Promise.all([
-    currentPlan(deps, orgId),
-    deps.sessions.count(orgId, {
-      state: 'OPEN',
-      platform: 'PHONE',
-      idle: { lastActivityBefore: new Date(deps.clock.now().getTime() - deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString(), nowMs: deps.clock.now().getTime() },
-    }),
-  ]);
-  return plan.concurrentCalls === null ? Number.POSITIVE_INFINITY : plan.concurrentCalls - open;
 }
 
 type DialResult = 'dialled' | 'postponed' | 'skipped' | 'taken' | 'refused' | 'carrier-refused';

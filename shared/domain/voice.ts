@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import {
   AgentInactiveError,
   AgentNotVoiceEnabledError,
+  ConcurrentCallsExceededError,
   InvalidSignatureError,
   NotFoundError,
   SessionCreationError,
@@ -27,6 +28,7 @@ import {
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
 import type { TtsProvider } from '../telephony/voices.ts';
+import { assertMayConsume, currentPlan, type AdmissionDeps } from './admission.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
 import { events } from './events.ts';
@@ -241,9 +243,39 @@ export interface OutboundCall {
 }
 
 /** `POST /api/v1/phone-numbers/{id}/calls/start`. */
-export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
-  const line = await callLine(deps, orgId, phoneNumberId, input.agent_id);
+export async function startOutboundCall(deps: VoiceDeps & AdmissionDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
+  const [line] = await Promise.all([callLine(deps, orgId, phoneNumberId, input.agent_id), admitOutboundCall(deps, orgId)]);
   return placeOutboundCall(deps, orgId, line, { sessionId: newId(), to: input.to_phone_number, ttl: input.ttl, sessionVariables: input.session_variables });
+}
+
+/** Seconds a caller refused for the plan's concurrent calls is told to wait: about a short call's length. */
+const callSlotRetryAfterSeconds = 30;
+
+/**
+ * `calls/start` is refused while the subscription is inactive or its voice seconds are used up, and while the
+ * plan's concurrent calls are all in progress (docs/usage-and-billing.md#enforcement); campaigns check the same
+ * at each dispatch.
+ */
+async function admitOutboundCall(deps: VoiceDeps & AdmissionDeps, orgId: string): Promise<void> {
+  const [allowance] = await Promise.all([planCallAllowance(deps, orgId), assertMayConsume(deps, orgId, 'voice_seconds')]);
+  if (allowance <= 0) {
+    const { concurrentCalls } = await currentPlan(deps, orgId);
+    throw new ConcurrentCallsExceededError(`The plan allows ${concurrentCalls} concurrent calls and they are all in progress; retry when one ends.`, callSlotRetryAfterSeconds);
+  }
+}
+
+/** Calls the plan still admits: its concurrent calls less the organization's open phone sessions (any source). */
+export async function planCallAllowance(deps: VoiceDeps & AdmissionDeps, orgId: string): Promise<number> {
+  const nowMs = deps.clock.now().getTime();
+  const [plan, open] = await Promise.all([
+    currentPlan(deps, orgId),
+    deps.sessions.count(orgId, {
+      state: 'OPEN',
+      platform: 'PHONE',
+      idle: { lastActivityBefore: new Date(nowMs - deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString(), nowMs },
+    }),
+  ]);
+  return plan.concurrentCalls === null ? Number.POSITIVE_INFINITY : plan.concurrentCalls - open;
 }
 
 /**
