@@ -12,6 +12,25 @@ import { runtime } from '../shared/runtime.ts';
 /** Sequential GETs timed after this many that warm the process up. */
 const warmupRequests = 20;
 
+/** A new organization with a full-access key, and a caller of the API at `baseUrl` that answers its JSON (or `{}`). */
+export async function benchOrganization(deps: ReturnType<typeof runtime>, baseUrl: string) {
+  const orgId = crypto.randomUUID();
+  await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
+  const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
+
+  async function call<Body = Record<string, any>>(method: string, path: string, body?: unknown): Promise<Body> {
+    const response = await fetch(baseUrl + path, {
+      method,
+      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (response.status === 204 ? {} : await response.json()) as Body;
+  }
+
+  return { orgId, key, call };
+}
+
 export async function startBenchApi() {
   useLocalDatabase({ endpoint: process.env.BENCH_DYNAMODB_ENDPOINT as string, tableName: process.env.TABLE_NAME as string });
   const { server, preload } = createLocalServer(routeGroups);
@@ -19,19 +38,7 @@ export async function startBenchApi() {
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const deps = runtime();
-  const orgId = crypto.randomUUID();
-  await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-  const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-
-  async function call<Body = { id: string }>(method: string, path: string, body?: unknown): Promise<Body> {
-    const response = await fetch(baseUrl + path, {
-      method,
-      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as Body;
-  }
+  const { orgId, key, call } = await benchOrganization(deps, baseUrl);
 
   /** Latencies (ms) of `requests` GETs of `path`, one at a time. */
   async function timed(path: string, requests: number): Promise<number[]> {

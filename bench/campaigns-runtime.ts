@@ -10,7 +10,7 @@ import { startLocalQueues } from '../infra/local/queues.ts';
 import { createLocalServer } from '../infra/local/server.ts';
 import { startLocalVoice } from '../infra/local/voice.ts';
 import { campaignRuntime } from '../shared/campaign-runtime.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
+import { benchOrganization } from './bench-api.ts';
 import { dispatchCampaign } from '../shared/domain/campaign-dispatcher.ts';
 import { importContacts } from '../shared/domain/contact-import.ts';
 import { callLine, placeOutboundCall } from '../shared/domain/voice.ts';
@@ -69,14 +69,7 @@ const simulator = voice.simulator;
 
 /** An organization ready to call, with `count` contacts on callees that end without a conversation. */
 async function campaignOrg(count: number, firstArea: number) {
-  const orgId = crypto.randomUUID();
-  await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-  const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(baseUrl + path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as Record<string, any>;
-  };
+  const { orgId, call } = await benchOrganization(deps, baseUrl);
   await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
   const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
   const number = await call('POST', '/api/v1/phone-numbers', { phone_number: `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}` });

@@ -16,7 +16,7 @@ import { startQueuePollers } from '../infra/local/queue-poller.ts';
 import { startLocalQueues } from '../infra/local/queues.ts';
 import { startLocalUploads } from '../infra/local/s3-upload-gateway.ts';
 import { createLocalServer } from '../infra/local/server.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
+import { benchOrganization } from './bench-api.ts';
 import { handleIngestionMessage } from '../shared/domain/knowledge-ingestion.ts';
 import { knowledgeUploadsRuntime } from '../shared/knowledge-uploads-runtime.ts';
 import { pdfPageTexts } from '../shared/knowledge/pdf-text.ts';
@@ -49,14 +49,7 @@ await preload();
 const pollers = startQueuePollers({ queues, consumers });
 
 const deps = knowledgeUploadsRuntime();
-const orgId = crypto.randomUUID();
-await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-const call = async (method: string, path: string, body?: unknown): Promise<Record<string, any>> => {
-  const response = await fetch(baseUrl + path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Record<string, any>;
-};
+const { orgId, call } = await benchOrganization(deps, baseUrl);
 const upserted = async (storeId: string, documentId: string): Promise<Record<string, any>> => {
   for (;;) {
     const document = await call('GET', `/v1/chat/knowledge-stores/${storeId}/documents/${documentId}`);

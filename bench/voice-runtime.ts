@@ -15,7 +15,7 @@ import { createLocalServer } from '../infra/local/server.ts';
 import { startStreamPoller } from '../infra/local/stream-poller.ts';
 import { startLocalVoice } from '../infra/local/voice.ts';
 import { startWebSocketGateway } from '../infra/local/websocket-gateway.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
+import { benchOrganization } from './bench-api.ts';
 import { runtime } from '../shared/runtime.ts';
 import { keys } from '../shared/store/keys.ts';
 import { percentiles, type Percentiles } from './turns.ts';
@@ -41,14 +41,7 @@ const poller = startStreamPoller({ endpoint: database.endpoint, tableName: datab
 const pollers = startQueuePollers({ queues, consumers });
 
 const deps = runtime();
-const orgId = crypto.randomUUID();
-await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(baseUrl + path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? {} : ((await response.json()) as Record<string, any>);
-};
+const { orgId, call } = await benchOrganization(deps, baseUrl);
 await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
 const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
 const number = await call('POST', '/api/v1/phone-numbers', { phone_number: '+15557000000' });

@@ -11,7 +11,7 @@ import { startQueuePollers } from '../infra/local/queue-poller.ts';
 import { startLocalQueues } from '../infra/local/queues.ts';
 import { createLocalServer } from '../infra/local/server.ts';
 import { simulatorDefaults, startLocalWhatsapp } from '../infra/local/whatsapp-simulator.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
+import { benchOrganization } from './bench-api.ts';
 import { runtime } from '../shared/runtime.ts';
 import { percentiles, type Percentiles } from './turns.ts';
 
@@ -38,14 +38,7 @@ await preload();
 const pollers = startQueuePollers({ queues, consumers });
 
 const deps = runtime();
-const orgId = crypto.randomUUID();
-await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
-const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
-const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(baseUrl + path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Record<string, any>;
-};
+const { call } = await benchOrganization(deps, baseUrl);
 const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench' });
 const phoneNumberId = '1000000000001';
 await call('POST', '/v1/chat/whatsapp/numbers', { phoneNumberId, displayPhoneNumber: '+1 555 700 0000', agentId: agent.id, ...simulatorDefaults });
