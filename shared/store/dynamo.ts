@@ -3,7 +3,7 @@ import {
   DynamoDBClient,
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
@@ -39,6 +39,13 @@ export async function conditionalWrite(write: Promise<unknown>): Promise<boolean
     if (isConditionFailure(error)) return false;
     throw error;
   }
+}
+
+/** Replaces an item only if it is still the version read (`updatedAt`): false when another write came first. */
+export function putIfUnchanged(client: DynamoDBDocumentClient, tableName: string, item: Record<string, unknown>, seenUpdatedAt: string): Promise<boolean> {
+  return conditionalWrite(
+    client.send(new PutCommand({ TableName: tableName, Item: item, ConditionExpression: 'updatedAt = :seen', ExpressionAttributeValues: { ':seen': seenUpdatedAt } })),
+  );
 }
 
 /** The per-item cancellation reasons of a failed transaction, or undefined when it failed for another cause. */

@@ -4,7 +4,7 @@ import { ConcurrentModificationError, PhoneNumberTakenError } from '../errors.ts
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
 import { deleteClaimed, putClaimed } from './claimed-item.ts';
-import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { conditionalWrite, putIfUnchanged, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -73,16 +73,7 @@ export class DynamoVoiceStore implements VoiceStore {
   }
 
   async replacePhoneNumber(previous: StoredPhoneNumber, next: StoredPhoneNumber): Promise<void> {
-    const applied = await conditionalWrite(
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...keys.phoneNumber(next.orgId, next.id), entity: 'phoneNumber', ...next },
-          ConditionExpression: 'updatedAt = :seen',
-          ExpressionAttributeValues: { ':seen': previous.updatedAt },
-        }),
-      ),
-    );
+    const applied = await putIfUnchanged(this.client, this.tableName, { ...keys.phoneNumber(next.orgId, next.id), entity: 'phoneNumber', ...next }, previous.updatedAt);
     if (!applied) throw new ConcurrentModificationError('The phone number changed meanwhile; read it again and retry.');
   }
 

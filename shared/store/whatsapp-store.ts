@@ -4,7 +4,7 @@ import { ConcurrentModificationError, WhatsappNumberTakenError } from '../errors
 import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from '../schemas/whatsapp.ts';
 import { deleteClaimed, putClaimed } from './claimed-item.ts';
-import { conditionalWrite } from './dynamo.ts';
+import { conditionalWrite, putIfUnchanged } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -75,16 +75,7 @@ export class DynamoWhatsappStore {
   /** Writes `next` (with any secrets given replacing the stored ones) if the stored number is still `previous`. */
   async replaceNumber(previous: SealedWhatsappNumber, next: StoredWhatsappNumber, secrets: Partial<WhatsappSecrets>): Promise<void> {
     const sealed = { ...previous.sealed, ...(await this.seal(next.orgId, next.id, secrets)) };
-    const applied = await conditionalWrite(
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: this.numberItem(next, sealed),
-          ConditionExpression: 'updatedAt = :seen',
-          ExpressionAttributeValues: { ':seen': previous.updatedAt },
-        }),
-      ),
-    );
+    const applied = await putIfUnchanged(this.client, this.tableName, this.numberItem(next, sealed), previous.updatedAt);
     if (!applied) throw new ConcurrentModificationError('The number changed meanwhile; read it again and retry.');
   }
 
