@@ -76,7 +76,10 @@ const configSchema = z.object({
   EVENT_LOG_RETENTION_HOURS: z.coerce.number().int().positive().max(7 * 24).default(24),
   /** How often an open event stream reads the event log. */
   EVENT_STREAM_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  /** How often an open event stream checks its API key or token again (a deleted key ends it within this, plus a poll). */
+  /**
+   * How often an open event stream, and a chat reply while its turn runs, check their API key or token again (a
+   * deleted key ends them within this, plus a poll or a model delta).
+   */
   EVENT_STREAM_REAUTHORIZE_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /**
    * How far back each read of the event log reaches before what was already read, because concurrent log writes

@@ -1,6 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { ConcurrentModificationError, ValidationError } from '../errors.ts';
 import { createContactBody, maxImportRows, type ImportContactsResult, type ImportFailureCode } from '../schemas/contact.ts';
+import { unstorableNameMessage, unstorablePropertyNames } from '../schemas/storable-json.ts';
 import { contactIdsByPhone, getContacts, writeContacts, type ContactWrite } from '../store/contact-store.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
 import { normalizePhoneNumber, type Contact, type ContactDeps } from './contacts.ts';
@@ -116,12 +117,20 @@ function readCsv(csv: string, failed: Failure[]): { header: string[]; records: {
 const columnKey = (name: string) => name.toLowerCase().replace(/[\s_-]/g, '');
 
 function readRows(header: string[], records: { row: number; cells: string[] }[], failed: Failure[]): ParsedRow[] {
-  const columns = header.map((name) => ({ name, field: columnAliases[columnKey(name)] }));
+  // Own properties only: a `constructor` column is an attribute name, not Object.prototype's.
+  const columns = header.map((name) => ({ name, field: Object.hasOwn(columnAliases, columnKey(name)) ? columnAliases[columnKey(name)] : undefined }));
   const names = columns.map((column) => column.field ?? column.name);
   const repeated = names.find((name, index) => names.indexOf(name) !== index);
   if (repeated !== undefined || names.includes('')) {
     throw new ValidationError('Each header column must have its own, non-empty name.', {
       details: [{ field: 'body', message: repeated ? `column ${repeated} appears twice` : 'a header column has no name' }],
+    });
+  }
+  // Other columns become attribute names, so they follow the rule of a JSON body's property names.
+  const unstorable = names.find((name) => unstorablePropertyNames.has(name));
+  if (unstorable !== undefined) {
+    throw new ValidationError(`The column ${unstorable} cannot be an attribute: ${unstorableNameMessage}.`, {
+      details: [{ field: 'body', message: `column ${unstorable}: ${unstorableNameMessage}` }],
     });
   }
   if (!names.includes('phoneNumber')) {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { watchCredential } from '../auth/credential-watch.ts';
 import type { Config } from '../config.ts';
 import { ValidationError } from '../errors.ts';
 import { eventTypes } from '../events/catalog.ts';
@@ -249,29 +250,32 @@ export async function streamEvents(
   const openedAt = now();
   const reader = new EventLogReader(request.start.after, settings.overlapMs);
   const read: ReadEventLog = (after, limit) => deps.eventLog.read(request.orgId, after, limit);
-  await output.send(sseFrame.retry(reconnectDelayMs));
-  if (request.start.notice) await output.send(sseFrame.comment(request.start.notice));
-  let lastSentAt = openedAt;
-  let authorizedAt = openedAt;
-  while (!output.signal.aborted && now() - openedAt < settings.maxDurationMs) {
-    if (now() - authorizedAt >= settings.reauthorizeMs) {
-      await request.reauthorize();
-      authorizedAt = now();
+  const credential = watchCredential(request.reauthorize, settings.reauthorizeMs);
+  const ended = AbortSignal.any([output.signal, credential.refused]);
+  try {
+    await output.send(sseFrame.retry(reconnectDelayMs));
+    if (request.start.notice) await output.send(sseFrame.comment(request.start.notice));
+    let lastSentAt = openedAt;
+    while (!ended.aborted && now() - openedAt < settings.maxDurationMs) {
+      const { fresh, caughtUp } = await reader.poll(read, now());
+      credential.refused.throwIfAborted();
+      for (const entry of fresh) {
+        const name = sseEventName(entry.event.type);
+        if (request.types && !request.types.has(name)) continue;
+        await output.send(sseFrame.event(formatCursor(entry.loggedAt, entry.event.eventId), name, entry.event.payload));
+        lastSentAt = now();
+      }
+      if (now() - lastSentAt >= settings.heartbeatMs) {
+        await output.send(sseFrame.checkpoint(reader.checkpoint(), 'heartbeat'));
+        lastSentAt = now();
+      }
+      const remainingMs = settings.maxDurationMs - (now() - openedAt);
+      if (caughtUp && remainingMs > 0) await sleep(Math.min(settings.pollMs, remainingMs), undefined, { signal: ended }).catch(() => undefined);
     }
-    const { fresh, caughtUp } = await reader.poll(read, now());
-    for (const entry of fresh) {
-      const name = sseEventName(entry.event.type);
-      if (request.types && !request.types.has(name)) continue;
-      await output.send(sseFrame.event(formatCursor(entry.loggedAt, entry.event.eventId), name, entry.event.payload));
-      lastSentAt = now();
-    }
-    if (now() - lastSentAt >= settings.heartbeatMs) {
-      await output.send(sseFrame.checkpoint(reader.checkpoint(), 'heartbeat'));
-      lastSentAt = now();
-    }
-    const remainingMs = settings.maxDurationMs - (now() - openedAt);
-    if (caughtUp && remainingMs > 0) await sleep(Math.min(settings.pollMs, remainingMs), undefined, { signal: output.signal }).catch(() => undefined);
+    credential.refused.throwIfAborted();
+    if (output.signal.aborted) return;
+    await output.send(sseFrame.checkpoint(reader.checkpoint(), 'this stream has reached its time limit; reconnect with Last-Event-ID'));
+  } finally {
+    credential.stop();
   }
-  if (output.signal.aborted) return;
-  await output.send(sseFrame.checkpoint(reader.checkpoint(), 'this stream has reached its time limit; reconnect with Last-Event-ID'));
 }

@@ -15,11 +15,14 @@ import type { RetrievedChunk } from '../schemas/knowledge.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 
+/** Why a turn failed after it began, as the error envelope's `error` object. */
+export type TurnFailure = { code: string; message: string; status: number };
+
 /** Where the streamed side of a turn goes; a non-streamed send passes a sink that ignores deltas. */
 export interface TurnSink {
   delta(messageId: string, text: string): void;
   /** A failure after streaming began, as the error envelope's `error` object. */
-  failed(error: { code: string; message: string; status: number }): void;
+  failed(error: TurnFailure): void;
   /**
    * Said before and after a tool's `preExecutionMessage`: the text between is an utterance of its own (WhatsApp
    * sends it as a message of its own; a stream needs nothing).
@@ -67,7 +70,7 @@ export interface PreparedTurn {
 export interface TurnResult {
   messages: Message[];
   /** Set when the turn failed after it began; its messages are persisted all the same. */
-  failure?: { code: string; message: string; status: number } | undefined;
+  failure?: TurnFailure | undefined;
   /** The model called `end_conversation`. */
   agentEnded: boolean;
   /** The number (`seq`) the session gave the turn's last message, its reply. */
@@ -80,7 +83,14 @@ export interface TurnOptions {
    * hangs up, and the carrier's report of the end closes the session (docs/voice.md).
    */
   closeWhenAgentEnds: boolean;
+  /**
+   * Ends the turn early (a streamed reply whose credential was refused): the model and tool calls are aborted, and
+   * the signal's reason, the error envelope's `error` object, is the turn's failure. What was said so far is
+   * persisted like any failed turn.
+   */
+  stop?: AbortSignal | undefined;
 }
+
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
 const maxToolCallsPerRound = 4;
@@ -206,7 +216,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   const { session, agent } = turn;
   const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
   const languageModel = deps.languageModel(model);
-  const signal = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  const timeout = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
   const offeredTools = functionTools(agent, turn.tools);
   const retrieval = await turn.retrieval;
@@ -223,7 +234,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   // Tokens of every model call of the turn, as the provider reports them: the usage meter counts them by model.
   const tokens = { inputTokens: 0, outputTokens: 0 };
   const toolTimings: { name: string; durationMs: number }[] = [];
-  let failure: { code: string; message: string; status: number } | undefined;
+  let failure: TurnFailure | undefined;
   let agentEnded = false;
   // Errors while the provider streams are the model's (502); any other is ours (500).
   let inModelCall = false;
@@ -245,6 +256,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
       let stepText = '';
       const modelStart = performance.now();
       inModelCall = true;
+      // A provider that ignores the abort signal still gets no further call, and its text no further delta.
+      options.stop?.throwIfAborted();
       const { stream } = await languageModel.doStream({
         prompt,
         // After the last allowed round the model must answer in text.
@@ -252,6 +265,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         abortSignal: signal,
       });
       for await (const part of stream) {
+        options.stop?.throwIfAborted();
         if (part.type === 'text-delta') {
           firstTokenMs ??= performance.now() - modelStart;
           if (stepText) say(part.delta);
@@ -311,10 +325,15 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
       prompt.push(results);
     }
   } catch (error) {
-    failure = inModelCall
-      ? { code: 'MODEL_ERROR', message: 'The model provider failed during the reply; retry.', status: 502 }
-      : { code: 'GENERIC_ERROR', message: 'The reply failed; retry.', status: 500 };
-    logger.error('turn failed', { sessionId: session.id, code: failure.code, error: error as Error });
+    if (options.stop?.aborted) {
+      failure = options.stop.reason as TurnFailure;
+      logger.info('turn stopped', { sessionId: session.id, code: failure.code });
+    } else {
+      failure = inModelCall
+        ? { code: 'MODEL_ERROR', message: 'The model provider failed during the reply; retry.', status: 502 }
+        : { code: 'GENERIC_ERROR', message: 'The reply failed; retry.', status: 500 };
+      logger.error('turn failed', { sessionId: session.id, code: failure.code, error: error as Error });
+    }
     sink.failed(failure);
   }
 

@@ -22,6 +22,7 @@ import {
 } from '../errors.ts';
 import { logger } from '../logger.ts';
 import type { IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
+import { pathOfUnstorableName, unstorableNameMessage } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
 import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
@@ -326,11 +327,19 @@ function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
     throw new UnsupportedMediaTypeError('Send the body as application/json.');
   }
   if (text.trim().length === 0) throw new ValidationError('A JSON body is required.', { details: [{ field: 'body', message: 'is required' }] });
+  let document: unknown;
   try {
-    return JSON.parse(text);
+    document = JSON.parse(text);
   } catch {
     throw new ValidationError('The body is not valid JSON.', { details: [{ field: 'body', message: 'must be valid JSON' }] });
   }
+  // Before the schemas: zod would drop a `__proto__` property silently.
+  const unstorable = pathOfUnstorableName(document);
+  if (unstorable) {
+    const field = unstorable.join('.');
+    throw new ValidationError(`Invalid request body: ${field} ${unstorableNameMessage}`, { details: [{ field, message: unstorableNameMessage }] });
+  }
+  return document;
 }
 
 function parseWith(schema: z.ZodType | undefined, value: unknown, fail: (issues: FieldIssue[]) => never): unknown {

@@ -6,6 +6,47 @@ import * as z from 'zod';
  */
 export const maxStorableDepth = 20;
 
+/**
+ * Property names no stored object can keep. The DynamoDB marshaller writes and reads maps through plain objects,
+ * where `__proto__` sets the prototype instead of adding a property (the entry would vanish), and it takes an own
+ * `constructor` for the object's class (the write would fail). zod's records skip `__proto__` before any schema sees
+ * it, so the body parser refuses both anywhere in a request body (`pathOfUnstorableName`).
+ */
+export const unstorablePropertyNames: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
+
+export const unstorableNameMessage = 'property names __proto__ and constructor cannot be stored';
+
+/**
+ * The path of a property of a parsed JSON document whose name is in `unstorablePropertyNames`, if any. Walked
+ * without recursion, keeping only parent links, since a body may nest deeper than the stack.
+ */
+export function pathOfUnstorableName(document: unknown): (string | number)[] | undefined {
+  interface Visit {
+    value: unknown;
+    parent?: Visit;
+    key?: string | number;
+  }
+  const pathOf = (visit: Visit): (string | number)[] => {
+    const path: (string | number)[] = [];
+    for (let at: Visit | undefined = visit; at?.parent; at = at.parent) path.push(at.key as string | number);
+    return path.reverse();
+  };
+  const pending: Visit[] = [{ value: document }];
+  for (let visit = pending.pop(); visit; visit = pending.pop()) {
+    const { value } = visit;
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      value.forEach((item: unknown, index) => pending.push({ value: item, parent: visit, key: index }));
+      continue;
+    }
+    for (const [name, child] of Object.entries(value)) {
+      if (unstorablePropertyNames.has(name)) return [...pathOf(visit), name];
+      pending.push({ value: child, parent: visit, key: name });
+    }
+  }
+  return undefined;
+}
+
 interface Problem {
   path: (string | number)[];
   message: string;
@@ -36,7 +77,8 @@ function unstorablePart(value: unknown, path: (string | number)[], depth: number
 /**
  * A free-form JSON object that the API stores as the client sent it (metadata, session variables, tool schemas):
  * bounded in size, and refused with the path of the first part DynamoDB could not store, so a client's mistake is a
- * 400 naming the field rather than a failed write.
+ * 400 naming the field rather than a failed write. (Names DynamoDB cannot store are refused earlier, by the body
+ * parser: see `unstorablePropertyNames`.)
  */
 export function storableJsonObject(options: { maxBytes: number; key?: z.ZodType<string> }) {
   return z

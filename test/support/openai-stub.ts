@@ -77,8 +77,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: ChatRequestBody;
-  /** Epoch milliseconds (fractional): request body received, first chunk written, response finished. */
-  timings: { received: number; firstChunk?: number; end?: number };
+  /** Epoch milliseconds (fractional): request body received, first chunk written, response finished, client gone before the end (an aborted call). */
+  timings: { received: number; firstChunk?: number; end?: number; clientGone?: number };
 }
 
 export interface OpenAIStub {
@@ -132,6 +132,9 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     }
     const recorded: RecordedRequest = { method: request.method, path, headers: request.headers, body, timings: { received: now() } };
     if (options.record !== false) requests.push(recorded);
+    response.on('close', () => {
+      if (!response.writableFinished) recorded.timings.clientGone ??= now();
+    });
     const scripted = options.answer?.(body, answered++);
     if (scripted?.delayMs) await sleep(scripted.delayMs);
     const failStatus = scripted?.status ?? options.failStatus;
