@@ -11,9 +11,8 @@ import { createDocumentClient } from '../shared/store/dynamo.ts';
 import { DynamoIdempotencyStore } from '../shared/store/idempotency-store.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { crashProxy } from './support/crash-proxy.ts';
-import { childEnv, isRunning, killGroup, spawnInGroup, waitForExit } from './support/local-process.ts';
+import { killGroup, startApiProcess, waitForExit } from './support/local-process.ts';
 import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
-import type { ChildProcess } from 'node:child_process';
 
 let api: TestApi;
 let key: string;
@@ -43,26 +42,7 @@ afterAll(async () => {
   await closeServer(proxy);
 });
 
-async function startChild(): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawnInGroup(
-    ['test/support/serve-api.ts'],
-    childEnv({
-      DYNAMODB_ENDPOINT: proxyUrl,
-      TABLE_NAME: inject('tableName'),
-      SECRETS_KEY_FILE: inject('secretsKeyFile'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    }),
-  );
-  let stdout = '';
-  child.stdout?.on('data', (chunk) => (stdout += chunk));
-  while (!/listening (\d+)/.test(stdout)) {
-    if (!isRunning(child)) throw new Error(`the API process exited before listening: ${stdout}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { child, baseUrl: `http://127.0.0.1:${/listening (\d+)/.exec(stdout)?.[1]}` };
-}
+const startChild = () => startApiProcess(proxyUrl, inject('tableName'), inject('secretsKeyFile'));
 
 function post(baseUrl: string, path: string, idempotencyKey: string, body: unknown): Promise<Response> {
   return fetch(baseUrl + path, {

@@ -1274,7 +1274,7 @@ export interface components {
       failed: ({
           row: number;
           /** @enum {string} */
-          code: "INVALID_PHONE_NUMBER" | "INVALID_TIMEZONE" | "INVALID_FIELD" | "MISSING_VALUE" | "MALFORMED_ROW" | "DUPLICATE_IN_FILE" | "CONCURRENT_MODIFICATION";
+          code: "INVALID_PHONE_NUMBER" | "INVALID_TIMEZONE" | "INVALID_FIELD" | "MISSING_VALUE" | "MALFORMED_ROW" | "DUPLICATE_IN_FILE" | "CONCURRENT_MODIFICATION" | "DEADLINE_EXCEEDED";
           message: string;
         })[];
     };
