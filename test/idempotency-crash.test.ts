@@ -100,6 +100,24 @@ describe('a process killed between committing a create and answering it', () => 
     const listed = await api.request('GET', `/v1/chat/chat/sessions?agentId=${agent.body.id}`, { key });
     expect(listed.body.data.map((session: { id: string }) => session.id)).toEqual([replayed.id]);
   });
+
+  it('answers the retry of a message send with the reply it stored, and the session holds the message once', async () => {
+    // Prepare
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'M', description: 'd', role: 'r' } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    const content = `crash-${crypto.randomUUID()}`;
+
+    // Act
+    const retry = await createThroughCrash(`/v1/chat/chat/sessions/${session.body.id}/messages`, { content, stream: false }, content);
+
+    // Assess
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const replayed = (await retry.json()) as { userMessage: { id: string; content: string }; assistantMessage: { id: string } };
+    expect(replayed.userMessage.content).toBe(content);
+    const history = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key });
+    expect(history.body.data.map((message: { id: string }) => message.id)).toEqual([replayed.userMessage.id, replayed.assistantMessage.id]);
+  });
 });
 
 describe('a request that outlived its claim on the Idempotency-Key', () => {
