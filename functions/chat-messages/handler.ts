@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { z } from 'zod';
 import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
-import { ModelError } from '../../shared/errors.ts';
+import { IdempotencyInProgressError, ModelError } from '../../shared/errors.ts';
 import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
 import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
 import { logger } from '../../shared/logger.ts';
@@ -34,7 +34,8 @@ export const handler = createHttpHandler(
         async (error: unknown) => {
           const envelope = toErrorEnvelope(error, requestId);
           if (envelope.error.status >= 500) logger.error('turn failed after streaming began', { requestId, error: error as Error });
-          await releaseKey(streamIdempotency, requestId);
+          // Unless another request took the key over while the turn ran: the key is its now.
+          if (!(error instanceof IdempotencyInProgressError)) await releaseKey(streamIdempotency, requestId);
           sse.sink.failed(envelope.error);
           sse.end();
         },

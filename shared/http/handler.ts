@@ -392,7 +392,8 @@ const idempotency = (deps: () => PipelineDeps): Middleware => ({
   },
   onError: async (request) => {
     const record = request.internal.api?.idempotency;
-    if (record && !record.replay) await deps().idempotency.release(record.orgId, record.key);
+    // A request whose claim another took over must not free the key the other now holds.
+    if (record && !record.replay && !(request.error instanceof IdempotencyInProgressError)) await deps().idempotency.release(record.orgId, record.key);
   },
 });
 
