@@ -238,7 +238,8 @@ export interface SessionStore {
    */
   truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean>;
   /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
-  commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'>;
+  /** `completion` records the idempotent send's response in the same transaction (none without an Idempotency-Key). */
+  commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }, completion?: IdempotencyCompletion): Promise<'committed' | 'conflict'>;
 }
 
 /** A webhook endpoint as the API shows it; its signing secrets never appear after creation or rotation. */

@@ -11,9 +11,8 @@ import { createDocumentClient } from '../shared/store/dynamo.ts';
 import { DynamoIdempotencyStore } from '../shared/store/idempotency-store.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { crashProxy } from './support/crash-proxy.ts';
-import { childEnv, isRunning, killGroup, spawnInGroup, waitForExit } from './support/local-process.ts';
+import { killGroup, startApiProcess, waitForExit } from './support/local-process.ts';
 import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
-import type { ChildProcess } from 'node:child_process';
 
 let api: TestApi;
 let key: string;
@@ -43,26 +42,7 @@ afterAll(async () => {
   await closeServer(proxy);
 });
 
-async function startChild(): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawnInGroup(
-    ['test/support/serve-api.ts'],
-    childEnv({
-      DYNAMODB_ENDPOINT: proxyUrl,
-      TABLE_NAME: inject('tableName'),
-      SECRETS_KEY_FILE: inject('secretsKeyFile'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    }),
-  );
-  let stdout = '';
-  child.stdout?.on('data', (chunk) => (stdout += chunk));
-  while (!/listening (\d+)/.test(stdout)) {
-    if (!isRunning(child)) throw new Error(`the API process exited before listening: ${stdout}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { child, baseUrl: `http://127.0.0.1:${/listening (\d+)/.exec(stdout)?.[1]}` };
-}
+const startChild = () => startApiProcess(proxyUrl, inject('tableName'), inject('secretsKeyFile'));
 
 function post(baseUrl: string, path: string, idempotencyKey: string, body: unknown): Promise<Response> {
   return fetch(baseUrl + path, {
@@ -119,6 +99,24 @@ describe('a process killed between committing a create and answering it', () => 
     const replayed = (await retry.json()) as { id: string };
     const listed = await api.request('GET', `/v1/chat/chat/sessions?agentId=${agent.body.id}`, { key });
     expect(listed.body.data.map((session: { id: string }) => session.id)).toEqual([replayed.id]);
+  });
+
+  it('answers the retry of a message send with the reply it stored, and the session holds the message once', async () => {
+    // Prepare
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'M', description: 'd', role: 'r' } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    const content = `crash-${crypto.randomUUID()}`;
+
+    // Act
+    const retry = await createThroughCrash(`/v1/chat/chat/sessions/${session.body.id}/messages`, { content, stream: false }, content);
+
+    // Assess
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const replayed = (await retry.json()) as { userMessage: { id: string; content: string }; assistantMessage: { id: string } };
+    expect(replayed.userMessage.content).toBe(content);
+    const history = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key });
+    expect(history.body.data.map((message: { id: string }) => message.id)).toEqual([replayed.userMessage.id, replayed.assistantMessage.id]);
   });
 });
 

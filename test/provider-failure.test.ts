@@ -51,4 +51,17 @@ describe('a provider failing mid-stream', () => {
     expect(history.body.data.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT']);
     expect(history.body.data[1].metadata.status).toBe('FAILED');
   });
+
+  it('frees the Idempotency-Key of a streamed send whose turn failed: a retry runs the turn again', async () => {
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'A', modelId } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    const send = () =>
+      api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'hello' }, headers: { 'idempotency-key': 'failed-turn' } });
+    const first = await send();
+    const retry = await send();
+    for (const response of [first, retry]) expect(JSON.parse(sseData(response.text).at(-2) as string).error.code).toBe('MODEL_ERROR');
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    const history = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key });
+    expect(history.body.data.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT', 'USER', 'ASSISTANT']);
+  });
 });

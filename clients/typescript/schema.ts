@@ -1274,7 +1274,7 @@ export interface components {
       failed: ({
           row: number;
           /** @enum {string} */
-          code: "INVALID_PHONE_NUMBER" | "INVALID_TIMEZONE" | "INVALID_FIELD" | "MISSING_VALUE" | "MALFORMED_ROW" | "DUPLICATE_IN_FILE" | "CONCURRENT_MODIFICATION";
+          code: "INVALID_PHONE_NUMBER" | "INVALID_TIMEZONE" | "INVALID_FIELD" | "MISSING_VALUE" | "MALFORMED_ROW" | "DUPLICATE_IN_FILE" | "CONCURRENT_MODIFICATION" | "DEADLINE_EXCEEDED";
           message: string;
         })[];
     };
@@ -4509,6 +4509,10 @@ export interface operations {
   /** Send a message; the reply streams as server-sent events unless stream is false */
   sendMessage: {
     parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
       path: {
         id: string;
       };
@@ -4578,13 +4582,13 @@ export interface operations {
           });
         };
       };
-      /** @description Conflicts with the current state: INVALID_SESSION, SESSION_BUSY */
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, INVALID_SESSION, SESSION_BUSY */
       409: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "INVALID_SESSION" | "SESSION_BUSY";
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "INVALID_SESSION" | "SESSION_BUSY";
               /** @constant */
               status?: 409;
             };

@@ -22,6 +22,8 @@ export const chatMessageRoutes = defineRouteGroup({
       body: sendMessageBody,
       // The turn's reads start while the key is confirmed: one round trip fewer before the first token.
       overlapAuthentication: true,
+      // A retry gets the stored reply (streamed: the same events); see docs/sessions.md#idempotent-sends.
+      idempotent: true,
     },
   },
 });

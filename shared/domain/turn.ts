@@ -5,7 +5,7 @@ import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
 import { endConversationTool, type ExecutableTool, type Tool } from '../schemas/tool.ts';
-import type { StoredSession, ToolStore, TurnContext } from '../ports.ts';
+import type { IdempotencyCompletion, StoredSession, ToolStore, TurnContext } from '../ports.ts';
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { knowledgeContext } from '../knowledge/turn-context.ts';
@@ -89,8 +89,12 @@ export interface TurnOptions {
    * persisted like any failed turn.
    */
   stop?: AbortSignal | undefined;
+  /**
+   * An idempotent send (`Idempotency-Key`): the response a retry gets, sealed from the turn's messages, written in
+   * the transaction that writes them. Asked only of a turn that succeeded: a failed one leaves the key to a retry.
+   */
+  sealReply?: ((messages: readonly Message[]) => IdempotencyCompletion) | undefined;
 }
-
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
 const maxToolCallsPerRound = 4;
@@ -172,12 +176,12 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  * process appended meanwhile, the session is read again and the messages go after those. A session that ended
  * meanwhile takes none of them.
  */
-async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date): Promise<number> {
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date, completion?: IdempotencyCompletion): Promise<number> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
   const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
   let session: StoredSession | undefined = turn.session;
   for (let attempt = 0; session; attempt += 1) {
-    if ((await deps.sessions.commitTurn(session, messages, at)) === 'committed') {
+    if ((await deps.sessions.commitTurn(session, messages, at, completion)) === 'committed') {
       // After a conflict the history has others' messages too: the next turn reads it whole.
       if (attempt === 0) {
         histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
@@ -362,7 +366,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     createdAt: now.toISOString(),
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
-  const replySeq = await commitTurn(deps, turn, messages, now);
+  const replySeq = await commitTurn(deps, turn, messages, now, failure ? undefined : options.sealReply?.(messages));
   if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());

@@ -21,7 +21,7 @@ import {
   type FieldIssue,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
+import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
 import { pathOfUnstorableName, unstorableNameMessage } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
@@ -53,6 +53,12 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
    * return, for the store to record in the transaction that creates the resource (no separate write afterwards).
    */
   sealResponse?: SealResponse | undefined;
+  /**
+   * The same for an operation that answers with a stream: `seal` takes the stream's whole text (a retry gets it back
+   * as is) for the transaction that completes the work; `release` frees the key when the work failed, so that a
+   * retry runs it again. The pipeline does neither once the stream has begun.
+   */
+  streamIdempotency?: { seal(text: string): IdempotencyCompletion; release(): Promise<void> } | undefined;
 }
 
 /** What each operation of a group does: it returns the response body, sent with the route's success status. */
@@ -78,7 +84,8 @@ interface ApiState {
   verified: Promise<void>;
   input?: { params: unknown; query: unknown; body: unknown };
   pending: Promise<unknown>[];
-  idempotency?: { orgId: string; key: string; claimId?: string; replay?: StoredResponse; sealed?: boolean };
+  /** `sealed`: the operation's store records the response; `streamed`: the operation records or releases it itself. */
+  idempotency?: { orgId: string; key: string; claimId?: string; replay?: StoredResponse; sealed?: boolean; streamed?: boolean };
   /** The rate-limit headers every response of an authenticated request carries. */
   rateLimitHeaders?: Record<string, string>;
 }
@@ -367,6 +374,8 @@ const idempotency = (deps: () => PipelineDeps): Middleware => ({
     const state = request.internal.api;
     const key = request.event.headers?.['idempotency-key'];
     if (!state.route?.idempotent || key === undefined || !state.principal) return;
+    // A stored response goes only to a confirmed credential, and only one may hold the key (overlapping routes).
+    await state.verified;
     if (!idempotencyKeyPattern.test(key)) {
       throw new ValidationError('Idempotency-Key must be 1 to 255 characters of letters, digits, . _ : or -.', {
         details: [{ field: 'Idempotency-Key', message: 'has an invalid format' }],
@@ -387,12 +396,13 @@ const idempotency = (deps: () => PipelineDeps): Middleware => ({
   after: async (request) => {
     const record = request.internal.api.idempotency;
     const response = request.response;
-    if (!record || record.replay || record.sealed || !response) return;
+    if (!record || record.replay || record.sealed || record.streamed || !response) return;
     await deps().idempotency.complete(record.orgId, record.key, toStoredResponse(response));
   },
   onError: async (request) => {
     const record = request.internal.api?.idempotency;
-    if (record && !record.replay) await deps().idempotency.release(record.orgId, record.key);
+    // A request whose claim another took over must not free the key the other now holds.
+    if (record && !record.replay && !(request.error instanceof IdempotencyInProgressError)) await deps().idempotency.release(record.orgId, record.key);
   },
 });
 
@@ -443,6 +453,17 @@ function toStoredResponse(response: Result): StoredResponse {
   };
 }
 
+/** Seals the event stream the route sends, or releases its key; the pipeline leaves both to the operation. */
+function streamIdempotency(state: ApiState, deps: PipelineDeps): RouteInput<RouteDefinition, unknown>['streamIdempotency'] {
+  const record = state.idempotency;
+  if (!record?.claimId) return undefined;
+  const claimId = record.claimId;
+  return {
+    seal: (text) => deps.idempotency.seal(record.orgId, record.key, claimId, { status: 200, body: text, headers: { ...serverSentEventHeaders } }),
+    release: () => deps.idempotency.release(record.orgId, record.key),
+  };
+}
+
 /** Seals the success response the route will send with `body`, and notes that its store records it. */
 function responseSealer(state: ApiState, deps: PipelineDeps): SealResponse | undefined {
   const record = state.idempotency;
@@ -478,10 +499,14 @@ async function dispatch<Deps extends PipelineDeps>(
     headers: requestHeaders,
     reauthorize: () => reauthorize(state, deps(), requestHeaders),
     sealResponse: responseSealer(state, deps()),
+    streamIdempotency: streamIdempotency(state, deps()),
   });
   // Nothing leaves before the credential is confirmed, whatever the implementation did.
   await state.verified;
-  if (body instanceof StreamingBody) return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  if (body instanceof StreamingBody) {
+    if (state.idempotency) state.idempotency.streamed = true;
+    return { statusCode: 200, headers: body.headers, body: body.stream as unknown as string };
+  }
   if (body instanceof RawBody) {
     return { statusCode: body.statusCode ?? route.successStatus, headers: body.headers, body: body.body, isBase64Encoded: body.isBase64Encoded };
   }

@@ -101,6 +101,7 @@ export const importFailureCodes = [
   'MALFORMED_ROW',
   'DUPLICATE_IN_FILE',
   'CONCURRENT_MODIFICATION',
+  'DEADLINE_EXCEEDED',
 ] as const;
 
 export const importContactsResponse = z.object({

@@ -235,22 +235,27 @@ const writesPerTransaction = 33;
 /** Transactions in flight at once during a batch (measured: bench section 13). */
 const transactionsInFlight = 8;
 
+/** What became of one write of a batch: applied, the error that refused it, or never started (out of time). */
+export type ContactWriteOutcome = 'written' | 'not-started' | Error;
+
 /**
  * Applies many contact writes (the CSV import) in transactions of several contacts each, a few in flight; when a
- * transaction is canceled, its writes are retried one by one so that only the write at fault fails. Answers, for
- * each write in order, undefined (applied) or the error that refused it.
+ * transaction is canceled, its writes are retried one by one so that only the write at fault fails. No transaction
+ * starts after `startBy` (epoch ms): the writes left are answered 'not-started'. Answers each write's outcome, in order.
  */
-export async function writeContacts(deps: ContactStoreDeps, writes: readonly ContactWrite[]): Promise<(Error | undefined)[]> {
+export async function writeContacts(deps: ContactStoreDeps, writes: readonly ContactWrite[], startBy: number): Promise<ContactWriteOutcome[]> {
   const tableName = deps.config.TABLE_NAME;
-  const outcomes: (Error | undefined)[] = new Array(writes.length).fill(undefined);
+  const outcomes: ContactWriteOutcome[] = new Array(writes.length).fill('not-started');
   const groups: number[][] = [];
   for (let start = 0; start < writes.length; start += writesPerTransaction) {
     groups.push(Array.from({ length: Math.min(writesPerTransaction, writes.length - start) }, (_, index) => start + index));
   }
   const writeOne = async (index: number) => {
+    if (Date.now() > startBy) return;
     const write = writes[index] as ContactWrite;
     try {
       await sendTransaction(deps.documentClient, contactWrites(tableName, write.next, write.previous));
+      outcomes[index] = 'written';
     } catch (error) {
       const failure = contactWriteFailure(error, write.next);
       if (!failure) throw error;
@@ -258,9 +263,11 @@ export async function writeContacts(deps: ContactStoreDeps, writes: readonly Con
     }
   };
   const writeGroup = async (group: number[]) => {
+    if (Date.now() > startBy) return;
     const items = group.flatMap((index) => contactWrites(tableName, (writes[index] as ContactWrite).next, (writes[index] as ContactWrite).previous));
     try {
       await sendTransaction(deps.documentClient, items);
+      for (const index of group) outcomes[index] = 'written';
     } catch (error) {
       if (!transactionCancellationCodes(error)) throw error;
       for (const index of group) await writeOne(index);

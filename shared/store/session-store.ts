@@ -21,7 +21,7 @@ import type {
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
+import { transactionCancellationCodes, type TransactItem } from './dynamo.ts';
 import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
@@ -378,7 +378,12 @@ export class DynamoSessionStore implements SessionStore {
    * transaction; 'conflict' when another turn appended first (read again and retry after it). Each message item
    * is also the record of its `message.added` event.
    */
-  async commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }): Promise<'committed' | 'conflict'> {
+  async commitTurn(
+    session: StoredSession,
+    messages: readonly Message[],
+    at: { nowIso: string; expiresAt: number },
+    completion?: IdempotencyCompletion,
+  ): Promise<'committed' | 'conflict'> {
     const committed = await this.writeIfFirstHolds([
       {
         Update: {
@@ -400,7 +405,7 @@ export class DynamoSessionStore implements SessionStore {
       },
       ...messages.map((message, index) => this.messagePut(session.orgId, session.nextSeq + index, message)),
       this.expiryPut(session.orgId, session.id, at.expiresAt),
-    ]);
+    ], completion);
     return committed ? 'committed' : 'conflict';
   }
 
@@ -421,10 +426,13 @@ export class DynamoSessionStore implements SessionStore {
     ]);
   }
 
-  /** Writes the items in one transaction; false when the first item's condition failed, so nothing was written. */
-  private async writeIfFirstHolds(items: TransactItem[]): Promise<boolean> {
+  /**
+   * Writes the items (and the idempotent request's completion, if any) in one transaction; false when the first
+   * item's condition failed, so nothing was written.
+   */
+  private async writeIfFirstHolds(items: TransactItem[], completion?: IdempotencyCompletion): Promise<boolean> {
     try {
-      await sendTransaction(this.client, items);
+      await transactWithCompletion(this.client, this.tableName, items, completion);
       return true;
     } catch (error) {
       if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;

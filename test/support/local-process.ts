@@ -169,3 +169,28 @@ export async function waitForDynamoDbLocalToEnd(dataDir: string, timeoutMs: numb
   }
   return true;
 }
+
+/**
+ * The HTTP API alone in a child process (test/support/serve-api.ts) against the test table through `databaseUrl`
+ * (a proxy in front of DynamoDB Local, for tests that kill or slow the process's database); resolves once it listens.
+ */
+export async function startApiProcess(databaseUrl: string, tableName: string, secretsKeyFile: string): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const child = spawnInGroup(
+    ['test/support/serve-api.ts'],
+    childEnv({
+      DYNAMODB_ENDPOINT: databaseUrl,
+      TABLE_NAME: tableName,
+      SECRETS_KEY_FILE: secretsKeyFile,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+    }),
+  );
+  let stdout = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  while (!/listening (\d+)/.test(stdout)) {
+    if (!isRunning(child)) throw new Error(`the API process exited before listening: ${stdout}`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+  }
+  return { child, baseUrl: `http://127.0.0.1:${/listening (\d+)/.exec(stdout)?.[1]}` };
+}
