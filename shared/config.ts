@@ -38,6 +38,8 @@ const configSchema = z.object({
   JWT_ORG_CLAIM: z.string().min(1).default('org_id'),
   JWT_ALGORITHMS: commaList.pipe(z.array(z.string()).transform((list) => (list.length ? list : ['RS256', 'ES256']))),
   JWT_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+  /** The longest a bearer token may live: `exp` beyond it (from `iat`, or from now) is refused. */
+  JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600),
   /** Bedrock model ids offered in the catalog, e.g. `anthropic.claude-3-5-haiku-20241022-v1:0`. */
   BEDROCK_MODELS: commaList,
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),

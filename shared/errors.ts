@@ -93,6 +93,11 @@ export class InvalidToolSchemaError extends AppError {
   readonly code = 'INVALID_TOOL_SCHEMA';
 }
 
+/** A tool URL that the egress guard refuses from the URL alone: an internal address, localhost, a platform port. */
+export class ToolUrlNotAllowedError extends AppError {
+  readonly code = 'TOOL_URL_NOT_ALLOWED';
+}
+
 /** A webhook URL whose host is, or resolves to, an address outbound requests may not reach, or does not resolve. */
 export class WebhookUrlNotAllowedError extends AppError {
   readonly code = 'WEBHOOK_URL_NOT_ALLOWED';

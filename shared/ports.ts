@@ -24,6 +24,7 @@ export interface Organization {
 export interface OrgStore {
   /** Creates the organization unless it exists; returns the stored one either way. */
   ensure(org: Organization): Promise<Organization>;
+  get(orgId: string): Promise<Organization | undefined>;
 }
 
 export interface KeyIdentity {

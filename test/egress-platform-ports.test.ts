@@ -1,6 +1,7 @@
 /**
  * Tools and webhooks never reach the platform's own services, even where loopback egress is opened as widely as it
- * can be: the probe's cross-tenant read of DynamoDB Local through an API_TOOL, repeated against every own port.
+ * can be: the probe's cross-tenant read of DynamoDB Local through an API_TOOL, repeated against every own port, is
+ * refused when the tool is created (the guard refuses it again at call time: test/tools-runtime/egress-guard.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { expectError, startApi, type TestApi } from './support/api.ts';
@@ -18,58 +19,28 @@ const ownServices = () => ({
   'the API itself': api.baseUrl,
 });
 
-/** Org B's tool aimed at a platform endpoint, called by the built-in model; resolves with the tool's recorded result. */
-async function callToolAt(key: string, endpoint: string, headers: Record<string, string>): Promise<{ status: string; result: string }> {
-  const tool = await api.request('POST', '/v1/chat/tools', {
-    key,
-    body: {
+describe('an API_TOOL aimed at the platform', () => {
+  it.each(['DynamoDB Local', 'the SQS emulator', 'the API itself'] as const)('is refused at creation for %s (the probe read DynamoDB Local through one)', async (service) => {
+    // Prepare: the tool the probe used for its cross-tenant read, with the DynamoDB wire protocol.
+    const { key } = await api.newOrg();
+    const body = {
       name: 'RAW_CALL',
       description: 'Sends the arguments as the body',
       type: 'API_TOOL',
       ajvPropertiesSchema: { type: 'object' },
-      apiTool: { url: `${endpoint}/`, method: 'POST', headers },
-    },
-  });
-  expect(tool.status, tool.text).toBe(201);
-  const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'A', tools: [{ toolId: tool.body.id }] } });
-  const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
-  const sent = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, {
-    key,
-    body: { content: `Run RAW_CALL with {"TableName":"${inject('tableName')}","KeyConditionExpression":"pk = :pk"}`, stream: false },
-  });
-  expect(sent.status, sent.text).toBe(200);
-  return sent.body.toolMessages[0].toolCall;
-}
-
-describe('an API_TOOL aimed at the platform', () => {
-  it("cannot query DynamoDB Local for another organization's items, as the probe did", async () => {
-    // Prepare: org A has data; org B aims a tool at the database with the DynamoDB wire protocol.
-    const orgA = await api.newOrg();
-    await api.request('POST', '/v2/chat/agents', { key: orgA.key, body: { fullName: 'Secret', description: 'A', role: 'A' } });
-    const orgB = await api.newOrg();
+      apiTool: { url: `${ownServices()[service]}/`, method: 'POST', headers: { 'x-amz-target': 'DynamoDB_20120810.Query', 'content-type': 'application/x-amz-json-1.0' } },
+    };
+    const port = new URL(ownServices()[service]).port;
 
     // Act
-    const call = await callToolAt(orgB.key, inject('dynamodbEndpoint'), {
-      'x-amz-target': 'DynamoDB_20120810.Query',
-      'content-type': 'application/x-amz-json-1.0',
-    });
+    const byAddress = await api.request('POST', '/v1/chat/tools', { key, body });
+    const byName = await api.request('POST', '/v1/chat/tools', { key, body: { ...body, apiTool: { ...body.apiTool, url: `http://{{host}}:${port}/` } } });
 
     // Assess
-    expect(call.status).toBe('ERROR');
-    expect(call.result).toMatch(/not allowed/);
-    expect(call.result).not.toMatch(/Items|Secret/);
-  });
-
-  it.each(['the SQS emulator', 'the API itself'] as const)('is refused at %s too', async (service) => {
-    // Prepare
-    const { key } = await api.newOrg();
-
-    // Act
-    const call = await callToolAt(key, ownServices()[service], { 'content-type': 'application/json' });
-
-    // Assess
-    expect(call.status).toBe('ERROR');
-    expect(call.result).toMatch(/not allowed/);
+    expectError(byAddress, 400, 'TOOL_URL_NOT_ALLOWED', 'apiTool.url');
+    expectError(byName, 400, 'TOOL_URL_NOT_ALLOWED', 'apiTool.url');
+    expect(byAddress.body.error.details[0].message).toBe("must not point at a port of the platform's own services");
+    expect((await api.request('GET', '/v1/chat/tools', { key })).body.data).toEqual([]);
   });
 });
 

@@ -227,6 +227,35 @@ describe('rejected bearer tokens', () => {
     expect(response.text).not.toContain(victimOrg);
   });
 
+  it('answers 401 to a token whose times are absurd: exp=1e300, a lifetime over JWT_MAX_LIFETIME_SECONDS (24 h), fractional times, issued in the future', async () => {
+    // Prepare
+    const now = Math.floor(Date.now() / 1000);
+    const day = 24 * 3600;
+    const absurd = {
+      'exp=1e300 without iat': { exp: 1e300, iat: null },
+      'exp=1e300 with iat': { exp: 1e300 },
+      'exp 25 h away without iat': { exp: now + day + 3600, iat: null },
+      'exp 25 h after iat': { iat: now - 3600, exp: now - 3600 + day + 3600 },
+      'fractional exp': { exp: now + 300.5 },
+      'fractional iat': { iat: now - 10.25 },
+      'fractional nbf': { nbf: now - 10.5 },
+      'iat an hour ahead': { iat: now + 3600, exp: now + 7200 },
+    };
+    const tokens = await Promise.all(Object.entries(absurd).map(async ([name, times]) => [name, await jwks.sign(claims(), { times })] as const));
+    const longestAllowed = await jwks.sign(claims(), { times: { iat: now - 60, exp: now - 60 + day } });
+
+    // Act
+    const responses = await Promise.all(tokens.map(async ([name, token]) => [name, await api.request('GET', '/v1/chat/agents', { token })] as const));
+    const allowed = await api.request('GET', '/v1/chat/agents', { token: longestAllowed });
+
+    // Assess
+    for (const [name, response] of responses) {
+      expect(response.status, name).toBe(401);
+      expectUnauthorized(response);
+    }
+    expect(allowed.status, allowed.text).toBe(200);
+  });
+
   it('answers 401 to a token that is not a JWT at all', async () => {
     // Act
     const response = await api.request('GET', '/v1/chat/agents', { token: 'not-a-jwt' });

@@ -262,6 +262,70 @@ describe('createTool', () => {
   });
 });
 
+describe('tool URLs the egress guard refuses from the URL alone', () => {
+  // startApi opens loopback egress on ports 1024-65535 only; the API's own port is a platform port.
+  const internal = () => [
+    ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data/'],
+    ['the metadata address IPv4-mapped', 'http://[::ffff:169.254.169.254]/'],
+    ["GCP's metadata host name", 'http://metadata.google.internal/computeMetadata/v1/'],
+    ['a private address', 'https://10.0.0.5/hook'],
+    ['a link-local address', 'https://169.254.10.10/hook'],
+    ['localhost on a port not opened to loopback', 'http://localhost/hook'],
+    ['a *.localhost name', 'http://tenant.localhost/hook'],
+    ['loopback on a port not opened to it', 'http://127.0.0.1:80/'],
+    ['the unspecified address', 'http://0.0.0.0:8080/'],
+    ['the API itself', `${api.baseUrl}/v1/chat/agents`],
+  ];
+
+  it('are refused at creation with 400 TOOL_URL_NOT_ALLOWED naming the field, for FUNCTION_TOOLs and API_TOOLs', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+
+    for (const [target, url] of internal()) {
+      // Act
+      const functionTool = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url } }) });
+      const apiTool = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ apiTool: { url: `${url}?q={{city}}`, method: 'GET' } }) });
+
+      // Assess
+      expectError(functionTool, 400, 'TOOL_URL_NOT_ALLOWED', 'functionTool.url');
+      expectError(apiTool, 400, 'TOOL_URL_NOT_ALLOWED', 'apiTool.url');
+      expect(functionTool.body.error.details[0].message, target).toMatch(/^must not point at /);
+    }
+    expect(await toolTotal(key)).toBe(0);
+  });
+
+  it('are refused when a PATCH sets them, leaving the tool as it was', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const apiTool = await createTool(key);
+    const functionTool = await createTool(key, { type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url: 'https://hooks.example.com/tool' } });
+
+    // Act
+    const apiChange = await api.request('PATCH', `/v1/chat/tools/${apiTool.id}`, { key, body: { apiTool: { url: 'http://192.168.1.1/{{city}}', method: 'GET' } } });
+    const functionChange = await api.request('PATCH', `/v1/chat/tools/${functionTool.id}`, { key, body: { functionTool: { url: 'http://169.254.169.254/' } } });
+
+    // Assess
+    expectError(apiChange, 400, 'TOOL_URL_NOT_ALLOWED', 'apiTool.url');
+    expectError(functionChange, 400, 'TOOL_URL_NOT_ALLOWED', 'functionTool.url');
+    expect((await api.request('GET', `/v1/chat/tools/${apiTool.id}`, { key })).body).toEqual(apiTool);
+    const { signingSecret: _shownOnce, ...storedFunction } = functionTool.functionTool;
+    expect((await api.request('GET', `/v1/chat/tools/${functionTool.id}`, { key })).body.functionTool).toEqual(storedFunction);
+  });
+
+  it('leave host names to the call: one that may resolve anywhere, and a host placeholder, are accepted; loopback on an opened port too', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+
+    // Act
+    const byName = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url: 'https://internal.example.com/tool' } }) });
+    const byPlaceholder = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ apiTool: { url: 'https://{{host}}/weather', method: 'GET' } }) });
+    const openedLoopback = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url: 'http://127.0.0.1:8080/tool' } }) });
+
+    // Assess
+    for (const response of [byName, byPlaceholder, openedLoopback]) expect(response.status, response.text).toBe(201);
+  });
+});
+
 describe('getTool', () => {
   it('answers 404 NOT_FOUND for an unknown id', async () => {
     // Prepare

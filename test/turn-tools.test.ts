@@ -173,15 +173,17 @@ describe('a turn with an API_TOOL call', () => {
 });
 
 describe('egress safety', () => {
-  it('blocks a tool URL on a private address, before any connection', async () => {
+  it('blocks a call whose host placeholder fills in to a metadata address, before any connection', async () => {
+    // A literal internal address is refused when the tool is created (test/tools.test.ts); a placeholder only when called.
     const { key } = await api.newOrg();
     const { sessionId } = await agentWithTool(key, {
       name: 'METADATA',
       description: 'Instance metadata',
       type: 'API_TOOL',
-      apiTool: { url: 'http://169.254.169.254/latest/meta-data/', method: 'GET' },
+      ajvPropertiesSchema: { type: 'object', properties: { host: { type: 'string' } } },
+      apiTool: { url: 'http://{{host}}/latest/meta-data/', method: 'GET' },
     });
-    const response = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'METADATA {}', stream: false } });
+    const response = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'METADATA {"host":"169.254.169.254"}', stream: false } });
     expect(response.status).toBe(200);
     expect(response.body.toolMessages[0].toolCall.status).toBe('ERROR');
     expect(response.body.toolMessages[0].toolCall.result).toMatch(/not allowed/i);

@@ -2945,17 +2945,17 @@ export interface operations {
           "application/json": components["schemas"]["Tool"];
         };
       };
-      /** @description The request is invalid: VALIDATION_ERROR */
+      /** @description The request is invalid: VALIDATION_ERROR, TOOL_URL_NOT_ALLOWED */
       400: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "VALIDATION_ERROR";
+              code?: "VALIDATION_ERROR" | "TOOL_URL_NOT_ALLOWED";
               /** @constant */
               status?: 400;
             };
-          };
+          });
         };
       };
       /** @description No valid credential: UNAUTHORIZED */
@@ -3311,17 +3311,17 @@ export interface operations {
           "application/json": components["schemas"]["Tool"];
         };
       };
-      /** @description The request is invalid: VALIDATION_ERROR */
+      /** @description The request is invalid: VALIDATION_ERROR, TOOL_URL_NOT_ALLOWED */
       400: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "VALIDATION_ERROR";
+              code?: "VALIDATION_ERROR" | "TOOL_URL_NOT_ALLOWED";
               /** @constant */
               status?: 400;
             };
-          };
+          });
         };
       };
       /** @description No valid credential: UNAUTHORIZED */

@@ -5,9 +5,15 @@ export interface PostRefusal {
   status: number;
   code: string;
   message: string;
+  /** The elements S3 adds after `Message` for some codes, in its order (e.g. `ProposedSize`, `MaxSizeAllowed`). */
+  details?: Readonly<Record<string, string | number>>;
 }
 
-const refuse = (status: number, code: string, message: string): PostRefusal => ({ status, code, message });
+const refuse = (status: number, code: string, message: string, details?: PostRefusal['details']): PostRefusal => ({ status, code, message, ...(details ? { details } : {}) });
+
+/** S3's answer to a file larger than the POST allows. */
+export const entityTooLarge = (proposedSize: number, maxSizeAllowed: number): PostRefusal =>
+  refuse(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', { ProposedSize: proposedSize, MaxSizeAllowed: maxSizeAllowed });
 const policyFailure = (detail: string) => refuse(403, 'AccessDenied', `Invalid according to Policy: ${detail}`);
 
 /** Form fields the policy need not name (S3's rule); the file is the body, not a field. */
@@ -90,7 +96,9 @@ export function refusalOfPost(input: {
   }
   const extra = [...fields.keys()].filter((name) => !unconditionedFields.has(name) && !name.startsWith('x-ignore-') && !named.has(name));
   if (extra.length > 0) return policyFailure(`Extra input fields: ${extra.join(', ')}`);
-  if (sizeRange && input.fileBytes > sizeRange[1]) return refuse(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
-  if (sizeRange && input.fileBytes < sizeRange[0]) return refuse(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size');
+  if (sizeRange && input.fileBytes > sizeRange[1]) return entityTooLarge(input.fileBytes, sizeRange[1]);
+  if (sizeRange && input.fileBytes < sizeRange[0]) {
+    return refuse(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size', { ProposedSize: input.fileBytes, MinSizeAllowed: sizeRange[0] });
+  }
   return undefined;
 }

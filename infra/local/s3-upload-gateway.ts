@@ -8,13 +8,13 @@ import { logger } from '../../shared/logger.ts';
 import { maxDocumentFileBytes } from '../../shared/schemas/knowledge.ts';
 import { denyEgressTo } from './environment.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
-import { refusalOfPost, type PostRefusal } from './s3-post-policy.ts';
+import { entityTooLarge, refusalOfPost, type PostRefusal } from './s3-post-policy.ts';
 
 /** The local uploads bucket, in fauxqs's S3. */
 export const localUploadBucket = 'knowledge-uploads';
 
-/** Bodies larger than this are refused before they are read whole (the policy's range is the real limit). */
-const maxPostBytes = maxDocumentFileBytes + 1024 * 1024;
+/** Bodies are kept up to this size; past it the rest is read and counted, not kept (the policy's range is the real limit). */
+const maxKeptPostBytes = maxDocumentFileBytes + 1024 * 1024;
 
 export interface LocalUploads {
   endpoint: string;
@@ -35,28 +35,39 @@ export async function startLocalUploads(queues: Pick<LocalQueues, 'endpoint' | '
   const targetQueueUrl = queues.urlOf(uploadEventRule.target.name);
 
   const server: Server = createServer((request, response) => {
-    const answerError = (refusal: PostRefusal) =>
+    const answerError = (refusal: PostRefusal) => {
+      const details = Object.entries(refusal.details ?? {}).map(([name, value]) => `<${name}>${escapeXml(String(value))}</${name}>`).join('');
       response
         .writeHead(refusal.status, { 'content-type': 'application/xml' })
-        .end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${refusal.code}</Code><Message>${escapeXml(refusal.message)}</Message><RequestId>${randomUUID()}</RequestId></Error>`);
+        .end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${refusal.code}</Code><Message>${escapeXml(refusal.message)}</Message>${details}<RequestId>${randomUUID()}</RequestId></Error>`);
+    };
     const bucket = /^\/([^/?]+)\/?(\?.*)?$/.exec(request.url ?? '')?.[1];
-    if (request.method !== 'POST' || !bucket || !/multipart\/form-data/i.test(request.headers['content-type'] ?? '')) {
+    const formType = request.headers['content-type'] ?? '';
+    if (request.method !== 'POST' || !bucket || !/multipart\/form-data/i.test(formType)) {
       return answerError({ status: 405, code: 'MethodNotAllowed', message: 'This local gateway takes browser-form POST uploads only.' });
     }
+    const malformed: PostRefusal = { status: 400, code: 'MalformedPOSTRequest', message: 'The body of your POST request is not well-formed multipart/form-data.' };
+    const refusalOf = (fields: Record<string, string>, fileBytes: number) =>
+      refusalOfPost({ bucket, fields, fileBytes, now: new Date(), secretOf: (id) => (id === localUploadCredentials.accessKeyId ? localUploadCredentials.secretAccessKey : undefined) });
     void (async () => {
-      const body = await readBody(request, maxPostBytes);
-      if (!body) return answerError({ status: 400, code: 'EntityTooLarge', message: 'Your proposed upload exceeds the maximum allowed size' });
+      const body = await readBody(request, maxKeptPostBytes);
+      if (body.totalBytes > body.head.length) {
+        // Too large to keep: judged from the fields before the file and the file's size, as S3 judges it.
+        const oversized = await oversizedForm(body, boundaryOf(formType));
+        if (oversized === 'fields too large') return answerError({ status: 400, code: 'MaxPostPreDataLengthExceeded', message: 'Your POST request fields preceding the upload file were too large.' });
+        if (!oversized) return answerError(malformed);
+        return answerError(refusalOf(oversized.fields, oversized.fileBytes) ?? entityTooLarge(oversized.fileBytes, maxDocumentFileBytes));
+      }
       let form: FormData;
       try {
-        form = await new Request('http://upload.local/', { method: 'POST', headers: { 'content-type': request.headers['content-type']! }, body }).formData();
+        form = await new Request('http://upload.local/', { method: 'POST', headers: { 'content-type': formType }, body: body.head }).formData();
       } catch {
-        return answerError({ status: 400, code: 'MalformedPOSTRequest', message: 'The body of your POST request is not well-formed multipart/form-data.' });
+        return answerError(malformed);
       }
       const file = form.get('file');
       if (!(file instanceof Blob)) return answerError({ status: 400, code: 'InvalidArgument', message: 'POST requires exactly one file upload per request.' });
-      const fields: Record<string, string> = {};
-      for (const [name, value] of form.entries()) if (name !== 'file' && typeof value === 'string') fields[name] = value;
-      const refusal = refusalOfPost({ bucket, fields, fileBytes: file.size, now: new Date(), secretOf: (id) => (id === localUploadCredentials.accessKeyId ? localUploadCredentials.secretAccessKey : undefined) });
+      const fields = stringFields(form);
+      const refusal = refusalOf(fields, file.size);
       if (refusal) return answerError(refusal);
       const key = Object.entries(fields).find(([name]) => name.toLowerCase() === 'key')![1];
       const contentType = Object.entries(fields).find(([name]) => name.toLowerCase() === 'content-type')?.[1] ?? 'binary/octet-stream';
@@ -119,23 +130,82 @@ function objectCreatedEvent(input: { bucket: string; key: string; size: number; 
   };
 }
 
-/** The whole body, or undefined past `limit` bytes (then the rest is not read). */
-function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+/** Enough of the end of a body to hold its closing delimiter (a boundary is at most 70 characters, RFC 2046). */
+const tailBytes = 256;
+
+interface ReadBody {
+  /** The first bytes of the body, all of it unless `totalBytes` is larger. */
+  head: Buffer;
+  /** Its last bytes. */
+  tail: Buffer;
+  totalBytes: number;
+}
+
+/**
+ * The body, kept up to `limit` bytes; the rest is still read, counted and dropped. A client sends its whole body
+ * before it reads the answer, so a body cut short would leave it with a reset connection instead of S3's error.
+ */
+function readBody(request: IncomingMessage, limit: number): Promise<ReadBody> {
   return new Promise((resolveBody, rejectBody) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let totalBytes = 0;
+    let tail: Buffer = Buffer.alloc(0);
     request.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > limit) {
-        request.destroy();
-        resolveBody(undefined);
-        return;
+      totalBytes += chunk.length;
+      if (keptBytes < limit) {
+        const part = chunk.subarray(0, limit - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
       }
-      chunks.push(chunk);
+      tail = chunk.length >= tailBytes ? chunk.subarray(-tailBytes) : Buffer.concat([tail, chunk]).subarray(-tailBytes);
     });
-    request.on('end', () => resolveBody(Buffer.concat(chunks)));
+    request.on('end', () => resolveBody({ head: Buffer.concat(kept, keptBytes), tail, totalBytes }));
     request.on('error', rejectBody);
   });
+}
+
+const boundaryOf = (contentType: string | undefined): string | undefined => {
+  const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType ?? '');
+  return match?.[1] ?? match?.[2];
+};
+
+/** The form's fields but the file, names as sent. */
+function stringFields(form: FormData): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [name, value] of form.entries()) if (name !== 'file' && typeof value === 'string') fields[name] = value;
+  return fields;
+}
+
+/**
+ * The fields and the file's size of a multipart body only the head of which was kept. S3 takes the fields before the
+ * file (and ignores any after it), so they are in the head; the file runs from the end of its part's headers to the
+ * closing delimiter at the end of the body. `fields too large` when the head holds no file part; undefined when the
+ * body is not a multipart form.
+ */
+async function oversizedForm(body: ReadBody, boundary: string | undefined): Promise<{ fields: Record<string, string>; fileBytes: number } | 'fields too large' | undefined> {
+  if (!boundary) return undefined;
+  const delimiter = Buffer.from(`--${boundary}`);
+  for (let partStart = body.head.indexOf(delimiter); partStart !== -1; ) {
+    const headersEnd = body.head.indexOf('\r\n\r\n', partStart);
+    if (headersEnd === -1) return 'fields too large';
+    const headers = body.head.toString('latin1', partStart + delimiter.length, headersEnd);
+    if (/^content-disposition:[^\r\n]*;\s*name="file"/im.test(headers)) {
+      const closing = body.tail.lastIndexOf(`\r\n--${boundary}--`);
+      if (closing === -1) return undefined;
+      const fileBytes = body.totalBytes - body.tail.length + closing - (headersEnd + 4);
+      if (partStart === 0) return { fields: {}, fileBytes };
+      const fieldsOnly = Buffer.concat([body.head.subarray(0, partStart), Buffer.from(`--${boundary}--\r\n`)]);
+      try {
+        const form = await new Request('http://upload.local/', { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body: fieldsOnly }).formData();
+        return { fields: stringFields(form), fileBytes };
+      } catch {
+        return undefined;
+      }
+    }
+    partStart = body.head.indexOf(delimiter, headersEnd);
+  }
+  return 'fields too large';
 }
 
 const escapeXml = (text: string) => text.replace(/[<>&'"]/g, (character) => `&#${character.charCodeAt(0)};`);

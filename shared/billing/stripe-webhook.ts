@@ -3,9 +3,11 @@ import { orgIdPattern } from '../auth/principal.ts';
 import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../errors.ts';
 import { logger } from '../logger.ts';
 import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from '../domain/subscriptions.ts';
+import type { OrgStore } from '../ports.ts';
 import { stripeClient } from './stripe.ts';
 
 export interface StripeWebhookDeps extends SubscriptionDeps {
+  orgs: Pick<OrgStore, 'get'>;
   config: { STRIPE_WEBHOOK_SECRET?: string | undefined; STRIPE_SECRET_KEY?: string | undefined; STRIPE_API_URL?: string | undefined };
 }
 
@@ -20,26 +22,40 @@ const changes: Record<string, SubscriptionChange> = {
 
 let stripe: Stripe | undefined;
 
+/** Stripe's libraries allow 5 minutes between the signed timestamp and now; we hold it both ways. */
+const toleranceSeconds = 300;
+
 /**
  * `POST /v1/billing/stripe/webhook`: verifies `Stripe-Signature` over the raw body with the official library
- * (HMAC-SHA256, 5 minutes of tolerance), then applies the event to the subscription of the organization named in
- * the Stripe object's metadata (`orgId`, set when the subscription was linked; signed, so it cannot be forged).
- * Events that change nothing, or that the status does not allow, are acknowledged: Stripe retries only failures.
+ * (HMAC-SHA256, signed at most 5 minutes before or after now), then applies the event to the subscription of the
+ * organization named in the Stripe object's metadata (`orgId`, set when the subscription was linked; signed, so it
+ * cannot be forged). Events that change nothing, that the status does not allow, or that name an organization this
+ * deployment does not have, are acknowledged with `applied: false`: Stripe retries only failures.
  */
 export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: string, signature: string | undefined): Promise<{ received: true; applied: boolean }> {
   const secret = deps.config.STRIPE_WEBHOOK_SECRET;
   if (!secret) throw new NotFoundError('This deployment takes no Stripe webhooks.');
   stripe ??= stripeClient(deps.config);
+  const now = deps.clock.now().getTime();
   let event: Stripe.Event;
   try {
-    event = stripe.webhooks.constructEvent(rawBody, signature ?? '', secret);
+    event = stripe.webhooks.constructEvent(rawBody, signature ?? '', secret, toleranceSeconds, undefined, now);
   } catch (error) {
     throw new InvalidSignatureError(`The Stripe-Signature header does not verify: ${(error as Error).message.split('\n')[0]}`);
+  }
+  // The library refuses only old timestamps; one from the future would stay replayable until that time passes.
+  if (signedAtSeconds(signature ?? '') - Math.floor(now / 1000) > toleranceSeconds) {
+    throw new InvalidSignatureError('The Stripe-Signature header does not verify: Timestamp outside the tolerance zone');
   }
   const change = changes[event.type];
   const orgId = orgOf(event.data.object as unknown as Record<string, unknown>);
   if (!change || !orgId) {
     logger.info('stripe event ignored', { eventId: event.id, type: event.type, orgId });
+    return { received: true, applied: false };
+  }
+  // A linked subscription is stored, and API-key organizations have their item: with neither, the organization is not ours.
+  if (!(await deps.subscriptions.get(orgId)) && !(await deps.orgs.get(orgId))) {
+    logger.warn('stripe event names an unknown organization', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
   try {
@@ -50,6 +66,12 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
     logger.warn('stripe event does not apply to the subscription', { eventId: event.id, type: event.type, orgId, reason: error.message });
     return { received: true, applied: false };
   }
+}
+
+/** The `t=` of a verified `Stripe-Signature` header, read as Stripe's library reads it. */
+function signedAtSeconds(header: string): number {
+  const timestamp = header.split(',').filter((item) => item.split('=')[0] === 't').at(-1)?.split('=')[1];
+  return Number.parseInt(timestamp ?? '', 10);
 }
 
 /** `metadata.orgId` of the object, or of the subscription an invoice belongs to. */

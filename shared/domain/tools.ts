@@ -1,15 +1,19 @@
 import { Ajv } from 'ajv';
-import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ValidationError } from '../errors.ts';
+import type { Config } from '../config.ts';
+import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../errors.ts';
+import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from '../net/egress-guard.ts';
 import { generateSigningSecret } from '../net/standard-webhooks.ts';
 import type { AgentStore, SealResponse, ToolStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
+import { placeholderPattern } from '../tools/placeholders.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
 
 export interface ToolDeps {
   tools: ToolStore;
   agents: AgentStore;
   clock: Clock;
+  config: Pick<Config, 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'>;
 }
 
 /**
@@ -41,9 +45,41 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
   }
 }
 
+const refusedTargets: Record<EgressBlockedError['addressClass'], string> = {
+  public: 'a public address',
+  loopback: 'a loopback host on a port the deployment does not open to loopback egress',
+  private: 'a private address',
+  shared: 'a shared (CGNAT) address',
+  'link-local': 'a link-local address',
+  metadata: 'a cloud metadata service',
+  unspecified: 'an unspecified address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+  invalid: 'an invalid address',
+  'platform-port': "a port of the platform's own services",
+};
+
+/**
+ * Refuses a tool URL that the egress guard would refuse on every call whatever DNS says, judged from the URL alone
+ * (scheme, port, IP literal, `localhost`, metadata names; a placeholder reads as a plain name). A name that resolves
+ * to an internal address is refused when the tool is called, where the socket connects: DNS answers change.
+ */
+function assertAllowedToolUrl(deps: Pick<ToolDeps, 'config'>, field: 'apiTool.url' | 'functionTool.url', raw: string): void {
+  const refusal = staticEgressRefusal(new URL(raw.trim().replace(placeholderPattern, 'x')), egressPolicyFromConfig(deps.config));
+  if (!refusal) return;
+  const message = refusal instanceof EgressBlockedError ? `must not point at ${refusedTargets[refusal.addressClass]}` : 'must be an http or https URL';
+  throw new ToolUrlNotAllowedError(`${field} ${message}.`, { details: [{ field, message }] });
+}
+
+function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config'>, tool: Pick<CreateToolInput, 'apiTool' | 'functionTool'>): void {
+  if (tool.apiTool) assertAllowedToolUrl(deps, 'apiTool.url', tool.apiTool.url);
+  if (tool.functionTool) assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
+}
+
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
   assertUsableToolSchema(input.ajvPropertiesSchema);
+  assertAllowedToolUrls(deps, input);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
   const secret = tool.functionTool ? generateSigningSecret() : undefined;
@@ -78,6 +114,7 @@ export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, 
       details: [{ field: 'functionTool', message: 'is only for FUNCTION_TOOL' }],
     });
   }
+  assertAllowedToolUrls(deps, changes);
   const { preExecutionMessage, ...rest } = changes;
   const next: Tool = { ...previous, ...rest, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (preExecutionMessage === null) delete next.preExecutionMessage;

@@ -335,9 +335,18 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
 
 export type CarrierParams = Readonly<Record<string, string>>;
 
-async function verifiedCredentials(deps: VoiceDeps, orgId: string, url: string, params: CarrierParams, signature: string | undefined): Promise<TelephonyCredentials> {
+/** What a carrier request's signature is checked against besides its form: the header, and the query of the URL requested. */
+export interface CarrierSignature {
+  signature: string | undefined;
+  /** The query string as sent, without `?`: Twilio signs the whole URL it requests, so an appended query must fail. */
+  query: string;
+}
+
+/** Checks the signature over `url` (ours, without a query) followed by the query the request came with. */
+async function verifiedCredentials(deps: VoiceDeps, orgId: string, url: string, params: CarrierParams, signed: CarrierSignature): Promise<TelephonyCredentials> {
   const credentials = await deps.voice.getCredentials(orgId);
-  if (!credentials || !isValidTwilioSignature(credentials.authToken, signature, url, params)) {
+  const requested = signed.query ? `${url}?${signed.query}` : url;
+  if (!credentials || !isValidTwilioSignature(credentials.authToken, signed.signature, requested, params)) {
     throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
   }
   return credentials;
@@ -353,8 +362,8 @@ function isCallStatus(value: string | undefined): value is TwilioCallStatus {
  * A status callback (Twilio retries them, and they may arrive out of order): the call's status only moves
  * forward, and a final status ends the session once, whichever of its copies arrives first.
  */
-export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signature: string | undefined): Promise<void> {
-  await verifiedCredentials(deps, orgId, statusCallbackUrl(deps, orgId, sessionId), params, signature);
+export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  await verifiedCredentials(deps, orgId, statusCallbackUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
   const status = params.CallStatus;
@@ -386,8 +395,8 @@ function endedReasonOf(status: TwilioCallStatus, call: VoiceCall, params: Carrie
  * dropped: the session ends now and the carrier is told to hang up. A completed call is the status callback's to
  * report for an outbound call; an inbound call has no status callback, so its end is read here.
  */
-export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signature: string | undefined): Promise<string> {
-  await verifiedCredentials(deps, orgId, relayEndedUrl(deps, orgId, sessionId), params, signature);
+export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  await verifiedCredentials(deps, orgId, relayEndedUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
   if (params.CallStatus === 'in-progress') {
@@ -402,10 +411,10 @@ export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId
  * Twilio's voice webhook for an imported number: the number's inbound agent answers with the same TwiML as an
  * outbound call. The session is named by the call id, so Twilio's retries of this request find it.
  */
-export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, signature: string | undefined): Promise<string> {
+export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<string> {
   const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
   if (!owner) throw new NotFoundError('No organization has imported this number.');
-  await verifiedCredentials(deps, owner.orgId, inboundWebhookUrl(deps), params, signature);
+  await verifiedCredentials(deps, owner.orgId, inboundWebhookUrl(deps), params, signed);
   const number = await deps.voice.getPhoneNumber(owner.orgId, owner.phoneNumberId);
   const callSid = params.CallSid;
   if (!number?.agentId || !callSid) return rejectTwiml();
@@ -447,8 +456,8 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
  * The carrier's recording is ready: copied into our bucket, noted on the call, then deleted at the carrier.
  * Idempotent: a retried callback copies it again (same key) and deletes again (already gone is fine).
  */
-export async function handleRecordingCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signature: string | undefined): Promise<void> {
-  const credentials = await verifiedCredentials(deps, orgId, recordingCallbackUrl(deps, orgId, sessionId), params, signature);
+export async function handleRecordingCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  const credentials = await verifiedCredentials(deps, orgId, recordingCallbackUrl(deps, orgId, sessionId), params, signed);
   const recordingSid = params.RecordingSid;
   if (params.RecordingStatus !== 'completed' || !recordingSid || !/^RE[0-9a-f]{32}$/.test(recordingSid)) return;
   if (!(await deps.voice.getCall(orgId, sessionId))) throw new NotFoundError(`No call for session ${sessionId}.`);
@@ -520,11 +529,16 @@ export async function endCall(deps: VoiceDeps, orgId: string, sessionId: string,
 const callOfConnection = new Map<string, { orgId: string; sessionId: string }>();
 const maxRememberedConnections = 10_000;
 
-/** `$connect`: the upgrade must carry Twilio's signature over the relay URL of an open call. */
-export async function openRelay(deps: VoiceDeps, connectionId: string, query: { org?: string; session?: string }, signature: string | undefined): Promise<void> {
-  const { org: orgId, session: sessionId } = query;
+/**
+ * `$connect`: the upgrade must carry Twilio's signature over the relay URL of an open call. The WebSocket API gives
+ * the query parsed, not as sent, so the URL is rebuilt as we issued it: with `org` and `session` and nothing else,
+ * since a parameter we did not issue was not in the URL Twilio signed.
+ */
+export async function openRelay(deps: VoiceDeps, connectionId: string, query: Readonly<Record<string, string | undefined>>, signature: string | undefined): Promise<void> {
+  const { org: orgId, session: sessionId, ...unissued } = query;
   if (!orgId || !sessionId) throw new NotFoundError('The relay URL names no call.');
-  await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId), {}, signature);
+  if (Object.keys(unissued).length > 0) throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
+  await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId), {}, { signature, query: '' });
   const session = await deps.sessions.get(orgId, sessionId);
   if (!session || session.type !== 'VOICE' || session.state !== 'OPEN') throw new NotFoundError(`No open call for session ${sessionId}.`);
   await deps.voice.bindConnection(connectionId, orgId, sessionId);

@@ -3,6 +3,7 @@ import { AppError, type FieldIssue } from '../errors.ts';
 /** Every error code the API answers with, and its status. */
 export const statusByCode = {
   VALIDATION_ERROR: 400,
+  TOOL_URL_NOT_ALLOWED: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,

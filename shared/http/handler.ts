@@ -40,6 +40,8 @@ export interface RouteInput<Route extends RouteDefinition, Deps> {
   requestId: string;
   /** The body as sent (decoded from base64 if need be), for the routes that verify a signature over it. */
   rawBody: string;
+  /** The query string as sent, without `?` (empty without one), for the routes that verify a signature over the URL. */
+  rawQueryString: string;
   /** The request's headers, names lower-cased (for the few routes that read one, such as Last-Event-ID). */
   headers: Readonly<Record<string, string | undefined>>;
   /**
@@ -432,7 +434,7 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
       const state = stateByContext.get(context);
       if (!state) throw new Error('pipeline state missing');
       const rawBody = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
-      return dispatch(state, implementations, deps, event.headers ?? {}, rawBody);
+      return dispatch(state, implementations, deps, event.headers ?? {}, rawBody, event.rawQueryString ?? '');
     });
 }
 
@@ -482,6 +484,7 @@ async function dispatch<Deps extends PipelineDeps>(
   deps: () => Deps,
   requestHeaders: Readonly<Record<string, string | undefined>>,
   rawBody: string,
+  rawQueryString: string,
 ): Promise<Result> {
   if (state.idempotency?.replay) {
     const { status, body, headers } = state.idempotency.replay;
@@ -496,6 +499,7 @@ async function dispatch<Deps extends PipelineDeps>(
     deps: deps(),
     requestId: state.requestId,
     rawBody,
+    rawQueryString,
     headers: requestHeaders,
     reauthorize: () => reauthorize(state, deps(), requestHeaders),
     sealResponse: responseSealer(state, deps()),

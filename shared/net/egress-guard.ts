@@ -295,6 +295,30 @@ export function policyForPort(policy: EgressPolicy, port: number): EgressPolicy 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// What the URL alone shows
+
+/** Names that mean loopback whatever DNS says (RFC 6761), and the cloud metadata services' own names. */
+const isLocalhostName = (hostname: string): boolean => hostname === 'localhost' || hostname.endsWith('.localhost');
+const metadataHostnames: ReadonlySet<string> = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+
+/**
+ * The refusal a request to this URL gets before any name is resolved: a scheme other than http(s), a denied port,
+ * an IP literal of a class the policy does not allow on that port, `localhost` (or `*.localhost`) where loopback is not
+ * open on that port, a cloud metadata host name. Undefined when only resolution can tell; a name that resolves to a
+ * disallowed address is refused where the socket connects ({@link createGuardedLookup}), since DNS answers change.
+ */
+export function staticEgressRefusal(url: URL, deploymentPolicy: EgressPolicy): EgressBlockedError | OutboundNetworkError | undefined {
+  const hostname = bareHostname(url);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return new OutboundNetworkError(hostname, 'ERR_UNSUPPORTED_PROTOCOL');
+  // No redirects are followed, so the URL's port is the only one a request to it can connect to.
+  const policy = policyForPort(deploymentPolicy, portOf(url));
+  if (policy === 'denied') return new EgressBlockedError(hostname, 'platform-port');
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  const addressClass = net.isIP(hostname) ? classifyAddress(hostname) : isLocalhostName(name) ? 'loopback' : metadataHostnames.has(name) ? 'metadata' : 'public';
+  return isClassAllowed(addressClass, policy) ? undefined : new EgressBlockedError(hostname, addressClass);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Guarded name resolution
 
 /** `dns.lookup` with `all: true`, as the guard uses it; replaceable in tests. */
@@ -418,15 +442,12 @@ export function guardedRequest(url: URL, init: GuardedRequestInit, deploymentPol
     const hostname = bareHostname(url);
     const { signal } = init;
     if (signal?.aborted) return reject(signal.reason);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return reject(new OutboundNetworkError(hostname, 'ERR_UNSUPPORTED_PROTOCOL'));
-    // No redirects are followed, so the URL's port is the only one this request can connect to.
-    const policy = policyForPort(deploymentPolicy, portOf(url));
-    if (policy === 'denied') return reject(new EgressBlockedError(hostname, 'platform-port'));
-    // Node connects to IP literals without calling `lookup`, so they are judged here.
-    if (net.isIP(hostname)) {
-      const addressClass = classifyAddress(hostname);
-      if (!isClassAllowed(addressClass, policy)) return reject(new EgressBlockedError(hostname, addressClass));
-    }
+    // Node connects to IP literals without calling `lookup`, so they are judged here, with the scheme and the port.
+    const refusal = staticEgressRefusal(url, deploymentPolicy);
+    if (refusal) return reject(refusal);
+    // A denied port and any scheme but http(s) were refused just above.
+    const policy = policyForPort(deploymentPolicy, portOf(url)) as EgressPolicy;
+    const protocol = url.protocol as 'http:' | 'https:';
 
     let settled = false;
     let request: http.ClientRequest | undefined;
@@ -452,11 +473,11 @@ export function guardedRequest(url: URL, init: GuardedRequestInit, deploymentPol
     }, init.timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
 
-    const client = url.protocol === 'https:' ? https : http;
+    const client = protocol === 'https:' ? https : http;
     try {
       request = client.request(
         url,
-        { method: init.method, headers: init.headers, agent: agentFor(url.protocol, policy), lookup: createGuardedLookup(policy) },
+        { method: init.method, headers: init.headers, agent: agentFor(protocol, policy), lookup: createGuardedLookup(policy) },
         (response) => {
           const chunks: Buffer[] = [];
           let size = 0;

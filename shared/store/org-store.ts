@@ -24,7 +24,11 @@ export class DynamoOrgStore implements OrgStore {
       ),
     );
     if (created) return org;
-    const existing = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.org(org.id) }));
-    return toRecord<Organization>(existing.Item ?? {});
+    return (await this.get(org.id)) ?? org;
+  }
+
+  async get(orgId: string): Promise<Organization | undefined> {
+    const existing = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.org(orgId) }));
+    return existing.Item ? toRecord<Organization>(existing.Item) : undefined;
   }
 }

@@ -160,6 +160,33 @@ describe('document uploads (presigned S3 POST → Object Created → FIFO ingest
     expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${answer.documentId}`, { key })).body).toMatchObject({ status: 'PROCESSING', chunkCount: 0 });
   });
 
+  it('answers a file over 50 MiB as S3 does, 400 EntityTooLarge with its sizes, instead of dropping the connection', async () => {
+    // Prepare: 51 MiB, past what the gateway keeps (50 MiB and the form's fields); the probe got no answer at all.
+    const { key } = await api.newOrg();
+    const store = await newStore(key);
+    const answer = await requestUpload(key, store.id, { name: 'Huge', format: 'pdf' });
+    const huge = new Uint8Array(51 * 1024 * 1024);
+
+    // Act
+    const tooLarge = await postForm(answer.upload, huge);
+    const tooLargeText = await tooLarge.text();
+    const tampered = await postForm(answer.upload, huge, { key: `uploads/elsewhere/${answer.documentId}` });
+    const tamperedText = await tampered.text();
+    const empty = await postForm(answer.upload, new Uint8Array());
+
+    // Assess
+    expect(tooLarge.status, tooLargeText).toBe(400);
+    expect(tooLarge.headers.get('content-type')).toBe('application/xml');
+    expect(tooLargeText).toMatch(
+      /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<Error><Code>EntityTooLarge<\/Code><Message>Your proposed upload exceeds the maximum allowed size<\/Message><ProposedSize>53477376<\/ProposedSize><MaxSizeAllowed>52428800<\/MaxSizeAllowed><RequestId>[^<]+<\/RequestId><\/Error>$/,
+    );
+    // The fields before the file are still checked: a tampered key is refused as on a small file.
+    expect(tampered.status, tamperedText).toBe(403);
+    expect(tamperedText).toContain('<Code>AccessDenied</Code>');
+    expect(await empty.text()).toContain('<Code>EntityTooSmall</Code><Message>Your proposed upload is smaller than the minimum allowed size</Message><ProposedSize>0</ProposedSize><MinSizeAllowed>1</MinSizeAllowed>');
+    expect((await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${answer.documentId}`, { key })).body).toMatchObject({ status: 'PROCESSING', chunkCount: 0 });
+  });
+
   it('answers 404 for another organization\'s store and 400 for an unknown format', async () => {
     const { key } = await api.newOrg();
     const other = await api.newOrg();

@@ -32,8 +32,8 @@ describe("the local gateway's check of a presigned POST (as S3 does it)", () => 
   it('refuses an expired policy, a file outside content-length-range, another bucket, an unknown key id', async () => {
     const { fields } = await presigned({ expires: 60, maxBytes: 100 });
     expect(check(fields, 10, new Date(Date.now() + 61_000))).toMatchObject({ status: 403, code: 'AccessDenied', message: 'Invalid according to Policy: Policy expired.' });
-    expect(check(fields, 101)).toMatchObject({ status: 400, code: 'EntityTooLarge' });
-    expect(check(fields, 0)).toMatchObject({ status: 400, code: 'EntityTooSmall' });
+    expect(check(fields, 101)).toMatchObject({ status: 400, code: 'EntityTooLarge', details: { ProposedSize: 101, MaxSizeAllowed: 100 } });
+    expect(check(fields, 0)).toMatchObject({ status: 400, code: 'EntityTooSmall', details: { ProposedSize: 0, MinSizeAllowed: 1 } });
     expect(check(fields, 10, new Date(), 'another-bucket')).toMatchObject({ status: 403, code: 'AccessDenied' });
     expect(check({ ...fields, 'X-Amz-Credential': fields['X-Amz-Credential']!.replace(/^local/, 'someone') })).toMatchObject({ status: 403, code: 'InvalidAccessKeyId' });
   });

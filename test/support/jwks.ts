@@ -10,6 +10,8 @@ export interface SignOptions {
   /** Sign with this key instead of the one the JWKS publishes. */
   privateKey?: CryptoKey;
   kid?: string;
+  /** `exp`, `nbf`, `iat` written exactly as given (absurd values too) instead of the ones `expiresIn` derives; `iat: null` leaves it out. */
+  times?: { exp?: number; nbf?: number; iat?: number | null };
 }
 
 export interface TestJwks {
@@ -42,13 +44,12 @@ export async function startJwks(issuer = 'https://issuer.test', audience = 'agen
     async sign(claims, options = {}) {
       const now = Math.floor(Date.now() / 1000);
       const expiresIn = options.expiresIn === undefined ? 300 : options.expiresIn;
-      const token = new SignJWT(claims)
+      const { iat = now + Math.min(-5, (expiresIn ?? 300) - 60), ...times } = { ...(expiresIn === null ? {} : { exp: now + expiresIn }), ...options.times };
+      const token = new SignJWT({ ...claims, ...times, ...(iat === null ? {} : { iat }) })
         .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? kid, typ: 'JWT' })
         .setIssuer(options.issuer ?? issuer)
         .setAudience(options.audience ?? audience)
-        .setSubject('user-1')
-        .setIssuedAt(now + Math.min(-5, (expiresIn ?? 300) - 60));
-      if (expiresIn !== null) token.setExpirationTime(now + expiresIn);
+        .setSubject('user-1');
       return token.sign(options.privateKey ?? privateKey);
     },
     close: () => closeServer(server),

@@ -12,6 +12,7 @@ import {
   isAddressAllowed,
   policyForPort,
   OutboundNetworkError,
+  staticEgressRefusal,
   OutboundTimeoutError,
   type AddressClass,
   type EgressPolicy,
@@ -472,6 +473,18 @@ describe('ports', () => {
 
     // Assess
     expect(error).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'loopback' });
+  });
+
+  it('judges from the URL alone what it can (the check tool creation shares), and leaves other names to resolution', () => {
+    // Act / Assess
+    const refusal = (url: string) => staticEgressRefusal(new URL(url), opened);
+    expect(refusal('http://localhost:8081/')).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'loopback' });
+    expect(refusal('http://api.LOCALHOST./')).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'loopback' });
+    expect(refusal('http://metadata.google.internal/')).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'metadata' });
+    expect(refusal('http://[fd00:ec2::254]/')).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'metadata' });
+    expect(refusal('http://example.com:9050/')).toMatchObject({ code: 'EGRESS_BLOCKED', addressClass: 'platform-port' });
+    expect(refusal('ftp://example.com/')).toMatchObject({ code: 'OUTBOUND_NETWORK_ERROR', reason: 'ERR_UNSUPPORTED_PROTOCOL' });
+    for (const allowed of ['http://localhost:8080/', 'https://internal.example.com/', 'https://93.184.215.14/']) expect(refusal(allowed), allowed).toBeUndefined();
   });
 
   it('reads LOOPBACK_EGRESS_PORTS as ports and ranges, and refuses anything else at start-up', () => {

@@ -72,12 +72,43 @@ describe('Stripe webhooks', () => {
     // Act
     const wrongSecret = await post(failed, stripe.webhooks.generateTestHeaderString({ payload: failed, secret: 'whsec_other' }));
     const stale = await post(failed, stripe.webhooks.generateTestHeaderString({ payload: failed, secret: webhookSecret, timestamp: Math.floor(Date.now() / 1000) - 600 }));
+    const future = await post(failed, stripe.webhooks.generateTestHeaderString({ payload: failed, secret: webhookSecret, timestamp: Math.floor(Date.now() / 1000) + 3600 }));
     const altered = await post(failed.replace('invoice.payment_failed', 'invoice.paid'), stripe.webhooks.generateTestHeaderString({ payload: failed, secret: webhookSecret }));
     const missing = await post(failed, '');
 
     // Assess
-    for (const response of [wrongSecret, stale, altered, missing]) expectError(response, 401, 'INVALID_SIGNATURE');
+    for (const response of [wrongSecret, stale, future, altered, missing]) expectError(response, 401, 'INVALID_SIGNATURE');
     expect((await api.request('GET', '/v1/chat/subscription', { key })).body.status).toBe('active');
+  });
+
+  it('signed a little ahead of our clock (within 5 minutes) is accepted', async () => {
+    // Prepare
+    const { key, orgId } = await api.newOrg();
+    const failed = invoiceEvent('invoice.payment_failed', orgId);
+
+    // Act
+    const ahead = await post(failed, stripe.webhooks.generateTestHeaderString({ payload: failed, secret: webhookSecret, timestamp: Math.floor(Date.now() / 1000) + 200 }));
+
+    // Assess
+    expect(ahead.body).toEqual({ received: true, applied: true });
+    expect((await api.request('GET', '/v1/chat/subscription', { key })).body.status).toBe('past_due');
+  });
+
+  it('acknowledges an event for an organization the platform does not have without applying it or storing anything', async () => {
+    // Prepare
+    const unknownOrgId = crypto.randomUUID();
+    const failed = invoiceEvent('invoice.payment_failed', unknownOrgId);
+
+    // Act
+    const answer = await post(failed, stripe.webhooks.generateTestHeaderString({ payload: failed, secret: webhookSecret }));
+    const keyOfThatId = await api.newKey(unknownOrgId, ['billing:read']);
+    const subscription = await api.request('GET', '/v1/chat/subscription', { key: keyOfThatId });
+
+    // Assess
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body).toEqual({ received: true, applied: false });
+    expect(subscription.body).toMatchObject({ status: 'active', currentPlan: 'free' });
+    expect(subscription.body.pastDueSince).toBeUndefined();
   });
 
   it('accepts the simulator’s events, signed with Stripe’s scheme, and ignores events that move nothing', async () => {

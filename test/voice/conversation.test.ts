@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket as WsClient } from 'ws';
 import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
@@ -143,6 +144,44 @@ describe('the conversation of a call', () => {
     expect(await rejected.text()).toContain('<Reject');
     const unknown = await postAsTwilio(url, { ...params, To: '+19990000000' }, 'x');
     expect(unknown.status).toBe(404);
+  });
+
+  it('checks the signature over the URL as requested, query included: a signed request sent with a query appended is refused (401)', async () => {
+    // Prepare: requests signed for our URLs, sent to those URLs with `?extra=1` / `&extra=1` appended.
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const sessionId = await call(org, '+15550154');
+    const statusUrl = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
+    const completed = { CallSid: 'CAappended', CallStatus: 'completed', CallDuration: '3' };
+    const voiceUrl = `${api.baseUrl}/twilio/voice`;
+    const inbound = { CallSid: 'CAappended', From: '+15550155', To: org.phoneNumber, AccountSid: org.account.accountSid };
+    const relayUrl = `${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`;
+    const queriedStatusUrl = `${statusUrl}?attempt=2`;
+
+    // Act
+    const status = await postAsTwilio(`${statusUrl}?extra=1`, completed, twilioSignature(org.account.authToken, statusUrl, completed));
+    const voice = await postAsTwilio(`${voiceUrl}?extra=1`, inbound, twilioSignature(org.account.authToken, voiceUrl, inbound));
+    const upgrade = await new Promise<number>((resolve) => {
+      const socket = new WsClient(`${relayUrl}&extra=1`, { headers: { 'x-twilio-signature': twilioSignature(org.account.authToken, relayUrl) } });
+      socket.on('open', () => {
+        socket.close();
+        resolve(101);
+      });
+      socket.on('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.on('error', () => resolve(0));
+    });
+    const stillOpen = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.state;
+    // A URL Twilio was given with a query is signed with it, and passes.
+    const signedWithQuery = await postAsTwilio(queriedStatusUrl, completed, twilioSignature(org.account.authToken, queriedStatusUrl, completed));
+
+    // Assess
+    for (const refused of [status, voice]) {
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('INVALID_SIGNATURE');
+    }
+    expect(upgrade).toBe(401);
+    expect(stillOpen).toBe('OPEN');
+    expect(signedWithQuery.status).toBe(200);
+    expect((await endedOnce(org, sessionId)).endedReason).toBe('HANGUP_CALLEE');
   });
 
   it('refuses callbacks and WebSocket upgrades whose signature does not verify (401), changing nothing', async () => {
