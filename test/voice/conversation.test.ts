@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
@@ -144,6 +145,58 @@ describe('the conversation of a call', () => {
     const unknown = await postAsTwilio(url, { ...params, To: '+19990000000' }, 'x');
     expect(unknown.status).toBe(404);
   });
+
+  it('refuses a second WebSocket for a live call with the same URL and signature (403): it neither speaks nor hears, and the first keeps working', async () => {
+    // Prepare: a callee who speaks when told to, on a call whose relay is up.
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const to = '+15550106';
+    const calleeHeard: string[] = [];
+    let repliesHeard = 0;
+    let say: ((line: string | null) => void) | undefined;
+    simulator().attachCallee(to, {
+      onToken: (token, last) => {
+        calleeHeard.push(token);
+        if (last) repliesHeard += 1;
+      },
+      onEnd: () => undefined,
+      onConnected: (speak) => (say = speak),
+    });
+    const sessionId = await call(org, to);
+    const speak = (await eventually(() => say, Boolean)) as (line: string | null) => void;
+    const callSid = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName;
+    // What Twilio connected to, and its signature over it: both are in any copy of the upgrade request.
+    const relayUrl = /<ConversationRelay\b[^>]*\burl="([^"]*)"/.exec(simulator().twimlOf(callSid) ?? '')?.[1]?.replace(/&amp;/g, '&') as string;
+
+    // Act
+    const intruder = new WebSocket(relayUrl, { headers: { 'x-twilio-signature': twilioSignature(org.account.authToken, relayUrl) } });
+    const intruderHeard: string[] = [];
+    intruder.on('message', (data) => intruderHeard.push(data.toString()));
+    const upgrade = await new Promise<number>((resolve) => {
+      intruder.once('open', () => resolve(101));
+      intruder.once('unexpected-response', (request, response) => {
+        request.destroy();
+        resolve(response.statusCode ?? 0);
+      });
+      intruder.once('error', () => resolve(0));
+    });
+    if (upgrade === 101) intruder.send(JSON.stringify({ type: 'prompt', voicePrompt: 'Injected by a second connection', lang: 'en-US', last: true }));
+    speak('What time do you open?');
+    const transcript = await eventually(
+      () => messages(org, sessionId),
+      (found) => found.some((message: { role: string; content: string }) => message.role === 'ASSISTANT' && message.content.includes('What time do you open?')),
+    );
+    await eventually(() => repliesHeard, (count) => count >= 1);
+    speak(null);
+    await endedOnce(org, sessionId);
+
+    // Assess
+    expect(upgrade).toBe(403);
+    expect(intruderHeard).toEqual([]);
+    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT']);
+    expect(transcript[0].content).toBe('What time do you open?');
+    expect(calleeHeard.join('')).toBe(transcript[1].content);
+    intruder.terminate();
+  }, 60_000);
 
   it('refuses callbacks and WebSocket upgrades whose signature does not verify (401), changing nothing', async () => {
     const org = await voiceOrg(api, receiver, receiverUrl);
