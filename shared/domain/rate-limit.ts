@@ -1,3 +1,4 @@
+import { logger } from '../logger.ts';
 import type { RateLimitStore } from '../ports.ts';
 
 export interface RateLimit {
@@ -20,16 +21,30 @@ interface BucketState {
   leaseValidUntil: number;
   /** Nothing to lease before this time (known from `knownTat`): refused without asking the table. */
   refusedUntil: number;
-  refill?: Promise<void> | undefined;
+  refill?: Promise<LeaseOutcome> | undefined;
+  /** Requests of this process waiting for a token now: the next lease is at least this big. */
+  waiting: number;
   /** Requests offered to this bucket in this process: in the current second, and in the one before. */
   demand: { second: number; current: number; previous: number };
 }
+
+/** `unavailable`: the table could not be written (an error, not a refusal). */
+type LeaseOutcome = 'done' | 'unavailable';
 
 /** A lease is used within this long, or its tokens are dropped (never carried into a later second). */
 const leaseLifetimeMs = 1_000;
 const maxAdvanceAttempts = 4;
 const maxLeaseWaits = 3;
 const maxBuckets = 10_000;
+
+/**
+ * The tokens a bucket whose theoretical arrival time is `base` (not before `now`) holds at `now`: the burst less
+ * what `base` is ahead. Counted from the burst so that `base = now` gives exactly the burst, whatever the float
+ * rounding of the interval (1000 / 15 ms).
+ */
+function tokensAt(limit: RateLimit, now: number, base: number): number {
+  return limit.burst + Math.floor(((now - base) * limit.requestsPerSecond) / 1000);
+}
 
 /**
  * Tokens taken per write: what this process was asked for in half a second lately, at least 1, at most the burst.
@@ -59,25 +74,40 @@ export class RateLimiter {
   async admit(orgId: string, bucket: string, limit: RateLimit): Promise<RateDecision> {
     const state = this.bucketState(`${orgId}/${bucket}`);
     this.recordDemand(state);
-    // Requests that waited for a lease another request started may find it taken: they lease again, unless the
-    // bucket is known to be empty.
-    for (let attempt = 0; !this.hasToken(state); attempt += 1) {
-      if (this.now() < state.refusedUntil || attempt >= maxLeaseWaits) return this.refusal(state, limit);
-      await this.refill(orgId, bucket, limit, state);
+    if (!this.hasToken(state)) {
+      state.waiting += 1;
+      try {
+        // A lease another request started may not cover this one (the table was slow, requests piled up): the next
+        // lease does, since it counts every request waiting. Refused only when the bucket is known to be empty.
+        for (let attempt = 0; !this.hasToken(state); attempt += 1) {
+          if (this.now() < state.refusedUntil || attempt >= maxLeaseWaits) return this.refusal(state, limit);
+          if ((await this.refill(orgId, bucket, limit, state)) === 'unavailable') {
+            // The table's trouble is not the client's: admitted, with no token spent.
+            return { admitted: true, retryAfterSeconds: 0, remaining: this.remaining(state, limit) };
+          }
+        }
+      } finally {
+        state.waiting -= 1;
+      }
     }
     state.tokens -= 1;
     if (state.tokens <= this.leaseSizeOf(state, limit) / 2 && !state.refill) {
       // Ahead of need: the next requests find tokens without waiting for the write.
-      this.refill(orgId, bucket, limit, state).catch(() => undefined);
+      void this.refill(orgId, bucket, limit, state);
     }
-    return { admitted: true, retryAfterSeconds: 0, remaining: state.tokens + this.bucketTokens(state, limit) };
+    return { admitted: true, retryAfterSeconds: 0, remaining: this.remaining(state, limit) };
+  }
+
+  /** The lease and what the bucket holds beside it, never more than the burst (the bucket's size). */
+  private remaining(state: BucketState, limit: RateLimit): number {
+    return Math.min(limit.burst, state.tokens + this.bucketTokens(state, limit));
   }
 
   private bucketState(id: string): BucketState {
     let state = this.buckets.get(id);
     if (!state) {
       if (this.buckets.size >= maxBuckets) this.buckets.delete(this.buckets.keys().next().value as string);
-      state = { tokens: 0, leaseValidUntil: 0, refusedUntil: 0, demand: { second: 0, current: 0, previous: 0 } };
+      state = { tokens: 0, leaseValidUntil: 0, refusedUntil: 0, waiting: 0, demand: { second: 0, current: 0, previous: 0 } };
       this.buckets.set(id, state);
     }
     return state;
@@ -91,8 +121,9 @@ export class RateLimiter {
     state.demand.current += 1;
   }
 
+  /** Half a second of recent demand, and at least every request waiting now (never more than the burst). */
   private leaseSizeOf(state: BucketState, limit: RateLimit): number {
-    return leaseSize(limit, Math.max(state.demand.current, state.demand.previous));
+    return Math.min(limit.burst, Math.max(state.waiting, leaseSize(limit, Math.max(state.demand.current, state.demand.previous))));
   }
 
   private hasToken(state: BucketState): boolean {
@@ -102,9 +133,8 @@ export class RateLimiter {
 
   /** What the bucket holds by this process's knowledge, beside its own lease. */
   private bucketTokens(state: BucketState, limit: RateLimit): number {
-    const interval = 1000 / limit.requestsPerSecond;
     const now = this.now();
-    return Math.max(0, Math.floor((now + limit.burst * interval - Math.max(state.knownTat ?? 0, now)) / interval));
+    return Math.max(0, tokensAt(limit, now, Math.max(state.knownTat ?? 0, now)));
   }
 
   private refusal(state: BucketState, limit: RateLimit): RateDecision {
@@ -112,10 +142,16 @@ export class RateLimiter {
     return { admitted: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)), remaining: 0 };
   }
 
-  private refill(orgId: string, bucket: string, limit: RateLimit, state: BucketState): Promise<void> {
-    state.refill ??= this.lease(orgId, bucket, limit, state).finally(() => {
-      state.refill = undefined;
-    });
+  private refill(orgId: string, bucket: string, limit: RateLimit, state: BucketState): Promise<LeaseOutcome> {
+    state.refill ??= this.lease(orgId, bucket, limit, state)
+      .then((): LeaseOutcome => 'done')
+      .catch((error: unknown): LeaseOutcome => {
+        logger.warn('rate limit table unavailable; admitting', { bucket, error: error as Error });
+        return 'unavailable';
+      })
+      .finally(() => {
+        state.refill = undefined;
+      });
     return state.refill;
   }
 
@@ -126,13 +162,14 @@ export class RateLimiter {
     for (let attempt = 0; attempt < maxAdvanceAttempts; attempt += 1) {
       const now = this.now();
       const base = Math.max(state.knownTat ?? 0, now);
-      const available = Math.floor((now + tolerance - base) / interval);
-      if (available < wanted) {
-        // Wait for a whole lease rather than write for a part; the jitter keeps processes from racing for it.
+      const available = tokensAt(limit, now, base);
+      // Ahead of need (no request waiting), wait for a whole lease rather than write for a part; requests waiting
+      // take what there is. The jitter keeps processes from racing for the next lease.
+      const granted = state.waiting > 0 ? Math.min(wanted, available) : wanted;
+      if (granted < 1 || available < granted) {
         state.refusedUntil = base - tolerance + wanted * interval + Math.random() * wanted * interval;
         return;
       }
-      const granted = wanted;
       const next = Math.ceil(base + granted * interval);
       const result = await this.store.advance(orgId, bucket, state.knownTat, next);
       if (result.advanced) {

@@ -1,9 +1,11 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
 import type { Config } from '../config.ts';
 import {
   AgentInactiveError,
   AgentNotVoiceEnabledError,
   ConcurrentCallsExceededError,
+  ForbiddenError,
   InvalidSignatureError,
   NotFoundError,
   SessionCreationError,
@@ -158,18 +160,27 @@ export const recordingUrl = (deps: VoiceDeps, sessionId: string): string => `${p
 
 export const inboundWebhookUrl = (deps: VoiceDeps): string => `${publicBase(deps)}/twilio/voice`;
 
-/** Where ConversationRelay connects for one call; the query names the call, and the signature covers it. */
-export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string): string {
+/**
+ * Where ConversationRelay connects for one call: the query names the call and carries its single-use relay token;
+ * the signature covers it all.
+ */
+export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string, relayToken: string): string {
   if (!deps.config.VOICE_RELAY_URL) throw new Error('VOICE_RELAY_URL is not set: calls have no WebSocket API to talk to.');
-  return `${deps.config.VOICE_RELAY_URL}?org=${encodeURIComponent(orgId)}&session=${encodeURIComponent(sessionId)}`;
+  return `${deps.config.VOICE_RELAY_URL}?org=${encodeURIComponent(orgId)}&session=${encodeURIComponent(sessionId)}&token=${encodeURIComponent(relayToken)}`;
 }
+
+/** The call keeps only a hash of its relay token: the token itself is in the TwiML the carrier got, and nowhere else. */
+const relayTokenHash = (relayToken: string): string => createHash('sha256').update(relayToken).digest('base64url');
 
 /** ConversationRelay's spelling of each TTS provider of the voices catalog. */
 const relayTtsProviders: Record<TtsProvider, string> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
 
-function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string): string {
+/** The call's TwiML, with a fresh relay token the call keeps (hashed) for the one `$connect` it admits. */
+async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string): Promise<string> {
+  const relayToken = randomBytes(24).toString('base64url');
+  await deps.voice.offerRelay(orgId, sessionId, relayTokenHash(relayToken));
   const twiml = conversationRelayTwiml({
-    url: relayUrl(deps, orgId, sessionId),
+    url: relayUrl(deps, orgId, sessionId, relayToken),
     language: agent.language ?? 'en-US',
     interruptible: true,
     welcomeGreetingInterruptible: agent.welcomeAllowInterruptions ?? true,
@@ -314,7 +325,7 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
     ({ callSid } = await deps.telephony.createCall(credentials, {
       from: number.phone_number,
       to: outbound.to,
-      twiml: twimlFor(deps, agent, orgId, session.id),
+      twiml: await twimlFor(deps, agent, orgId, session.id),
       statusCallback: statusCallbackUrl(deps, orgId, session.id),
       timeLimitSeconds: outbound.ttl,
       ringTimeoutSeconds: deps.config.CALL_RING_TIMEOUT_SECONDS,
@@ -530,18 +541,22 @@ const callOfConnection = new Map<string, { orgId: string; sessionId: string }>()
 const maxRememberedConnections = 10_000;
 
 /**
- * `$connect`: the upgrade must carry Twilio's signature over the relay URL of an open call. The WebSocket API gives
- * the query parsed, not as sent, so the URL is rebuilt as we issued it: with `org` and `session` and nothing else,
- * since a parameter we did not issue was not in the URL Twilio signed.
+ * `$connect`: the upgrade must carry Twilio's signature over the relay URL of an open call, and be the first with
+ * that URL's token. The WebSocket API gives the query parsed, not as sent, so the URL is rebuilt as we issued it:
+ * with `org`, `session` and `token` and nothing else, since a parameter we did not issue was not in the URL Twilio
+ * signed. The signature is static, so whoever saw one upgrade could replay it: the token makes the URL open one
+ * connection, once (ConversationRelay never reconnects a call's dropped socket).
  */
 export async function openRelay(deps: VoiceDeps, connectionId: string, query: Readonly<Record<string, string | undefined>>, signature: string | undefined): Promise<void> {
-  const { org: orgId, session: sessionId, ...unissued } = query;
-  if (!orgId || !sessionId) throw new NotFoundError('The relay URL names no call.');
+  const { org: orgId, session: sessionId, token, ...unissued } = query;
+  if (!orgId || !sessionId || !token) throw new NotFoundError('The relay URL names no call.');
   if (Object.keys(unissued).length > 0) throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
-  await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId), {}, { signature, query: '' });
+  await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId, token), {}, { signature, query: '' });
   const session = await deps.sessions.get(orgId, sessionId);
   if (!session || session.type !== 'VOICE' || session.state !== 'OPEN') throw new NotFoundError(`No open call for session ${sessionId}.`);
-  await deps.voice.bindConnection(connectionId, orgId, sessionId);
+  if (!(await deps.voice.claimRelay(connectionId, orgId, sessionId, relayTokenHash(token)))) {
+    throw new ForbiddenError('This call’s relay is already connected: its URL opens one connection, once.');
+  }
   if (callOfConnection.size >= maxRememberedConnections) callOfConnection.delete(callOfConnection.keys().next().value as string);
   callOfConnection.set(connectionId, { orgId, sessionId });
 }

@@ -10,7 +10,7 @@ const internalAttributes: readonly string[] = [
   tableDefinition.sortKey,
   tableDefinition.timeToLiveAttribute,
   ...tableDefinition.globalSecondaryIndexes.flatMap((index) => [index.partitionKey, index.sortKey]),
-  ...['entity', 'version', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId', 'statusRank', 'authToken', 'historyRevision', 'sealed'],
+  ...['entity', 'version', 'attachCount', 'keyHash', 'nextSeq', 'activeUntil', 'seq', 'functionSecret', 'secret', 'previousSecret', 'previousSecretValidUntil', 'endedEventId', 'analysisJobId', 'statusRank', 'authToken', 'historyRevision', 'sealed', 'relayTokenHash', 'relayConnectionId'],
 ];
 
 /**

@@ -4,7 +4,7 @@ import { ConcurrentModificationError, PhoneNumberTakenError } from '../errors.ts
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
 import { deleteClaimed, putClaimed } from './claimed-item.ts';
-import { conditionalWrite, putIfUnchanged, transactionCancellationCodes } from './dynamo.ts';
+import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellationCodes } from './dynamo.ts';
 import { toRecord } from './items.ts';
 import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
@@ -202,19 +202,51 @@ export class DynamoVoiceStore implements VoiceStore {
     );
   }
 
-  async bindConnection(connectionId: string, orgId: string, sessionId: string): Promise<void> {
-    await this.client.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: {
-          ...keys.relayConnection(connectionId),
-          entity: 'relayConnection',
-          orgId,
-          sessionId,
-          expiresAt: Math.floor(Date.now() / 1000) + connectionRetentionSeconds,
-        },
-      }),
+  async offerRelay(orgId: string, sessionId: string, tokenHash: string): Promise<void> {
+    // A relay already connected keeps its connection: the URL of this token is then refused like any other.
+    await conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.voiceCall(orgId, sessionId),
+          UpdateExpression: 'SET relayTokenHash = :hash',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(relayConnectionId)',
+          ExpressionAttributeValues: { ':hash': tokenHash },
+        }),
+      ),
     );
+  }
+
+  async claimRelay(connectionId: string, orgId: string, sessionId: string, tokenHash: string): Promise<boolean> {
+    try {
+      await sendTransaction(this.client, [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.voiceCall(orgId, sessionId),
+            UpdateExpression: 'SET relayConnectionId = :connection REMOVE relayTokenHash',
+            ConditionExpression: 'relayTokenHash = :hash AND attribute_not_exists(relayConnectionId)',
+            ExpressionAttributeValues: { ':connection': connectionId, ':hash': tokenHash },
+          },
+        },
+        {
+          Put: {
+            TableName: this.tableName,
+            Item: {
+              ...keys.relayConnection(connectionId),
+              entity: 'relayConnection',
+              orgId,
+              sessionId,
+              expiresAt: Math.floor(Date.now() / 1000) + connectionRetentionSeconds,
+            },
+          },
+        },
+      ]);
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
   }
 
   async connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined> {

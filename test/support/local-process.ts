@@ -91,7 +91,8 @@ export async function startServer(env: NodeJS.ProcessEnv, port: number, options:
     if (!isRunning(child)) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before serving: ${stderr}${stdout}`);
     if (Date.now() > deadline) throw new Error(`server did not answer /health within 60 s: ${stderr}${stdout}`);
     try {
-      const health = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+      // A loaded machine may take seconds to answer: a slow answer still says it serves.
+      const health = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(5_000) });
       // The listening message is written just before /health can answer; wait until it has arrived too.
       if (health.status === 200 && stdout.includes('Agent platform API on')) break;
     } catch {
@@ -153,7 +154,7 @@ export function dynamoDbLocalPids(dataDir: string): number[] {
       continue;
     }
     const args = commandLine.split('\0');
-    if (args[0]?.endsWith('java') && args.some((arg) => arg.endsWith('DynamoDBLocal.jar')) && args.some((arg) => arg.startsWith(dataDir))) {
+    if (args[0]?.endsWith('java') && args.some((arg) => arg.endsWith('LoopbackDynamoDbLocal.java')) && args.some((arg) => arg.startsWith(dataDir))) {
       pids.push(Number(entry));
     }
   }

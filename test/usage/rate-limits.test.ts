@@ -1,5 +1,11 @@
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { RateLimiter, type RateDecision } from '../../shared/domain/rate-limit.ts';
+import { createDocumentClient } from '../../shared/store/dynamo.ts';
+import { DynamoRateLimitStore } from '../../shared/store/rate-limit-store.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { childEnv, spawnInGroup } from '../support/local-process.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 
@@ -99,5 +105,42 @@ describe('rate limiter shared by processes', () => {
     expect(results.flatMap((result) => result.refusals).every((retryAfter) => retryAfter >= 1)).toBe(true);
     const writes = results.reduce((sum, result) => sum + result.writes, 0);
     expect(writes / offered).toBeLessThan(0.25);
+  }, 60_000);
+});
+
+describe('rate limiter on a slow table', () => {
+  it('refuses none of a client’s requests at a tenth of its rate while each table write takes 1 to 3 s, and RateLimit never shows more than the burst', async () => {
+    // Prepare: DynamoDB Local behind a proxy that holds every answer 1 to 3 s.
+    const database = new URL(inject('dynamodbEndpoint'));
+    const proxy = createServer(async (clientRequest, clientResponse) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of clientRequest) chunks.push(chunk as Buffer);
+      const upstream = httpRequest({ host: database.hostname, port: database.port, path: clientRequest.url, method: clientRequest.method, headers: clientRequest.headers });
+      upstream.end(Buffer.concat(chunks));
+      const [answer] = (await once(upstream, 'response')) as [IncomingMessage];
+      const answerChunks: Buffer[] = [];
+      for await (const chunk of answer) answerChunks.push(chunk as Buffer);
+      await new Promise((resolve) => setTimeout(resolve, 1_000 + Math.random() * 2_000));
+      clientResponse.writeHead(answer.statusCode ?? 500, answer.headers).end(Buffer.concat(answerChunks));
+    });
+    const port = await listenOnLoopback(proxy);
+    const client = createDocumentClient({ AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` });
+    const limiter = new RateLimiter(new DynamoRateLimitStore(client, inject('tableName')));
+    const limit = { requestsPerSecond: 50, burst: 20 };
+    const orgId = crypto.randomUUID();
+
+    // Act: 5 requests a second for 4 s, each decided whenever the table lets it.
+    const decisions: Promise<RateDecision>[] = [];
+    for (let index = 0; index < 20; index += 1) {
+      decisions.push(limiter.admit(orgId, 'org', limit));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const decided = await Promise.all(decisions);
+    client.destroy();
+    await closeServer(proxy);
+
+    // Assess
+    expect(decided.filter((decision) => !decision.admitted)).toEqual([]);
+    expect(Math.max(...decided.map((decision) => decision.remaining))).toBeLessThanOrEqual(limit.burst);
   }, 60_000);
 });

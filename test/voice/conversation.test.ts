@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket as WsClient } from 'ws';
+import WebSocket from 'ws';
 import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
@@ -20,6 +20,12 @@ afterAll(async () => {
 });
 
 const simulator = () => api.voice!.simulator;
+
+/** The relay URL of a call's TwiML, as the carrier was given it (token included). */
+async function relayUrlOf(org: VoiceOrg, sessionId: string): Promise<string> {
+  const callSid = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName;
+  return /<ConversationRelay\b[^>]*\burl="([^"]*)"/.exec(simulator().twimlOf(callSid) ?? '')?.[1]?.replace(/&amp;/g, '&') as string;
+}
 
 async function call(org: VoiceOrg, to: string, extra: object = {}): Promise<string> {
   const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId, ...extra } });
@@ -154,14 +160,14 @@ describe('the conversation of a call', () => {
     const completed = { CallSid: 'CAappended', CallStatus: 'completed', CallDuration: '3' };
     const voiceUrl = `${api.baseUrl}/twilio/voice`;
     const inbound = { CallSid: 'CAappended', From: '+15550155', To: org.phoneNumber, AccountSid: org.account.accountSid };
-    const relayUrl = `${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`;
+    const relayUrl = await relayUrlOf(org, sessionId);
     const queriedStatusUrl = `${statusUrl}?attempt=2`;
 
     // Act
     const status = await postAsTwilio(`${statusUrl}?extra=1`, completed, twilioSignature(org.account.authToken, statusUrl, completed));
     const voice = await postAsTwilio(`${voiceUrl}?extra=1`, inbound, twilioSignature(org.account.authToken, voiceUrl, inbound));
     const upgrade = await new Promise<number>((resolve) => {
-      const socket = new WsClient(`${relayUrl}&extra=1`, { headers: { 'x-twilio-signature': twilioSignature(org.account.authToken, relayUrl) } });
+      const socket = new WebSocket(`${relayUrl}&extra=1`, { headers: { 'x-twilio-signature': twilioSignature(org.account.authToken, relayUrl) } });
       socket.on('open', () => {
         socket.close();
         resolve(101);
@@ -183,6 +189,57 @@ describe('the conversation of a call', () => {
     expect(signedWithQuery.status).toBe(200);
     expect((await endedOnce(org, sessionId)).endedReason).toBe('HANGUP_CALLEE');
   });
+
+  it('refuses a second WebSocket for a live call with the same URL and signature (403): it neither speaks nor hears, and the first keeps working', async () => {
+    // Prepare: a callee who speaks when told to, on a call whose relay is up.
+    const org = await voiceOrg(api, receiver, receiverUrl);
+    const to = '+15550106';
+    const calleeHeard: string[] = [];
+    let repliesHeard = 0;
+    let say: ((line: string | null) => void) | undefined;
+    simulator().attachCallee(to, {
+      onToken: (token, last) => {
+        calleeHeard.push(token);
+        if (last) repliesHeard += 1;
+      },
+      onEnd: () => undefined,
+      onConnected: (speak) => (say = speak),
+    });
+    const sessionId = await call(org, to);
+    const speak = (await eventually(() => say, Boolean)) as (line: string | null) => void;
+    // What Twilio connected to, and its signature over it: both are in any copy of the upgrade request.
+    const relayUrl = await relayUrlOf(org, sessionId);
+
+    // Act
+    const intruder = new WebSocket(relayUrl, { headers: { 'x-twilio-signature': twilioSignature(org.account.authToken, relayUrl) } });
+    const intruderHeard: string[] = [];
+    intruder.on('message', (data) => intruderHeard.push(data.toString()));
+    const upgrade = await new Promise<number>((resolve) => {
+      intruder.once('open', () => resolve(101));
+      intruder.once('unexpected-response', (request, response) => {
+        request.destroy();
+        resolve(response.statusCode ?? 0);
+      });
+      intruder.once('error', () => resolve(0));
+    });
+    if (upgrade === 101) intruder.send(JSON.stringify({ type: 'prompt', voicePrompt: 'Injected by a second connection', lang: 'en-US', last: true }));
+    speak('What time do you open?');
+    const transcript = await eventually(
+      () => messages(org, sessionId),
+      (found) => found.some((message: { role: string; content: string }) => message.role === 'ASSISTANT' && message.content.includes('What time do you open?')),
+    );
+    await eventually(() => repliesHeard, (count) => count >= 1);
+    speak(null);
+    await endedOnce(org, sessionId);
+
+    // Assess
+    expect(upgrade).toBe(403);
+    expect(intruderHeard).toEqual([]);
+    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT']);
+    expect(transcript[0].content).toBe('What time do you open?');
+    expect(calleeHeard.join('')).toBe(transcript[1].content);
+    intruder.terminate();
+  }, 60_000);
 
   it('refuses callbacks and WebSocket upgrades whose signature does not verify (401), changing nothing', async () => {
     const org = await voiceOrg(api, receiver, receiverUrl);
