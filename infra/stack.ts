@@ -28,7 +28,7 @@ import { Construct } from 'constructs';
 import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
-import { routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/http/route.ts';
+import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/http/route.ts';
 import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
@@ -61,10 +61,8 @@ const readOnlyActions = ['dynamodb:GetItem', 'dynamodb:Query'];
 /** Groups that run turns invoke models; Converse/ConverseStream are authorized by these two actions. */
 const bedrockInvokeActions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
 
-/** API Gateway HTTP API gives up on an integration after 30 s; its functions finish before it does. */
-const httpApiFunctionTimeout = Duration.seconds(29);
 /** The longest a REST API streaming integration may run; also Lambda's own maximum. */
-const streamingTimeout = Duration.minutes(15);
+const streamingTimeout = Duration.seconds(functionTimeoutSeconds({ streaming: true }));
 /**
  * CloudFront's wait for the first byte and between bytes from the streaming origin: the most the default quota
  * allows. A non-streamed turn sends nothing until it is done, so the turn deadline of streaming functions stays below.
@@ -264,7 +262,7 @@ export class AgentPlatformStack extends Stack {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
         assets: group.assets,
-        timeout: group.streaming ? streamingTimeout : httpApiFunctionTimeout,
+        timeout: Duration.seconds(functionTimeoutSeconds(group)),
         environment: {
           TABLE_NAME: table.tableName,
           ...(group.runsTurns ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),

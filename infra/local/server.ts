@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/http/route.ts';
+import { functionTimeoutSeconds, pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/http/route.ts';
 import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
 import { localLambdaContext } from './lambda-context.ts';
 
@@ -14,7 +14,6 @@ type StreamingHandler = (event: APIGatewayProxyEventV2, stream: LocalResponseStr
 const repoRoot = resolve(import.meta.dirname, '../..');
 /** API Gateway HTTP API's own payload limit; our handlers enforce their smaller one. */
 const gatewayMaxBodyBytes = 10 * 1024 * 1024;
-const functionTimeoutMs = 29_000;
 const textContentType = /^(text\/|application\/(json|xml|x-www-form-urlencoded|[a-z0-9.+-]*\+json|[a-z0-9.+-]*\+xml)\b)/i;
 
 interface LocalRoute {
@@ -70,7 +69,7 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
       if (body === undefined) return sendGatewayError(response, 413, 'Request Entity Too Large');
       const event = toEvent(request, url, method, route?.routeKey ?? '$default', route ? pathParameters : undefined, body);
       const handler = await load(group);
-      const context = localLambdaContext(`local-${group.name}`, event.requestContext.requestId, Date.now() + functionTimeoutMs);
+      const context = localLambdaContext(`local-${group.name}`, event.requestContext.requestId, Date.now() + functionTimeoutSeconds(group) * 1000);
       if (streamingHandlerMarker in handler) {
         const stream = new LocalResponseStream(response);
         // A client that leaves mid-stream destroys the stream with an error; it ends that response, never the runtime.

@@ -91,6 +91,13 @@ export function defineRouteGroup<const Routes extends Record<string, RouteDefini
   return group;
 }
 
+/**
+ * How long a group's function may run, declared once for the stack and the local runtime. An HTTP API gives up on
+ * an integration after 30 s, so its functions finish before; a streaming group answers through the REST API's
+ * response streaming, which allows Lambda's own maximum of 15 minutes.
+ */
+export const functionTimeoutSeconds = (group: Pick<RouteGroup, 'streaming'>): number => (group.streaming ? 900 : 29);
+
 export const routeKeyOf = (route: Pick<RouteDefinition, 'method' | 'path'>): string => `${route.method} ${route.path}`;
 
 /** Compiles an API Gateway path template into a matcher that returns its path parameters, percent-decoded. */
