@@ -3,7 +3,7 @@ import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store
 import { isDialBlocked } from '../store/contact-store.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import { callSlotClaim, freeCallSlots, releaseCallSlot } from './call-slots.ts';
-import { attemptSessionId, settleCampaignAttempt } from './campaign-attempts.ts';
+import { attemptSessionId } from './campaign-attempts.ts';
 import { isInsideWindow, nextWindowOpening } from './campaign-windows.ts';
 import { moveCampaign, type CampaignDeps } from './campaigns.ts';
 import { afterCallEnded, callLine, endCall, longestOutboundCallSeconds, placeOutboundCall, type CallLine } from './voice.ts';
@@ -154,7 +154,8 @@ async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: C
  * Calls in progress whose end was never settled: claimed longer ago than a call can last (ring, ttl and the
  * backstop's grace), or whose session never came to be (the dispatcher died between claim and dial) after
  * CAMPAIGN_CLAIM_GRACE_SECONDS. An ended session settles with its outcome; an open one is ended (its backstop
- * failed); a missing one was never dialled and settles FAILED. True when it settled any.
+ * failed); a missing one was never dialled: its claim is given back, due now, and the attempt is not spent. True
+ * when it settled any.
  */
 async function settleMissedEnds(deps: DispatchDeps, campaign: StoredCampaign, nowMs: number): Promise<boolean> {
   const stale = await deps.campaigns.staleCalls(campaign.orgId, campaign.id, nowMs - deps.config.CAMPAIGN_CLAIM_GRACE_SECONDS * 1000);
@@ -165,9 +166,9 @@ async function settleMissedEnds(deps: DispatchDeps, campaign: StoredCampaign, no
     const sessionId = attemptSessionId(campaign.orgId, tag);
     const session = await deps.sessions.get(campaign.orgId, sessionId);
     if (!session) {
-      // Never dialled: the session is written before the carrier is asked.
-      await settleCampaignAttempt(deps, { orgId: campaign.orgId, metadata: { sessionVariables: {}, campaign: tag }, endedReason: 'FAILED' });
-      await releaseCallSlot(deps, campaign.orgId, sessionId);
+      // Never dialled: the session is written before the carrier is asked. Should a live dispatcher still dial it,
+      // the next claim of this attempt names the same session, which is never dialled twice.
+      if (await deps.campaigns.unclaim(row, tag.attempt, sessionId, nowMs)) await releaseCallSlot(deps, campaign.orgId, sessionId);
       settled = true;
     } else if (session.state !== 'OPEN') {
       await afterCallEnded(deps, session);

@@ -311,6 +311,51 @@ export class DynamoCampaignStore {
     }
   }
 
+  /**
+   * Gives back attempt `attempt`'s claim when its dial never happened: the contact is PENDING again at the previous
+   * attempt, due at `dueAt`, as if it had not been claimed (the attempt is not spent, whatever the retry policy).
+   * In the same transaction, its session (`sessionId`) must still not exist: a dispatcher that dialled meanwhile
+   * keeps its claim. Two item writes and a check; false when the claim moved on or the session exists.
+   */
+  async unclaim(row: Pick<CampaignContactRow, 'orgId' | 'campaignId' | 'contactId'>, attempt: number, sessionId: string, dueAt: number): Promise<boolean> {
+    try {
+      await sendTransaction(this.client, [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.campaignContact(row.orgId, row.campaignId, row.contactId),
+            UpdateExpression: `SET #state = :pending, attempts = :previous, nextAttemptAt = :at, gsi1pk = :due_pk, gsi1sk = :due_sk REMOVE sessions[${attempt - 1}], claimedAt, gsi2pk, gsi2sk`,
+            ConditionExpression: '#state = :live AND attempts = :attempt',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: {
+              ':pending': 'PENDING',
+              ':live': 'IN_PROGRESS',
+              ':attempt': attempt,
+              ':previous': attempt - 1,
+              ':at': dueAt,
+              ':due_pk': keys.campaignDue(row.orgId, row.campaignId),
+              ':due_sk': `${padded(dueAt)}#${row.contactId}`,
+            },
+          },
+        },
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.campaign(row.orgId, row.campaignId),
+            UpdateExpression: 'ADD inProgress :minusOne, pending :one',
+            ExpressionAttributeValues: { ':minusOne': -1, ':one': 1 },
+          },
+        },
+        { ConditionCheck: { TableName: this.tableName, Key: keys.session(row.orgId, sessionId), ConditionExpression: 'attribute_not_exists(pk)' } },
+      ]);
+      return true;
+    } catch (error) {
+      const codes = transactionCancellationCodes(error);
+      if (codes?.[0] === 'ConditionalCheckFailed' || codes?.[2] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
   /** A PENDING contact leaves without a dial (do-not-call): two item writes. */
   async skip(row: CampaignContactRow, state: 'SKIPPED_DNC'): Promise<boolean> {
     try {
