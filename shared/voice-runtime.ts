@@ -2,6 +2,7 @@ import { conversationRuntime, type ConversationRuntime } from './conversation-ru
 import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
+import { DynamoCallSlots } from './store/call-slots.ts';
 import { DynamoCampaignStore } from './store/campaign-store.ts';
 import { DynamoVoiceStore } from './store/voice-store.ts';
 import { schedulerBackstop } from './telephony/call-backstop.ts';
@@ -17,6 +18,8 @@ export interface VoiceRuntime extends Runtime {
   backstop: CallBackstop;
   /** A campaign call's end settles its attempt (docs/campaigns.md#exactly-once). */
   campaigns: DynamoCampaignStore;
+  /** The plan's concurrent calls, held one slot per call (docs/voice.md#call-slots). */
+  callSlots: DynamoCallSlots;
 }
 
 /** What the ConversationRelay function needs besides: turns, and the WebSocket API's connections. */
@@ -34,6 +37,7 @@ const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime =>
   recordings: recordingsFrom(base.config),
   backstop: backstopFrom(base.config),
   campaigns: new DynamoCampaignStore(base.documentClient, base.config.TABLE_NAME),
+  callSlots: new DynamoCallSlots(base.documentClient, base.config.TABLE_NAME),
 });
 
 function backstopFrom(config: Runtime['config']): CallBackstop {

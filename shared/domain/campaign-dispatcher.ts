@@ -2,10 +2,11 @@ import { logger } from '../logger.ts';
 import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
 import { isDialBlocked } from '../store/contact-store.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
-import { attemptSessionId, settleCampaignAttempt } from './campaign-attempts.ts';
+import { callSlotClaim, freeCallSlots, releaseCallSlot } from './call-slots.ts';
+import { attemptSessionId } from './campaign-attempts.ts';
 import { isInsideWindow, nextWindowOpening } from './campaign-windows.ts';
 import { moveCampaign, type CampaignDeps } from './campaigns.ts';
-import { callLine, endCall, placeOutboundCall, planCallAllowance, type CallLine } from './voice.ts';
+import { afterCallEnded, callLine, endCall, longestOutboundCallSeconds, placeOutboundCall, type CallLine } from './voice.ts';
 
 export interface DispatchDeps extends CampaignDeps, AdmissionDeps {
   config: CampaignDeps['config'] & AdmissionDeps['config'] & { CAMPAIGN_CLAIM_GRACE_SECONDS: number };
@@ -77,7 +78,9 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
     }
     if (ended) return { dialled, stopped: 'ended' };
     let dialledNow = 0;
-    const free = Math.min(campaign.maxConcurrentCalls - inProgress, await planCallAllowance(deps, orgId));
+    // Each dial takes one of the plan's free call slots in its claim, so that no other dial or call can have it.
+    const slots = await freeCallSlots(deps, orgId);
+    const free = Math.min(campaign.maxConcurrentCalls - inProgress, slots?.length ?? Number.POSITIVE_INFINITY);
     if (free > 0) {
       try {
         line ??= await callLine(deps, orgId, campaign.phoneNumberId, campaign.agentId);
@@ -93,7 +96,8 @@ export async function dispatchCampaign(deps: DispatchDeps, orgId: string, campai
       let refused = false;
       const dialler = async () => {
         while (!refused && next < due.length) {
-          const result = await dialContact(deps, campaign, line as CallLine, due[next++] as CampaignContactRow, now);
+          const index = next++;
+          const result = await dialContact(deps, campaign, line as CallLine, due[index] as CampaignContactRow, slots?.[index], now);
           if (result === 'dialled') dialledNow += 1;
           if (result === 'refused') refused = true;
         }
@@ -110,9 +114,10 @@ type DialResult = 'dialled' | 'postponed' | 'skipped' | 'taken' | 'refused' | 'c
 
 /**
  * One due contact: outside its window it waits for the opening; a do-not-call number is skipped (checked now,
- * not only at start); otherwise its next attempt is claimed and only then dialled.
+ * not only at start); otherwise its next attempt is claimed, with call slot `slot` of the plan when it caps calls,
+ * and only then dialled.
  */
-async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: CallLine, row: CampaignContactRow, nowMs: number): Promise<DialResult> {
+async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: CallLine, row: CampaignContactRow, slot: number | undefined, nowMs: number): Promise<DialResult> {
   if (!isInsideWindow(nowMs, row.timezone, campaign.schedule.windows)) {
     const opening = nextWindowOpening(nowMs, row.timezone, campaign.schedule.windows);
     if (opening !== undefined) await deps.campaigns.postpone(row, opening);
@@ -124,9 +129,10 @@ async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: C
   }
   const tag = { campaignId: campaign.id, contactId: row.contactId, attempt: row.attempts + 1 };
   const sessionId = attemptSessionId(campaign.orgId, tag);
-  const refusal = await deps.campaigns.claim(row, { attempt: tag.attempt, sessionId, startedAt: new Date(nowMs).toISOString() }, campaign.maxConcurrentCalls);
+  const callSlot = slot === undefined ? undefined : callSlotClaim(deps, campaign.orgId, slot, sessionId, longestOutboundCallSeconds(deps, campaign.ttl));
+  const refusal = await deps.campaigns.claim(row, { attempt: tag.attempt, sessionId, startedAt: new Date(nowMs).toISOString() }, campaign.maxConcurrentCalls, callSlot);
   if (refusal === 'contact' || refusal === 'conflict') return 'taken';
-  if (refusal === 'campaign') return 'refused';
+  if (refusal === 'campaign' || refusal === 'slot') return 'refused';
   try {
     await placeOutboundCall(deps, campaign.orgId, line, {
       sessionId,
@@ -148,7 +154,8 @@ async function dialContact(deps: DispatchDeps, campaign: StoredCampaign, line: C
  * Calls in progress whose end was never settled: claimed longer ago than a call can last (ring, ttl and the
  * backstop's grace), or whose session never came to be (the dispatcher died between claim and dial) after
  * CAMPAIGN_CLAIM_GRACE_SECONDS. An ended session settles with its outcome; an open one is ended (its backstop
- * failed); a missing one was never dialled and settles FAILED. True when it settled any.
+ * failed); a missing one was never dialled: its claim is given back, due now, and the attempt is not spent. True
+ * when it settled any.
  */
 async function settleMissedEnds(deps: DispatchDeps, campaign: StoredCampaign, nowMs: number): Promise<boolean> {
   const stale = await deps.campaigns.staleCalls(campaign.orgId, campaign.id, nowMs - deps.config.CAMPAIGN_CLAIM_GRACE_SECONDS * 1000);
@@ -159,11 +166,12 @@ async function settleMissedEnds(deps: DispatchDeps, campaign: StoredCampaign, no
     const sessionId = attemptSessionId(campaign.orgId, tag);
     const session = await deps.sessions.get(campaign.orgId, sessionId);
     if (!session) {
-      // Never dialled: the session is written before the carrier is asked.
-      await settleCampaignAttempt(deps, { orgId: campaign.orgId, metadata: { sessionVariables: {}, campaign: tag }, endedReason: 'FAILED' });
+      // Never dialled: the session is written before the carrier is asked. Should a live dispatcher still dial it,
+      // the next claim of this attempt names the same session, which is never dialled twice.
+      if (await deps.campaigns.unclaim(row, tag.attempt, sessionId, nowMs)) await releaseCallSlot(deps, campaign.orgId, sessionId);
       settled = true;
     } else if (session.state !== 'OPEN') {
-      await settleCampaignAttempt(deps, session);
+      await afterCallEnded(deps, session);
       settled = true;
     } else if (nowMs - (row.claimedAt ?? nowMs) > longestCallMs) {
       await endCall(deps, campaign.orgId, sessionId, 'CARRIER_SILENT');

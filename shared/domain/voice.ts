@@ -30,7 +30,8 @@ import {
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
 import type { TtsProvider } from '../telephony/voices.ts';
-import { assertMayConsume, currentPlan, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, currentPlan } from './admission.ts';
+import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from './clock.ts';
 import { events } from './events.ts';
@@ -38,12 +39,12 @@ import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts'
 import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';
 import { histories, queueTurn } from './turn-state.ts';
 
-export interface VoiceDeps extends SessionDeps, CampaignSettleDeps {
+export interface VoiceDeps extends SessionDeps, CampaignSettleDeps, CallSlotDeps {
   voice: VoiceStore;
   telephony: Telephony;
   recordings: RecordingStore;
   backstop: CallBackstop;
-  config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL' | 'CALL_RING_TIMEOUT_SECONDS' | 'CALL_BACKSTOP_GRACE_SECONDS'>;
+  config: SessionDeps['config'] & CallSlotDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL'>;
 }
 
 export interface RelayDeps extends VoiceDeps, TurnDeps {
@@ -253,41 +254,32 @@ export interface OutboundCall {
   campaign?: CampaignCallTag;
 }
 
-/** `POST /api/v1/phone-numbers/{id}/calls/start`. */
-export async function startOutboundCall(deps: VoiceDeps & AdmissionDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
-  const [line] = await Promise.all([callLine(deps, orgId, phoneNumberId, input.agent_id), admitOutboundCall(deps, orgId)]);
-  return placeOutboundCall(deps, orgId, line, { sessionId: newId(), to: input.to_phone_number, ttl: input.ttl, sessionVariables: input.session_variables });
+/**
+ * `POST /api/v1/phone-numbers/{id}/calls/start`: refused while the subscription is inactive or its voice seconds
+ * are used up, and unless the call takes one of the plan's call slots (docs/usage-and-billing.md#enforcement),
+ * which it holds until it ends.
+ */
+export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
+  const [line] = await Promise.all([callLine(deps, orgId, phoneNumberId, input.agent_id), assertMayConsume(deps, orgId, 'voice_seconds')]);
+  const sessionId = newId();
+  if ((await takeCallSlot(deps, orgId, sessionId, longestOutboundCallSeconds(deps, input.ttl))) === 'full') {
+    const { concurrentCalls } = await currentPlan(deps, orgId);
+    throw new ConcurrentCallsExceededError(`The plan allows ${concurrentCalls} concurrent calls and they are all in progress; retry when one ends.`, callSlotRetryAfterSeconds);
+  }
+  try {
+    return await placeOutboundCall(deps, orgId, line, { sessionId, to: input.to_phone_number, ttl: input.ttl, sessionVariables: input.session_variables });
+  } catch (error) {
+    // No call came of it (or it ended FAILED, which freed the slot already).
+    await releaseCallSlot(deps, orgId, sessionId);
+    throw error;
+  }
 }
 
 /** Seconds a caller refused for the plan's concurrent calls is told to wait: about a short call's length. */
 const callSlotRetryAfterSeconds = 30;
 
-/**
- * `calls/start` is refused while the subscription is inactive or its voice seconds are used up, and while the
- * plan's concurrent calls are all in progress (docs/usage-and-billing.md#enforcement); campaigns check the same
- * at each dispatch.
- */
-async function admitOutboundCall(deps: VoiceDeps & AdmissionDeps, orgId: string): Promise<void> {
-  const [allowance] = await Promise.all([planCallAllowance(deps, orgId), assertMayConsume(deps, orgId, 'voice_seconds')]);
-  if (allowance <= 0) {
-    const { concurrentCalls } = await currentPlan(deps, orgId);
-    throw new ConcurrentCallsExceededError(`The plan allows ${concurrentCalls} concurrent calls and they are all in progress; retry when one ends.`, callSlotRetryAfterSeconds);
-  }
-}
-
-/** Calls the plan still admits: its concurrent calls less the organization's open phone sessions (any source). */
-export async function planCallAllowance(deps: VoiceDeps & AdmissionDeps, orgId: string): Promise<number> {
-  const nowMs = deps.clock.now().getTime();
-  const [plan, open] = await Promise.all([
-    currentPlan(deps, orgId),
-    deps.sessions.count(orgId, {
-      state: 'OPEN',
-      platform: 'PHONE',
-      idle: { lastActivityBefore: new Date(nowMs - deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000).toISOString(), nowMs },
-    }),
-  ]);
-  return plan.concurrentCalls === null ? Number.POSITIVE_INFINITY : plan.concurrentCalls - open;
-}
+/** An outbound call lasts at most its ring and its time limit: the carrier ends it then. */
+export const longestOutboundCallSeconds = (deps: Pick<VoiceDeps, 'config'>, ttl: number): number => deps.config.CALL_RING_TIMEOUT_SECONDS + ttl;
 
 /**
  * Every outbound call, `calls/start`'s and campaigns': the session is written first (so that the carrier's first
@@ -338,7 +330,7 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
   }
   const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
   await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
-  await scheduleBackstop(deps, orgId, session.id, deps.config.CALL_RING_TIMEOUT_SECONDS + outbound.ttl);
+  await scheduleBackstop(deps, orgId, session.id, longestOutboundCallSeconds(deps, outbound.ttl));
   return { sessionId: session.id };
 }
 
@@ -458,7 +450,7 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
     answeredAt: session.createdAt,
   };
   if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)])) {
-    await scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds);
+    await Promise.all([scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds), holdSlotForInboundCall(deps, owner.orgId, session.id)]);
   }
   return twimlFor(deps, agent, owner.orgId, session.id);
 }
@@ -495,6 +487,18 @@ export async function recordingLink(deps: VoiceDeps, orgId: string, sessionId: s
 const inboundCallLimitSeconds = 2 * 60 * 60;
 
 /**
+ * An inbound call is answered whatever the plan (the carrier has rung us already), but takes a free call slot
+ * when there is one, so that calls started meanwhile count it; without a slot it is not refused, only not counted.
+ */
+async function holdSlotForInboundCall(deps: VoiceDeps, orgId: string, sessionId: string): Promise<void> {
+  try {
+    await takeCallSlot(deps, orgId, sessionId, inboundCallLimitSeconds);
+  } catch (error) {
+    logger.error('inbound call holds no call slot', { orgId, sessionId, error: error as Error });
+  }
+}
+
+/**
  * The backstop: at the call's longest possible end plus a grace, a one-time schedule ends the session if the
  * carrier never said the call was over. A failure to schedule does not fail the call (the carrier's report
  * normally ends it); it is logged as an error.
@@ -516,22 +520,27 @@ export async function endSilentCall(deps: VoiceDeps, orgId: string, sessionId: s
 }
 
 /**
- * Ends a call's session once, whatever reports the end first; false when it had ended already. The end of a
- * campaign's call settles its attempt; a repeated report settles it again (once only), in case the first
- * settling failed after the session ended.
+ * Ends a call's session once, whatever reports the end first; false when it had ended already. The end of a call
+ * frees its call slot and settles a campaign's attempt; a repeated report does both again (once only), in case
+ * the first failed after the session ended, or the session was closed or expired while the call went on.
  */
 export async function endCall(deps: VoiceDeps, orgId: string, sessionId: string, reason: EndedReason): Promise<boolean> {
   const session = await deps.sessions.get(orgId, sessionId);
   if (!session) return false;
   if (session.state !== 'OPEN') {
-    await settleCampaignAttempt(deps, session);
+    await afterCallEnded(deps, session);
     return false;
   }
   const endedAt = deps.clock.now().toISOString();
   const ended = await endSession(deps, session, 'CLOSED', reason, endedAt);
   if (!ended) return false;
-  await settleCampaignAttempt(deps, ended);
+  await afterCallEnded(deps, ended);
   return true;
+}
+
+/** What follows the end of a call, each idempotent: its slot is freed and a campaign's attempt settled. */
+export async function afterCallEnded(deps: VoiceDeps, session: StoredSession): Promise<void> {
+  await Promise.all([releaseCallSlot(deps, session.orgId, session.id), settleCampaignAttempt(deps, session)]);
 }
 
 // ---- The conversation (ConversationRelay over the WebSocket API) ----------------------------------------------

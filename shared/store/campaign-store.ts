@@ -2,6 +2,7 @@ import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type Dynamo
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from '../schemas/campaigns.ts';
+import { callSlotPut, type CallSlotClaim } from './call-slots.ts';
 import { conditionalWrite, sendTransaction, transactionCancellationCodes } from './dynamo.ts';
 import { transactWithCompletion } from './idempotency-store.ts';
 import { toRecord } from './items.ts';
@@ -37,9 +38,10 @@ const padded = (epochMs: number) => String(epochMs).padStart(15, '0');
 
 /**
  * Why a claim was refused: the contact was claimed, settled or skipped meanwhile; the campaign refuses dials now
- * (not RUNNING, or no free slot); or a concurrent transaction on the campaign item (try again later).
+ * (not RUNNING, or its cap reached); the plan's call slot was taken meanwhile; or a concurrent transaction on the
+ * campaign item (try again later).
  */
-export type ClaimRefusal = 'contact' | 'campaign' | 'conflict';
+export type ClaimRefusal = 'contact' | 'campaign' | 'slot' | 'conflict';
 
 /**
  * Campaigns (`ORG#<org>` / `CAMPAIGN#<id>`, progress counters as attributes) and their contacts (`ORG#<org>#CAMPAIGN#<id>`
@@ -212,10 +214,10 @@ export class DynamoCampaignStore {
 
   /**
    * Claims attempt `attempt` of a contact, before the carrier is asked for anything: the contact must still be
-   * PENDING at the previous attempt, and the campaign RUNNING with a free call slot, all in one transaction. Two
-   * item writes; the same claim can succeed once only.
+   * PENDING at the previous attempt, the campaign RUNNING below its cap, and the plan's call slot (when it caps
+   * calls) free, all in one transaction. Two or three item writes; the same claim can succeed once only.
    */
-  async claim(row: CampaignContactRow, attempt: CampaignAttempt, maxConcurrentCalls: number): Promise<ClaimRefusal | undefined> {
+  async claim(row: CampaignContactRow, attempt: CampaignAttempt, maxConcurrentCalls: number, callSlot: CallSlotClaim | undefined): Promise<ClaimRefusal | undefined> {
     const claimedAt = Date.parse(attempt.startedAt);
     try {
       await sendTransaction(this.client, [
@@ -249,12 +251,14 @@ export class DynamoCampaignStore {
             ExpressionAttributeValues: { ':one': 1, ':minusOne': -1, ':running': 'RUNNING', ':cap': maxConcurrentCalls },
           },
         },
+        ...(callSlot ? [{ Put: callSlotPut(this.tableName, callSlot) }] : []),
       ]);
       return undefined;
     } catch (error) {
       const codes = transactionCancellationCodes(error);
       if (codes?.[0] === 'ConditionalCheckFailed') return 'contact';
       if (codes?.[1] === 'ConditionalCheckFailed') return 'campaign';
+      if (codes?.[2] === 'ConditionalCheckFailed') return 'slot';
       // Another claim or settle wrote the campaign item at the same moment: nothing was claimed; the contact stays due.
       if (codes?.includes('TransactionConflict')) return 'conflict';
       throw error;
@@ -303,6 +307,51 @@ export class DynamoCampaignStore {
       return true;
     } catch (error) {
       if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Gives back attempt `attempt`'s claim when its dial never happened: the contact is PENDING again at the previous
+   * attempt, due at `dueAt`, as if it had not been claimed (the attempt is not spent, whatever the retry policy).
+   * In the same transaction, its session (`sessionId`) must still not exist: a dispatcher that dialled meanwhile
+   * keeps its claim. Two item writes and a check; false when the claim moved on or the session exists.
+   */
+  async unclaim(row: Pick<CampaignContactRow, 'orgId' | 'campaignId' | 'contactId'>, attempt: number, sessionId: string, dueAt: number): Promise<boolean> {
+    try {
+      await sendTransaction(this.client, [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.campaignContact(row.orgId, row.campaignId, row.contactId),
+            UpdateExpression: `SET #state = :pending, attempts = :previous, nextAttemptAt = :at, gsi1pk = :due_pk, gsi1sk = :due_sk REMOVE sessions[${attempt - 1}], claimedAt, gsi2pk, gsi2sk`,
+            ConditionExpression: '#state = :live AND attempts = :attempt',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: {
+              ':pending': 'PENDING',
+              ':live': 'IN_PROGRESS',
+              ':attempt': attempt,
+              ':previous': attempt - 1,
+              ':at': dueAt,
+              ':due_pk': keys.campaignDue(row.orgId, row.campaignId),
+              ':due_sk': `${padded(dueAt)}#${row.contactId}`,
+            },
+          },
+        },
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: keys.campaign(row.orgId, row.campaignId),
+            UpdateExpression: 'ADD inProgress :minusOne, pending :one',
+            ExpressionAttributeValues: { ':minusOne': -1, ':one': 1 },
+          },
+        },
+        { ConditionCheck: { TableName: this.tableName, Key: keys.session(row.orgId, sessionId), ConditionExpression: 'attribute_not_exists(pk)' } },
+      ]);
+      return true;
+    } catch (error) {
+      const codes = transactionCancellationCodes(error);
+      if (codes?.[0] === 'ConditionalCheckFailed' || codes?.[2] === 'ConditionalCheckFailed') return false;
       throw error;
     }
   }

@@ -76,6 +76,9 @@ export const keys = {
   phoneNumberClaim: (e164: string) => ({ pk: `PHONENUMBER#${e164}`, sk: '#PHONENUMBER' }),
   telephonyCredentials: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'TELEPHONY#twilio' }),
   voiceCall: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#CALL' }),
+  /** The plan's concurrent calls as numbered slots, each held by one call (docs/voice.md#call-slots). */
+  callSlots: (orgId: string) => `ORG#${orgId}#CALLSLOTS`,
+  callSlot: (orgId: string, slot: number) => ({ pk: `ORG#${orgId}#CALLSLOTS`, sk: `SLOT#${String(slot).padStart(4, '0')}` }),
   /** An organization's contacts, one partition of their own (docs/contacts.md#storage). */
   contactsPartition: (orgId: string) => `ORG#${orgId}#CONTACTS`,
   contact: (orgId: string, contactId: string) => ({ pk: `ORG#${orgId}#CONTACTS`, sk: `CONTACT#${contactId}` }),
