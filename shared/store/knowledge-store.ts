@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
@@ -17,8 +18,11 @@ export const knowledgeKeys = {
   storePartition: (orgId: string, storeId: string) => `ORG#${orgId}#KS#${storeId}`,
   document: (orgId: string, storeId: string, documentId: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOC#${documentId}` }),
   documentPrefix: 'DOC#',
-  /** Makes names unique within a store: a document posted again under its name is a new version of the same one. */
-  documentName: (orgId: string, storeId: string, name: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOCNAME#${name.toLowerCase()}` }),
+  /**
+   * Makes names unique within a store: a document posted again under its name is a new version of the same one.
+   * Keyed by a digest of the lower-cased name: a name of 300 multi-byte characters would overflow a sort key's 1,024 bytes.
+   */
+  documentName: (orgId: string, storeId: string, name: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOCNAME#${createHash('sha256').update(name.toLowerCase()).digest('base64url')}` }),
   /**
    * The sparse index of documents PROCESSING, by deadline, for the sweeper: one partition for the deployment (a
    * document is in it for seconds to minutes, so it stays small), the sort key starting with the deadline.
