@@ -58,8 +58,8 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   {
     name: 'usage-meter',
     entry: 'functions/usage-meter/handler.ts',
-    // Messages, and the outbox records among which a voice session's end is.
-    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    // Messages, the outbox records among which a voice session's end is, and changes of the stock (knowledge chunks).
+    select: { records: 'inserts', entities: ['message', 'outbox', 'usageStockChange'] },
     queueUrls: { USAGE_ROLLUP_QUEUE_URL: usageRollupQueue },
     worksOnTable: true,
   },

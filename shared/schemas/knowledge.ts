@@ -82,7 +82,7 @@ export type KnowledgeStore = z.output<typeof knowledgeStoreSchema>;
 export const documentStatuses = ['PROCESSING', 'UPSERTED', 'FAILED'] as const;
 export type DocumentStatus = (typeof documentStatuses)[number];
 
-export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT'] as const;
+export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT', 'QUOTA_EXCEEDED'] as const;
 export type DocumentErrorCode = (typeof documentErrorCodes)[number];
 
 export const documentFormats = ['text', 'markdown', 'html', 'pdf'] as const;
