@@ -1,11 +1,11 @@
 import { embedMany } from 'ai';
 import { chunkPages, chunkText, indexedText, type TextChunk } from '../knowledge/chunker.ts';
 import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
-import { pdfPageTexts } from '../knowledge/pdf-text.ts';
+import { PdfLimitError, pdfPageTexts } from '../knowledge/pdf-text.ts';
 import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../net/egress-guard.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
-import { maxDocumentFileBytes, maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
+import { maxDocumentFileBytes, maxDocumentTextBytes, maxPdfPages, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { currentPlan } from './admission.ts';
 import { reindexStore } from './knowledge-reindex.ts';
@@ -129,7 +129,6 @@ async function loadSource(deps: IngestionDeps, message: Extract<IngestionMessage
 async function documentChunks(store: StoredKnowledgeStore, source: DocumentSource): Promise<TextChunk[]> {
   if (source.format === 'pdf') {
     const pages = await readPdf(source.body);
-    if (Buffer.byteLength(pages.join('\n')) > maxDocumentTextBytes) throw new DocumentFailure('TOO_LARGE', `The PDF's text is larger than ${maxDocumentTextBytes} bytes.`);
     const chunks = chunkPages(pages, store.config.chunking);
     if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', `The PDF has ${pages.length} page(s) but no text layer (a scan?): run it through OCR first.`);
     return chunks;
@@ -142,10 +141,17 @@ async function documentChunks(store: StoredKnowledgeStore, source: DocumentSourc
   return chunks;
 }
 
+/**
+ * How long reading a PDF's text may take: half the function's 120 s, leaving the rest to embed and write, so that a
+ * PDF of many pages fails TOO_LARGE in time instead of timing out its invocation again and again.
+ */
+const pdfReadingMs = 60_000;
+
 async function readPdf(body: Buffer): Promise<string[]> {
   try {
-    return await pdfPageTexts(body);
+    return await pdfPageTexts(body, { maxPages: maxPdfPages, maxTextBytes: maxDocumentTextBytes, deadline: Date.now() + pdfReadingMs });
   } catch (error) {
+    if (error instanceof PdfLimitError) throw new DocumentFailure('TOO_LARGE', error.message, { cause: error });
     throw new DocumentFailure('PARSE_ERROR', `The PDF could not be read: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -3,6 +3,8 @@ import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } fro
 
 /** What a document may weigh once parsed into text (docs/knowledge.md#limits). */
 export const maxDocumentTextBytes = 2 * 1024 * 1024;
+/** Pages of a PDF read at most: a PDF of more fails TOO_LARGE before its text is read. */
+export const maxPdfPages = 2_000;
 
 /** What a document's file may weigh: an upload (the presigned POST's content-length-range) or a fetched URL. */
 export const maxDocumentFileBytes = 50 * 1024 * 1024;
