@@ -58,8 +58,8 @@ export const tableStreamConsumers: readonly TableStreamConsumer[] = [
   {
     name: 'usage-meter',
     entry: 'functions/usage-meter/handler.ts',
-    // Messages, and the outbox records among which a voice session's end is.
-    select: { records: 'inserts', entities: ['message', 'outbox'] },
+    // Messages, the outbox records among which a voice session's end is, and changes of the stock (knowledge chunks).
+    select: { records: 'inserts', entities: ['message', 'outbox', 'usageStockChange'] },
     queueUrls: { USAGE_ROLLUP_QUEUE_URL: usageRollupQueue },
     worksOnTable: true,
   },
@@ -258,7 +258,9 @@ export const queueConsumers: readonly QueueConsumer[] = [
     name: 'knowledge-ingestion',
     entry: 'functions/knowledge-ingestion/handler.ts',
     queue: knowledgeIngestionQueue,
-    batchSize: 5,
+    // One document an invocation: the timeout bounds one document, and a batch never puts one store's slow
+    // document in front of another store's (groups interleave across concurrent invocations instead).
+    batchSize: 1,
     timeoutSeconds: knowledgeIngestionTimeoutSeconds,
     queueUrlVariable: 'KNOWLEDGE_INGESTION_QUEUE_URL',
     invokesModels: true,

@@ -360,7 +360,7 @@ export interface UsageStore {
   record(orgId: string, records: readonly MeteredRecord[]): Promise<boolean>;
   /** The counters of the buckets from `fromBucket` to `toBucket` (inclusive) that have any, by bucket. */
   counters(orgId: string, granularity: Granularity, fromBucket: string, toBucket: string): Promise<Map<string, UsageCounts>>;
-  /** The month's counters (`yyyy-mm`), strongly consistent. */
+  /** The month's counters (`yyyy-mm`) with the stocks as they are now (`knowledge_chunks`), strongly consistent. */
   periodCounts(orgId: string, month: string): Promise<UsageCounts>;
   /**
    * Marks a roll-up as due at `due` (epoch ms) unless one is pending already (a pending one older than

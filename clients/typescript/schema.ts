@@ -1199,7 +1199,7 @@ export interface components {
       chunkCount: number;
       error?: {
         /** @enum {string} */
-        code: "UNSUPPORTED_TYPE" | "TOO_LARGE" | "NO_TEXT" | "PARSE_ERROR" | "FETCH_FAILED" | "EMBEDDING_FAILED" | "TIMEOUT";
+        code: "UNSUPPORTED_TYPE" | "TOO_LARGE" | "NO_TEXT" | "PARSE_ERROR" | "FETCH_FAILED" | "EMBEDDING_FAILED" | "TIMEOUT" | "QUOTA_EXCEEDED";
         message: string;
       };
       /** Format: date-time */
@@ -8188,17 +8188,17 @@ export interface operations {
           };
         };
       };
-      /** @description Conflicts with the current state: KNOWLEDGE_STORE_IN_USE */
+      /** @description Conflicts with the current state: KNOWLEDGE_STORE_IN_USE, CONCURRENT_MODIFICATION */
       409: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "KNOWLEDGE_STORE_IN_USE";
+              code?: "KNOWLEDGE_STORE_IN_USE" | "CONCURRENT_MODIFICATION";
               /** @constant */
               status?: 409;
             };
-          };
+          });
         };
       };
       /** @description Error: RATE_LIMITED */
@@ -8550,17 +8550,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -8602,17 +8602,17 @@ export interface operations {
           };
         };
       };
-      /** @description Error: RATE_LIMITED */
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
       429: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "RATE_LIMITED";
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
               /** @constant */
               status?: 429;
             };
-          };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */
@@ -8688,17 +8688,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -8740,17 +8740,17 @@ export interface operations {
           };
         };
       };
-      /** @description Error: RATE_LIMITED */
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
       429: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "RATE_LIMITED";
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
               /** @constant */
               status?: 429;
             };
-          };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */

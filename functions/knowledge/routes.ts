@@ -71,7 +71,7 @@ export const knowledgeRoutes = defineRouteGroup({
       summary: 'Delete a knowledge store (409 while an agent uses it); its documents and vectors are removed asynchronously',
       successStatus: 204,
       params: idParams,
-      errors: ['KNOWLEDGE_STORE_IN_USE'],
+      errors: ['KNOWLEDGE_STORE_IN_USE', 'CONCURRENT_MODIFICATION'],
     },
     createDocument: {
       method: 'POST',
@@ -82,6 +82,7 @@ export const knowledgeRoutes = defineRouteGroup({
       params: idParams,
       body: createDocumentBody,
       response: documentSchema,
+      errors: ['QUOTA_EXCEEDED', 'SUBSCRIPTION_INACTIVE'],
     },
     createDocumentUpload: {
       method: 'POST',
@@ -92,6 +93,7 @@ export const knowledgeRoutes = defineRouteGroup({
       params: idParams,
       body: createDocumentUploadBody,
       response: documentUploadSchema,
+      errors: ['QUOTA_EXCEEDED', 'SUBSCRIPTION_INACTIVE'],
     },
     listDocuments: {
       method: 'GET',

@@ -1,6 +1,6 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { scheduleRollup } from '../../shared/domain/usage-rollup.ts';
-import { meteredRecordOf } from '../../shared/domain/usage.ts';
+import { meteredRecordOf, stockChangeOrgOf } from '../../shared/domain/usage.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
 import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
 
@@ -15,10 +15,14 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     event,
     (item) => {
       const record = meteredRecordOf(item);
-      return record && { orgId: record.orgId, value: record };
+      if (record) return { orgId: record.orgId, value: record };
+      // A stock changed (knowledge chunks stored or released): nothing to count, only a roll-up to schedule.
+      const stockOrgId = stockChangeOrgOf(item);
+      return stockOrgId === undefined ? undefined : { orgId: stockOrgId, value: undefined };
     },
-    async (orgId, records) => {
-      await deps.usage.record(orgId, records);
+    async (orgId, picked) => {
+      const records = picked.filter((record) => record !== undefined);
+      if (records.length > 0) await deps.usage.record(orgId, records);
       // Even a replay that adds nothing schedules a roll-up: the first delivery may have counted, then failed before.
       await scheduleRollup(deps, orgId);
     },

@@ -56,13 +56,13 @@ export class EnvironmentError extends Error {
 }
 
 export interface LocalFunction {
-  /** Runs one invocation, in the current environment or in a new one. */
+  /** Runs one invocation, in an idle environment or in a new one. */
   invoke(event: unknown): Promise<unknown>;
   /** Starts an environment ahead of the first invocation, so that a module that cannot load shows at once. */
   warm(): Promise<void>;
-  /** Kills the environment mid-invocation, as if its host died: what it runs fails. */
+  /** Kills the environments mid-invocation, as if their host died: what they run fails. */
   crash(): Promise<void>;
-  /** Kills the environment for good, quietly; later invocations fail. */
+  /** Kills the environments for good, quietly; later invocations fail. */
   stop(): Promise<void>;
 }
 
@@ -73,37 +73,53 @@ interface Environment {
 }
 
 /**
+ * As Lambda does, each invocation has an execution environment to itself: an idle one is reused, else another is
+ * started. So invocations under way side by side (several pollers of one queue) do not share a thread, and one
+ * that is slow, or that times out and takes its environment down, holds back or fails no other.
+ *
  * @example
  * const delivery = createLocalFunction({ name: 'webhook-delivery', entry: 'functions/webhook-delivery/handler.ts', timeoutSeconds: 60 });
  * const response = await delivery.invoke(sqsEvent);
  */
 export function createLocalFunction(definition: { name: string; entry: string; timeoutSeconds: number }): LocalFunction {
   const moduleUrl = pathToFileURL(join(repoRoot, definition.entry)).href;
-  let current: Environment | undefined;
+  const live = new Set<Environment>();
+  const idle: Environment[] = [];
   let stopped = false;
 
-  function environment(): Environment {
+  function started(): Environment {
     if (stopped) throw new EnvironmentError(`${definition.name} is stopped`);
-    if (!current) {
-      const started = startEnvironment(definition, moduleUrl, () => {
-        if (current === started) current = undefined;
-      });
-      current = started;
-    }
-    return current;
+    const environment = startEnvironment(definition, moduleUrl, () => {
+      live.delete(environment);
+      const index = idle.indexOf(environment);
+      if (index >= 0) idle.splice(index, 1);
+    });
+    live.add(environment);
+    return environment;
   }
 
   return {
     async invoke(event) {
-      const target = environment();
-      await target.ready;
-      return target.run(event);
+      const target = idle.pop() ?? started();
+      try {
+        await target.ready;
+        return await target.run(event);
+      } finally {
+        if (live.has(target) && !stopped) idle.push(target);
+      }
     },
-    warm: async () => environment().ready.catch(() => undefined),
-    crash: async () => current?.end('terminated by crash()', 'warn'),
+    warm: async () => {
+      if (live.size > 0) return;
+      const environment = started();
+      idle.push(environment);
+      await environment.ready.catch(() => undefined);
+    },
+    crash: async () => {
+      await Promise.all([...live].map((environment) => environment.end('terminated by crash()', 'warn')));
+    },
     stop: async () => {
       stopped = true;
-      await current?.end('stopped', 'silent');
+      await Promise.all([...live].map((environment) => environment.end('stopped', 'silent')));
     },
   };
 }

@@ -4,7 +4,7 @@ import type { Plan, QuotaMetric } from '../schemas/billing.ts';
 import type { Clock } from './clock.ts';
 import type { PlanCatalog } from './plans.ts';
 import { currentPeriod, initialSubscription } from './subscriptions.ts';
-import { bucketOf, type UsageCounts } from './usage.ts';
+import { bucketOf, stockMetrics, type UsageCounts } from './usage.ts';
 
 export interface AdmissionDeps {
   subscriptions: SubscriptionStore;
@@ -20,6 +20,9 @@ interface Standing {
   subscription: StoredSubscription;
   counts: UsageCounts;
 }
+
+/** A hint only: a stock quota frees up when the organization deletes what it stores, not with time. */
+const stockRetryAfterSeconds = 3600;
 
 /** What this process last read of each organization's subscription and period usage. */
 const standings = new Map<string, Promise<Standing>>();
@@ -41,6 +44,13 @@ export async function assertMayConsume(deps: AdmissionDeps, orgId: string, metri
     throw new SubscriptionInactiveError(`The subscription is past due for more than ${deps.config.PAST_DUE_GRACE_DAYS} days; pay the open invoice to continue.`);
   }
   const quota = deps.plans.get(subscription.currentPlan).quotas[metric];
+  if (quota !== null && stockMetrics.includes(metric) && (counts[metric] ?? 0) >= quota) {
+    // A stock does not renew with the period: room comes back when the organization deletes some, or changes plan.
+    throw new QuotaExceededError(
+      `The ${subscription.currentPlan} plan's ${metric} quota of ${quota} is used: ${counts[metric]} are stored. Delete some, or move to a larger plan, to add more.`,
+      stockRetryAfterSeconds,
+    );
+  }
   if (quota !== null && (counts[metric] ?? 0) >= quota) {
     const retryAfter = Math.max(1, Math.ceil((currentPeriod(now).end.getTime() - now.getTime()) / 1000));
     throw new QuotaExceededError(`The ${subscription.currentPlan} plan's ${metric} quota of ${quota} for this period is used up; it renews at the period's end.`, retryAfter);

@@ -1,13 +1,15 @@
 import { embedMany } from 'ai';
 import { chunkPages, chunkText, indexedText, type TextChunk } from '../knowledge/chunker.ts';
 import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
-import { pdfPageTexts } from '../knowledge/pdf-text.ts';
+import { PdfLimitError, pdfPageTexts } from '../knowledge/pdf-text.ts';
 import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../net/egress-guard.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../logger.ts';
-import { maxDocumentFileBytes, maxDocumentTextBytes, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
+import { maxDocumentFileBytes, maxDocumentTextBytes, maxPdfPages, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { currentPlan } from './admission.ts';
 import { reindexStore } from './knowledge-reindex.ts';
+import { bucketOf } from './usage.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps, type UploadDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */
@@ -44,22 +46,27 @@ export async function handleIngestionMessage(deps: IngestionDeps, message: Inges
     return 'skipped';
   }
   let chunkCount: number;
+  let chunkQuota: number | null;
   let content = document;
   try {
     const source = await loadSource(deps, message, document);
     content = { ...document, format: source.format, bytes: source.body.length };
-    chunkCount = await writeVectors(deps, store, content, await documentChunks(store, source));
+    const chunks = await documentChunks(store, source);
+    chunkQuota = await chunkQuotaFitting(deps, document, chunks.length);
+    chunkCount = await writeVectors(deps, store, content, chunks);
   } catch (error) {
     if (!(error instanceof DocumentFailure)) throw error;
-    const at = deps.clock.now().toISOString();
-    await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error: { code: error.code, message: error.message }, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
-    logger.warn('document failed', { documentId: document.id, code: error.code, error });
-    await discardUpload(deps, message);
-    return 'failed';
+    return failDocument(deps, message, document, error);
   }
   const at = deps.clock.now().toISOString();
-  const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at) });
-  if (!finished) {
+  const finished = await deps.knowledge.finishDocument(content, { status: 'UPSERTED', chunkCount, at, event: knowledgeStoreUpdated(document, 'UPSERTED', at), chunkQuota });
+  if (finished === 'over-quota') {
+    // Other documents of the organization took the room meanwhile: this version never answers.
+    await deleteVersionVectors(deps.vectors, store.indexName, document.id, document.version, chunkCount);
+    const stored = await storedChunks(deps, document.orgId);
+    return failDocument(deps, message, document, new DocumentFailure('QUOTA_EXCEEDED', overQuotaMessage(chunkCount, stored, (await currentPlan(deps, document.orgId)).id, chunkQuota ?? 0)));
+  }
+  if (finished === 'moved-on') {
     // Replaced, deleted or failed meanwhile: this version's vectors answer nothing, unless a redelivery of this same
     // message (a visibility timeout that ran out mid-way) finished this very version first: then they are live.
     const now = await deps.knowledge.getDocument(message.orgId, message.storeId, message.documentId);
@@ -71,6 +78,35 @@ export async function handleIngestionMessage(deps: IngestionDeps, message: Inges
   await discardUpload(deps, message);
   return 'upserted';
 }
+
+async function failDocument(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>, document: StoredDocument, failure: DocumentFailure): Promise<IngestionOutcome> {
+  const at = deps.clock.now().toISOString();
+  await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error: { code: failure.code, message: failure.message }, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
+  logger.warn('document failed', { documentId: document.id, code: failure.code, error: failure });
+  await discardUpload(deps, message);
+  return 'failed';
+}
+
+/** The chunks the organization stores now, in all its stores (the usage stock). */
+async function storedChunks(deps: IngestionDeps, orgId: string): Promise<number> {
+  return (await deps.usage.periodCounts(orgId, bucketOf(deps.clock.now().toISOString(), 'month'))).knowledge_chunks ?? 0;
+}
+
+/**
+ * The plan's `knowledge_chunks` quota (null: unlimited), once it is known the document's chunks fit in it beside
+ * those the organization stores (the version it replaces leaving room): checked before embedding, so a document
+ * too big for the quota costs no embedding. The transaction that makes it live checks again, exactly.
+ */
+async function chunkQuotaFitting(deps: IngestionDeps, document: StoredDocument, chunkCount: number): Promise<number | null> {
+  const [plan, stored] = await Promise.all([currentPlan(deps, document.orgId), storedChunks(deps, document.orgId)]);
+  const quota = plan.quotas.knowledge_chunks;
+  const growth = chunkCount - document.activeChunkCount;
+  if (quota !== null && growth > 0 && stored + growth > quota) throw new DocumentFailure('QUOTA_EXCEEDED', overQuotaMessage(chunkCount, stored, plan.id, quota));
+  return quota;
+}
+
+const overQuotaMessage = (chunkCount: number, stored: number, planId: string, quota: number): string =>
+  `The document has ${chunkCount} chunks; beside the ${stored} the organization stores, that is more than the ${planId} plan's knowledge_chunks quota of ${quota}. Delete documents or move to a larger plan, then submit it again.`;
 
 /** An uploaded file is kept only until its version is built (the bucket's lifecycle rule removes any left over). */
 async function discardUpload(deps: IngestionDeps, message: Extract<IngestionMessage, { kind: 'document.ingest' }>): Promise<void> {
@@ -93,7 +129,6 @@ async function loadSource(deps: IngestionDeps, message: Extract<IngestionMessage
 async function documentChunks(store: StoredKnowledgeStore, source: DocumentSource): Promise<TextChunk[]> {
   if (source.format === 'pdf') {
     const pages = await readPdf(source.body);
-    if (Buffer.byteLength(pages.join('\n')) > maxDocumentTextBytes) throw new DocumentFailure('TOO_LARGE', `The PDF's text is larger than ${maxDocumentTextBytes} bytes.`);
     const chunks = chunkPages(pages, store.config.chunking);
     if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', `The PDF has ${pages.length} page(s) but no text layer (a scan?): run it through OCR first.`);
     return chunks;
@@ -106,10 +141,17 @@ async function documentChunks(store: StoredKnowledgeStore, source: DocumentSourc
   return chunks;
 }
 
+/**
+ * How long reading a PDF's text may take: half the function's 120 s, leaving the rest to embed and write, so that a
+ * PDF of many pages fails TOO_LARGE in time instead of timing out its invocation again and again.
+ */
+const pdfReadingMs = 60_000;
+
 async function readPdf(body: Buffer): Promise<string[]> {
   try {
-    return await pdfPageTexts(body);
+    return await pdfPageTexts(body, { maxPages: maxPdfPages, maxTextBytes: maxDocumentTextBytes, deadline: Date.now() + pdfReadingMs });
   } catch (error) {
+    if (error instanceof PdfLimitError) throw new DocumentFailure('TOO_LARGE', error.message, { cause: error });
     throw new DocumentFailure('PARSE_ERROR', `The PDF could not be read: ${(error as Error).message}`, { cause: error });
   }
 }

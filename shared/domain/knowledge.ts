@@ -26,6 +26,7 @@ import type {
 } from '../schemas/knowledge.ts';
 import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
 import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import { newId, nextUpdatedAt, type Clock } from './clock.ts';
 import type { DomainEvent } from './events.ts';
 
@@ -45,7 +46,8 @@ export type IngestionMessage =
   | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string }
   | { kind: 'store.reindex'; orgId: string; storeId: string; indexName: string };
 
-export interface KnowledgeDeps {
+/** Knowledge reads the organization's plan and stock (AdmissionDeps): documents are held to its `knowledge_chunks` quota. */
+export interface KnowledgeDeps extends AdmissionDeps {
   knowledge: DynamoKnowledgeStore;
   agents: AgentStore;
   vectors: VectorStore;
@@ -58,7 +60,7 @@ export interface KnowledgeDeps {
   embeddingModel(embedder: Embedder): EmbeddingModelV4 | undefined;
   /** The rerank model of that `provider/name` (the built-in one when undefined, or when the catalog no longer has it). */
   rerankingModel(modelId: string | undefined): RerankingModelV4;
-  config: { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
+  config: AdmissionDeps['config'] & { DOCUMENT_PROCESSING_TIMEOUT_SECONDS: number; LOOPBACK_EGRESS_PORTS: PortRanges; EGRESS_DENIED_PORTS: PortRanges };
 }
 
 /** What presigning, reading and deleting uploaded files needs (the knowledge API and the ingestion only). */
@@ -190,17 +192,22 @@ function reindexFor(catalog: ModelCatalog, store: StoredKnowledgeStore, config: 
 }
 
 /**
- * Refuses while an agent uses the store; otherwise the store is gone at once, and its documents and vectors are
- * removed by the ingestion function (queued first, so nothing is left behind when the delete succeeds).
+ * Refuses while an agent uses the store; otherwise the store is gone at once, its chunks released from the
+ * organization's stock, and its documents and vectors removed by the ingestion function (queued first, so nothing
+ * is left behind when the delete succeeds).
  */
 export async function deleteKnowledgeStore(deps: KnowledgeDeps, orgId: string, storeId: string): Promise<void> {
-  const store = await storeOf(deps, orgId, storeId);
+  let store = await storeOf(deps, orgId, storeId);
   const users = (await deps.agents.list(orgId)).filter((agent) => agent.knowledgeStoreId === storeId);
   if (users.length > 0) {
     throw new KnowledgeStoreInUseError(`Knowledge store ${storeId} is used by ${users.length} agent(s): ${users.map((agent) => agent.id).join(', ')}. Detach it first.`);
   }
   await deps.sendIngestion({ kind: 'store.delete', orgId, storeId, indexName: store.indexName });
-  if (!(await deps.knowledge.deleteStore(orgId, storeId))) throw new NotFoundError(`Knowledge store ${storeId} not found.`);
+  // The chunks released are those of the store as deleted: a document finishing meanwhile makes it read again.
+  for (let attempt = 1; !(await deps.knowledge.deleteStore(store, deps.clock.now().toISOString())); attempt += 1) {
+    if (attempt === 5) throw new ConcurrentModificationError('The knowledge store kept changing while it was being deleted; retry.');
+    store = await storeOf(deps, orgId, storeId);
+  }
 }
 
 /** An agent may name only a store of its own organization. */
@@ -212,7 +219,7 @@ export async function assertKnowledgeStoreExists(deps: { knowledge: Pick<DynamoK
 
 /** Queues a document (or a new version of the document of that name) for ingestion; it answers PROCESSING. */
 export async function submitDocument(deps: KnowledgeDeps, orgId: string, storeId: string, input: CreateDocumentInput): Promise<KnowledgeDocument> {
-  await storeOf(deps, orgId, storeId);
+  await Promise.all([storeOf(deps, orgId, storeId), assertMayConsume(deps, orgId, 'knowledge_chunks')]);
   const at = deps.clock.now().toISOString();
   const content = 'url' in input ? { url: input.url } : { format: input.format, text: input.text };
   const bytes = content.text === undefined ? 0 : Buffer.byteLength(content.text);
@@ -232,7 +239,7 @@ export const uploadWindowSeconds = 900;
  * The object's arrival (S3 → EventBridge → the router → the ingestion queue) starts its ingestion.
  */
 export async function requestDocumentUpload(deps: KnowledgeDeps & UploadDeps, orgId: string, storeId: string, input: CreateDocumentUploadInput): Promise<DocumentUpload> {
-  await storeOf(deps, orgId, storeId);
+  await Promise.all([storeOf(deps, orgId, storeId), assertMayConsume(deps, orgId, 'knowledge_chunks')]);
   const at = deps.clock.now().toISOString();
   const processingDeadline = secondsAfter(at, uploadWindowSeconds + deps.config.DOCUMENT_PROCESSING_TIMEOUT_SECONDS);
   const document = await deps.knowledge.submitDocument({ orgId, storeId, newId: newId(), name: input.name, format: input.format, bytes: 0, at, processingDeadline });
@@ -262,7 +269,7 @@ async function timedOut(deps: KnowledgeDeps, document: StoredDocument): Promise<
   if (document.status !== 'PROCESSING' || deps.clock.now().getTime() < Date.parse(deadline)) return document;
   const at = deps.clock.now().toISOString();
   const error = { code: 'TIMEOUT' as const, message: `Still processing at its deadline (${deadline}): the upload never arrived or its ingestion did not finish; submit the document again.` };
-  const done = await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error, at, event: knowledgeStoreUpdated(document, 'FAILED', at) });
+  const done = (await deps.knowledge.finishDocument(document, { status: 'FAILED', chunkCount: 0, error, at, event: knowledgeStoreUpdated(document, 'FAILED', at) })) === 'finished';
   return done ? { ...document, status: 'FAILED', chunkCount: 0, error, updatedAt: at } : ((await deps.knowledge.getDocument(document.orgId, document.knowledgeStoreId, document.id)) ?? document);
 }
 
@@ -303,7 +310,7 @@ export async function listDocuments(deps: KnowledgeDeps, orgId: string, storeId:
 export async function deleteDocument(deps: KnowledgeDeps, orgId: string, storeId: string, documentId: string): Promise<void> {
   const store = await storeOf(deps, orgId, storeId);
   const document = await deps.knowledge.getDocument(orgId, storeId, documentId);
-  if (!document || !(await deps.knowledge.deleteDocument(document))) throw new NotFoundError(`Document ${documentId} not found.`);
+  if (!document || !(await deps.knowledge.deleteDocument(document, deps.clock.now().toISOString()))) throw new NotFoundError(`Document ${documentId} not found.`);
   const versions = [
     { version: document.version, chunkCount: document.chunkCount },
     ...(document.activeVersion !== undefined && document.activeVersion !== document.version ? [{ version: document.activeVersion, chunkCount: document.activeChunkCount }] : []),

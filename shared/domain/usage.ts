@@ -46,6 +46,20 @@ export function meteredRecordOf(item: Record<string, unknown>): MeteredRecord | 
   return undefined;
 }
 
+/**
+ * Metrics that count what an organization holds now rather than what it did in a period: the stock item keeps them
+ * (changed in the same transaction as what they count), their quota caps the total, and nothing renews them.
+ */
+export const stockMetrics: readonly string[] = ['knowledge_chunks'];
+
+const usagePartitionPattern = /^ORG#(.+)#USAGE$/;
+
+/** The organization whose stock a newly written item changed (a `usageStockChange` record): its usage is to be rolled up. */
+export function stockChangeOrgOf(item: Record<string, unknown>): string | undefined {
+  if (item.entity !== 'usageStockChange') return undefined;
+  return usagePartitionPattern.exec(String(item.pk))?.[1];
+}
+
 function messageCounts(item: Record<string, unknown>): UsageCounts {
   if (item.role === 'USER') return { chat_messages: 1 };
   if (item.role === 'TOOL') {

@@ -3,6 +3,8 @@ import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } fro
 
 /** What a document may weigh once parsed into text (docs/knowledge.md#limits). */
 export const maxDocumentTextBytes = 2 * 1024 * 1024;
+/** Pages of a PDF read at most: a PDF of more fails TOO_LARGE before its text is read. */
+export const maxPdfPages = 2_000;
 
 /** What a document's file may weigh: an upload (the presigned POST's content-length-range) or a fetched URL. */
 export const maxDocumentFileBytes = 50 * 1024 * 1024;
@@ -82,7 +84,7 @@ export type KnowledgeStore = z.output<typeof knowledgeStoreSchema>;
 export const documentStatuses = ['PROCESSING', 'UPSERTED', 'FAILED'] as const;
 export type DocumentStatus = (typeof documentStatuses)[number];
 
-export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT'] as const;
+export const documentErrorCodes = ['UNSUPPORTED_TYPE', 'TOO_LARGE', 'NO_TEXT', 'PARSE_ERROR', 'FETCH_FAILED', 'EMBEDDING_FAILED', 'TIMEOUT', 'QUOTA_EXCEEDED'] as const;
 export type DocumentErrorCode = (typeof documentErrorCodes)[number];
 
 export const documentFormats = ['text', 'markdown', 'html', 'pdf'] as const;

@@ -57,6 +57,13 @@ export const keys = {
     pk: `ORG#${orgId}#USAGE`,
     sk: `${granularity.toUpperCase()}#${bucket}`,
   }),
+  /**
+   * What an organization holds now (`knowledge_chunks`): a stock, changed by `ADD` in the same transaction as what
+   * it counts, unlike the period counters the meter fills (docs/usage-and-billing.md#stocks).
+   */
+  usageStock: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: 'STOCK' }),
+  /** One change of a stock, written beside it: its INSERT on the stream tells the meter to roll usage up. */
+  usageStockChange: (orgId: string, changeId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: `STOCKCHANGE#${changeId}` }),
   /** What of a session's records the meter has counted: the watermark that makes counting exactly once. */
   usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
   /** When `usage.updated` was last sent for the organization, and what it said. */

@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { DocumentErrorCode, DocumentFormat, KnowledgeDocument, KnowledgeStore } from '../schemas/knowledge.ts';
 import { conditionalWrite, isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
 import { transactWithCompletion } from './idempotency-store.ts';
+import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
@@ -17,8 +20,11 @@ export const knowledgeKeys = {
   storePartition: (orgId: string, storeId: string) => `ORG#${orgId}#KS#${storeId}`,
   document: (orgId: string, storeId: string, documentId: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOC#${documentId}` }),
   documentPrefix: 'DOC#',
-  /** Makes names unique within a store: a document posted again under its name is a new version of the same one. */
-  documentName: (orgId: string, storeId: string, name: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOCNAME#${name.toLowerCase()}` }),
+  /**
+   * Makes names unique within a store: a document posted again under its name is a new version of the same one.
+   * Keyed by a digest of the lower-cased name: a name of 300 multi-byte characters would overflow a sort key's 1,024 bytes.
+   */
+  documentName: (orgId: string, storeId: string, name: string) => ({ pk: `ORG#${orgId}#KS#${storeId}`, sk: `DOCNAME#${createHash('sha256').update(name.toLowerCase()).digest('base64url')}` }),
   /**
    * The sparse index of documents PROCESSING, by deadline, for the sweeper: one partition for the deployment (a
    * document is in it for seconds to minutes, so it stays small), the sort key starting with the deadline.
@@ -81,7 +87,15 @@ export interface DocumentOutcome {
   error?: { code: DocumentErrorCode; message: string } | undefined;
   at: string;
   event: DomainEvent;
+  /** The plan's `knowledge_chunks` quota (null: unlimited): an UPSERT that would take the organization past it is refused. */
+  chunkQuota?: number | null | undefined;
 }
+
+/** `finished`; `moved-on` when the document changed meanwhile (nothing written); `over-quota` when the chunks would pass the quota. */
+export type FinishResult = 'finished' | 'moved-on' | 'over-quota';
+
+/** A change record of the chunk stock stays this long: the usage meter reads it from the stream at once. */
+const stockChangeRetentionSeconds = 24 * 60 * 60;
 
 /**
  * Knowledge stores in their organization's partition; each store's documents (and their name claims) in a
@@ -168,10 +182,29 @@ export class DynamoKnowledgeStore {
     );
   }
 
-  async deleteStore(orgId: string, storeId: string): Promise<boolean> {
-    return conditionalWrite(
-      this.client.send(new DeleteCommand({ TableName: this.tableName, Key: knowledgeKeys.store(orgId, storeId), ConditionExpression: 'attribute_exists(pk)' })),
-    );
+  /**
+   * Deletes the store as read, releasing its chunks from the organization's stock in the same transaction; false
+   * when it is gone or changed meanwhile (a document finished: its `revision` moved), to be read again.
+   */
+  async deleteStore(store: StoredKnowledgeStore, at: string): Promise<boolean> {
+    const items: TransactItem[] = [
+      {
+        Delete: {
+          TableName: this.tableName,
+          Key: knowledgeKeys.store(store.orgId, store.id),
+          ConditionExpression: 'revision = :revision',
+          ExpressionAttributeValues: { ':revision': store.revision },
+        },
+      },
+      ...this.chunkStockChange(store.orgId, -store.counts.chunks, at),
+    ];
+    try {
+      await sendTransaction(this.client, items);
+      return true;
+    } catch (error) {
+      if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
   }
 
   /** The store's documents and name claims, for the clean-up after the store was deleted. */
@@ -293,7 +326,7 @@ export class DynamoKnowledgeStore {
    * noted as retired, to be deleted), FAILED leaves the previous version answering. False when the document moved
    * on meanwhile (a newer version, a deletion, the sweeper): then nothing is written.
    */
-  async finishDocument(document: StoredDocument, outcome: DocumentOutcome): Promise<boolean> {
+  async finishDocument(document: StoredDocument, outcome: DocumentOutcome): Promise<FinishResult> {
     const key = knowledgeKeys.document(document.orgId, document.knowledgeStoreId, document.id);
     const upserted = outcome.status === 'UPSERTED';
     const documentUpdate: TransactItem = {
@@ -322,6 +355,7 @@ export class DynamoKnowledgeStore {
       },
     };
     const items: TransactItem[] = [documentUpdate, this.outboxPut(document, outcome.event)];
+    const stockChange = upserted ? this.chunkStockChange(document.orgId, outcome.chunkCount - document.activeChunkCount, outcome.at, outcome.chunkQuota) : [];
     if (upserted) {
       items.push({
         Update: {
@@ -338,13 +372,49 @@ export class DynamoKnowledgeStore {
         },
       });
     }
+    items.push(...stockChange);
     try {
       await sendTransaction(this.client, items);
-      return true;
+      return 'finished';
     } catch (error) {
-      if (transactionCancellationCodes(error)?.includes('ConditionalCheckFailed')) return false;
+      const codes = transactionCancellationCodes(error);
+      if (codes?.[0] === 'ConditionalCheckFailed' || codes?.[2] === 'ConditionalCheckFailed') return 'moved-on';
+      if (codes?.[3] === 'ConditionalCheckFailed') return 'over-quota';
       throw error;
     }
+  }
+
+  /**
+   * The organization's stock of chunks moves by `delta` (`ADD` on its usage stock item), with a change record whose
+   * INSERT the usage meter rolls up into `usage.updated`. Growing past `quota` fails the transaction on this item.
+   */
+  private chunkStockChange(orgId: string, delta: number, at: string, quota?: number | null): TransactItem[] {
+    if (delta === 0) return [];
+    const capped = delta > 0 && quota !== undefined && quota !== null;
+    return [
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: keys.usageStock(orgId),
+          UpdateExpression: 'SET entity = :entity ADD knowledge_chunks :delta',
+          ...(capped ? { ConditionExpression: 'attribute_not_exists(knowledge_chunks) OR knowledge_chunks <= :room' } : {}),
+          ExpressionAttributeValues: { ':entity': 'usageStock', ':delta': delta, ...(capped ? { ':room': quota - delta } : {}) },
+        },
+      },
+      {
+        Put: {
+          TableName: this.tableName,
+          Item: {
+            ...keys.usageStockChange(orgId, uuidv7()),
+            entity: 'usageStockChange',
+            metric: 'knowledge_chunks',
+            delta,
+            at,
+            expiresAt: Math.floor(Date.parse(at) / 1000) + stockChangeRetentionSeconds,
+          },
+        },
+      },
+    ];
   }
 
   /** Documents PROCESSING whose deadline is before `before`, oldest deadline first (an eventually consistent read). */
@@ -376,8 +446,8 @@ export class DynamoKnowledgeStore {
     );
   }
 
-  /** Deletes the document and its name claim, taking its chunks out of the store's counts. */
-  async deleteDocument(document: StoredDocument): Promise<boolean> {
+  /** Deletes the document and its name claim, taking its chunks out of the store's counts and the organization's stock. */
+  async deleteDocument(document: StoredDocument, at: string): Promise<boolean> {
     const items: TransactItem[] = [
       {
         Delete: {
@@ -399,6 +469,7 @@ export class DynamoKnowledgeStore {
           ExpressionAttributeValues: { ':minusOne': -1, ':chunks': -document.activeChunkCount, ':bytes': -document.activeBytes, ':one': 1 },
         },
       });
+      items.push(...this.chunkStockChange(document.orgId, -document.activeChunkCount, at));
     }
     try {
       await sendTransaction(this.client, items);

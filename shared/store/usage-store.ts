@@ -10,7 +10,8 @@ import { keys } from './keys.ts';
 
 /**
  * Usage counters (`ORG#<org>#USAGE`, one item per hour, day and month, changed only by `ADD`), counted exactly
- * once through each session's `#METER` marker (shared/store/exactly-once-counter.ts), and the roll-up item.
+ * once through each session's `#METER` marker (shared/store/exactly-once-counter.ts), the stock item (`STOCK`,
+ * written by the stores whose items it counts), and the roll-up item.
  */
 export class DynamoUsageStore implements UsageStore {
   private readonly client: DynamoDBDocumentClient;
@@ -49,8 +50,9 @@ export class DynamoUsageStore implements UsageStore {
   }
 
   async periodCounts(orgId: string, month: string): Promise<UsageCounts> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageCounter(orgId, 'month', month), ConsistentRead: true }));
-    return result.Item ? countsOfItem(result.Item) : {};
+    const read = (key: { pk: string; sk: string }) => this.client.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+    const [counter, stock] = await Promise.all([read(keys.usageCounter(orgId, 'month', month)), read(keys.usageStock(orgId))]);
+    return { ...(counter.Item ? countsOfItem(counter.Item) : {}), ...(stock.Item ? countsOfItem(stock.Item) : {}) };
   }
 
   async markRollupDue(orgId: string, due: number, staleBefore: number): Promise<boolean> {

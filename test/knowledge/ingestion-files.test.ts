@@ -7,6 +7,7 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFlatVectorStore } from '../../shared/knowledge/local-flat-index.ts';
+import { maxPdfPages } from '../../shared/schemas/knowledge.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { pdfWithoutText, pdfWithText } from '../support/pdf.ts';
@@ -27,6 +28,7 @@ const handbookPages = [
 beforeAll(async () => {
   files['/handbook.pdf'] = { type: 'application/pdf', body: await pdfWithText(handbookPages) };
   files['/scan.pdf'] = { type: 'application/pdf', body: await pdfWithoutText(2) };
+  files['/many-pages.pdf'] = { type: 'application/pdf', body: await pdfWithText(Array.from({ length: maxPdfPages + 1 }, (_, page) => `p${page + 1}`)) };
   files['/broken.pdf'] = { type: 'application/pdf', body: new TextEncoder().encode('%PDF-1.7\nthis is no PDF body at all') };
   site = createServer((request, response) => {
     const file = files[request.url ?? ''];
@@ -93,6 +95,16 @@ describe('PDF documents', { timeout: 120_000 }, () => {
     const broken = await addUrl(key, store.id, 'Broken', `${siteUrl}/broken.pdf`);
     expect(await settled(key, store.id, scan.id)).toMatchObject({ status: 'FAILED', chunkCount: 0, error: { code: 'NO_TEXT', message: expect.stringContaining('2 page(s) but no text layer') } });
     expect(await settled(key, store.id, broken.id)).toMatchObject({ status: 'FAILED', error: { code: 'PARSE_ERROR' } });
+  });
+
+  it('fails a PDF of more pages than are read with TOO_LARGE, from its page count, without reading its text', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key);
+    const submitted = await addUrl(key, store.id, 'Many tiny pages', `${siteUrl}/many-pages.pdf`);
+    const document = await settled(key, store.id, submitted.id);
+    expect(document).toMatchObject({ status: 'FAILED', chunkCount: 0, error: { code: 'TOO_LARGE', message: `The PDF has ${maxPdfPages + 1} pages; at most ${maxPdfPages} are read: split it into smaller files.` } });
+    // Refused at once, not after a read of every page (or the function's timeout, again and again): generous under load.
+    expect(Date.parse(document.updatedAt) - Date.parse(document.createdAt)).toBeLessThan(45_000);
   });
 });
 
