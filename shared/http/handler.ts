@@ -326,11 +326,55 @@ function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
     throw new UnsupportedMediaTypeError('Send the body as application/json.');
   }
   if (text.trim().length === 0) throw new ValidationError('A JSON body is required.', { details: [{ field: 'body', message: 'is required' }] });
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new ValidationError('The body is not valid JSON.', { details: [{ field: 'body', message: 'must be valid JSON' }] });
   }
+  const field = noncharacterTextSpelledIn.test(text) ? fieldWithNoncharacter(body) : undefined;
+  if (field !== undefined) {
+    throw new ValidationError(`Invalid request body: ${field} must not contain U+FFFE or U+FFFF.`, {
+      details: [{ field, message: 'must not contain U+FFFE or U+FFFF' }],
+    });
+  }
+  return body;
+}
+
+/**
+ * U+FFFE and U+FFFF are noncharacters that SQS refuses in a message, and EventBridge writes the events it hands
+ * to a queue itself: text holding them could not reach webhooks on AWS, so the API refuses it up front
+ * (docs/api-conventions.md#text). A body holds one if its text does, raw or as a JSON escape.
+ */
+const noncharacterTextSpelledIn = /[\ufffe\uffff]|\\u[fF]{3}[eEfF]/;
+const noncharacter = /[\ufffe\uffff]/;
+
+interface BodyPart {
+  value: unknown;
+  key?: string;
+  parent?: BodyPart;
+}
+
+/** The path (`a.0.b`) of the first property name or string of a parsed body that holds U+FFFE or U+FFFF. */
+function fieldWithNoncharacter(body: unknown): string | undefined {
+  const pathOf = (part: BodyPart): string => {
+    const keys: string[] = [];
+    for (let at: BodyPart | undefined = part; at?.key !== undefined; at = at.parent) keys.unshift(at.key);
+    return keys.length ? keys.join('.') : 'body';
+  };
+  // Iterative, each part pointing at its parent: a body may nest deeper than the call stack.
+  const pending: BodyPart[] = [{ value: body }];
+  for (let part = pending.pop(); part; part = pending.pop()) {
+    if (typeof part.value === 'string') {
+      if (noncharacter.test(part.value)) return pathOf(part);
+    } else if (typeof part.value === 'object' && part.value !== null) {
+      for (const [key, value] of Object.entries(part.value).reverse()) {
+        if (noncharacter.test(key)) return pathOf({ value, key, parent: part });
+        pending.push({ value, key, parent: part });
+      }
+    }
+  }
+  return undefined;
 }
 
 function parseWith(schema: z.ZodType | undefined, value: unknown, fail: (issues: FieldIssue[]) => never): unknown {
