@@ -716,7 +716,7 @@ describe('AgentPlatformStack', () => {
     // And one on the messages a queue refused.
     expect(alarms).toHaveLength(deadLetterIds.size + 1);
     for (const id of deadLetterIds) {
-      const alarm = alarms.find((candidate) => JSON.stringify(candidate.Properties.Dimensions).includes(`"${id}"`));
+      const alarm = alarms.find((candidate) => JSON.stringify(candidate.Properties.Dimensions ?? []).includes(`"${id}"`));
       expect(alarm?.Properties, id).toMatchObject({
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 1,
@@ -995,6 +995,6 @@ describe('campaigns', () => {
     const queue = Object.entries(resources).find(([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith('Queuecampaigndispatch') && candidate.Properties.RedrivePolicy !== undefined);
     const deadLetterId = ((queue?.[1].Properties.RedrivePolicy as { deadLetterTargetArn: { 'Fn::GetAtt': [string] } }).deadLetterTargetArn['Fn::GetAtt'][0]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
-    expect(alarms.some((alarm) => JSON.stringify(alarm.Properties.Dimensions).includes(deadLetterId))).toBe(true);
+    expect(alarms.some((alarm) => JSON.stringify(alarm.Properties.Dimensions ?? []).includes(deadLetterId))).toBe(true);
   });
 });
