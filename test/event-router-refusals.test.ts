@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EventRule } from '../functions/consumers.ts';
 import { startEventRouter } from '../infra/local/event-router.ts';
 import { startLocalQueues, type LocalQueues } from '../infra/local/queues.ts';
-import { eventSource } from '../shared/events/bus.ts';
+import { eventSource, LocalEventBus } from '../shared/events/bus.ts';
 import { logger } from '../shared/logger.ts';
 import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { eventually } from './support/eventually.ts';
@@ -70,5 +70,35 @@ describe('the local event router, when the queue refuses an event', () => {
       45_000,
     );
     expect(JSON.parse(received[0]?.Body as string).detail.event).toEqual(event.payload);
+  }, 60_000);
+});
+
+describe('publishing on the local bus', () => {
+  it('resolves only once the queue holds the event, so the relay never moves past an event not yet queued', async () => {
+    // Prepare: a bus of its own, routed by a second router, and a queue that refuses the event for now.
+    const localBus = new LocalEventBus();
+    const busRouter = startEventRouter({ queues, rules, bus: localBus });
+    await setMaximumMessageSize(1024);
+    const errors = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
+    const eventId = randomUUID();
+    const event = { eventId, type: 'message.added', orgId: randomUUID(), createdAt: new Date().toISOString(), payload: { eventId, content: 'y'.repeat(2048) } };
+
+    // Act
+    let published = false;
+    const publishing = localBus.publish([event]).then(() => (published = true));
+    await eventually(
+      () => errors.mock.calls.some(([, details]) => (details as { eventIds?: string[] } | undefined)?.eventIds?.includes(eventId)),
+      (refused) => refused,
+    );
+    const publishedWhileRefused = published;
+    await setMaximumMessageSize(262_144);
+    await publishing;
+
+    // Assess
+    expect(publishedWhileRefused).toBe(false);
+    const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.urlOf(target.name), WaitTimeSeconds: 1, MaxNumberOfMessages: 10 }));
+    expect(received.Messages?.map((message) => JSON.parse(message.Body as string).detail.event.eventId)).toContain(eventId);
+    errors.mockRestore();
+    await busRouter.stop();
   }, 60_000);
 });

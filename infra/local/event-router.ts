@@ -57,6 +57,26 @@ const stopGraceMs = 5_000;
 interface Delivery {
   body: string;
   eventId: string;
+  /** Settles once the queue holds the event, or the router stopped without sending it. */
+  sent: Settlement;
+}
+
+interface Settlement {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function settlement(): Settlement {
+  let resolve = () => {};
+  let reject: (error: Error) => void = () => {};
+  const promise = new Promise<void>((resolvePromise, rejectPromise) => {
+    resolve = resolvePromise;
+    reject = rejectPromise;
+  });
+  // Emitted without a list (a test), nobody waits: a rejection must not go unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }
 
 /**
@@ -94,11 +114,15 @@ export function startEventRouter(options: {
     });
   }
 
-  function route(event: DomainEvent): void {
+  /** `taken`, from `LocalEventBus.publish`: where to say when the event is in every queue its rules name. */
+  function route(event: DomainEvent, taken?: Promise<void>[]): void {
     const envelope = eventBridgeEnvelope(event, { account: localAccountId, region: options.queues.region });
     const body = queueMessageBody(envelope);
     for (const target of targets) {
-      if (matchesPattern(target.pattern, envelope)) enqueue(target.queueUrl, { body, eventId: event.eventId });
+      if (!matchesPattern(target.pattern, envelope)) continue;
+      const sent = settlement();
+      taken?.push(sent.promise);
+      enqueue(target.queueUrl, { body, eventId: event.eventId, sent });
     }
   }
 
@@ -125,10 +149,11 @@ export function startEventRouter(options: {
   }
 
   async function send(queueUrl: string, deliveries: Delivery[]): Promise<void> {
-    let entries: (SendMessageBatchRequestEntry & { eventId: string })[] = deliveries.map((delivery, index) => ({
+    let entries: (SendMessageBatchRequestEntry & { eventId: string; sent: Delivery['sent'] })[] = deliveries.map((delivery, index) => ({
       Id: String(index),
       MessageBody: delivery.body,
       eventId: delivery.eventId,
+      sent: delivery.sent,
     }));
     let refusedBefore = false;
     for (let attempt = 0; ; attempt += 1) {
@@ -150,6 +175,7 @@ export function startEventRouter(options: {
           countMetric(queueRefusalsMetric, refused.length, { queueUrl, what: 'events' });
         }
         const failedIds = new Set(failed.map((failure) => failure.Id));
+        for (const entry of entries) if (!failedIds.has(entry.Id)) entry.sent.resolve();
         entries = entries.filter((entry) => failedIds.has(entry.Id));
         problem = failed[0]?.Message;
       } catch (error) {
@@ -162,6 +188,7 @@ export function startEventRouter(options: {
           eventIds: entries.map((entry) => entry.eventId),
           error: problem,
         });
+        for (const entry of entries) entry.sent.reject(new Error(`The event router stopped before sending event ${entry.eventId}`));
         return;
       }
       if (attempt === 0) logger.warn('Event router: send failed, retrying', { queueUrl, error: problem });
