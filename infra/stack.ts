@@ -29,6 +29,7 @@ import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduled
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/http/route.ts';
+import { metricsNamespace, queueRefusalsMetric } from '../shared/metrics.ts';
 import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
@@ -145,6 +146,15 @@ export class AgentPlatformStack extends Stack {
       alarm.addAlarmAction(new cloudwatchActions.SnsAction(alarms));
       return queue;
     };
+    // A message a queue refused is not in any dead-letter queue: its sender counts it (shared/queue/sqs-sender.ts).
+    new cloudwatch.Alarm(this, 'QueueRefusalsAlarm', {
+      alarmDescription: 'A queue refused a message the platform sent (see the error logs beside the metric)',
+      metric: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: queueRefusalsMetric, period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }).addAlarmAction(new cloudwatchActions.SnsAction(alarms));
 
     // The platform's queues, each with a dead-letter queue for messages that keep failing their consumer.
     const queues = new Map<string, sqs.Queue>();

@@ -1,6 +1,5 @@
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { DispatchDeps, DispatchMessage } from './domain/campaign-dispatcher.ts';
-import { createSqsClient } from './queue/sqs-scheduled-queue.ts';
+import { createSqsClient, sendQueueMessages } from './queue/sqs-sender.ts';
 import type { Runtime } from './runtime.ts';
 import { voiceRuntime, type VoiceRuntime } from './voice-runtime.ts';
 
@@ -16,13 +15,7 @@ function dispatchQueueFrom(config: Runtime['config']): DispatchDeps['dispatchQue
   const client = createSqsClient(config);
   return {
     async send(messages: readonly DispatchMessage[]) {
-      for (let start = 0; start < messages.length; start += 10) {
-        const batch = messages.slice(start, start + 10);
-        const result = await client.send(
-          new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((message, index) => ({ Id: String(index), MessageBody: JSON.stringify(message) })) }),
-        );
-        if (result.Failed?.length) throw new Error(`SQS refused ${result.Failed.length} dispatch message(s)`);
-      }
+      await sendQueueMessages(client, queueUrl, messages.map((message) => ({ body: message })), 'campaign dispatch');
     },
   };
 }

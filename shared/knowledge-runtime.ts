@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
 import type { Config } from './config.ts';
 import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
@@ -14,7 +13,7 @@ import type { ModelCatalog } from './models/catalog.ts';
 import { createEmbeddingModel, createRerankingModel } from './models/providers.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
 import type { VectorStore } from './knowledge/vector-store.ts';
-import { createSqsClient } from './queue/sqs-scheduled-queue.ts';
+import { createSqsClient, sendQueueMessages } from './queue/sqs-sender.ts';
 import { runtime, type Runtime } from './runtime.ts';
 
 export type KnowledgeRuntime = Runtime & KnowledgeDeps;
@@ -42,8 +41,8 @@ function snapshotsFromConfig(config: Config): IndexSnapshots {
  * the order they were queued. A message is deduplicated by what it asks for (a version, a store's clean-up).
  */
 export const ingestionMessageGroup = (message: IngestionMessage) => ({
-  MessageGroupId: message.storeId,
-  MessageDeduplicationId: message.kind === 'document.ingest' ? `${message.documentId}#v${message.version}` : `${message.kind}#${message.indexName}`,
+  groupId: message.storeId,
+  deduplicationId: message.kind === 'document.ingest' ? `${message.documentId}#v${message.version}` : `${message.kind}#${message.indexName}`,
 });
 
 function ingestionSender(config: Config): (message: IngestionMessage) => Promise<void> {
@@ -55,7 +54,7 @@ function ingestionSender(config: Config): (message: IngestionMessage) => Promise
   }
   const client = createSqsClient(config);
   return async (message) => {
-    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message), ...ingestionMessageGroup(message) }));
+    await sendQueueMessages(client, queueUrl, [{ body: message, ...ingestionMessageGroup(message) }], 'knowledge ingestion');
   };
 }
 

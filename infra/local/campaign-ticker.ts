@@ -1,6 +1,7 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { campaignQueue } from '../../functions/consumers.ts';
 import { logger } from '../../shared/logger.ts';
+import { queueMessageBody } from '../../shared/queue/queue-message.ts';
 import type { LocalQueues } from './queues.ts';
 
 /**
@@ -11,7 +12,7 @@ export function startCampaignTicker(queues: Pick<LocalQueues, 'clientConfig' | '
   const client = new SQSClient(queues.clientConfig);
   const queueUrl = queues.urlOf(campaignQueue.name);
   const timer = setInterval(() => {
-    client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ kind: 'campaign.tick' }) })).catch((error: Error) => {
+    client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: queueMessageBody({ kind: 'campaign.tick' }) })).catch((error: Error) => {
       logger.warn('campaign tick not sent', { error });
     });
   }, seconds * 1000);

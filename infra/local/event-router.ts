@@ -5,6 +5,8 @@ import type { EventRule } from '../../functions/consumers.ts';
 import type { DomainEvent } from '../../shared/domain/events.ts';
 import { eventSource, localEventBus } from '../../shared/events/bus.ts';
 import { logger } from '../../shared/logger.ts';
+import { countMetric, queueRefusalsMetric } from '../../shared/metrics.ts';
+import { queueMessageBody } from '../../shared/queue/queue-message.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
 
 /** The event as EventBridge hands it to a rule's target: for an SQS target, the message body. */
@@ -47,18 +49,43 @@ const maxEntriesPerBatch = 10;
 /** SendMessageBatch's classic limit on the sum of the bodies; EventBridge events are at most 256 KB each. */
 const maxBatchBytes = 256 * 1024;
 const maxRetryDelayMs = 2_000;
+/** A refusal (a message too large…) does not pass by itself: retried less often, and logged each time. */
+const maxRefusedRetryDelayMs = 30_000;
 /** How long stop() keeps retrying sends that fail, before it gives them up. */
 const stopGraceMs = 5_000;
 
 interface Delivery {
   body: string;
   eventId: string;
+  /** Settles once the queue holds the event, or the router stopped without sending it. */
+  sent: Settlement;
+}
+
+interface Settlement {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function settlement(): Settlement {
+  let resolve = () => {};
+  let reject: (error: Error) => void = () => {};
+  const promise = new Promise<void>((resolvePromise, rejectPromise) => {
+    resolve = resolvePromise;
+    reject = rejectPromise;
+  });
+  // Emitted without a list (a test), nobody waits: a rejection must not go unhandled.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }
 
 /**
  * The local stand-in for EventBridge rules with SQS targets: every event on the local bus that a rule's pattern
- * matches is sent to the rule's queue as EventBridge would deliver it. Events published together go in batches;
- * a send that fails is retried with backoff for as long as the process lives (EventBridge retries for 24 h).
+ * matches is sent to the rule's queue as EventBridge would deliver it, its body written by `queueMessageBody` so
+ * that no character makes the queue refuse it. Events published together go in batches; a send that fails, even
+ * one the queue refuses, is retried with backoff for as long as the process lives (EventBridge retries for 24 h,
+ * then moves the event to the rule's dead-letter queue): a refusal is an error log naming the events and a
+ * `QueueMessagesRefused` metric each time, never a quiet drop.
  */
 export function startEventRouter(options: {
   queues: Pick<LocalQueues, 'clientConfig' | 'urlOf' | 'region'>;
@@ -71,12 +98,31 @@ export function startEventRouter(options: {
   const waiting = new Map<string, Delivery[]>();
   const inFlight = new Set<Promise<void>>();
   let giveUpAt: number | undefined;
+  /** Retries waiting for their next attempt: stop() wakes them, so that they try once more before its deadline. */
+  const waking = new Set<() => void>();
 
-  function route(event: DomainEvent): void {
+  function pause(ms: number): Promise<void> {
+    const wait = giveUpAt === undefined ? ms : Math.min(ms, Math.max(0, giveUpAt - Date.now()));
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        waking.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, wait);
+      waking.add(wake);
+    });
+  }
+
+  /** `taken`, from `LocalEventBus.publish`: where to say when the event is in every queue its rules name. */
+  function route(event: DomainEvent, taken?: Promise<void>[]): void {
     const envelope = eventBridgeEnvelope(event, { account: localAccountId, region: options.queues.region });
-    const body = JSON.stringify(envelope);
+    const body = queueMessageBody(envelope);
     for (const target of targets) {
-      if (matchesPattern(target.pattern, envelope)) enqueue(target.queueUrl, { body, eventId: event.eventId });
+      if (!matchesPattern(target.pattern, envelope)) continue;
+      const sent = settlement();
+      taken?.push(sent.promise);
+      enqueue(target.queueUrl, { body, eventId: event.eventId, sent });
     }
   }
 
@@ -103,11 +149,13 @@ export function startEventRouter(options: {
   }
 
   async function send(queueUrl: string, deliveries: Delivery[]): Promise<void> {
-    let entries: (SendMessageBatchRequestEntry & { eventId: string })[] = deliveries.map((delivery, index) => ({
+    let entries: (SendMessageBatchRequestEntry & { eventId: string; sent: Delivery['sent'] })[] = deliveries.map((delivery, index) => ({
       Id: String(index),
       MessageBody: delivery.body,
       eventId: delivery.eventId,
+      sent: delivery.sent,
     }));
+    let refusedBefore = false;
     for (let attempt = 0; ; attempt += 1) {
       let problem: string | undefined;
       try {
@@ -117,16 +165,19 @@ export function startEventRouter(options: {
         const failed = result.Failed ?? [];
         const refused = failed.filter((failure) => failure.SenderFault);
         if (refused.length > 0) {
+          refusedBefore = true;
           const refusedIds = new Set(refused.map((failure) => failure.Id));
-          logger.error('Event router: the queue refused events, they are dropped', {
+          logger.error('Event router: the queue refused events; retrying them', {
             queueUrl,
             eventIds: entries.filter((entry) => refusedIds.has(entry.Id)).map((entry) => entry.eventId),
             reasons: refused.map((failure) => `${failure.Code}: ${failure.Message}`),
           });
+          countMetric(queueRefusalsMetric, refused.length, { queueUrl, what: 'events' });
         }
-        const retryIds = new Set(failed.filter((failure) => !failure.SenderFault).map((failure) => failure.Id));
-        entries = entries.filter((entry) => retryIds.has(entry.Id));
-        problem = failed.find((failure) => !failure.SenderFault)?.Message;
+        const failedIds = new Set(failed.map((failure) => failure.Id));
+        for (const entry of entries) if (!failedIds.has(entry.Id)) entry.sent.resolve();
+        entries = entries.filter((entry) => failedIds.has(entry.Id));
+        problem = failed[0]?.Message;
       } catch (error) {
         problem = String(error);
       }
@@ -137,10 +188,11 @@ export function startEventRouter(options: {
           eventIds: entries.map((entry) => entry.eventId),
           error: problem,
         });
+        for (const entry of entries) entry.sent.reject(new Error(`The event router stopped before sending event ${entry.eventId}`));
         return;
       }
       if (attempt === 0) logger.warn('Event router: send failed, retrying', { queueUrl, error: problem });
-      await new Promise((resolve) => setTimeout(resolve, Math.min(maxRetryDelayMs, 50 * 2 ** attempt)));
+      await pause(Math.min(refusedBefore ? maxRefusedRetryDelayMs : maxRetryDelayMs, 50 * 2 ** attempt));
     }
   }
 
@@ -149,6 +201,7 @@ export function startEventRouter(options: {
     stop: async () => {
       bus.off('event', route);
       giveUpAt = Date.now() + stopGraceMs;
+      for (const wake of waking) wake();
       while (inFlight.size > 0) await Promise.all(inFlight);
       client.destroy();
     },

@@ -1,5 +1,5 @@
-import { CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
-import { startFauxqs } from 'fauxqs';
+import { ChangeMessageVisibilityBatchCommand, CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { EventRule, QueueConsumer, TableStreamConsumer } from '../../functions/consumers.ts';
 import { deadLetterQueueName, type QueueDefinition } from '../../shared/queue/queue-definition.ts';
 import { denyEgressTo } from './environment.ts';
@@ -73,6 +73,7 @@ export async function startLocalQueues(options: {
       );
       urls[definition.name] = urlOf(definition.name);
       urls[deadLetterName] = urlOf(deadLetterName);
+      await releaseInFlight(server, client, definition.name, urlOf(definition.name));
     }
   } catch (error) {
     await server.stop();
@@ -104,6 +105,25 @@ export async function startLocalQueues(options: {
     clientConfig,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * Makes the messages a previous run had received and not deleted visible again within a second. The consumers run in this
+ * process, so after a crash (kill -9) none is still handling them: waiting out their visibility timeout (up to
+ * minutes) would only delay them. Their receive counts stay, so a message that crashes its consumer every time
+ * still reaches the dead-letter queue.
+ */
+async function releaseInFlight(server: FauxqsServer, client: SQSClient, queueName: string, queueUrl: string): Promise<void> {
+  const receiptHandles = server.inspectQueue(queueName)?.messages.inflight.map((entry) => entry.receiptHandle) ?? [];
+  for (let start = 0; start < receiptHandles.length; start += 10) {
+    await client.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        // One second, not zero: fauxqs 2.4 fails to persist a change to zero (a NOT NULL receive count).
+        Entries: receiptHandles.slice(start, start + 10).map((ReceiptHandle, index) => ({ Id: String(index), ReceiptHandle, VisibilityTimeout: 1 })),
+      }),
+    );
+  }
 }
 
 /** Each queue once; one name declared with two different settings is a mistake in the declarations. */

@@ -5,6 +5,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { uploadEventRule } from '../../functions/consumers.ts';
 import { localUploadCredentials } from '../../shared/knowledge/document-uploads.ts';
 import { logger } from '../../shared/logger.ts';
+import { queueMessageBody } from '../../shared/queue/queue-message.ts';
 import { maxDocumentFileBytes } from '../../shared/schemas/knowledge.ts';
 import { denyEgressTo } from './environment.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
@@ -74,7 +75,7 @@ export async function startLocalUploads(queues: Pick<LocalQueues, 'endpoint' | '
       const stored = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: new Uint8Array(await file.arrayBuffer()), ContentType: contentType }));
       if (bucket === localUploadBucket && key.startsWith(uploadEventRule.keyPrefix)) {
         const event = objectCreatedEvent({ bucket, key, size: file.size, etag: stored.ETag ?? '', region: queues.region, sourceIp: request.socket.remoteAddress ?? '127.0.0.1' });
-        await sqs.send(new SendMessageCommand({ QueueUrl: targetQueueUrl, MessageBody: JSON.stringify(event) }));
+        await sqs.send(new SendMessageCommand({ QueueUrl: targetQueueUrl, MessageBody: queueMessageBody(event) }));
       }
       const status = Object.entries(fields).find(([name]) => name.toLowerCase() === 'success_action_status')?.[1];
       if (status === '201') {

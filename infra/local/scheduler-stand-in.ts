@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { logger } from '../../shared/logger.ts';
 import type { LocalQueues } from './queues.ts';
 
 export interface SchedulerStandIn {
@@ -38,7 +39,10 @@ export async function startSchedulerStandIn(queues: Pick<LocalQueues, 'clientCon
         name,
         setTimeout(() => {
           timers.delete(name);
-          void client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: input })).catch(() => undefined);
+          // EventBridge Scheduler retries for 24 hours; the stand-in does not, so it says so loudly.
+          void client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: input })).catch((error: Error) => {
+            logger.error('Scheduler stand-in: the queue could not take a schedule\'s input, it is lost', { schedule: name, queueUrl, error });
+          });
         }, delay).unref(),
       );
       return answer(200, { ScheduleArn: `arn:aws:scheduler:local:000000000000:schedule/default/${name}` });

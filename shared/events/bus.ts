@@ -43,10 +43,16 @@ export class EventBridgeBus implements EventBus {
   }
 }
 
-/** The local runtime's bus: an in-process emitter that the local webhook router and event stream subscribe to. */
+/**
+ * The local runtime's bus: an in-process emitter that the local event router subscribes to. Each `event` comes
+ * with a list where a listener may add the promise of its having taken the event in; `publish` resolves once all
+ * have, as PutEvents answers once EventBridge holds the events, so the relay moves on only past events in a queue.
+ */
 export class LocalEventBus extends EventEmitter implements EventBus {
   async publish(events: readonly DomainEvent[]): Promise<void> {
-    for (const event of events) this.emit('event', event);
+    const taken: Promise<void>[] = [];
+    for (const event of events) this.emit('event', event, taken);
+    await Promise.all(taken);
   }
 }
 

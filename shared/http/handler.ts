@@ -22,7 +22,7 @@ import {
 } from '../errors.ts';
 import { logger } from '../logger.ts';
 import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
-import { pathOfUnstorableName, unstorableNameMessage } from '../schemas/storable-json.ts';
+import { unacceptableBodyPart } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
 import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
@@ -343,10 +343,10 @@ function readJson(event: APIGatewayProxyEventV2, maxBytes: number): unknown {
     throw new ValidationError('The body is not valid JSON.', { details: [{ field: 'body', message: 'must be valid JSON' }] });
   }
   // Before the schemas: zod would drop a `__proto__` property silently.
-  const unstorable = pathOfUnstorableName(document);
-  if (unstorable) {
-    const field = unstorable.join('.');
-    throw new ValidationError(`Invalid request body: ${field} ${unstorableNameMessage}`, { details: [{ field, message: unstorableNameMessage }] });
+  const unacceptable = unacceptableBodyPart(document);
+  if (unacceptable) {
+    const field = unacceptable.path.length > 0 ? unacceptable.path.join('.') : 'body';
+    throw new ValidationError(`Invalid request body: ${field} ${unacceptable.message}`, { details: [{ field, message: unacceptable.message }] });
   }
   return document;
 }

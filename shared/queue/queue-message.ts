@@ -2,6 +2,21 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type * as z from 'zod';
 import { logger } from '../logger.ts';
 
+/**
+ * UTF-16 code units a queue may refuse raw in a body: SQS refuses U+FFFE and U+FFFF, the local emulator also
+ * every character above U+FFFF (a surrogate pair), and JSON.stringify leaves all of them unescaped. Controls and
+ * lone surrogates it escapes already.
+ */
+const refusableByQueues = /[^\x20-\ud7ff\ue000-\ufffd]/g;
+
+/**
+ * A message as a queue body: its JSON, with what a queue may refuse written as `\uXXXX` escapes, so that any
+ * JSON value crosses any queue intact and parses back to the same value (`parseQueueMessage`).
+ */
+export function queueMessageBody(message: unknown): string {
+  return JSON.stringify(message).replace(refusableByQueues, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A queue message's body as `schema` describes it; undefined when it is not JSON of that shape (a poison message). */
 export function parseQueueMessage<Schema extends z.ZodType>(schema: Schema, record: SQSRecord): z.output<Schema> | undefined {
   try {

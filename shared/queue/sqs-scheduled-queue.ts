@@ -1,20 +1,10 @@
-import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from '../config.ts';
 import type { ScheduledQueue } from '../ports.ts';
+import { createSqsClient, sendQueueMessages } from './sqs-sender.ts';
 
 /** SQS delays a message by at most 15 minutes; a message due later hops through the queue until it is due. */
 export const maxQueueDelaySeconds = 900;
-const maxEntriesPerBatch = 10;
-
-export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOINT'>): SQSClient {
-  return new SQSClient({
-    region: config.AWS_REGION,
-    requestHandler: { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) },
-    ...(config.SQS_ENDPOINT ? { endpoint: config.SQS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
-}
 
 /**
  * The queue at the URL in `variable` of the configuration; without it, a queue whose every send fails, saying
@@ -54,22 +44,7 @@ export class SqsScheduledQueue<Message extends { notBefore: number }> implements
   }
 
   async schedule(requests: readonly Message[]): Promise<void> {
-    for (let start = 0; start < requests.length; start += maxEntriesPerBatch) {
-      const batch = requests.slice(start, start + maxEntriesPerBatch);
-      const result = await this.client.send(
-        new SendMessageBatchCommand({
-          QueueUrl: this.queueUrl,
-          Entries: batch.map((request, index) => ({
-            Id: String(index),
-            MessageBody: JSON.stringify(request),
-            DelaySeconds: queueDelaySeconds(request.notBefore, this.now()),
-          })),
-        }),
-      );
-      if (result.Failed?.length) {
-        const reasons = result.Failed.map((failure) => `${failure.Code}: ${failure.Message}`).join('; ');
-        throw new Error(`SQS refused ${result.Failed.length} message(s): ${reasons}`);
-      }
-    }
+    const messages = requests.map((request) => ({ body: request, delaySeconds: queueDelaySeconds(request.notBefore, this.now()) }));
+    await sendQueueMessages(this.client, this.queueUrl, messages, 'scheduled');
   }
 }

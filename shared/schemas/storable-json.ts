@@ -10,17 +10,32 @@ export const maxStorableDepth = 20;
  * Property names no stored object can keep. The DynamoDB marshaller writes and reads maps through plain objects,
  * where `__proto__` sets the prototype instead of adding a property (the entry would vanish), and it takes an own
  * `constructor` for the object's class (the write would fail). zod's records skip `__proto__` before any schema sees
- * it, so the body parser refuses both anywhere in a request body (`pathOfUnstorableName`).
+ * it, so the body parser refuses both anywhere in a request body (`unacceptableBodyPart`).
  */
 export const unstorablePropertyNames: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
 
 export const unstorableNameMessage = 'property names __proto__ and constructor cannot be stored';
 
 /**
- * The path of a property of a parsed JSON document whose name is in `unstorablePropertyNames`, if any. Walked
- * without recursion, keeping only parent links, since a body may nest deeper than the stack.
+ * U+FFFE and U+FFFF are noncharacters that SQS refuses in a message, and EventBridge writes the events it hands to a
+ * queue itself: text holding them could not reach webhooks on AWS, so the API refuses them up front
+ * (docs/api-conventions.md#text).
  */
-export function pathOfUnstorableName(document: unknown): (string | number)[] | undefined {
+const noncharacter = /[\ufffe\uffff]/;
+
+export const noncharacterMessage = 'must not contain U+FFFE or U+FFFF';
+
+interface Problem {
+  path: (string | number)[];
+  message: string;
+}
+
+/**
+ * The first part of a parsed JSON body the API refuses whatever the route: a property named in
+ * `unstorablePropertyNames`, or a string or property name holding a noncharacter. Walked without recursion, keeping
+ * only parent links, since a body may nest deeper than the stack.
+ */
+export function unacceptableBodyPart(document: unknown): Problem | undefined {
   interface Visit {
     value: unknown;
     parent?: Visit;
@@ -34,22 +49,22 @@ export function pathOfUnstorableName(document: unknown): (string | number)[] | u
   const pending: Visit[] = [{ value: document }];
   for (let visit = pending.pop(); visit; visit = pending.pop()) {
     const { value } = visit;
+    if (typeof value === 'string') {
+      if (noncharacter.test(value)) return { path: pathOf(visit), message: noncharacterMessage };
+      continue;
+    }
     if (typeof value !== 'object' || value === null) continue;
     if (Array.isArray(value)) {
       value.forEach((item: unknown, index) => pending.push({ value: item, parent: visit, key: index }));
       continue;
     }
     for (const [name, child] of Object.entries(value)) {
-      if (unstorablePropertyNames.has(name)) return [...pathOf(visit), name];
+      if (unstorablePropertyNames.has(name)) return { path: [...pathOf(visit), name], message: unstorableNameMessage };
+      if (noncharacter.test(name)) return { path: [...pathOf(visit), name], message: noncharacterMessage };
       pending.push({ value: child, parent: visit, key: name });
     }
   }
   return undefined;
-}
-
-interface Problem {
-  path: (string | number)[];
-  message: string;
 }
 
 /**

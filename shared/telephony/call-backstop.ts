@@ -1,5 +1,6 @@
 import { CreateScheduleCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { CallBackstop } from '../ports.ts';
+import { queueMessageBody } from '../queue/queue-message.ts';
 
 /**
  * The backstop of each call: an EventBridge Scheduler one-time schedule (`at(…)`, deleted after it fires) whose
@@ -20,7 +21,7 @@ export function schedulerBackstop(options: { queueArn: string; roleArn: string; 
           ScheduleExpressionTimezone: 'UTC',
           FlexibleTimeWindow: { Mode: 'OFF' },
           ActionAfterCompletion: 'DELETE',
-          Target: { Arn: options.queueArn, RoleArn: options.roleArn, Input: JSON.stringify({ kind: 'call.backstop', ...call }) },
+          Target: { Arn: options.queueArn, RoleArn: options.roleArn, Input: queueMessageBody({ kind: 'call.backstop', ...call }) },
         }),
       );
     },

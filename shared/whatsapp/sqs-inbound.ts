@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Config } from '../config.ts';
 import type { WhatsappInbound } from '../domain/whatsapp.ts';
-import { createSqsClient } from '../queue/sqs-scheduled-queue.ts';
+import { createSqsClient, sendQueueMessages } from '../queue/sqs-sender.ts';
 import type { WhatsappQueueMessage } from '../schemas/whatsapp.ts';
-
-/** SQS takes at most 10 messages per batch. */
-const batchSize = 10;
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -22,16 +18,12 @@ export function sqsWhatsappInbound(config: Config): WhatsappInbound {
   const client = createSqsClient(config);
   return {
     enqueue: async (messages) => {
-      for (let start = 0; start < messages.length; start += batchSize) {
-        const entries = messages.slice(start, start + batchSize).map((message, index) => ({
-          Id: String(index),
-          MessageBody: JSON.stringify(message),
-          MessageGroupId: digest(`${message.numberId}/${customerOf(message)}`),
-          MessageDeduplicationId: digest(message.kind === 'message' ? `message/${message.message.id}` : `status/${message.status.id}/${message.status.status}`),
-        }));
-        const result = await client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
-        if (result.Failed?.length) throw new Error(`${result.Failed.length} WhatsApp notification(s) not queued: ${result.Failed.map((failure) => failure.Message).join('; ')}`);
-      }
+      const outgoing = messages.map((message) => ({
+        body: message,
+        groupId: digest(`${message.numberId}/${customerOf(message)}`),
+        deduplicationId: digest(message.kind === 'message' ? `message/${message.message.id}` : `status/${message.status.id}/${message.status.status}`),
+      }));
+      await sendQueueMessages(client, queueUrl, outgoing, 'WhatsApp inbound');
     },
   };
 }

@@ -700,7 +700,7 @@ describe('AgentPlatformStack', () => {
     });
   });
 
-  it('raises an alarm on the operations topic as soon as anything lands in any dead-letter queue', () => {
+  it('raises an alarm on the operations topic as soon as anything lands in any dead-letter queue, or a queue refuses a message', () => {
     const serialized = JSON.stringify(resources);
     const deadLetterIds = new Set(
       [...serialized.matchAll(/"(?:deadLetterTargetArn|Destination|Arn)":\{"Fn::GetAtt":\["([A-Za-z0-9]+)","Arn"\]\}/g)]
@@ -713,9 +713,10 @@ describe('AgentPlatformStack', () => {
     expect(deadLetterIds.size).toBe(10);
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as { Properties: Record<string, any> }[];
-    expect(alarms).toHaveLength(deadLetterIds.size);
+    // And one on the messages a queue refused.
+    expect(alarms).toHaveLength(deadLetterIds.size + 1);
     for (const id of deadLetterIds) {
-      const alarm = alarms.find((candidate) => JSON.stringify(candidate.Properties.Dimensions).includes(`"${id}"`));
+      const alarm = alarms.find((candidate) => JSON.stringify(candidate.Properties.Dimensions ?? []).includes(`"${id}"`));
       expect(alarm?.Properties, id).toMatchObject({
         MetricName: 'ApproximateNumberOfMessagesVisible',
         Threshold: 1,
@@ -724,6 +725,13 @@ describe('AgentPlatformStack', () => {
         AlarmActions: [{ Ref: topicId }],
       });
     }
+    expect(alarms.find((alarm) => alarm.Properties.MetricName === 'QueueMessagesRefused')?.Properties).toMatchObject({
+      Namespace: 'AgentPlatform',
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: topicId }],
+    });
   });
 
   it('outputs the public base address, both APIs for debugging, the table, the event bus and the alarm topic', () => {
@@ -987,6 +995,6 @@ describe('campaigns', () => {
     const queue = Object.entries(resources).find(([id, candidate]) => candidate.Type === 'AWS::SQS::Queue' && id.startsWith('Queuecampaigndispatch') && candidate.Properties.RedrivePolicy !== undefined);
     const deadLetterId = ((queue?.[1].Properties.RedrivePolicy as { deadLetterTargetArn: { 'Fn::GetAtt': [string] } }).deadLetterTargetArn['Fn::GetAtt'][0]);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
-    expect(alarms.some((alarm) => JSON.stringify(alarm.Properties.Dimensions).includes(deadLetterId))).toBe(true);
+    expect(alarms.some((alarm) => JSON.stringify(alarm.Properties.Dimensions ?? []).includes(deadLetterId))).toBe(true);
   });
 });
