@@ -62,15 +62,23 @@ function credentialHeaders(options: ClientOptions): Record<string, string> {
 
 type FetchClient = ReturnType<typeof createFetchClient<paths>>;
 
-async function* sseMessages(stream: ReadableStream<ArrayBufferView | ArrayBuffer>): AsyncGenerator<EventSourceMessage> {
+/**
+ * The messages of an SSE body until it ends or `signal` aborts. An abort cancels the read in progress: an aborted
+ * fetch does not always error a body that is being piped, and an idle stream would otherwise hold the reader until
+ * its next heartbeat.
+ */
+async function* sseMessages(stream: ReadableStream<ArrayBufferView | ArrayBuffer>, signal?: AbortSignal): AsyncGenerator<EventSourceMessage> {
   const reader = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  const cancel = () => void reader.cancel(signal?.reason).catch(() => undefined);
+  signal?.addEventListener('abort', cancel, { once: true });
   try {
-    for (;;) {
+    while (!signal?.aborted) {
       const { done, value } = await reader.read();
       if (done) return;
       yield value;
     }
   } finally {
+    signal?.removeEventListener('abort', cancel);
     reader.releaseLock();
   }
 }
@@ -88,7 +96,7 @@ async function* replyDeltas(
     ...(signal ? { signal } : {}),
   });
   if (error) throw new ApiError(error as ErrorEnvelope);
-  for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>)) {
+  for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>, signal)) {
     if (message.data === '[DONE]') return;
     const event = JSON.parse(message.data) as ReplyEvent;
     if ('error' in event) throw new ApiError(event);
@@ -121,7 +129,7 @@ async function* events(client: FetchClient, query: { types?: string; lastEventId
     if (error) throw new ApiError(error as ErrorEnvelope);
     if (!response.ok || !data) return;
     try {
-      for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>)) {
+      for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>, signal)) {
         // Heartbeats carry an id but no event: they move the cursor forward without yielding.
         if (message.id) lastEventId = message.id;
         if (message.event === 'error') throw new ApiError(JSON.parse(message.data) as ErrorEnvelope);
