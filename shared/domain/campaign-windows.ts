@@ -106,6 +106,24 @@ function instantsOfWallTime(year: number, month: number, day: number, minute: nu
   return [after];
 }
 
+/**
+ * The instant the clock of `timeZone` falls back on that local date, if it does: the wall time then shows an hour
+ * again, and may re-enter a window without showing its opening.
+ */
+function fallBackOn(year: number, month: number, day: number, timeZone: string): number | undefined {
+  const offsetAt = (epochMs: number) => shownAt(epochMs, timeZone) - epochMs;
+  let before = instantsOfWallTime(year, month, day, 0, timeZone)[0] as number;
+  let after = before + 24 * hourMs;
+  const offsetBefore = offsetAt(before);
+  if (offsetAt(after) >= offsetBefore) return undefined;
+  while (after - before > 60_000) {
+    const middle = before + Math.floor((after - before) / 120_000) * 60_000;
+    if (offsetAt(middle) === offsetBefore) before = middle;
+    else after = middle;
+  }
+  return after;
+}
+
 /** How far ahead an opening is looked for: a window on any weekday opens within 8 local days. */
 const lookaheadDays = 8;
 
@@ -120,6 +138,8 @@ export function nextWindowOpening(fromMs: number, timeZone: string, windows: rea
   for (let offset = 0; offset <= lookaheadDays && best === undefined; offset += 1) {
     const date = new Date(Date.UTC(today.year, today.month - 1, today.day + offset));
     const weekday = weekdays[(date.getUTCDay() + 6) % 7] as Weekday;
+    const fallBack = fallBackOn(date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), timeZone);
+    if (fallBack !== undefined && fallBack > fromMs && isInsideWindow(fallBack, timeZone, windows) && (best === undefined || fallBack < best)) best = fallBack;
     for (const window of windows) {
       if (!window.days.includes(weekday)) continue;
       // A fall-back hour shows the opening twice: the second may be the next one when the first has passed.

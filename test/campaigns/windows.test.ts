@@ -90,7 +90,12 @@ describe('calling windows', () => {
       {
         numRuns: 300,
         // Found by this property: after the first 02:30 of a fall-back night has passed, the second one opens.
-        examples: [[Date.UTC(2027, 9, 31, 1), 'Europe/Berlin', [{ days: ['SUN'], start: '02:30', end: '03:00' }]]],
+        examples: [
+          [Date.UTC(2027, 9, 31, 1), 'Europe/Berlin', [{ days: ['SUN'], start: '02:30', end: '03:00' }]],
+          // Also found by it: a window the clock falls back into (01:59 EDT → 01:00 EST) opens then, though its own
+          // opening (00:00) is not shown again.
+          [Date.UTC(2026, 10, 1, 5, 59), 'America/New_York', [{ days: ['SUN'], start: '00:00', end: '01:30' }]],
+        ],
       },
     );
   });
