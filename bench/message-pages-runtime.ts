@@ -5,7 +5,7 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Message } from '../shared/schemas/session.ts';
-import { keys } from '../shared/store/keys.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { startBenchApi } from './bench-api.ts';
 import { percentiles } from './turns.ts';
 import type { MessagePagesResult } from './message-pages.ts';

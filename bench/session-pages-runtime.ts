@@ -5,8 +5,8 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoredSession } from '../shared/ports.ts';
-import { secretCipherFromConfig } from '../shared/secrets/secret-cipher.ts';
-import { keys } from '../shared/store/keys.ts';
+import { secretCipherFromConfig } from '../shared/platform/secrets/secret-cipher.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { DynamoSessionStore } from '../shared/store/session-store.ts';
 import { startBenchApi } from './bench-api.ts';
 import { bulkWriter } from './bulk-writes.ts';

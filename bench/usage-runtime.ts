@@ -14,7 +14,7 @@ import { checkRequestRate } from '../shared/domain/request-limits.ts';
 import { bucketBounds, bucketOf } from '../shared/domain/usage.ts';
 import type { RateLimitStore } from '../shared/ports.ts';
 import { runtime } from '../shared/runtime.ts';
-import { keys } from '../shared/store/keys.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { DynamoRateLimitStore } from '../shared/store/rate-limit-store.ts';
 import { percentiles } from './turns.ts';
 import type { UsageBenchResult } from './usage.ts';

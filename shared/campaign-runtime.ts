@@ -1,5 +1,5 @@
 import type { DispatchDeps, DispatchMessage } from './domain/campaign-dispatcher.ts';
-import { createSqsClient, sendQueueMessages } from './queue/sqs-sender.ts';
+import { createSqsClient, sendQueueMessages } from './platform/queue/sqs-sender.ts';
 import type { Runtime } from './runtime.ts';
 import { voiceRuntime, type VoiceRuntime } from './voice-runtime.ts';
 

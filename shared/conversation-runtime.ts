@@ -1,10 +1,10 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import type { Config } from './config.ts';
+import type { Config } from './platform/config.ts';
 import { retrieve } from './domain/knowledge.ts';
 import { knowledgeRuntime } from './knowledge-runtime.ts';
 import { createLanguageModel } from './models/providers.ts';
 import type { RetrievedChunk } from './schemas/knowledge.ts';
-import { egressPolicyFromConfig } from './net/egress-guard.ts';
+import { egressPolicyFromConfig } from './platform/net/egress-guard.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import type { Model } from './schemas/model.ts';
 import type { ToolCallContext } from './domain/turn.ts';

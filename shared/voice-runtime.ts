@@ -1,7 +1,7 @@
 import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
 import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';
-import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
+import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './store/call-slots.ts';
 import { DynamoCampaignStore } from './store/campaign-store.ts';
 import { DynamoVoiceStore } from './store/voice-store.ts';

@@ -1,5 +1,5 @@
 import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
-import { scheduledQueueFrom } from './queue/sqs-scheduled-queue.ts';
+import { scheduledQueueFrom } from './platform/queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
 

@@ -1,7 +1,7 @@
 import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
 import type { WhatsappConversationDeps, WhatsappWebhookDeps } from './domain/whatsapp.ts';
 import { runtime, type Runtime } from './runtime.ts';
-import { secretCipherFromConfig } from './secrets/secret-cipher.ts';
+import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
 import { DynamoWhatsappStore } from './store/whatsapp-store.ts';
 import { GraphApiMessaging } from './whatsapp/graph-client.ts';
 import { sqsWhatsappInbound } from './whatsapp/sqs-inbound.ts';

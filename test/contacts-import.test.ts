@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { readCsvRecords } from '../shared/domain/csv-records.ts';
+import { readCsvRecords } from '../shared/platform/csv-records.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { slowProxy } from './support/crash-proxy.ts';

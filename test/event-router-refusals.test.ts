@@ -11,8 +11,8 @@ import type { EventRule } from '../functions/consumers.ts';
 import { startEventRouter } from '../infra/local/event-router.ts';
 import { startLocalQueues, type LocalQueues } from '../infra/local/queues.ts';
 import { eventSource, LocalEventBus } from '../shared/events/bus.ts';
-import { logger } from '../shared/logger.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
+import { logger } from '../shared/platform/logger.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { eventually } from './support/eventually.ts';
 
 const target: QueueDefinition = { name: 'fixture-refusing', visibilityTimeoutSeconds: 30, maxReceiveCount: 2 };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../shared/domain/clock.ts';
+import type { Clock } from '../shared/platform/clock.ts';
 import {
   comparePositions,
   EventLogReader,
@@ -14,7 +14,7 @@ import {
   type ReadEventLog,
 } from '../shared/domain/event-stream.ts';
 import type { DomainEvent } from '../shared/domain/events.ts';
-import { ValidationError } from '../shared/errors.ts';
+import { ValidationError } from '../shared/platform/errors.ts';
 import type { EventLogStore, LoggedEvent } from '../shared/ports.ts';
 
 const overlapMs = 1000;

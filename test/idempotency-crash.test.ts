@@ -5,10 +5,10 @@
  * kills the process the moment the write that creates the resource has committed.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { IdempotencyInProgressError } from '../shared/errors.ts';
+import { IdempotencyInProgressError } from '../shared/platform/errors.ts';
 import { DynamoAgentStore } from '../shared/store/agent-store.ts';
-import { createDocumentClient } from '../shared/store/dynamo.ts';
-import { DynamoIdempotencyStore } from '../shared/store/idempotency-store.ts';
+import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
+import { DynamoIdempotencyStore } from '../shared/platform/store/idempotency-store.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { crashProxy } from './support/crash-proxy.ts';
 import { killGroup, startApiProcess, waitForExit } from './support/local-process.ts';

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueueConsumer } from '../functions/consumers.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { eventually } from './support/eventually.ts';
 import { closeServer, listenOnLoopback } from './support/loopback-server.ts';

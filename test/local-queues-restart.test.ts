@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { EventRule } from '../functions/consumers.ts';
 import { startLocalQueues } from '../infra/local/queues.ts';
 import { eventSource } from '../shared/events/bus.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 
 const target: QueueDefinition = { name: 'fixture-restarted', visibilityTimeoutSeconds: 300, maxReceiveCount: 5 };
 const rules: EventRule[] = [{ name: 'every-event', description: 'All events', pattern: { source: [eventSource] }, target }];

@@ -11,7 +11,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventRule, QueueConsumer } from '../functions/consumers.ts';
 import { eventSource, localEventBus } from '../shared/events/bus.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { startApi, type TestApi, type TestQueues } from './support/api.ts';
 import type { RecordedInvocation } from './support/fixtures/recording-consumer.ts';
 import { closeServer, listenOnLoopback } from './support/loopback-server.ts';

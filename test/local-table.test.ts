@@ -2,7 +2,7 @@
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { ensureTable } from '../infra/local/table.ts';
-import { tableDefinition } from '../shared/store/table.ts';
+import { tableDefinition } from '../shared/platform/store/table.ts';
 
 describe('ensureTable on a table of an older version', () => {
   it('adds the indexes the table definition has and the table lacks', async () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientTypes, schemaFile } from '../clients/typescript/generate.ts';
 import { createApiClient } from '../clients/typescript/index.ts';
 import { routeGroups } from '../functions/route-groups.ts';
-import { apiVersion, errorCodesOf } from '../shared/http/openapi.ts';
+import { apiVersion, errorCodesOf } from '../shared/platform/http/openapi.ts';
 import { startApi, type TestApi } from './support/api.ts';
 import { assertDocumentedResponse } from './support/contract.ts';
 

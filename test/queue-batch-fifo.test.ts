@@ -2,7 +2,7 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { handleQueueBatch } from '../shared/queue/queue-message.ts';
+import { handleQueueBatch } from '../shared/platform/queue/queue-message.ts';
 
 const record = (messageId: string, group: string, body: unknown): SQSRecord =>
   ({ messageId, body: JSON.stringify(body), attributes: { MessageGroupId: group } }) as unknown as SQSRecord;

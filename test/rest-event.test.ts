@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { isRestApiEvent, restToHttpApiEvent } from '../shared/http/rest-event.ts';
+import { isRestApiEvent, restToHttpApiEvent } from '../shared/platform/http/rest-event.ts';
 
 function restEvent(overrides: Partial<APIGatewayProxyEvent> = {}): APIGatewayProxyEvent {
   return {

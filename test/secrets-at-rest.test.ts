@@ -1,10 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { generateSigningSecret } from '../shared/net/standard-webhooks.ts';
+import { generateSigningSecret } from '../shared/platform/net/standard-webhooks.ts';
 import type { Runtime } from '../shared/runtime.ts';
-import { SecretUnreadableError } from '../shared/secrets/envelope-cipher.ts';
-import { keys } from '../shared/store/keys.ts';
+import { SecretUnreadableError } from '../shared/platform/secrets/envelope-cipher.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { startApi, type TestApi } from './support/api.ts';
 
 let api: TestApi;

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSecretsKeyFile } from '../infra/local/environment.ts';
-import { parseConfig } from '../shared/config.ts';
+import { parseConfig } from '../shared/platform/config.ts';
 import type { SecretCipher, SecretContext } from '../shared/ports.ts';
-import { dataKeyCache, EnvelopeCipher, SecretUnreadableError, type Keyring } from '../shared/secrets/envelope-cipher.ts';
-import { createKmsClient, kmsKeyring } from '../shared/secrets/kms-keyring.ts';
-import { localKeyring } from '../shared/secrets/local-keyring.ts';
-import { secretCipherFromConfig } from '../shared/secrets/secret-cipher.ts';
+import { dataKeyCache, EnvelopeCipher, SecretUnreadableError, type Keyring } from '../shared/platform/secrets/envelope-cipher.ts';
+import { createKmsClient, kmsKeyring } from '../shared/platform/secrets/kms-keyring.ts';
+import { localKeyring } from '../shared/platform/secrets/local-keyring.ts';
+import { secretCipherFromConfig } from '../shared/platform/secrets/secret-cipher.ts';
 import { startKmsStandIn, type KmsStandIn } from './support/kms-stand-in.ts';
 
 let kms: KmsStandIn;

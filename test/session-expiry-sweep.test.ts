@@ -13,7 +13,7 @@ describe('durable expiry through TTL deletions', () => {
     const { orgId, key } = await api.newOrg();
     const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'A' } });
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
-    const [{ runtime }, { createDocumentClient }] = await Promise.all([import('../shared/runtime.ts'), import('../shared/store/dynamo.ts')]);
+    const [{ runtime }, { createDocumentClient }] = await Promise.all([import('../shared/runtime.ts'), import('../shared/platform/store/dynamo.ts')]);
     const deps = runtime();
     // The TTL attribute has second precision: give the sweep time to see the item as lapsed.
     let stored = await deps.sessions.get(orgId, session.body.id);

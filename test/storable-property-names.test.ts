@@ -2,7 +2,7 @@
  * Free-form JSON (metadata, session variables, tool schemas and headers, contact attributes, campaign variables)
  * is stored as the client sent it, or refused with a 400 naming the path: never a 500, never a silent loss, and a
  * streamed reply is refused before it starts. `__proto__` and `constructor` are the two property names DynamoDB's
- * marshaller cannot keep (shared/schemas/storable-json.ts); every other name, `prototype` or `toString` included,
+ * marshaller cannot keep (shared/platform/schemas/storable-json.ts); every other name, `prototype` or `toString` included,
  * round-trips.
  */
 import fc from 'fast-check';

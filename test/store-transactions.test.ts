@@ -2,7 +2,7 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { sendTransaction } from '../shared/store/dynamo.ts';
+import { sendTransaction } from '../shared/platform/store/dynamo.ts';
 
 const canceled = (...codes: string[]) =>
   new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });

@@ -2,8 +2,8 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { analysisRuntime } from '../../shared/analysis-runtime.ts';
 import { handleAnalysisMessage } from '../../shared/domain/analysis.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import type { AnalysisQueueMessage } from '../../shared/ports.ts';
 import { analysisQueue } from '../consumers.ts';
 

@@ -1,5 +1,5 @@
 import { cancelCampaign, createCampaign, getCampaign, listCampaignCalls, listCampaigns, pauseCampaign, resumeCampaign, startCampaign } from '../../shared/domain/campaigns.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { campaignRuntime } from '../../shared/campaign-runtime.ts';
 import { callCampaignRoutes } from './routes.ts';
 

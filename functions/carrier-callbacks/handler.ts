@@ -1,5 +1,5 @@
 import { handleInboundCall, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/domain/voice.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice-runtime.ts';
 import { carrierCallbackRoutes } from './routes.ts';
 

@@ -9,7 +9,7 @@ import {
   removeFromDncList,
   updateContact,
 } from '../../shared/domain/contacts.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { contactRoutes } from './routes.ts';
 

@@ -3,8 +3,8 @@ import * as z from 'zod';
 import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.ts';
 import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
 import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 
 const queueMessage = z.discriminatedUnion('kind', [
   z.object({

@@ -11,7 +11,7 @@ import {
   submitDocument,
   updateKnowledgeStore,
 } from '../../shared/domain/knowledge.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
 import { knowledgeRoutes } from './routes.ts';
 

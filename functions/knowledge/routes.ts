@@ -1,4 +1,4 @@
-import { idParams } from '../../shared/schemas/common.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   createDocumentBody,
   createDocumentUploadBody,
@@ -14,7 +14,7 @@ import {
   queryKnowledgeResponse,
   updateKnowledgeStoreBody,
 } from '../../shared/schemas/knowledge.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { knowledgeIngestionQueue } from '../consumers.ts';
 
 export const knowledgeRoutes = defineRouteGroup({

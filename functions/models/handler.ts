@@ -1,5 +1,5 @@
 import { listModels } from '../../shared/domain/models.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { listVoices } from '../../shared/telephony/voices.ts';
 import { modelRoutes } from './routes.ts';

@@ -1,5 +1,5 @@
 import { listModelsQuery, modelPage } from '../../shared/schemas/model.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { listVoicesQuery, voiceList } from '../../shared/telephony/voices.ts';
 
 export const modelRoutes = defineRouteGroup({

@@ -10,7 +10,7 @@ import {
   startOutboundCall,
   updatePhoneNumber,
 } from '../../shared/domain/voice.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice-runtime.ts';
 import { phoneNumberRoutes } from './routes.ts';
 

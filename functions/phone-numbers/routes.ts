@@ -1,5 +1,5 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { idParams } from '../../shared/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   createPhoneNumberBody,
   listPhoneNumbersQuery,

@@ -1,4 +1,4 @@
-import { idParams } from '../../shared/schemas/common.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   analysisRerunSchema,
   createSessionBody,
@@ -8,7 +8,7 @@ import {
   sessionPage,
   sessionSchema,
 } from '../../shared/schemas/session.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const sessionRoutes = defineRouteGroup({
   name: 'sessions',

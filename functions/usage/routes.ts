@@ -1,6 +1,6 @@
 import { changePlanBody, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/schemas/billing.ts';
 import { usageQuery, usageResponse } from '../../shared/schemas/usage.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const usageRoutes = defineRouteGroup({
   name: 'usage',

@@ -1,6 +1,6 @@
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from '../../shared/domain/webhooks.ts';
 import { getDelivery, listDeliveries, replayDelivery } from '../../shared/domain/webhook-delivery.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { webhookRuntime } from '../../shared/webhook-runtime.ts';
 import { webhookRoutes } from './routes.ts';
 

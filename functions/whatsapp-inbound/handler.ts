@@ -1,6 +1,6 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { handleQueuedNotification } from '../../shared/domain/whatsapp.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import { whatsappQueueMessage } from '../../shared/schemas/whatsapp.ts';
 import { whatsappConversationRuntime } from '../../shared/whatsapp-runtime.ts';
 

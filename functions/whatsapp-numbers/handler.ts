@@ -1,5 +1,5 @@
 import { connectNumber, disconnectNumber, getNumber, listNumbers, updateNumber } from '../../shared/domain/whatsapp.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { whatsappRuntime } from '../../shared/whatsapp-runtime.ts';
 import { whatsappNumberRoutes } from './routes.ts';
 

@@ -1,4 +1,4 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import {
   createWhatsappNumberBody,
   listWhatsappNumbersQuery,

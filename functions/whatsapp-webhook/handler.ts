@@ -1,5 +1,5 @@
 import { answerHandshake, receiveNotification } from '../../shared/domain/whatsapp.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { whatsappRuntime } from '../../shared/whatsapp-runtime.ts';
 import { whatsappWebhookRoutes } from './routes.ts';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { handshakeQuery, webhookParams } from '../../shared/schemas/whatsapp.ts';
 import { whatsappInboundQueue } from '../consumers.ts';
 

@@ -8,7 +8,7 @@ import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } 
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/auth/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/domain/api-keys.ts';
-import { newId } from '../../shared/domain/clock.ts';
+import { newId } from '../../shared/platform/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { announceRunningInstance, dataDirectory, denyEgressTo, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { startCampaignTicker } from './campaign-ticker.ts';

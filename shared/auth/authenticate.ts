@@ -1,6 +1,6 @@
-import { UnauthorizedError } from '../errors.ts';
+import { UnauthorizedError } from '../platform/errors.ts';
 import type { ApiKeyStore } from '../ports.ts';
-import type { Clock } from '../domain/clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import { hashApiKey, hashesEqual } from './api-key-secret.ts';
 import type { Principal } from './principal.ts';
 

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Config } from '../config.ts';
-import { UnauthorizedError, UpstreamUnavailableError } from '../errors.ts';
+import type { Config } from '../platform/config.ts';
+import { UnauthorizedError, UpstreamUnavailableError } from '../platform/errors.ts';
 import { orgIdPattern, type Principal } from './principal.ts';
 
 type JwtConfig = Pick<

@@ -1,4 +1,4 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { BillingProvider } from '../ports.ts';
 
 /** The `manual` provider: nothing to tell anyone; the operator sets statuses with `keys subscription set`. */

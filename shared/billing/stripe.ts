@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { BillingProvider, ProviderChange, StoredSubscription } from '../ports.ts';
 
 /** The Stripe client of this process: api.stripe.com, or the local simulator at STRIPE_API_URL. */

@@ -1,7 +1,7 @@
-import { QuotaExceededError, SubscriptionInactiveError } from '../errors.ts';
+import { QuotaExceededError, SubscriptionInactiveError } from '../platform/errors.ts';
 import type { StoredSubscription, SubscriptionStore, UsageStore } from '../ports.ts';
 import type { Plan, QuotaMetric } from '../schemas/billing.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import type { PlanCatalog } from './plans.ts';
 import { currentPeriod, initialSubscription } from './subscriptions.ts';
 import { bucketOf, stockMetrics, type UsageCounts } from './usage.ts';

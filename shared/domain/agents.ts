@@ -1,13 +1,13 @@
-import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../errors.ts';
+import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
 import { voiceCatalog } from '../telephony/voices.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { analysisConfigProblems } from '../schemas/analysis.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { ModelType } from '../schemas/model.ts';
 import type { DynamoKnowledgeStore } from '../store/knowledge-store.ts';
-import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { assertKnowledgeStoreExists } from './knowledge.ts';
 
 export interface AgentDeps {

@@ -2,7 +2,7 @@ import type { AnalyticsStore } from '../ports.ts';
 import type { AnalyticsQuery, AnalyticsResponse, AnalyticsSummary } from '../schemas/analytics.ts';
 import type { Counts } from '../store/exactly-once-counter.ts';
 import { percentiles } from './analytics.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import { assertOrdered, bucketsBetween } from './usage-report.ts';
 import { addCounts, bucketOf } from './usage.ts';
 

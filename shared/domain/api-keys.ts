@@ -1,11 +1,11 @@
 import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-key-secret.ts';
 import type { Principal } from '../auth/principal.ts';
 import { grants, isScope } from '../auth/scopes.ts';
-import { NotFoundError, ScopeEscalationError } from '../errors.ts';
+import { NotFoundError, ScopeEscalationError } from '../platform/errors.ts';
 import type { ApiKeyStore, OrgStore, SealResponse } from '../ports.ts';
 import type { ApiKey, CreateApiKeyInput } from '../schemas/api-key.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
-import { newId, type Clock } from './clock.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
+import { newId, type Clock } from '../platform/clock.ts';
 
 export interface ApiKeyDeps {
   apiKeys: ApiKeyStore;

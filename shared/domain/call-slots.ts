@@ -1,4 +1,4 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { CallSlotClaim, DynamoCallSlots } from '../store/call-slots.ts';
 import { currentPlan, type AdmissionDeps } from './admission.ts';
 

@@ -1,10 +1,10 @@
 import { v5 as uuidv5 } from 'uuid';
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import type { AttemptOutcome, CampaignContactState } from '../schemas/campaigns.ts';
 import type { EndedReason, Session } from '../schemas/session.ts';
 import type { DynamoCampaignStore, StoredCampaign } from '../store/campaign-store.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../platform/clock.ts';
 
 /** A campaign dial's session says which campaign, contact and attempt it is (`metadata.campaign`). */
 export interface CampaignCallTag {

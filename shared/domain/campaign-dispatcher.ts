@@ -1,4 +1,4 @@
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
 import { isDialBlocked } from '../store/contact-store.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';

@@ -1,16 +1,16 @@
-import { InvalidCampaignTransitionError, NotFoundError, ValidationError } from '../errors.ts';
+import { InvalidCampaignTransitionError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import type { SealResponse } from '../ports.ts';
 import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from '../schemas/campaigns.ts';
 import { listAudience, type ContactStoreDeps } from '../store/contact-store.ts';
 import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from '../store/campaign-store.ts';
 import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
-import { newId, nextUpdatedAt } from './clock.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { contactTimezone, type Contact } from './contacts.ts';
 import { events } from './events.ts';
-import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
+import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { callLine, type VoiceDeps } from './voice.ts';
-import { paginate } from '../schemas/common.ts';
+import { paginate } from '../platform/schemas/common.ts';
 
 export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps {
   campaigns: DynamoCampaignStore;

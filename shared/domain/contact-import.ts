@@ -1,9 +1,9 @@
-import { ConcurrentModificationError, ValidationError } from '../errors.ts';
+import { ConcurrentModificationError, ValidationError } from '../platform/errors.ts';
 import { createContactBody, maxImportRows, type ImportContactsResult, type ImportFailureCode } from '../schemas/contact.ts';
-import { unstorableNameMessage, unstorablePropertyNames } from '../schemas/storable-json.ts';
+import { unstorableNameMessage, unstorablePropertyNames } from '../platform/schemas/storable-json.ts';
 import { contactIdsByPhone, getContacts, writeContacts, type ContactWrite } from '../store/contact-store.ts';
-import { newId, nextUpdatedAt } from './clock.ts';
-import { readCsvRecords } from './csv-records.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
+import { readCsvRecords } from '../platform/csv-records.ts';
 import { normalizePhoneNumber, type Contact, type ContactDeps } from './contacts.ts';
 
 type KnownColumn = 'phoneNumber' | 'name' | 'email' | 'timezone' | 'tags' | 'doNotCall';

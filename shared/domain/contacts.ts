@@ -1,11 +1,11 @@
 import { getTimezonesForCountry } from 'countries-and-timezones';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../platform/errors.ts';
 import type { SealResponse } from '../ports.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { CreateContactInput, ListContactsQuery, ListDncQuery, UpdateContactInput } from '../schemas/contact.ts';
 import * as store from '../store/contact-store.ts';
-import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { mainZoneOfCountry, nanpAreaZones } from './timezone-areas.ts';
 
 /** A contact attribute: becomes a session variable on campaign calls, so only JSON scalars. */

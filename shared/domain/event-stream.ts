@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { watchCredential } from '../auth/credential-watch.ts';
-import type { Config } from '../config.ts';
-import { ValidationError } from '../errors.ts';
+import type { Config } from '../platform/config.ts';
+import { ValidationError } from '../platform/errors.ts';
 import { eventTypes } from '../events/catalog.ts';
 import type { EventLogStore, LoggedEvent, LogPosition } from '../ports.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import type { DomainEvent } from './events.ts';
 
 /**

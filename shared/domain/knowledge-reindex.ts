@@ -1,7 +1,7 @@
 import { embedMany } from 'ai';
 import { indexedText } from '../knowledge/chunker.ts';
 import { vectorLimits } from '../knowledge/vector-store.ts';
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import { activeChunks, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 
 /** Chunks embedded per `embedMany` (and written per PutVectors); calls in flight, as at ingestion. */

@@ -1,16 +1,16 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
-import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../errors.ts';
+import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from '../knowledge/embedders.ts';
 import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
 import { uploadKey, type DocumentUploads } from '../knowledge/document-uploads.ts';
 import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
-import type { PortRanges } from '../net/egress-guard.ts';
+import type { PortRanges } from '../platform/net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type {
   CreateDocumentInput,
   CreateDocumentUploadInput,
@@ -27,7 +27,7 @@ import type {
 import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
 import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
-import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import type { DomainEvent } from './events.ts';
 
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */

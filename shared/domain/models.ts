@@ -1,5 +1,5 @@
 import type { ModelCatalog } from '../models/catalog.ts';
-import { paginate, type Page } from '../schemas/common.ts';
+import { paginate, type Page } from '../platform/schemas/common.ts';
 import type { Model, ModelProvider, ModelType } from '../schemas/model.ts';
 
 export function listModels(

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { UnknownPlanError } from '../errors.ts';
+import { UnknownPlanError } from '../platform/errors.ts';
 import { planSchema, type Plan } from '../schemas/billing.ts';
 
 /** The plans every deployment has unless PLANS replaces them (docs/usage-and-billing.md#plans). */

@@ -1,4 +1,4 @@
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import type { RateLimitStore } from '../ports.ts';
 
 export interface RateLimit {

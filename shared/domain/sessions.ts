@@ -6,15 +6,15 @@ import {
   SessionCreationError,
   SessionExpiredError,
   SessionNotFoundError,
-} from '../errors.ts';
+} from '../platform/errors.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
-import type { Page } from '../schemas/common.ts';
+import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
 import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
-import { newId, type Clock } from './clock.ts';
+import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { events } from './events.ts';
-import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
+import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
 export interface SessionDeps {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from '../errors.ts';
+import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from '../platform/errors.ts';
 import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from '../ports.ts';
 import type { Subscription, SubscriptionStatus } from '../schemas/billing.ts';
-import { nextUpdatedAt, type Clock } from './clock.ts';
+import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from './events.ts';
 import { initialPlanId, type PlanCatalog } from './plans.ts';
 import { bucketBounds } from './usage.ts';

@@ -1,13 +1,13 @@
 import { Ajv } from 'ajv';
-import type { Config } from '../config.ts';
-import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../errors.ts';
-import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from '../net/egress-guard.ts';
-import { generateSigningSecret } from '../net/standard-webhooks.ts';
+import type { Config } from '../platform/config.ts';
+import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
+import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from '../platform/net/egress-guard.ts';
+import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
 import type { AgentStore, SealResponse, ToolStore } from '../ports.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
 import { placeholderPattern } from '../tools/placeholders.ts';
-import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 
 export interface ToolDeps {
   tools: ToolStore;

@@ -1,6 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../errors.ts';
+import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { Model } from '../schemas/model.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
@@ -9,7 +9,7 @@ import type { IdempotencyCompletion, StoredSession, ToolStore, TurnContext } fro
 import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { knowledgeContext } from '../knowledge/turn-context.ts';
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import type { RetrievedChunk } from '../schemas/knowledge.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';

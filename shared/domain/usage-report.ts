@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors.ts';
+import { ValidationError } from '../platform/errors.ts';
 import type { UsageStore } from '../ports.ts';
 import type { UsageQuery, UsageResponse } from '../schemas/usage.ts';
 import { currentPeriod, getSubscription, type SubscriptionDeps } from './subscriptions.ts';

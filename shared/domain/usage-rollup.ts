@@ -1,6 +1,6 @@
 import type { RollupMessage, ScheduledQueue, UsageStore } from '../ports.ts';
 import { quotaMetrics, type QuotaMetric } from '../schemas/billing.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../platform/clock.ts';
 import { events } from './events.ts';
 import { currentPeriod } from './subscriptions.ts';
 import { bucketOf } from './usage.ts';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v5 as uuidv5 } from 'uuid';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import {
   AgentInactiveError,
   AgentNotVoiceEnabledError,
@@ -12,8 +12,8 @@ import {
   SessionNotFoundError,
   TelephonyNotConfiguredError,
   VoicePipelineModeUnsupportedError,
-} from '../errors.ts';
-import { logger } from '../logger.ts';
+} from '../platform/errors.ts';
+import { logger } from '../platform/logger.ts';
 import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
 import type { EndedReason } from '../schemas/session.ts';
@@ -33,7 +33,7 @@ import type { TtsProvider } from '../telephony/voices.ts';
 import { assertMayConsume, currentPlan } from './admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
-import { newId, nextUpdatedAt } from './clock.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from './events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.ts';
-import { DeliveryPendingError, NotFoundError, WebhookDisabledError } from '../errors.ts';
-import { EgressBlockedError, egressPolicyFromConfig, guardedRequest, OutboundTimeoutError, type GuardedResponse } from '../net/egress-guard.ts';
-import { signatureHeaders } from '../net/standard-webhooks.ts';
+import type { Config } from '../platform/config.ts';
+import { DeliveryPendingError, NotFoundError, WebhookDisabledError } from '../platform/errors.ts';
+import { EgressBlockedError, egressPolicyFromConfig, guardedRequest, OutboundTimeoutError, type GuardedResponse } from '../platform/net/egress-guard.ts';
+import { signatureHeaders } from '../platform/net/standard-webhooks.ts';
 import type {
   AttemptRequest,
   DeliverableEndpoint,
@@ -13,8 +13,8 @@ import type {
   WebhookStore,
 } from '../ports.ts';
 import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
-import { nextCursorAfter, readPageCursor } from './page-cursor.ts';
-import type { Clock } from './clock.ts';
+import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
+import type { Clock } from '../platform/clock.ts';
 import type { DomainEvent } from './events.ts';
 import { getWebhook } from './webhooks.ts';
 

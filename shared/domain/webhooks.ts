@@ -1,9 +1,9 @@
-import type { Config } from '../config.ts';
-import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../errors.ts';
-import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../net/egress-guard.ts';
-import { generateSigningSecret } from '../net/standard-webhooks.ts';
+import type { Config } from '../platform/config.ts';
+import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../platform/errors.ts';
+import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../platform/net/egress-guard.ts';
+import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
 import type { SealResponse, WebhookEndpoint, WebhookStore } from '../ports.ts';
-import { compareBy, paginate, type Page } from '../schemas/common.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type {
   CreatedWebhookEndpoint,
   CreateWebhookInput,
@@ -11,7 +11,7 @@ import type {
   RotatedWebhookSecret,
   UpdateWebhookInput,
 } from '../schemas/webhook.ts';
-import { newId, nextUpdatedAt, type Clock } from './clock.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 
 export interface WebhookDeps {
   webhooks: WebhookStore;

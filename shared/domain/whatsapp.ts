@@ -1,9 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Config } from '../config.ts';
-import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../errors.ts';
-import { logger } from '../logger.ts';
+import type { Config } from '../platform/config.ts';
+import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
+import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../ports.ts';
-import type { Page } from '../schemas/common.ts';
+import type { Page } from '../platform/schemas/common.ts';
 import type { Message } from '../schemas/session.ts';
 import {
   defaultUnsupportedReply,
@@ -25,7 +25,7 @@ import type { SealedWhatsappNumber, WhatsappStore } from '../store/whatsapp-stor
 import { WhatsappSendError, type WhatsappMessaging } from '../whatsapp/graph-client.ts';
 import { isValidMetaSignature } from '../whatsapp/meta-signature.ts';
 import { splitForWhatsapp } from '../whatsapp/split-text.ts';
-import { newId, nextUpdatedAt } from './clock.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from './events.ts';
 import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { newMessageId, prepareTurn, runTurn, type TurnDeps } from './turn.ts';

@@ -1,5 +1,5 @@
 import { v5 as uuidv5 } from 'uuid';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { Model, ModelProvider, ModelType } from '../schemas/model.ts';
 
 /** Fixed namespace: a model's id is a UUIDv5 of `provider/type/name`, the same on every deployment. */

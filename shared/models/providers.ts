@@ -25,7 +25,7 @@ import type { EmbeddingModelV4, LanguageModelV4, RerankingModelV4 } from '@ai-sd
 import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { Model } from '../schemas/model.ts';
 import { builtinEmbeddingModel } from '../knowledge/builtin-embedder.ts';
 import { builtinRerankingModel } from '../knowledge/reranker.ts';

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { analysisConfigSchema, type AnalysisConfig } from './analysis.ts';
 import { ttsProviders } from '../telephony/voices.ts';
-import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
+import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxToolsPerAgent = 32;
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { optionalText, requiredText } from './common.ts';
+import { optionalText, requiredText } from '../platform/schemas/common.ts';
 
 /**
  * Post-session analysis: the agent's configuration (`analysis` on the agent) and the result stored on the session

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { isScope, scopes } from '../auth/scopes.ts';
-import { instant, pageOf, paginationQuery, requiredText, sortQuery } from './common.ts';
+import { instant, pageOf, paginationQuery, requiredText, sortQuery } from '../platform/schemas/common.ts';
 
 export const createApiKeyBody = z.strictObject({
   name: requiredText(100),

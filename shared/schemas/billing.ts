@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { timestamp } from './common.ts';
+import { timestamp } from '../platform/schemas/common.ts';
 
 /** The metrics the spec names; each has a monthly quota in a plan. */
 export const quotaMetrics = ['chat_messages', 'voice_seconds', 'knowledge_chunks'] as const;

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { isIanaTimezone, normalizePhoneNumber } from '../domain/contacts.ts';
-import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
+import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxContactTags = 50;
 export const maxContactAttributes = 50;

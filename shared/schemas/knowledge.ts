@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } from './common.ts';
+import { optionalText, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 /** What a document may weigh once parsed into text (docs/knowledge.md#limits). */
 export const maxDocumentTextBytes = 2 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { pageOf, paginationQuery } from './common.ts';
+import { pageOf, paginationQuery } from '../platform/schemas/common.ts';
 
 /** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
 export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;

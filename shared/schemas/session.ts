@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { analysisResultSchema, type AnalysisResult } from './analysis.ts';
-import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from './common.ts';
-import { storableJsonObject } from './storable-json.ts';
+import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from '../platform/schemas/common.ts';
+import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE', 'PHONE'] as const;
 /** Platforms a client may name when it opens a chat session; `PHONE` sessions are calls, opened by the platform. */

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { instant, jsonRecord, optionalText, pageOf, paginationQuery, requiredText, sortQuery } from './common.ts';
-import { storableJsonObject } from './storable-json.ts';
+import { instant, jsonRecord, optionalText, pageOf, paginationQuery, requiredText, sortQuery } from '../platform/schemas/common.ts';
+import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

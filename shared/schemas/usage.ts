@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { timestamp } from './common.ts';
+import { timestamp } from '../platform/schemas/common.ts';
 
 export const usageQuery = z.object({
   from: timestamp.optional(),

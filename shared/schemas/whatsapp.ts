@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { optionalText, pageOf, paginationQuery } from './common.ts';
+import { optionalText, pageOf, paginationQuery } from '../platform/schemas/common.ts';
 
 /** Meta's id of a business phone number (digits; the Graph API path names it). */
 export const metaPhoneNumberId = z.string().trim().regex(/^\d{5,30}$/, { error: 'must be the phone number id Meta shows (digits)' });

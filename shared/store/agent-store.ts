@@ -2,14 +2,14 @@ import {
   GetCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../errors.ts';
+import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../platform/errors.ts';
 import type { AgentStore, IdempotencyCompletion } from '../ports.ts';
 import type { Agent } from '../schemas/agent.ts';
-import { transactionCancellationCodes, type TransactItem } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 const agentFieldOrder = [
   'id', 'orgId', 'fullName', 'description', 'role', 'language', 'systemPrompt', 'specialInstructions', 'modelId',

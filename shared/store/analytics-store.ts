@@ -3,8 +3,8 @@ import { bucketOf } from '../domain/usage.ts';
 import type { AnalyticsRecord, EndedSessionFacts } from '../domain/analytics.ts';
 import type { AnalyticsAggregate, AnalyticsStore } from '../ports.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
-import { queryAll } from './query-all.ts';
-import { keys } from './keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
+import { keys } from '../platform/store/keys.ts';
 
 const maxBatchGetKeys = 100;
 

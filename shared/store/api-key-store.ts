@@ -6,11 +6,11 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyStore, IdempotencyCompletion, KeyIdentity } from '../ports.ts';
 import type { ApiKey } from '../schemas/api-key.ts';
-import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 const apiKeyFieldOrder = ['id', 'orgId', 'name', 'scopes', 'rateLimit', 'prefix', 'createdAt', 'lastUsedAt'];
 

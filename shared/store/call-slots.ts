@@ -1,6 +1,6 @@
 import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { conditionalWrite, type TransactItem } from './dynamo.ts';
-import { keys } from './keys.ts';
+import { conditionalWrite, type TransactItem } from '../platform/store/dynamo.ts';
+import { keys } from '../platform/store/keys.ts';
 
 /** Slot `slot` of an organization's concurrent calls, to be held by `holder` (a session id) until `expiresAt`. */
 export interface CallSlotClaim {

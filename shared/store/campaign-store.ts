@@ -3,12 +3,12 @@ import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from '../schemas/campaigns.ts';
 import { callSlotPut, type CallSlotClaim } from './call-slots.ts';
-import { conditionalWrite, sendTransaction, transactionCancellationCodes } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
+import { conditionalWrite, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
 import { outboxPut } from './outbox.ts';
-import { queryAll } from './query-all.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 export interface StoredCampaign extends Campaign {
   orgId: string;

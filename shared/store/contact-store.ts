@@ -1,12 +1,12 @@
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Contact } from '../domain/contacts.ts';
-import { ConcurrentModificationError, ContactPhoneTakenError } from '../errors.ts';
+import { ConcurrentModificationError, ContactPhoneTakenError } from '../platform/errors.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
-import { isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 /**
  * What the contact functions need: the runtime (shared/runtime.ts) is one, so `getContact(runtime, …)` works as is.

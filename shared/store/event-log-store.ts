@@ -1,7 +1,7 @@
 import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
 import type { EventLogStore, LoggedEvent, LogPosition } from '../ports.ts';
-import { keys } from './keys.ts';
+import { keys } from '../platform/store/keys.ts';
 
 /**
  * Each organization's event log is one partition (`ORG#<org>#EVENTS`) whose sort key is the time an entry was

@@ -4,10 +4,10 @@ import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDo
 import type { DomainEvent } from '../domain/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { DocumentErrorCode, DocumentFormat, KnowledgeDocument, KnowledgeStore } from '../schemas/knowledge.ts';
-import { conditionalWrite, isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { conditionalWrite, isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 const outboxRetentionSeconds = 7 * 24 * 60 * 60;
 

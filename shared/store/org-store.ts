@@ -1,8 +1,8 @@
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Organization, OrgStore } from '../ports.ts';
-import { conditionalWrite } from './dynamo.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
+import { conditionalWrite } from '../platform/store/dynamo.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
 
 export class DynamoOrgStore implements OrgStore {
   private readonly client: DynamoDBDocumentClient;

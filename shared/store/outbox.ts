@@ -1,5 +1,5 @@
 import type { DomainEvent } from '../domain/events.ts';
-import { keys } from './keys.ts';
+import { keys } from '../platform/store/keys.ts';
 
 /** Outbox events live a week in the partition of what they describe; the stream hands them on when written. */
 export const outboxRetentionSeconds = 7 * 24 * 60 * 60;

@@ -21,13 +21,13 @@ import type {
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
 import { toAgent } from './agent-store.ts';
-import { transactionCancellationCodes, type TransactItem } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
+import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
 import { outboxPut, outboxRetentionSeconds } from './outbox.ts';
-import { queryAll } from './query-all.ts';
-import { tableDefinition, type IndexName } from './table.ts';
+import { queryAll } from '../platform/store/query-all.ts';
+import { tableDefinition, type IndexName } from '../platform/store/table.ts';
 import { toExecutableTool } from './tool-store.ts';
 
 

@@ -1,13 +1,13 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ToolNameTakenError } from '../errors.ts';
+import { ToolNameTakenError } from '../platform/errors.ts';
 import type { IdempotencyCompletion, SecretCipher, SecretContext, ToolStore } from '../ports.ts';
 import type { ExecutableTool, Tool } from '../schemas/tool.ts';
-import { transactionCancellationCodes } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { replaceFields } from './replace-fields.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { transactionCancellationCodes } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { replaceFields } from '../platform/store/replace-fields.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 const toolFieldOrder = [
   'id', 'orgId', 'name', 'description', 'type', 'ajvPropertiesSchema', 'preExecutionMessage', 'apiTool', 'createdAt', 'updatedAt',

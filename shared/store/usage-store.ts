@@ -2,11 +2,11 @@ import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentC
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from '../domain/usage.ts';
 import type { DomainEvent } from '../domain/events.ts';
 import type { RollupState, UsageStore } from '../ports.ts';
-import { conditionalWrite, transactionCancellationCodes } from './dynamo.ts';
+import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
-import { queryAll } from './query-all.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 import { outboxPut } from './outbox.ts';
-import { keys } from './keys.ts';
+import { keys } from '../platform/store/keys.ts';
 
 /**
  * Usage counters (`ORG#<org>#USAGE`, one item per hour, day and month, changed only by `ADD`), counted exactly

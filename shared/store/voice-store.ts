@@ -1,13 +1,13 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import { ConcurrentModificationError, PhoneNumberTakenError } from '../errors.ts';
+import { ConcurrentModificationError, PhoneNumberTakenError } from '../platform/errors.ts';
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
-import { deleteClaimed, putClaimed } from './claimed-item.ts';
-import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellationCodes } from './dynamo.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
+import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 import { outboxPut } from './outbox.ts';
 import { sessionCreationWrites } from './session-store.ts';
 

@@ -1,9 +1,9 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from '../ports.ts';
 import type { DeliveryState, WebhookDelivery } from '../schemas/webhook.ts';
-import { conditionalWrite, isConditionFailure } from './dynamo.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
+import { conditionalWrite, isConditionFailure } from '../platform/store/dynamo.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
 
 const maxItemsPerBatchWrite = 25;
 const maxBatchWriteAttempts = 5;

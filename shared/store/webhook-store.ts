@@ -1,13 +1,13 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliverableEndpoint, IdempotencyCompletion, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
 import { allEvents } from '../schemas/webhook.ts';
-import { isSealed } from '../secrets/envelope-cipher.ts';
-import { conditionalWrite } from './dynamo.ts';
-import { transactWithCompletion } from './idempotency-store.ts';
-import { toRecord } from './items.ts';
-import { replaceFields } from './replace-fields.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { isSealed } from '../platform/secrets/envelope-cipher.ts';
+import { conditionalWrite } from '../platform/store/dynamo.ts';
+import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { replaceFields } from '../platform/store/replace-fields.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 
 const webhookFieldOrder = ['id', 'orgId', 'url', 'events', 'description', 'enabled', 'createdAt', 'updatedAt'];
 

@@ -1,13 +1,13 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../domain/events.ts';
-import { ConcurrentModificationError, WhatsappNumberTakenError } from '../errors.ts';
+import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
 import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from '../schemas/whatsapp.ts';
-import { deleteClaimed, putClaimed } from './claimed-item.ts';
-import { conditionalWrite, putIfUnchanged } from './dynamo.ts';
-import { toRecord } from './items.ts';
-import { keys } from './keys.ts';
-import { queryAll } from './query-all.ts';
+import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
+import { conditionalWrite, putIfUnchanged } from '../platform/store/dynamo.ts';
+import { toRecord } from '../platform/store/items.ts';
+import { keys } from '../platform/store/keys.ts';
+import { queryAll } from '../platform/store/query-all.ts';
 import { sessionCreationWrites } from './session-store.ts';
 
 const numberFieldOrder = ['id', 'phoneNumberId', 'displayPhoneNumber', 'agentId', 'label', 'unsupportedMessageReply', 'createdAt', 'updatedAt'];

@@ -1,6 +1,6 @@
 import { CreateScheduleCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { CallBackstop } from '../ports.ts';
-import { queueMessageBody } from '../queue/queue-message.ts';
+import { queueMessageBody } from '../platform/queue/queue-message.ts';
 
 /**
  * The backstop of each call: an EventBridge Scheduler one-time schedule (`at(…)`, deleted after it fires) whose

@@ -1,4 +1,4 @@
-import { TelephonyCredentialsRejectedError, TelephonyUnavailableError } from '../errors.ts';
+import { TelephonyCredentialsRejectedError, TelephonyUnavailableError } from '../platform/errors.ts';
 import type { OutboundCallRequest, Telephony, TelephonyCredentials } from '../ports.ts';
 import type { TwilioCallStatus } from '../schemas/voice.ts';
 

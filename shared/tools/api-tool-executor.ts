@@ -34,7 +34,7 @@ import {
   OutboundTimeoutError,
   type EgressPolicy,
   type GuardedResponse,
-} from '../net/egress-guard.ts';
+} from '../platform/net/egress-guard.ts';
 import { encodeUrlValue, fillPlaceholders, placeholderPattern, sanitizeHeaderValue } from './placeholders.ts';
 
 export interface ApiToolDefinition {

@@ -1,4 +1,4 @@
-import { signatureHeaders } from '../net/standard-webhooks.ts';
+import { signatureHeaders } from '../platform/net/standard-webhooks.ts';
 import { sendToolRequest, toolUserAgent, type ApiToolOptions, type ToolExecution } from './api-tool-executor.ts';
 
 export interface FunctionToolDefinition {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { WhatsappInbound } from '../domain/whatsapp.ts';
-import { createSqsClient, sendQueueMessages } from '../queue/sqs-sender.ts';
+import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
 import type { WhatsappQueueMessage } from '../schemas/whatsapp.ts';
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex');

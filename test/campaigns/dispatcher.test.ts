@@ -10,7 +10,7 @@ import { handler as dispatcherHandler } from '../../functions/campaign-dispatche
 import { campaignRuntime } from '../../shared/campaign-runtime.ts';
 import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
 import { startCampaign, createCampaign } from '../../shared/domain/campaigns.ts';
-import type { Clock } from '../../shared/domain/clock.ts';
+import type { Clock } from '../../shared/platform/clock.ts';
 import { createCampaignBody } from '../../shared/schemas/campaigns.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { crashProxy } from '../support/crash-proxy.ts';

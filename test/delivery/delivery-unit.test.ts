@@ -3,9 +3,9 @@ import { Webhook } from 'standardwebhooks';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/domain/webhook-delivery.ts';
-import { generateSigningSecret, signatureHeaders } from '../../shared/net/standard-webhooks.ts';
+import { generateSigningSecret, signatureHeaders } from '../../shared/platform/net/standard-webhooks.ts';
 import type { AttemptRequest } from '../../shared/ports.ts';
-import { maxQueueDelaySeconds, queueDelaySeconds } from '../../shared/queue/sqs-scheduled-queue.ts';
+import { maxQueueDelaySeconds, queueDelaySeconds } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
 import { deliveryParams } from '../../shared/schemas/webhook.ts';
 
 const instant = fc.integer({ min: Date.parse('2020-01-01'), max: Date.parse('2100-01-01') });

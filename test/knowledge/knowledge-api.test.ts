@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knowledgeRoutes } from '../../functions/knowledge/routes.ts';
-import type { RouteDefinition } from '../../shared/http/route.ts';
+import type { RouteDefinition } from '../../shared/platform/http/route.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { refundPolicy } from '../support/knowledge-fixtures.ts';

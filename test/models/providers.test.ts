@@ -1,6 +1,6 @@
 import { jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseConfig } from '../../shared/config.ts';
+import { parseConfig } from '../../shared/platform/config.ts';
 import { builtinModels, modelId } from '../../shared/models/catalog.ts';
 import { createLanguageModel } from '../../shared/models/providers.ts';
 import type { Model, ModelProvider, ModelType } from '../../shared/schemas/model.ts';

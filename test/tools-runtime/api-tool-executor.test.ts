@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import * as http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../infra/local/free-port.ts';
-import type { EgressPolicy } from '../../shared/net/egress-guard.ts';
+import type { EgressPolicy } from '../../shared/platform/net/egress-guard.ts';
 import { executeApiTool, type ApiToolDefinition, type ToolExecution } from '../../shared/tools/api-tool-executor.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { assertUrlAllowed, EgressBlockedError, guardedRequest, type EgressPolicy } from '../../shared/net/egress-guard.ts';
+import { assertUrlAllowed, EgressBlockedError, guardedRequest, type EgressPolicy } from '../../shared/platform/net/egress-guard.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 /**

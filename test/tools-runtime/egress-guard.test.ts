@@ -17,8 +17,8 @@ import {
   type AddressClass,
   type EgressPolicy,
   type Resolver,
-} from '../../shared/net/egress-guard.ts';
-import { parseConfig } from '../../shared/config.ts';
+} from '../../shared/platform/net/egress-guard.ts';
+import { parseConfig } from '../../shared/platform/config.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 // Only loopback may ever be connected to: see test/support/http-tripwire.ts.

@@ -3,7 +3,7 @@ import { createServer, request as httpRequest, type IncomingMessage } from 'node
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { RateLimiter, type RateDecision } from '../../shared/domain/rate-limit.ts';
-import { createDocumentClient } from '../../shared/store/dynamo.ts';
+import { createDocumentClient } from '../../shared/platform/store/dynamo.ts';
 import { DynamoRateLimitStore } from '../../shared/store/rate-limit-store.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { childEnv, spawnInGroup } from '../support/local-process.ts';

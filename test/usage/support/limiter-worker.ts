@@ -3,9 +3,9 @@
  * RateLimiter (on the shared table) at a steady pace and prints, as one JSON line, when each was admitted and how
  * many table writes it made. Settings come from the environment.
  */
-import { parseConfig } from '../../../shared/config.ts';
+import { parseConfig } from '../../../shared/platform/config.ts';
 import { RateLimiter } from '../../../shared/domain/rate-limit.ts';
-import { createDocumentClient } from '../../../shared/store/dynamo.ts';
+import { createDocumentClient } from '../../../shared/platform/store/dynamo.ts';
 import { DynamoRateLimitStore } from '../../../shared/store/rate-limit-store.ts';
 import type { RateLimitStore } from '../../../shared/ports.ts';
 

@@ -1,12 +1,12 @@
 import * as z from 'zod';
-import { scopes } from '../auth/scopes.ts';
-import { agentSchema } from '../schemas/agent.ts';
-import { analysisResultSchema } from '../schemas/analysis.ts';
-import { apiKeySchema } from '../schemas/api-key.ts';
-import { modelSchema } from '../schemas/model.ts';
-import { messageSchema, sessionSchema } from '../schemas/session.ts';
-import { toolSchema } from '../schemas/tool.ts';
-import { webhookDeliverySchema, webhookEndpointSchema } from '../schemas/webhook.ts';
+import { scopes } from '../../auth/scopes.ts';
+import { agentSchema } from '../../schemas/agent.ts';
+import { analysisResultSchema } from '../../schemas/analysis.ts';
+import { apiKeySchema } from '../../schemas/api-key.ts';
+import { modelSchema } from '../../schemas/model.ts';
+import { messageSchema, sessionSchema } from '../../schemas/session.ts';
+import { toolSchema } from '../../schemas/tool.ts';
+import { webhookDeliverySchema, webhookEndpointSchema } from '../../schemas/webhook.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';
 import type { RouteDefinition, RouteGroup } from './route.ts';
 

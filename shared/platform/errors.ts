@@ -1,6 +1,6 @@
 /**
  * Domain errors. Each failure has its own class and a stable `code` (the `error.code` of the API envelope);
- * the HTTP status is chosen in exactly one place, `shared/http/error-envelope.ts`.
+ * the HTTP status is chosen in exactly one place, `shared/platform/http/error-envelope.ts`.
  */
 export interface FieldIssue {
   field: string;

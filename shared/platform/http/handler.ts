@@ -4,9 +4,9 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { authenticate, rememberedOrganization, type AuthDeps } from '../auth/authenticate.ts';
-import type { Principal } from '../auth/principal.ts';
-import { grants, type Scope } from '../auth/scopes.ts';
+import { authenticate, rememberedOrganization, type AuthDeps } from '../../auth/authenticate.ts';
+import type { Principal } from '../../auth/principal.ts';
+import { grants, type Scope } from '../../auth/scopes.ts';
 import {
   ForbiddenError,
   IdempotencyInProgressError,
@@ -21,7 +21,7 @@ import {
   type FieldIssue,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
+import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../../ports.ts';
 import { unacceptableBodyPart } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.ts';
+import { ValidationError } from './errors.ts';
 
 /**
  * What a list's `nextCursor` carries (base64url JSON, opaque to clients): the sort key its page ended on, the next
