@@ -115,7 +115,7 @@ async function setUp(baseUrl: string, endpoint: string, tableName: string, toolU
   const [{ createRuntime }, { parseConfig }, { issueApiKey }] = await Promise.all([
     import('../shared/runtime.ts'),
     import('../shared/platform/config.ts'),
-    import('../shared/domain/api-keys.ts'),
+    import('../shared/identity/api-keys.ts'),
   ]);
   const deps = createRuntime(parseConfig({ ...process.env, DYNAMODB_ENDPOINT: endpoint, TABLE_NAME: tableName }));
   const orgId = crypto.randomUUID();

@@ -6,7 +6,7 @@ import type { DomainEvent } from './domain/events.ts';
 import type { Transcript } from './domain/transcript.ts';
 import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
 import type { Agent } from './schemas/agent.ts';
-import type { ApiKey } from './schemas/api-key.ts';
+import type { ApiKey } from './identity/api-key-schemas.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';

@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createJwtVerifier } from './auth/jwt.ts';
-import type { Principal } from './auth/principal.ts';
+import { createJwtVerifier } from './identity/jwt.ts';
+import type { Principal } from './identity/principal.ts';
 import { parseConfig, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './models/catalog.ts';
@@ -11,12 +11,12 @@ import type { AgentStore, AnalyticsStore, ApiKeyStore, EventLogStore, Idempotenc
 import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoAnalyticsStore } from './store/analytics-store.ts';
-import { DynamoApiKeyStore } from './store/api-key-store.ts';
+import { DynamoApiKeyStore } from './identity/api-key-store.ts';
 import { createDocumentClient } from './platform/store/dynamo.ts';
 import { DynamoEventLogStore } from './store/event-log-store.ts';
 import { DynamoIdempotencyStore } from './platform/store/idempotency-store.ts';
 import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
-import { DynamoOrgStore } from './store/org-store.ts';
+import { DynamoOrgStore } from './identity/org-store.ts';
 import { DynamoSessionStore } from './store/session-store.ts';
 import { DynamoSubscriptionStore } from './store/subscription-store.ts';
 import { DynamoRateLimitStore } from './store/rate-limit-store.ts';

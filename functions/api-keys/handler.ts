@@ -1,4 +1,4 @@
-import { createApiKey, deleteApiKey, listApiKeys } from '../../shared/domain/api-keys.ts';
+import { createApiKey, deleteApiKey, listApiKeys } from '../../shared/identity/api-keys.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { apiKeyRoutes } from './routes.ts';

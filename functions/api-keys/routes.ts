@@ -1,4 +1,4 @@
-import { apiKeyPage, createApiKeyBody, createdApiKeySchema, listApiKeysQuery } from '../../shared/schemas/api-key.ts';
+import { apiKeyPage, createApiKeyBody, createdApiKeySchema, listApiKeysQuery } from '../../shared/identity/api-key-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 

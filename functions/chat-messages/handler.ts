@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { z } from 'zod';
-import { watchCredential } from '../../shared/auth/credential-watch.ts';
+import { watchCredential } from '../../shared/identity/credential-watch.ts';
 import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
 import { IdempotencyInProgressError, ModelError } from '../../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { watchCredential } from '../auth/credential-watch.ts';
+import { watchCredential } from '../identity/credential-watch.ts';
 import type { Config } from '../platform/config.ts';
 import { ValidationError } from '../platform/errors.ts';
 import { eventTypes } from '../events/catalog.ts';

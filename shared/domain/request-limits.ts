@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../identity/principal.ts';
 import { currentPlan, type AdmissionDeps } from './admission.ts';
 import type { RateDecision, RateLimit, RateLimiter } from './rate-limit.ts';
 

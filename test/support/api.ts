@@ -1,7 +1,7 @@
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
-import type { Scope } from '../../shared/auth/scopes.ts';
+import type { Scope } from '../../shared/identity/scopes.ts';
 import type { Config } from '../../shared/platform/config.ts';
 import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
@@ -76,7 +76,7 @@ export async function startApi(
     import('../../infra/local/server.ts'),
     import('../../functions/route-groups.ts'),
     import('../../shared/runtime.ts'),
-    import('../../shared/domain/api-keys.ts'),
+    import('../../shared/identity/api-keys.ts'),
   ]);
   // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
   process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';

@@ -4,9 +4,9 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { authenticate, rememberedOrganization, type AuthDeps } from '../../auth/authenticate.ts';
-import type { Principal } from '../../auth/principal.ts';
-import { grants, type Scope } from '../../auth/scopes.ts';
+import { authenticate, rememberedOrganization, type AuthDeps } from '../../identity/authenticate.ts';
+import type { Principal } from '../../identity/principal.ts';
+import { grants, type Scope } from '../../identity/scopes.ts';
 import {
   ForbiddenError,
   IdempotencyInProgressError,

@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { scopes } from '../../auth/scopes.ts';
+import { scopes } from '../../identity/scopes.ts';
 import { agentSchema } from '../../schemas/agent.ts';
 import { analysisResultSchema } from '../../schemas/analysis.ts';
-import { apiKeySchema } from '../../schemas/api-key.ts';
+import { apiKeySchema } from '../../identity/api-key-schemas.ts';
 import { modelSchema } from '../../schemas/model.ts';
 import { messageSchema, sessionSchema } from '../../schemas/session.ts';
 import { toolSchema } from '../../schemas/tool.ts';

@@ -1,9 +1,9 @@
-import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-key-secret.ts';
-import type { Principal } from '../auth/principal.ts';
-import { grants, isScope } from '../auth/scopes.ts';
+import { displayPrefix, generateApiKey, hashApiKey } from './api-key-secret.ts';
+import type { Principal } from './principal.ts';
+import { grants, isScope } from './scopes.ts';
 import { NotFoundError, ScopeEscalationError } from '../platform/errors.ts';
 import type { ApiKeyStore, OrgStore, SealResponse } from '../ports.ts';
-import type { ApiKey, CreateApiKeyInput } from '../schemas/api-key.ts';
+import type { ApiKey, CreateApiKeyInput } from './api-key-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 

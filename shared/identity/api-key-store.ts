@@ -5,7 +5,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { ApiKeyStore, IdempotencyCompletion, KeyIdentity } from '../ports.ts';
-import type { ApiKey } from '../schemas/api-key.ts';
+import type { ApiKey } from './api-key-schemas.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
