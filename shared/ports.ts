@@ -2,7 +2,7 @@
  * The storage ports the domain depends on. Their only implementation is DynamoDB (`shared/store/`); the
  * interfaces keep domain code free of SDK details and make the dependencies of each use case explicit.
  */
-import type { DomainEvent } from './domain/events.ts';
+import type { DomainEvent } from './events/events.ts';
 import type { Transcript } from './domain/transcript.ts';
 import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
 import type { Agent } from './schemas/agent.ts';

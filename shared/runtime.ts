@@ -13,7 +13,7 @@ import { DynamoAgentStore } from './store/agent-store.ts';
 import { DynamoAnalyticsStore } from './store/analytics-store.ts';
 import { DynamoApiKeyStore } from './identity/api-key-store.ts';
 import { createDocumentClient } from './platform/store/dynamo.ts';
-import { DynamoEventLogStore } from './store/event-log-store.ts';
+import { DynamoEventLogStore } from './events/event-log-store.ts';
 import { DynamoIdempotencyStore } from './platform/store/idempotency-store.ts';
 import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
 import { DynamoOrgStore } from './identity/org-store.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DomainEvent } from '../shared/domain/events.ts';
+import type { DomainEvent } from '../shared/events/events.ts';
 import { localEventBus } from '../shared/events/bus.ts';
 import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
 import { eventsOfItem } from '../shared/events/from-stream.ts';

@@ -13,7 +13,7 @@ import {
   type EventStreamSettings,
   type ReadEventLog,
 } from '../shared/domain/event-stream.ts';
-import type { DomainEvent } from '../shared/domain/events.ts';
+import type { DomainEvent } from '../shared/events/events.ts';
 import { ValidationError } from '../shared/platform/errors.ts';
 import type { EventLogStore, LoggedEvent } from '../shared/ports.ts';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import type { EventRule } from '../../functions/consumers.ts';
-import type { DomainEvent } from '../../shared/domain/events.ts';
+import type { DomainEvent } from '../../shared/events/events.ts';
 import { eventSource, localEventBus } from '../../shared/events/bus.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { countMetric, queueRefusalsMetric } from '../../shared/platform/metrics.ts';

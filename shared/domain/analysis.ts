@@ -7,7 +7,7 @@ import type { Agent } from '../schemas/agent.ts';
 import type { AnalysisConfig, AnalysisResult } from '../schemas/analysis.ts';
 import type { Model } from '../schemas/model.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { getSession, type SessionDeps } from './sessions.ts';
 import { boundedTranscript } from './transcript.ts';
 

@@ -7,7 +7,7 @@ import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { contactTimezone, type Contact } from './contacts.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { callLine, type VoiceDeps } from './voice.ts';
 import { paginate } from '../platform/schemas/common.ts';

@@ -5,7 +5,7 @@ import { ValidationError } from '../platform/errors.ts';
 import { eventTypes } from '../events/catalog.ts';
 import type { EventLogStore, LoggedEvent, LogPosition } from '../ports.ts';
 import type { Clock } from '../platform/clock.ts';
-import type { DomainEvent } from './events.ts';
+import type { DomainEvent } from '../events/events.ts';
 
 /**
  * The organization's real-time event stream (`GET /v1/chat/events/stream`, docs/event-stream.md): a consumer of the

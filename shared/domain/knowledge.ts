@@ -28,7 +28,7 @@ import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
 import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
 import { assertMayConsume, type AdmissionDeps } from './admission.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import type { DomainEvent } from './events.ts';
+import type { DomainEvent } from '../events/events.ts';
 
 /** A job on the ingestion queue: build one version of a document, or clean up after a deleted store. */
 export type IngestionMessage =

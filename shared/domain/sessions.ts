@@ -13,7 +13,7 @@ import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Sessi
 import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 

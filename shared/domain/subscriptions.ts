@@ -3,7 +3,7 @@ import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from 
 import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from '../ports.ts';
 import type { Subscription, SubscriptionStatus } from '../schemas/billing.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { initialPlanId, type PlanCatalog } from './plans.ts';
 import { bucketBounds } from './usage.ts';
 

@@ -1,7 +1,7 @@
 import type { RollupMessage, ScheduledQueue, UsageStore } from '../ports.ts';
 import { quotaMetrics, type QuotaMetric } from '../schemas/billing.ts';
 import type { Clock } from '../platform/clock.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { currentPeriod } from './subscriptions.ts';
 import { bucketOf } from './usage.ts';
 

@@ -34,7 +34,7 @@ import { assertMayConsume, currentPlan } from './admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';
 import { histories, queueTurn } from './turn-state.ts';

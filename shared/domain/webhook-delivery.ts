@@ -15,7 +15,7 @@ import type {
 import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import type { Clock } from '../platform/clock.ts';
-import type { DomainEvent } from './events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import { getWebhook } from './webhooks.ts';
 
 export interface DeliveryDeps {

@@ -26,7 +26,7 @@ import { WhatsappSendError, type WhatsappMessaging } from '../whatsapp/graph-cli
 import { isValidMetaSignature } from '../whatsapp/meta-signature.ts';
 import { splitForWhatsapp } from '../whatsapp/split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
-import { events } from './events.ts';
+import { events } from '../events/events.ts';
 import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { newMessageId, prepareTurn, runTurn, type TurnDeps } from './turn.ts';
 

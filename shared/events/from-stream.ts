@@ -1,5 +1,5 @@
 import { v5 as uuidv5 } from 'uuid';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from './events.ts';
 import type { Message } from '../schemas/session.ts';
 
 /** Namespace of the ids of events derived from message items: the same message always yields the same ids. */

@@ -1,5 +1,5 @@
 import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from '../schemas/campaigns.ts';
 import { callSlotPut, type CallSlotClaim } from './call-slots.ts';
@@ -7,7 +7,7 @@ import { conditionalWrite, sendTransaction, transactionCancellationCodes } from 
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
-import { outboxPut } from './outbox.ts';
+import { outboxPut } from '../events/outbox.ts';
 import { queryAll } from '../platform/store/query-all.ts';
 
 export interface StoredCampaign extends Campaign {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { DocumentErrorCode, DocumentFormat, KnowledgeDocument, KnowledgeStore } from '../schemas/knowledge.ts';
 import { conditionalWrite, isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';

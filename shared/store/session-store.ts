@@ -7,7 +7,7 @@ import {
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type {
   AnalysisJob,
   IdempotencyCompletion,
@@ -25,7 +25,7 @@ import { transactionCancellationCodes, type TransactItem } from '../platform/sto
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
-import { outboxPut, outboxRetentionSeconds } from './outbox.ts';
+import { outboxPut, outboxRetentionSeconds } from '../events/outbox.ts';
 import { queryAll } from '../platform/store/query-all.ts';
 import { tableDefinition, type IndexName } from '../platform/store/table.ts';
 import { toExecutableTool } from './tool-store.ts';

@@ -1,9 +1,9 @@
 import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type { StoredSubscription, SubscriptionStore } from '../ports.ts';
 import { transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { keys } from '../platform/store/keys.ts';
-import { outboxPut } from './outbox.ts';
+import { outboxPut } from '../events/outbox.ts';
 
 /** The organization's subscription: one item in its partition, changed with its event in one transaction. */
 export class DynamoSubscriptionStore implements SubscriptionStore {

@@ -1,11 +1,11 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from '../domain/usage.ts';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type { RollupState, UsageStore } from '../ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
 import { queryAll } from '../platform/store/query-all.ts';
-import { outboxPut } from './outbox.ts';
+import { outboxPut } from '../events/outbox.ts';
 import { keys } from '../platform/store/keys.ts';
 
 /**

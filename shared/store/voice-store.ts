@@ -1,5 +1,5 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, PhoneNumberTakenError } from '../platform/errors.ts';
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
@@ -8,7 +8,7 @@ import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellat
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
 import { queryAll } from '../platform/store/query-all.ts';
-import { outboxPut } from './outbox.ts';
+import { outboxPut } from '../events/outbox.ts';
 import { sessionCreationWrites } from './session-store.ts';
 
 const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'createdAt', 'updatedAt'];

@@ -1,5 +1,5 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
 import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from '../schemas/whatsapp.ts';

@@ -1,4 +1,4 @@
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from './events.ts';
 import { keys } from '../platform/store/keys.ts';
 
 /** Outbox events live a week in the partition of what they describe; the stream hands them on when written. */
