@@ -10,9 +10,9 @@ import type { ApiKey } from './identity/api-key-schemas.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
 import type { ExecutableTool, Tool } from './schemas/tool.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
-import type { SubscriptionStatus } from './schemas/billing.ts';
-import type { Granularity, MeteredRecord, UsageCounts } from './domain/usage.ts';
-import type { AnalyticsRecord, EndedSessionFacts } from './domain/analytics.ts';
+import type { SubscriptionStatus } from './billing/billing-schemas.ts';
+import type { Granularity, MeteredRecord, UsageCounts } from './billing/usage.ts';
+import type { AnalyticsRecord, EndedSessionFacts } from './billing/analytics.ts';
 import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './schemas/voice.ts';
 
 export interface Organization {

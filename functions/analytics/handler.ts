@@ -1,4 +1,4 @@
-import { analyticsCsv, analyticsOverview } from '../../shared/domain/analytics-report.ts';
+import { analyticsCsv, analyticsOverview } from '../../shared/billing/analytics-report.ts';
 import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { analyticsRoutes } from './routes.ts';

@@ -1,4 +1,4 @@
-import { agentAnalyticsParams, agentAnalyticsQuery, analyticsQuery, analyticsResponse } from '../../shared/schemas/analytics.ts';
+import { agentAnalyticsParams, agentAnalyticsQuery, analyticsQuery, analyticsResponse } from '../../shared/billing/analytics-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const analyticsRoutes = defineRouteGroup({

@@ -9,8 +9,8 @@
 import { parseArgs } from 'node:util';
 import { orgIdPattern } from '../../shared/identity/principal.ts';
 import { issueApiKey } from '../../shared/identity/api-keys.ts';
-import { changeSubscription } from '../../shared/domain/subscriptions.ts';
-import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/schemas/billing.ts';
+import { changeSubscription } from '../../shared/billing/subscriptions.ts';
+import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/billing/billing-schemas.ts';
 import { createApiKeyBody } from '../../shared/identity/api-key-schemas.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { dataDirectory, findRunningInstance, startLocalDatabase, useLocalDatabase, type LocalDatabase } from './environment.ts';

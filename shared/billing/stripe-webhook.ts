@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import { orgIdPattern } from '../identity/principal.ts';
 import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
-import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from '../domain/subscriptions.ts';
+import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
 import type { OrgStore } from '../ports.ts';
 import { stripeClient } from './stripe.ts';
 

@@ -1,6 +1,6 @@
 import type { Config } from '../platform/config.ts';
 import type { CallSlotClaim, DynamoCallSlots } from '../store/call-slots.ts';
-import { currentPlan, type AdmissionDeps } from './admission.ts';
+import { currentPlan, type AdmissionDeps } from '../billing/admission.ts';
 
 export interface CallSlotDeps extends AdmissionDeps {
   callSlots: DynamoCallSlots;

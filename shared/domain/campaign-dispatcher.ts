@@ -1,7 +1,7 @@
 import { logger } from '../platform/logger.ts';
 import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
 import { isDialBlocked } from '../store/contact-store.ts';
-import { assertMayConsume, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { callSlotClaim, freeCallSlots, releaseCallSlot } from './call-slots.ts';
 import { attemptSessionId } from './campaign-attempts.ts';
 import { isInsideWindow, nextWindowOpening } from './campaign-windows.ts';

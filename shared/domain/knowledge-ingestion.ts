@@ -7,9 +7,9 @@ import { vectorLimits } from '../knowledge/vector-store.ts';
 import { logger } from '../platform/logger.ts';
 import { maxDocumentFileBytes, maxDocumentTextBytes, maxPdfPages, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
 import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
-import { currentPlan } from './admission.ts';
+import { currentPlan } from '../billing/admission.ts';
 import { reindexStore } from './knowledge-reindex.ts';
-import { bucketOf } from './usage.ts';
+import { bucketOf } from '../billing/usage.ts';
 import { chunkKey, deleteVersionVectors, knowledgeStoreUpdated, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps, type UploadDeps } from './knowledge.ts';
 
 /** Texts embedded per call of `embedMany`, and calls in flight (the Bedrock provider embeds one text per call). */

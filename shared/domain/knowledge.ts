@@ -26,7 +26,7 @@ import type {
 } from '../schemas/knowledge.ts';
 import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
 import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
-import { assertMayConsume, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import type { DomainEvent } from '../events/events.ts';
 

@@ -1,4 +1,4 @@
-import { assertMayConsume, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import {
   AgentInactiveError,
   MessagesHistoryError,

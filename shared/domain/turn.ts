@@ -10,7 +10,7 @@ import type { ToolExecution } from '../tools/api-tool-executor.ts';
 import { fillPlaceholders } from '../tools/placeholders.ts';
 import { knowledgeContext } from '../knowledge/turn-context.ts';
 import { logger } from '../platform/logger.ts';
-import { assertMayConsume, type AdmissionDeps } from './admission.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../schemas/knowledge.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';

@@ -30,7 +30,7 @@ import {
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
 import type { TtsProvider } from '../telephony/voices.ts';
-import { assertMayConsume, currentPlan } from './admission.ts';
+import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';

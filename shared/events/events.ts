@@ -1,4 +1,4 @@
-import type { QuotaMetric } from '../schemas/billing.ts';
+import type { QuotaMetric } from '../billing/billing-schemas.ts';
 import type { Session } from '../schemas/session.ts';
 import { v7 as uuidv7 } from 'uuid';
 

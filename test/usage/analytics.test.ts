@@ -7,7 +7,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/analytics-aggregate/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { analyticsResponse, type AnalyticsResponse } from '../../shared/schemas/analytics.ts';
+import { analyticsResponse, type AnalyticsResponse } from '../../shared/billing/analytics-schemas.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 

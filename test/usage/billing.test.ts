@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventSchemas } from '../../shared/events/catalog.ts';
-import { listPlansResponse, subscriptionSchema } from '../../shared/schemas/billing.ts';
-import { usageResponse } from '../../shared/schemas/usage.ts';
+import { listPlansResponse, subscriptionSchema } from '../../shared/billing/billing-schemas.ts';
+import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketBounds, bucketOf, meteredRecordOf } from '../../shared/domain/usage.ts';
+import { bucketBounds, bucketOf, meteredRecordOf } from '../../shared/billing/usage.ts';
 import fc from 'fast-check';
 
 const pk = 'ORG#org-1#SES#5b8f0c52-2a4e-4a51-8d0a-3c1f6e9f2b11';

@@ -8,7 +8,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/usage-meter/handler.ts';
-import { usageResponse } from '../../shared/schemas/usage.ts';
+import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { percentiles, sketchBin } from '../../shared/domain/analytics.ts';
-import { addCounts } from '../../shared/domain/usage.ts';
+import { percentiles, sketchBin } from '../../shared/billing/analytics.ts';
+import { addCounts } from '../../shared/billing/usage.ts';
 
 /** The exact value at a quantile, with the rank the sketch uses: the first value whose cumulative count passes q × (n − 1). */
 function exact(values: number[], quantile: number): number {

@@ -4,9 +4,9 @@
  * many table writes it made. Settings come from the environment.
  */
 import { parseConfig } from '../../../shared/platform/config.ts';
-import { RateLimiter } from '../../../shared/domain/rate-limit.ts';
+import { RateLimiter } from '../../../shared/billing/rate-limit.ts';
 import { createDocumentClient } from '../../../shared/platform/store/dynamo.ts';
-import { DynamoRateLimitStore } from '../../../shared/store/rate-limit-store.ts';
+import { DynamoRateLimitStore } from '../../../shared/billing/rate-limit-store.ts';
 import type { RateLimitStore } from '../../../shared/ports.ts';
 
 const config = parseConfig();

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { UnknownPlanError } from '../platform/errors.ts';
-import { planSchema, type Plan } from '../schemas/billing.ts';
+import { planSchema, type Plan } from './billing-schemas.ts';
 
 /** The plans every deployment has unless PLANS replaces them (docs/usage-and-billing.md#plans). */
 export const defaultPlans: readonly Plan[] = [

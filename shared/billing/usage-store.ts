@@ -1,5 +1,5 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from '../domain/usage.ts';
+import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from './usage.ts';
 import type { DomainEvent } from '../events/events.ts';
 import type { RollupState, UsageStore } from '../ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
@@ -10,7 +10,7 @@ import { keys } from '../platform/store/keys.ts';
 
 /**
  * Usage counters (`ORG#<org>#USAGE`, one item per hour, day and month, changed only by `ADD`), counted exactly
- * once through each session's `#METER` marker (shared/store/exactly-once-counter.ts), the stock item (`STOCK`,
+ * once through each session's `#METER` marker (shared/billing/exactly-once-counter.ts), the stock item (`STOCK`,
  * written by the stores whose items it counts), and the roll-up item.
  */
 export class DynamoUsageStore implements UsageStore {

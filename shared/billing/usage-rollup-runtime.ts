@@ -1,7 +1,7 @@
-import type { RollupDeps } from './domain/usage-rollup.ts';
-import type { RollupMessage } from './ports.ts';
-import { scheduledQueueFrom } from './platform/queue/sqs-scheduled-queue.ts';
-import { runtime, type Runtime } from './runtime.ts';
+import type { RollupDeps } from './usage-rollup.ts';
+import type { RollupMessage } from '../ports.ts';
+import { scheduledQueueFrom } from '../platform/queue/sqs-scheduled-queue.ts';
+import { runtime, type Runtime } from '../runtime.ts';
 
 export type UsageRollupRuntime = Runtime & RollupDeps;
 

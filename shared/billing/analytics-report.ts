@@ -1,6 +1,6 @@
 import type { AnalyticsStore } from '../ports.ts';
-import type { AnalyticsQuery, AnalyticsResponse, AnalyticsSummary } from '../schemas/analytics.ts';
-import type { Counts } from '../store/exactly-once-counter.ts';
+import type { AnalyticsQuery, AnalyticsResponse, AnalyticsSummary } from './analytics-schemas.ts';
+import type { Counts } from './exactly-once-counter.ts';
 import { percentiles } from './analytics.ts';
 import type { Clock } from '../platform/clock.ts';
 import { assertOrdered, bucketsBetween } from './usage-report.ts';

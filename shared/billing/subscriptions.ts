@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from '../platform/errors.ts';
 import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from '../ports.ts';
-import type { Subscription, SubscriptionStatus } from '../schemas/billing.ts';
+import type { Subscription, SubscriptionStatus } from './billing-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { initialPlanId, type PlanCatalog } from './plans.ts';

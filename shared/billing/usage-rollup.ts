@@ -1,5 +1,5 @@
 import type { RollupMessage, ScheduledQueue, UsageStore } from '../ports.ts';
-import { quotaMetrics, type QuotaMetric } from '../schemas/billing.ts';
+import { quotaMetrics, type QuotaMetric } from './billing-schemas.ts';
 import type { Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { currentPeriod } from './subscriptions.ts';

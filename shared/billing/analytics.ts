@@ -4,7 +4,7 @@
  * reads those few items whatever the traffic (docs/analytics.md). Percentiles come from DDSketch bins, stored as
  * counters (`<metric>#<bin>`), so they merge across items by addition.
  */
-import type { Counts } from '../store/exactly-once-counter.ts';
+import type { Counts } from './exactly-once-counter.ts';
 
 /**
  * DDSketch's logarithmic mapping (Masson et al., VLDB 2019): a value v > 0 falls in bin ⌈log_γ v⌉ with
