@@ -7,7 +7,7 @@
  */
 import { useLocalDatabase } from '../infra/local/environment.ts';
 import { analysisRuntime } from '../shared/analysis-runtime.ts';
-import { createAgent } from '../shared/domain/agents.ts';
+import { createAgent } from '../shared/agents/agents.ts';
 import { handleAnalysisMessage, type AnalysisDeps } from '../shared/domain/analysis.ts';
 import { newId } from '../shared/platform/clock.ts';
 import { closeSession, createSession } from '../shared/domain/sessions.ts';

@@ -1,6 +1,6 @@
 import type { AnalysisDeps } from './domain/analysis.ts';
 import { builtinAnalysis } from './models/builtin-analysis.ts';
-import { createLanguageModel } from './models/providers.ts';
+import { createLanguageModel } from './agents/model-providers.ts';
 import { structuredAnalyzer } from './models/structured-analysis.ts';
 import type { Analyzer } from './ports.ts';
 import { runtime, type Runtime } from './runtime.ts';

@@ -9,8 +9,8 @@ import { LocalSnapshotFiles, S3Snapshots, type IndexSnapshots } from './knowledg
 import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
 import { builtinRerankerId } from './knowledge/reranker.ts';
 import { logger } from './platform/logger.ts';
-import type { ModelCatalog } from './models/catalog.ts';
-import { createEmbeddingModel, createRerankingModel } from './models/providers.ts';
+import type { ModelCatalog } from './agents/model-catalog.ts';
+import { createEmbeddingModel, createRerankingModel } from './agents/model-providers.ts';
 import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
 import type { VectorStore } from './knowledge/vector-store.ts';
 import { createSqsClient, sendQueueMessages } from './platform/queue/sqs-sender.ts';

@@ -5,10 +5,10 @@
 import type { DomainEvent } from './events/events.ts';
 import type { Transcript } from './domain/transcript.ts';
 import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
-import type { Agent } from './schemas/agent.ts';
+import type { Agent } from './agents/agent-schemas.ts';
 import type { ApiKey } from './identity/api-key-schemas.ts';
 import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
-import type { ExecutableTool, Tool } from './schemas/tool.ts';
+import type { ExecutableTool, Tool } from './agents/tool-schemas.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 import type { SubscriptionStatus } from './billing/billing-schemas.ts';
 import type { Granularity, MeteredRecord, UsageCounts } from './billing/usage.ts';

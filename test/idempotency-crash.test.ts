@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { IdempotencyInProgressError } from '../shared/platform/errors.ts';
-import { DynamoAgentStore } from '../shared/store/agent-store.ts';
+import { DynamoAgentStore } from '../shared/agents/agent-store.ts';
 import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
 import { DynamoIdempotencyStore } from '../shared/platform/store/idempotency-store.ts';
 import { startApi, type TestApi } from './support/api.ts';

@@ -1,4 +1,4 @@
-import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/domain/agents.ts';
+import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { agentRoutes } from './routes.ts';

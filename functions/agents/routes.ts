@@ -1,4 +1,4 @@
-import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/schemas/agent.ts';
+import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 

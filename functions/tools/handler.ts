@@ -1,4 +1,4 @@
-import { createTool, deleteTool, getTool, listTools, updateTool } from '../../shared/domain/tools.ts';
+import { createTool, deleteTool, getTool, listTools, updateTool } from '../../shared/agents/tools.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { toolRoutes } from './routes.ts';

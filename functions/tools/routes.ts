@@ -1,5 +1,5 @@
 import { idParams } from '../../shared/platform/schemas/common.ts';
-import { createToolBody, deleteToolQuery, listToolsQuery, toolPage, toolSchema, updateToolBody } from '../../shared/schemas/tool.ts';
+import { createToolBody, deleteToolQuery, listToolsQuery, toolPage, toolSchema, updateToolBody } from '../../shared/agents/tool-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const toolRoutes = defineRouteGroup({

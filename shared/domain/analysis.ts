@@ -1,11 +1,11 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Config } from '../platform/config.ts';
 import { InvalidSessionError } from '../platform/errors.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelCatalog } from '../agents/model-catalog.ts';
 import type { AgentStore, AnalysisJob, AnalysisQueue, AnalysisQueueMessage, Analyzer, SealResponse, SessionStore, StoredSession } from '../ports.ts';
-import type { Agent } from '../schemas/agent.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig, AnalysisResult } from '../schemas/analysis.ts';
-import type { Model } from '../schemas/model.ts';
+import type { Model } from '../agents/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { getSession, type SessionDeps } from './sessions.ts';

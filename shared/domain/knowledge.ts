@@ -6,7 +6,7 @@ import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../k
 import { uploadKey, type DocumentUploads } from '../knowledge/document-uploads.ts';
 import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
 import { logger } from '../platform/logger.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelCatalog } from '../agents/model-catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
 import type { PortRanges } from '../platform/net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';

@@ -7,7 +7,7 @@ import {
   SessionExpiredError,
   SessionNotFoundError,
 } from '../platform/errors.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelCatalog } from '../agents/model-catalog.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
 import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';

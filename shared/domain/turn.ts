@@ -1,13 +1,13 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
-import type { Agent } from '../schemas/agent.ts';
-import type { Model } from '../schemas/model.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
+import type { Model } from '../agents/model-schemas.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
-import { endConversationTool, type ExecutableTool, type Tool } from '../schemas/tool.ts';
+import { endConversationTool, type ExecutableTool, type Tool } from '../agents/tool-schemas.ts';
 import type { IdempotencyCompletion, StoredSession, ToolStore, TurnContext } from '../ports.ts';
-import type { ToolExecution } from '../tools/api-tool-executor.ts';
-import { fillPlaceholders } from '../tools/placeholders.ts';
+import type { ToolExecution } from '../agents/api-tool-executor.ts';
+import { fillPlaceholders } from '../agents/placeholders.ts';
 import { knowledgeContext } from '../knowledge/turn-context.ts';
 import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';

@@ -15,7 +15,7 @@ import {
 } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
-import type { Agent } from '../schemas/agent.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
 import type { EndedReason } from '../schemas/session.ts';
 import {
   twilioCallStatuses,
@@ -29,7 +29,7 @@ import {
 } from '../schemas/voice.ts';
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
-import type { TtsProvider } from '../telephony/voices.ts';
+import type { TtsProvider } from '../agents/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';

@@ -20,7 +20,7 @@ import type {
 } from '../ports.ts';
 import type { AnalysisResult } from '../schemas/analysis.ts';
 import type { Message, Session } from '../schemas/session.ts';
-import { toAgent } from './agent-store.ts';
+import { toAgent } from '../agents/agent-store.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
@@ -28,7 +28,7 @@ import { keys } from '../platform/store/keys.ts';
 import { outboxPut, outboxRetentionSeconds } from '../events/outbox.ts';
 import { queryAll } from '../platform/store/query-all.ts';
 import { tableDefinition, type IndexName } from '../platform/store/table.ts';
-import { toExecutableTool } from './tool-store.ts';
+import { toExecutableTool } from '../agents/tool-store.ts';
 
 
 const sessionFieldOrder = [

@@ -3,7 +3,7 @@ import * as http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../infra/local/free-port.ts';
 import type { EgressPolicy } from '../../shared/platform/net/egress-guard.ts';
-import { executeApiTool, type ApiToolDefinition, type ToolExecution } from '../../shared/tools/api-tool-executor.ts';
+import { executeApiTool, type ApiToolDefinition, type ToolExecution } from '../../shared/agents/api-tool-executor.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 // Only loopback may ever be connected to: see test/support/http-tripwire.ts.

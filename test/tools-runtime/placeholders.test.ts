@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeUrlValue, fillPlaceholders, placeholderNames, sanitizeHeaderValue } from '../../shared/tools/placeholders.ts';
+import { encodeUrlValue, fillPlaceholders, placeholderNames, sanitizeHeaderValue } from '../../shared/agents/placeholders.ts';
 
 const identity = (value: string): string => value;
 const wellFormed = (value: string): string => value.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');

@@ -1,11 +1,11 @@
 import * as z from 'zod';
 import { scopes } from '../../identity/scopes.ts';
-import { agentSchema } from '../../schemas/agent.ts';
+import { agentSchema } from '../../agents/agent-schemas.ts';
 import { analysisResultSchema } from '../../schemas/analysis.ts';
 import { apiKeySchema } from '../../identity/api-key-schemas.ts';
-import { modelSchema } from '../../schemas/model.ts';
+import { modelSchema } from '../../agents/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../../schemas/session.ts';
-import { toolSchema } from '../../schemas/tool.ts';
+import { toolSchema } from '../../agents/tool-schemas.ts';
 import { webhookDeliverySchema, webhookEndpointSchema } from '../../schemas/webhook.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';
 import type { RouteDefinition, RouteGroup } from './route.ts';

@@ -5,8 +5,8 @@ import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from 
 import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
 import type { AgentStore, SealResponse, ToolStore } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
-import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from '../schemas/tool.ts';
-import { placeholderPattern } from '../tools/placeholders.ts';
+import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from './tool-schemas.ts';
+import { placeholderPattern } from './placeholders.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 
 export interface ToolDeps {

@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from 'uuid';
 import type { Config } from '../platform/config.ts';
-import type { Model, ModelProvider, ModelType } from '../schemas/model.ts';
+import type { Model, ModelProvider, ModelType } from './model-schemas.ts';
 
 /** Fixed namespace: a model's id is a UUIDv5 of `provider/type/name`, the same on every deployment. */
 const modelNamespace = '6f1c9b1e-3a0d-5b8e-9c4f-2d7e8a1b0c3d';

@@ -4,7 +4,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../platform/errors.ts';
 import type { AgentStore, IdempotencyCompletion } from '../ports.ts';
-import type { Agent } from '../schemas/agent.ts';
+import type { Agent } from './agent-schemas.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';

@@ -50,7 +50,7 @@ import type {
   LanguageModelV4ToolResultPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
-import { endConversationTool } from '../schemas/tool.ts';
+import { endConversationTool } from './tool-schemas.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { analysisConfigSchema, type AnalysisConfig } from './analysis.ts';
-import { ttsProviders } from '../telephony/voices.ts';
+import { analysisConfigSchema, type AnalysisConfig } from '../schemas/analysis.ts';
+import { ttsProviders } from './voices.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxToolsPerAgent = 32;

@@ -1,7 +1,7 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ToolNameTakenError } from '../platform/errors.ts';
 import type { IdempotencyCompletion, SecretCipher, SecretContext, ToolStore } from '../ports.ts';
-import type { ExecutableTool, Tool } from '../schemas/tool.ts';
+import type { ExecutableTool, Tool } from './tool-schemas.ts';
 import { transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';

@@ -26,7 +26,7 @@ import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
-import type { Model } from '../schemas/model.ts';
+import type { Model } from './model-schemas.ts';
 import { builtinEmbeddingModel } from '../knowledge/builtin-embedder.ts';
 import { builtinRerankingModel } from '../knowledge/reranker.ts';
 import { builtinModelName, createBuiltinModel } from './builtin-model.ts';

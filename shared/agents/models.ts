@@ -1,6 +1,6 @@
-import type { ModelCatalog } from '../models/catalog.ts';
+import type { ModelCatalog } from './model-catalog.ts';
 import { paginate, type Page } from '../platform/schemas/common.ts';
-import type { Model, ModelProvider, ModelType } from '../schemas/model.ts';
+import type { Model, ModelProvider, ModelType } from './model-schemas.ts';
 
 export function listModels(
   catalog: ModelCatalog,

@@ -1,14 +1,14 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
-import { voiceCatalog } from '../telephony/voices.ts';
-import type { ModelCatalog } from '../models/catalog.ts';
+import { voiceCatalog } from './voices.ts';
+import type { ModelCatalog } from './model-catalog.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { analysisConfigProblems } from '../schemas/analysis.ts';
-import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from '../schemas/agent.ts';
+import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
-import type { ModelType } from '../schemas/model.ts';
+import type { ModelType } from './model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../store/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { assertKnowledgeStoreExists } from './knowledge.ts';
+import { assertKnowledgeStoreExists } from '../domain/knowledge.ts';
 
 export interface AgentDeps {
   agents: AgentStore;
