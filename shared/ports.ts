@@ -3,11 +3,11 @@
  * interfaces keep domain code free of SDK details and make the dependencies of each use case explicit.
  */
 import type { DomainEvent } from './events/events.ts';
-import type { Transcript } from './domain/transcript.ts';
+import type { Transcript } from './conversations/transcript.ts';
 import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
 import type { Agent } from './agents/agent-schemas.ts';
 import type { ApiKey } from './identity/api-key-schemas.ts';
-import type { EndedReason, Message, Session, SessionState } from './schemas/session.ts';
+import type { EndedReason, Message, Session, SessionState } from './conversations/session-schemas.ts';
 import type { ExecutableTool, Tool } from './agents/tool-schemas.ts';
 import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 import type { SubscriptionStatus } from './billing/billing-schemas.ts';

@@ -17,7 +17,7 @@ import { DynamoEventLogStore } from './events/event-log-store.ts';
 import { DynamoIdempotencyStore } from './platform/store/idempotency-store.ts';
 import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
 import { DynamoOrgStore } from './identity/org-store.ts';
-import { DynamoSessionStore } from './store/session-store.ts';
+import { DynamoSessionStore } from './conversations/session-store.ts';
 import { DynamoSubscriptionStore } from './billing/subscription-store.ts';
 import { DynamoRateLimitStore } from './billing/rate-limit-store.ts';
 import { DynamoToolStore } from './agents/tool-store.ts';

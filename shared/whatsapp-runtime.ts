@@ -1,4 +1,4 @@
-import { conversationRuntime, type ConversationRuntime } from './conversation-runtime.ts';
+import { conversationRuntime, type ConversationRuntime } from './conversations/conversation-runtime.ts';
 import type { WhatsappConversationDeps, WhatsappWebhookDeps } from './domain/whatsapp.ts';
 import { runtime, type Runtime } from './runtime.ts';
 import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';

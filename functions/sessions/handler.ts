@@ -1,5 +1,5 @@
 import { requestAnalysisRerun } from '../../shared/domain/analysis.ts';
-import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/domain/sessions.ts';
+import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/conversations/sessions.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { sessionRoutes } from './routes.ts';

@@ -7,7 +7,7 @@ import {
   messagePage,
   sessionPage,
   sessionSchema,
-} from '../../shared/schemas/session.ts';
+} from '../../shared/conversations/session-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const sessionRoutes = defineRouteGroup({

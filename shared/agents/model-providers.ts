@@ -1,6 +1,6 @@
 /**
  * One interface for every LLM in the catalog: a catalog `Model` becomes an AI SDK `LanguageModelV4`, whose
- * `doStream` the turn engine (shared/domain/turn.ts) drives the same way whatever the provider. Embedding and
+ * `doStream` the turn engine (shared/conversations/turn.ts) drives the same way whatever the provider. Embedding and
  * rerank models of knowledge stores come from the same provider instances (`createEmbeddingModel`,
  * `createRerankingModel`).
  *

@@ -4,7 +4,7 @@ import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-/** The model-visible name of the built-in tool that lets an agent end the conversation (shared/domain/turn.ts). */
+/** The model-visible name of the built-in tool that lets an agent end the conversation (shared/conversations/turn.ts). */
 export const endConversationTool = 'end_conversation';
 
 /** Names of the platform's built-in tools, which customer tools cannot shadow. */

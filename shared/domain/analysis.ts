@@ -8,8 +8,8 @@ import type { AnalysisConfig, AnalysisResult } from '../schemas/analysis.ts';
 import type { Model } from '../agents/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
-import { getSession, type SessionDeps } from './sessions.ts';
-import { boundedTranscript } from './transcript.ts';
+import { getSession, type SessionDeps } from '../conversations/sessions.ts';
+import { boundedTranscript } from '../conversations/transcript.ts';
 
 /**
  * Post-session analysis (docs/analysis.md). Ending a session writes an analysis job with it; the job reaches the

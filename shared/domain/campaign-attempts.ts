@@ -1,7 +1,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import { logger } from '../platform/logger.ts';
 import type { AttemptOutcome, CampaignContactState } from '../schemas/campaigns.ts';
-import type { EndedReason, Session } from '../schemas/session.ts';
+import type { EndedReason, Session } from '../conversations/session-schemas.ts';
 import type { DynamoCampaignStore, StoredCampaign } from '../store/campaign-store.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import type { Clock } from '../platform/clock.ts';

@@ -16,7 +16,7 @@ import {
 import { logger } from '../platform/logger.ts';
 import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
-import type { EndedReason } from '../schemas/session.ts';
+import type { EndedReason } from '../conversations/session-schemas.ts';
 import {
   twilioCallStatuses,
   type CreatePhoneNumberInput,
@@ -35,9 +35,9 @@ import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.t
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
-import { endSession, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
-import { prepareTurn, runTurn, type TurnDeps } from './turn.ts';
-import { histories, queueTurn } from './turn-state.ts';
+import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
+import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
+import { histories, queueTurn } from '../conversations/turn-state.ts';
 
 export interface VoiceDeps extends SessionDeps, CampaignSettleDeps, CallSlotDeps {
   voice: VoiceStore;

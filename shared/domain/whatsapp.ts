@@ -4,7 +4,7 @@ import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, Validat
 import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../ports.ts';
 import type { Page } from '../platform/schemas/common.ts';
-import type { Message } from '../schemas/session.ts';
+import type { Message } from '../conversations/session-schemas.ts';
 import {
   defaultUnsupportedReply,
   deliveryStatuses,
@@ -27,8 +27,8 @@ import { isValidMetaSignature } from '../whatsapp/meta-signature.ts';
 import { splitForWhatsapp } from '../whatsapp/split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
-import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
-import { newMessageId, prepareTurn, runTurn, type TurnDeps } from './turn.ts';
+import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
+import { newMessageId, prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 
 export interface WhatsappDeps extends SessionDeps {
   whatsapp: WhatsappStore;

@@ -1,5 +1,5 @@
 import type { QuotaMetric } from '../billing/billing-schemas.ts';
-import type { Session } from '../schemas/session.ts';
+import type { Session } from '../conversations/session-schemas.ts';
 import { v7 as uuidv7 } from 'uuid';
 
 /**

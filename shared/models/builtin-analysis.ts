@@ -1,7 +1,7 @@
 import type { AnalysisInput, AnalysisOutput } from '../ports.ts';
 import { otherIntent, type AnalysisResult, type ExtractedValue, type ExtractionField } from '../schemas/analysis.ts';
-import type { EndedReason } from '../schemas/session.ts';
-import type { TranscriptLine } from '../domain/transcript.ts';
+import type { EndedReason } from '../conversations/session-schemas.ts';
+import type { TranscriptLine } from '../conversations/transcript.ts';
 
 /**
  * The built-in model's analysis: deterministic rules over the transcript, no network, so that tests and local

@@ -1,6 +1,6 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, NoObjectGeneratedError, Output, type ModelMessage } from 'ai';
-import { renderTranscript } from '../domain/transcript.ts';
+import { renderTranscript } from '../conversations/transcript.ts';
 import type { AnalysisInput, AnalysisOutput, Analyzer } from '../ports.ts';
 import { analysisOutputSchema, otherIntent, type AnalysisConfig } from '../schemas/analysis.ts';
 

@@ -9,7 +9,7 @@ import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
 import { queryAll } from '../platform/store/query-all.ts';
 import { outboxPut } from '../events/outbox.ts';
-import { sessionCreationWrites } from './session-store.ts';
+import { sessionCreationWrites } from '../conversations/session-store.ts';
 
 const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'createdAt', 'updatedAt'];
 

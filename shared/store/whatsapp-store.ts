@@ -8,7 +8,7 @@ import { conditionalWrite, putIfUnchanged } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
 import { queryAll } from '../platform/store/query-all.ts';
-import { sessionCreationWrites } from './session-store.ts';
+import { sessionCreationWrites } from '../conversations/session-store.ts';
 
 const numberFieldOrder = ['id', 'phoneNumberId', 'displayPhoneNumber', 'agentId', 'label', 'unsupportedMessageReply', 'createdAt', 'updatedAt'];
 

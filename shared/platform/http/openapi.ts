@@ -4,7 +4,7 @@ import { agentSchema } from '../../agents/agent-schemas.ts';
 import { analysisResultSchema } from '../../schemas/analysis.ts';
 import { apiKeySchema } from '../../identity/api-key-schemas.ts';
 import { modelSchema } from '../../agents/model-schemas.ts';
-import { messageSchema, sessionSchema } from '../../schemas/session.ts';
+import { messageSchema, sessionSchema } from '../../conversations/session-schemas.ts';
 import { toolSchema } from '../../agents/tool-schemas.ts';
 import { webhookDeliverySchema, webhookEndpointSchema } from '../../schemas/webhook.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';

@@ -19,7 +19,7 @@ import type {
   TurnContext,
 } from '../ports.ts';
 import type { AnalysisResult } from '../schemas/analysis.ts';
-import type { Message, Session } from '../schemas/session.ts';
+import type { Message, Session } from './session-schemas.ts';
 import { toAgent } from '../agents/agent-store.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

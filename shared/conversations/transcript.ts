@@ -1,4 +1,4 @@
-import type { Message } from '../schemas/session.ts';
+import type { Message } from './session-schemas.ts';
 
 /**
  * The conversation as an analysis sees it: one line per message, bounded by a token budget so that a long

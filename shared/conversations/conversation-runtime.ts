@@ -1,16 +1,16 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import type { Config } from './platform/config.ts';
-import { retrieve } from './domain/knowledge.ts';
-import { knowledgeRuntime } from './knowledge-runtime.ts';
-import { createLanguageModel } from './agents/model-providers.ts';
-import type { RetrievedChunk } from './schemas/knowledge.ts';
-import { egressPolicyFromConfig } from './platform/net/egress-guard.ts';
-import { runtime, type Runtime } from './runtime.ts';
-import type { Model } from './agents/model-schemas.ts';
-import type { ToolCallContext } from './domain/turn.ts';
-import type { ExecutableTool } from './agents/tool-schemas.ts';
-import { executeApiTool, type ToolExecution } from './agents/api-tool-executor.ts';
-import { executeFunctionTool } from './agents/function-tool-executor.ts';
+import type { Config } from '../platform/config.ts';
+import { retrieve } from '../domain/knowledge.ts';
+import { knowledgeRuntime } from '../knowledge-runtime.ts';
+import { createLanguageModel } from '../agents/model-providers.ts';
+import type { RetrievedChunk } from '../schemas/knowledge.ts';
+import { egressPolicyFromConfig } from '../platform/net/egress-guard.ts';
+import { runtime, type Runtime } from '../runtime.ts';
+import type { Model } from '../agents/model-schemas.ts';
+import type { ToolCallContext } from './turn.ts';
+import type { ExecutableTool } from '../agents/tool-schemas.ts';
+import { executeApiTool, type ToolExecution } from '../agents/api-tool-executor.ts';
+import { executeFunctionTool } from '../agents/function-tool-executor.ts';
 
 /**
  * The runtime plus what a conversation turn needs: model providers and tool execution. Only the functions that

@@ -3,7 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { Model } from '../agents/model-schemas.ts';
-import type { Message, SendMessageInput, ToolCallRecord } from '../schemas/session.ts';
+import type { Message, SendMessageInput, ToolCallRecord } from './session-schemas.ts';
 import { endConversationTool, type ExecutableTool, type Tool } from '../agents/tool-schemas.ts';
 import type { IdempotencyCompletion, StoredSession, ToolStore, TurnContext } from '../ports.ts';
 import type { ToolExecution } from '../agents/api-tool-executor.ts';

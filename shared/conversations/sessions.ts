@@ -9,7 +9,7 @@ import {
 } from '../platform/errors.ts';
 import type { ModelCatalog } from '../agents/model-catalog.ts';
 import type { Page } from '../platform/schemas/common.ts';
-import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from '../schemas/session.ts';
+import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from './session-schemas.ts';
 import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';

@@ -1,4 +1,4 @@
-import type { Message } from '../schemas/session.ts';
+import type { Message } from './session-schemas.ts';
 
 /**
  * Per-process state that makes turns fast without making them less exact: a queue per session (turns of one
