@@ -4,7 +4,7 @@
  */
 import type { DomainEvent } from './events/events.ts';
 import type { Transcript } from './conversations/transcript.ts';
-import type { AnalysisConfig, AnalysisResult } from './schemas/analysis.ts';
+import type { AnalysisConfig, AnalysisResult } from './analysis/analysis-schemas.ts';
 import type { Agent } from './agents/agent-schemas.ts';
 import type { ApiKey } from './identity/api-key-schemas.ts';
 import type { EndedReason, Message, Session, SessionState } from './conversations/session-schemas.ts';

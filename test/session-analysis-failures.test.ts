@@ -132,8 +132,8 @@ describe('analysis by a provider model', () => {
     await eventually(() => requestsFor(marker).length, (count) => count > 0);
     // What the queue hands over at 90% of the deadline, handed over now: the run is still waiting for the model.
     const [{ analysisRuntime }, { handleAnalysisMessage }, { QueryCommand }] = await Promise.all([
-      import('../shared/analysis-runtime.ts'),
-      import('../shared/domain/analysis.ts'),
+      import('../shared/analysis/analysis-runtime.ts'),
+      import('../shared/analysis/analysis.ts'),
       import('@aws-sdk/lib-dynamodb'),
     ]);
     const deps = analysisRuntime();

@@ -2,7 +2,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { parseConfig } from '../../shared/platform/config.ts';
-import { dispatchAnalysisJobs } from '../../shared/domain/analysis.ts';
+import { dispatchAnalysisJobs } from '../../shared/analysis/analysis.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/ports.ts';
 import { scheduledQueueFrom } from '../../shared/platform/queue/sqs-scheduled-queue.ts';

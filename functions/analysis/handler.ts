@@ -1,7 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { analysisRuntime } from '../../shared/analysis-runtime.ts';
-import { handleAnalysisMessage } from '../../shared/domain/analysis.ts';
+import { analysisRuntime } from '../../shared/analysis/analysis-runtime.ts';
+import { handleAnalysisMessage } from '../../shared/analysis/analysis.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import type { AnalysisQueueMessage } from '../../shared/ports.ts';

@@ -1,4 +1,4 @@
-import { requestAnalysisRerun } from '../../shared/domain/analysis.ts';
+import { requestAnalysisRerun } from '../../shared/analysis/analysis.ts';
 import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/conversations/sessions.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';

@@ -2,7 +2,7 @@ import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, Validat
 import { voiceCatalog } from './voices.ts';
 import type { ModelCatalog } from './model-catalog.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
-import { analysisConfigProblems } from '../schemas/analysis.ts';
+import { analysisConfigProblems } from '../analysis/analysis-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { ModelType } from './model-schemas.ts';

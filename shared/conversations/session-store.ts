@@ -18,7 +18,7 @@ import type {
   StoredSession,
   TurnContext,
 } from '../ports.ts';
-import type { AnalysisResult } from '../schemas/analysis.ts';
+import type { AnalysisResult } from '../analysis/analysis-schemas.ts';
 import type { Message, Session } from './session-schemas.ts';
 import { toAgent } from '../agents/agent-store.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';

@@ -161,7 +161,7 @@ export async function endSession(
 ): Promise<StoredSession | undefined> {
   const ended: StoredSession = { ...session, state, endedAt, endedReason: reason, updatedAt: deps.clock.now().toISOString() };
   delete ended.activeUntil;
-  // The analysis job is written with the end; its result goes out as `session.ended` (shared/domain/analysis.ts).
+  // The analysis job is written with the end; its result goes out as `session.ended` (shared/analysis/analysis.ts).
   const job = { jobId: uuidv7(), orgId: session.orgId, sessionId: session.id, purpose: 'initial' as const, deadlineFrom: ended.updatedAt };
   return (await deps.sessions.end(session, ended, events.sessionLeftOpen(ended), job, options)) ? ended : undefined;
 }

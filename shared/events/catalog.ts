@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { analysisResultSchema } from '../schemas/analysis.ts';
+import { analysisResultSchema } from '../analysis/analysis-schemas.ts';
 import { campaignProgress, campaignStatuses } from '../schemas/campaigns.ts';
 
 /**

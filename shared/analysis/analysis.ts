@@ -4,7 +4,7 @@ import { InvalidSessionError } from '../platform/errors.ts';
 import type { ModelCatalog } from '../agents/model-catalog.ts';
 import type { AgentStore, AnalysisJob, AnalysisQueue, AnalysisQueueMessage, Analyzer, SealResponse, SessionStore, StoredSession } from '../ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
-import type { AnalysisConfig, AnalysisResult } from '../schemas/analysis.ts';
+import type { AnalysisConfig, AnalysisResult } from './analysis-schemas.ts';
 import type { Model } from '../agents/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';

@@ -1,9 +1,9 @@
-import type { AnalysisDeps } from './domain/analysis.ts';
-import { builtinAnalysis } from './models/builtin-analysis.ts';
-import { createLanguageModel } from './agents/model-providers.ts';
-import { structuredAnalyzer } from './models/structured-analysis.ts';
-import type { Analyzer } from './ports.ts';
-import { runtime, type Runtime } from './runtime.ts';
+import type { AnalysisDeps } from './analysis.ts';
+import { builtinAnalysis } from './builtin-analysis.ts';
+import { createLanguageModel } from '../agents/model-providers.ts';
+import { structuredAnalyzer } from './structured-analysis.ts';
+import type { Analyzer } from '../ports.ts';
+import { runtime, type Runtime } from '../runtime.ts';
 
 /**
  * The runtime plus the analyzers of post-session analysis (the built-in rules, or a provider model through the AI
