@@ -15,7 +15,7 @@ import { DynamoApiKeyStore } from './identity/api-key-store.ts';
 import { createDocumentClient } from './platform/store/dynamo.ts';
 import { DynamoEventLogStore } from './events/event-log-store.ts';
 import { DynamoIdempotencyStore } from './platform/store/idempotency-store.ts';
-import { DynamoKnowledgeStore } from './store/knowledge-store.ts';
+import { DynamoKnowledgeStore } from './knowledge/knowledge-store.ts';
 import { DynamoOrgStore } from './identity/org-store.ts';
 import { DynamoSessionStore } from './conversations/session-store.ts';
 import { DynamoSubscriptionStore } from './billing/subscription-store.ts';

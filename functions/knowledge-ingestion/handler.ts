@@ -1,8 +1,8 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.ts';
-import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
-import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
+import { handleIngestionMessage } from '../../shared/knowledge/knowledge-ingestion.ts';
+import type { IngestionMessage } from '../../shared/knowledge/knowledge.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge/knowledge-uploads-runtime.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 

@@ -1,5 +1,5 @@
-import { sweepOverdueDocuments } from '../../shared/domain/knowledge.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { sweepOverdueDocuments } from '../../shared/knowledge/knowledge.ts';
+import { knowledgeRuntime } from '../../shared/knowledge/knowledge-runtime.ts';
 import { logger } from '../../shared/platform/logger.ts';
 
 /** Invoked by an EventBridge schedule (every 5 minutes): fails documents PROCESSING past their deadline with TIMEOUT. */

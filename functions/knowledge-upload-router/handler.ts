@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { parseUploadKey } from '../../shared/knowledge/document-uploads.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
+import { knowledgeRuntime } from '../../shared/knowledge/knowledge-runtime.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 

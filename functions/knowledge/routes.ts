@@ -13,7 +13,7 @@ import {
   queryKnowledgeBody,
   queryKnowledgeResponse,
   updateKnowledgeStoreBody,
-} from '../../shared/schemas/knowledge.ts';
+} from '../../shared/knowledge/knowledge-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { knowledgeIngestionQueue } from '../consumers.ts';
 

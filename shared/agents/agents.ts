@@ -6,9 +6,9 @@ import { analysisConfigProblems } from '../analysis/analysis-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { ModelType } from './model-schemas.ts';
-import type { DynamoKnowledgeStore } from '../store/knowledge-store.ts';
+import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { assertKnowledgeStoreExists } from '../domain/knowledge.ts';
+import { assertKnowledgeStoreExists } from '../knowledge/knowledge.ts';
 
 export interface AgentDeps {
   agents: AgentStore;

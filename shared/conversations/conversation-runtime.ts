@@ -1,9 +1,9 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { Config } from '../platform/config.ts';
-import { retrieve } from '../domain/knowledge.ts';
-import { knowledgeRuntime } from '../knowledge-runtime.ts';
+import { retrieve } from '../knowledge/knowledge.ts';
+import { knowledgeRuntime } from '../knowledge/knowledge-runtime.ts';
 import { createLanguageModel } from '../agents/model-providers.ts';
-import type { RetrievedChunk } from '../schemas/knowledge.ts';
+import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { egressPolicyFromConfig } from '../platform/net/egress-guard.ts';
 import { runtime, type Runtime } from '../runtime.ts';
 import type { Model } from '../agents/model-schemas.ts';

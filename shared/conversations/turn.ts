@@ -11,7 +11,7 @@ import { fillPlaceholders } from '../agents/placeholders.ts';
 import { knowledgeContext } from '../knowledge/turn-context.ts';
 import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
-import type { RetrievedChunk } from '../schemas/knowledge.ts';
+import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 

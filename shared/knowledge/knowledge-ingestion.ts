@@ -1,12 +1,12 @@
 import { embedMany } from 'ai';
-import { chunkPages, chunkText, indexedText, type TextChunk } from '../knowledge/chunker.ts';
-import { htmlToMarkdown } from '../knowledge/html-to-markdown.ts';
-import { PdfLimitError, pdfPageTexts } from '../knowledge/pdf-text.ts';
+import { chunkPages, chunkText, indexedText, type TextChunk } from './chunker.ts';
+import { htmlToMarkdown } from './html-to-markdown.ts';
+import { PdfLimitError, pdfPageTexts } from './pdf-text.ts';
 import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../platform/net/egress-guard.ts';
-import { vectorLimits } from '../knowledge/vector-store.ts';
+import { vectorLimits } from './vector-store.ts';
 import { logger } from '../platform/logger.ts';
-import { maxDocumentFileBytes, maxDocumentTextBytes, maxPdfPages, type DocumentErrorCode, type DocumentFormat } from '../schemas/knowledge.ts';
-import type { StoredDocument, StoredKnowledgeStore } from '../store/knowledge-store.ts';
+import { maxDocumentFileBytes, maxDocumentTextBytes, maxPdfPages, type DocumentErrorCode, type DocumentFormat } from './knowledge-schemas.ts';
+import type { StoredDocument, StoredKnowledgeStore } from './knowledge-store.ts';
 import { currentPlan } from '../billing/admission.ts';
 import { reindexStore } from './knowledge-reindex.ts';
 import { bucketOf } from '../billing/usage.ts';

@@ -1,20 +1,20 @@
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { S3VectorsClient } from '@aws-sdk/client-s3vectors';
-import type { Config } from './platform/config.ts';
-import type { IngestionMessage, KnowledgeDeps } from './domain/knowledge.ts';
+import type { Config } from '../platform/config.ts';
+import type { IngestionMessage, KnowledgeDeps } from './knowledge.ts';
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
-import { withDimensions, type Embedder } from './knowledge/embedders.ts';
-import { LocalSnapshotFiles, S3Snapshots, type IndexSnapshots } from './knowledge/index-snapshots.ts';
-import { LocalFlatVectorStore } from './knowledge/local-flat-index.ts';
-import { builtinRerankerId } from './knowledge/reranker.ts';
-import { logger } from './platform/logger.ts';
-import type { ModelCatalog } from './agents/model-catalog.ts';
-import { createEmbeddingModel, createRerankingModel } from './agents/model-providers.ts';
-import { S3VectorsStore } from './knowledge/s3-vectors-store.ts';
-import type { VectorStore } from './knowledge/vector-store.ts';
-import { createSqsClient, sendQueueMessages } from './platform/queue/sqs-sender.ts';
-import { runtime, type Runtime } from './runtime.ts';
+import { withDimensions, type Embedder } from './embedders.ts';
+import { LocalSnapshotFiles, S3Snapshots, type IndexSnapshots } from './index-snapshots.ts';
+import { LocalFlatVectorStore } from './local-flat-index.ts';
+import { builtinRerankerId } from './reranker.ts';
+import { logger } from '../platform/logger.ts';
+import type { ModelCatalog } from '../agents/model-catalog.ts';
+import { createEmbeddingModel, createRerankingModel } from '../agents/model-providers.ts';
+import { S3VectorsStore } from './s3-vectors-store.ts';
+import type { VectorStore } from './vector-store.ts';
+import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
+import { runtime, type Runtime } from '../runtime.ts';
 
 export type KnowledgeRuntime = Runtime & KnowledgeDeps;
 

@@ -1,6 +1,6 @@
 import { embedMany } from 'ai';
-import { indexedText } from '../knowledge/chunker.ts';
-import { vectorLimits } from '../knowledge/vector-store.ts';
+import { indexedText } from './chunker.ts';
+import { vectorLimits } from './vector-store.ts';
 import { logger } from '../platform/logger.ts';
 import { activeChunks, nonFilterableChunkKeys, type IngestionMessage, type KnowledgeDeps } from './knowledge.ts';
 

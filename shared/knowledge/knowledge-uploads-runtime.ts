@@ -1,5 +1,5 @@
-import type { UploadDeps } from './domain/knowledge.ts';
-import { s3DocumentUploads } from './knowledge/document-uploads.ts';
+import type { UploadDeps } from './knowledge.ts';
+import { s3DocumentUploads } from './document-uploads.ts';
 import { knowledgeRuntime, type KnowledgeRuntime } from './knowledge-runtime.ts';
 
 let processRuntime: (KnowledgeRuntime & UploadDeps) | undefined;

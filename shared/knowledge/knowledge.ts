@@ -1,13 +1,13 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { v7 as uuidv7 } from 'uuid';
 import { ConcurrentModificationError, EmbedderMismatchError, KnowledgeStoreInUseError, KnowledgeStoreNotFoundError, NotFoundError, ValidationError } from '../platform/errors.ts';
-import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from '../knowledge/embedders.ts';
-import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from '../knowledge/hybrid-retrieval.ts';
-import { uploadKey, type DocumentUploads } from '../knowledge/document-uploads.ts';
-import type { IndexSnapshots } from '../knowledge/index-snapshots.ts';
+import { embedderFor, EmbeddingDimensionsError, sameEmbedder, type Embedder } from './embedders.ts';
+import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from './hybrid-retrieval.ts';
+import { uploadKey, type DocumentUploads } from './document-uploads.ts';
+import type { IndexSnapshots } from './index-snapshots.ts';
 import { logger } from '../platform/logger.ts';
 import type { ModelCatalog } from '../agents/model-catalog.ts';
-import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from '../knowledge/vector-store.ts';
+import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 import type { PortRanges } from '../platform/net/egress-guard.ts';
 import type { AgentStore, SealResponse } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
@@ -23,9 +23,9 @@ import type {
   QueryKnowledgeInput,
   RetrievedChunk,
   UpdateKnowledgeStoreInput,
-} from '../schemas/knowledge.ts';
-import { maxDocumentFileBytes } from '../schemas/knowledge.ts';
-import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from '../store/knowledge-store.ts';
+} from './knowledge-schemas.ts';
+import { maxDocumentFileBytes } from './knowledge-schemas.ts';
+import { publicDocument, publicStore, type DynamoKnowledgeStore, type StoredDocument, type StoredKnowledgeStore } from './knowledge-store.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import type { DomainEvent } from '../events/events.ts';
