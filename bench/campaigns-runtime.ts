@@ -13,7 +13,7 @@ import { campaignRuntime } from '../shared/campaign-runtime.ts';
 import { benchOrganization } from './bench-api.ts';
 import { dispatchCampaign } from '../shared/domain/campaign-dispatcher.ts';
 import { importContacts } from '../shared/domain/contact-import.ts';
-import { callLine, placeOutboundCall } from '../shared/domain/voice.ts';
+import { callLine, placeOutboundCall } from '../shared/voice/voice.ts';
 import { startDynamoDbProxy } from './dynamodb-proxy.ts';
 
 export interface CampaignsBenchResult {

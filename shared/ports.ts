@@ -13,7 +13,7 @@ import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
 import type { SubscriptionStatus } from './billing/billing-schemas.ts';
 import type { Granularity, MeteredRecord, UsageCounts } from './billing/usage.ts';
 import type { AnalyticsRecord, EndedSessionFacts } from './billing/analytics.ts';
-import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './schemas/voice.ts';
+import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './voice/voice-schemas.ts';
 
 export interface Organization {
   id: string;
@@ -469,7 +469,7 @@ export interface OutboundCallRequest {
   ringTimeoutSeconds: number;
 }
 
-/** The carrier's REST API (Twilio's; `shared/telephony/twilio-client.ts`). */
+/** The carrier's REST API (Twilio's; `shared/voice/twilio-client.ts`). */
 export interface Telephony {
   createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
   /** Ends a call in progress (the agent hung up). */

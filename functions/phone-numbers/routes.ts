@@ -11,7 +11,7 @@ import {
   twilioCredentialsBody,
   twilioCredentialsRecord,
   updatePhoneNumberBody,
-} from '../../shared/schemas/voice.ts';
+} from '../../shared/voice/voice-schemas.ts';
 
 export const phoneNumberRoutes = defineRouteGroup({
   name: 'phone-numbers',

@@ -2,11 +2,11 @@ import { logger } from '../platform/logger.ts';
 import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
 import { isDialBlocked } from '../store/contact-store.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
-import { callSlotClaim, freeCallSlots, releaseCallSlot } from './call-slots.ts';
+import { callSlotClaim, freeCallSlots, releaseCallSlot } from '../voice/call-slots.ts';
 import { attemptSessionId } from './campaign-attempts.ts';
 import { isInsideWindow, nextWindowOpening } from './campaign-windows.ts';
 import { moveCampaign, type CampaignDeps } from './campaigns.ts';
-import { afterCallEnded, callLine, endCall, longestOutboundCallSeconds, placeOutboundCall, type CallLine } from './voice.ts';
+import { afterCallEnded, callLine, endCall, longestOutboundCallSeconds, placeOutboundCall, type CallLine } from '../voice/voice.ts';
 
 export interface DispatchDeps extends CampaignDeps, AdmissionDeps {
   config: CampaignDeps['config'] & AdmissionDeps['config'] & { CAMPAIGN_CLAIM_GRACE_SECONDS: number };

@@ -9,7 +9,7 @@ import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { contactTimezone, type Contact } from './contacts.ts';
 import { events } from '../events/events.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
-import { callLine, type VoiceDeps } from './voice.ts';
+import { callLine, type VoiceDeps } from '../voice/voice.ts';
 import { paginate } from '../platform/schemas/common.ts';
 
 export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps {

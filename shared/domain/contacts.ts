@@ -28,7 +28,7 @@ export interface Contact {
   updatedAt: string;
 }
 
-/** E.164: `+`, a country code that does not start with 0, at most 15 digits in all (as shared/schemas/voice.ts). */
+/** E.164: `+`, a country code that does not start with 0, at most 15 digits in all (as shared/voice/voice-schemas.ts). */
 const e164Pattern = /^\+[1-9]\d{6,14}$/;
 
 /** Separators people write inside numbers (`+1 (415) 555-0100`, `+44.20.7946.0958`): dropped by normalisation. */

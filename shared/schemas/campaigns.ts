@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { isKnownTimeZone, minutesOf, weekdays } from '../domain/campaign-windows.ts';
 import { jsonRecord, paginationQuery, requiredText, timestamp } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
-import { callTtlBounds } from './voice.ts';
+import { callTtlBounds } from '../voice/voice-schemas.ts';
 
 export const campaignStatuses = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELED'] as const;
 export type CampaignStatus = (typeof campaignStatuses)[number];

@@ -2,7 +2,7 @@ import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type Dynamo
 import type { DomainEvent } from '../events/events.ts';
 import type { IdempotencyCompletion } from '../ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from '../schemas/campaigns.ts';
-import { callSlotPut, type CallSlotClaim } from './call-slots.ts';
+import { callSlotPut, type CallSlotClaim } from '../voice/call-slot-store.ts';
 import { conditionalWrite, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';

@@ -1,14 +1,14 @@
-import { conversationRuntime, type ConversationRuntime } from './conversations/conversation-runtime.ts';
-import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
-import { runtime, type Runtime } from './runtime.ts';
-import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
-import { DynamoCallSlots } from './store/call-slots.ts';
-import { DynamoCampaignStore } from './store/campaign-store.ts';
-import { DynamoVoiceStore } from './store/voice-store.ts';
-import { schedulerBackstop } from './telephony/call-backstop.ts';
-import { relayConnections } from './telephony/relay-connections.ts';
-import { s3Recordings } from './telephony/s3-recordings.ts';
-import { TwilioRestClient } from './telephony/twilio-client.ts';
+import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from '../ports.ts';
+import { runtime, type Runtime } from '../runtime.ts';
+import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
+import { DynamoCallSlots } from './call-slot-store.ts';
+import { DynamoCampaignStore } from '../store/campaign-store.ts';
+import { DynamoVoiceStore } from './voice-store.ts';
+import { schedulerBackstop } from './call-backstop.ts';
+import { relayConnections } from './relay-connections.ts';
+import { s3Recordings } from './s3-recordings.ts';
+import { TwilioRestClient } from './twilio-client.ts';
 
 /** The runtime plus telephony: phone numbers, carrier credentials and calls, and the carrier's REST API. */
 export interface VoiceRuntime extends Runtime {

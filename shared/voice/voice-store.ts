@@ -2,7 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateComm
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, PhoneNumberTakenError } from '../platform/errors.ts';
 import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
-import type { TwilioCallStatus, VoiceCall } from '../schemas/voice.ts';
+import type { TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
 import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';

@@ -1,6 +1,6 @@
 import { TelephonyCredentialsRejectedError, TelephonyUnavailableError } from '../platform/errors.ts';
 import type { OutboundCallRequest, Telephony, TelephonyCredentials } from '../ports.ts';
-import type { TwilioCallStatus } from '../schemas/voice.ts';
+import type { TwilioCallStatus } from './voice-schemas.ts';
 
 /** Twilio's REST API can answer slowly under load; a call start waits this long before it fails. */
 const requestTimeoutMs = 10_000;

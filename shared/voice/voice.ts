@@ -26,13 +26,13 @@ import {
   type TwilioCredentialsInput,
   type UpdatePhoneNumberInput,
   type VoiceCall,
-} from '../schemas/voice.ts';
-import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from '../telephony/conversation-relay.ts';
-import { isValidTwilioSignature } from '../telephony/twilio-signature.ts';
+} from './voice-schemas.ts';
+import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from './conversation-relay.ts';
+import { isValidTwilioSignature } from './twilio-signature.ts';
 import type { TtsProvider } from '../agents/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
-import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from './campaign-attempts.ts';
+import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../domain/campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';

@@ -1,5 +1,5 @@
 import type { Config } from '../platform/config.ts';
-import type { CallSlotClaim, DynamoCallSlots } from '../store/call-slots.ts';
+import type { CallSlotClaim, DynamoCallSlots } from './call-slot-store.ts';
 import { currentPlan, type AdmissionDeps } from '../billing/admission.ts';
 
 export interface CallSlotDeps extends AdmissionDeps {
