@@ -6,7 +6,7 @@ import {
   whatsappNumberList,
   whatsappNumberParams,
   whatsappNumberRecord,
-} from '../../shared/schemas/whatsapp.ts';
+} from '../../shared/whatsapp/whatsapp-schemas.ts';
 
 export const whatsappNumberRoutes = defineRouteGroup({
   name: 'whatsapp-numbers',

@@ -20,11 +20,11 @@ import {
   type WhatsappNumber,
   type WhatsappQueueMessage,
   type WhatsappSend,
-} from '../schemas/whatsapp.ts';
-import type { SealedWhatsappNumber, WhatsappStore } from '../store/whatsapp-store.ts';
-import { WhatsappSendError, type WhatsappMessaging } from '../whatsapp/graph-client.ts';
-import { isValidMetaSignature } from '../whatsapp/meta-signature.ts';
-import { splitForWhatsapp } from '../whatsapp/split-text.ts';
+} from './whatsapp-schemas.ts';
+import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
+import { WhatsappSendError, type WhatsappMessaging } from './graph-client.ts';
+import { isValidMetaSignature } from './meta-signature.ts';
+import { splitForWhatsapp } from './split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';

@@ -1,10 +1,10 @@
-import { conversationRuntime, type ConversationRuntime } from './conversations/conversation-runtime.ts';
-import type { WhatsappConversationDeps, WhatsappWebhookDeps } from './domain/whatsapp.ts';
-import { runtime, type Runtime } from './runtime.ts';
-import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
-import { DynamoWhatsappStore } from './store/whatsapp-store.ts';
-import { GraphApiMessaging } from './whatsapp/graph-client.ts';
-import { sqsWhatsappInbound } from './whatsapp/sqs-inbound.ts';
+import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
+import type { WhatsappConversationDeps, WhatsappWebhookDeps } from './whatsapp.ts';
+import { runtime, type Runtime } from '../runtime.ts';
+import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
+import { DynamoWhatsappStore } from './whatsapp-store.ts';
+import { GraphApiMessaging } from './graph-client.ts';
+import { sqsWhatsappInbound } from './sqs-inbound.ts';
 
 /** The runtime plus WhatsApp's numbers and the inbound queue: the numbers' routes and Meta's webhook. */
 export type WhatsappRuntime = Runtime & WhatsappWebhookDeps;

@@ -2,7 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateComm
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
 import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
-import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from '../schemas/whatsapp.ts';
+import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from './whatsapp-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
 import { conditionalWrite, putIfUnchanged } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';
