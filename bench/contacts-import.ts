@@ -1,7 +1,7 @@
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { systemClock } from '../shared/platform/clock.ts';
-import { importContacts } from '../shared/domain/contact-import.ts';
+import { importContacts } from '../shared/campaigns/contact-import.ts';
 import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
 import { keys } from '../shared/platform/store/keys.ts';
 import type { Check } from './report.ts';

@@ -14,11 +14,11 @@ import { closeServer, listenOnLoopback } from './support/loopback-server.ts';
 
 let api: TestApi;
 let deps: Runtime;
-let store: typeof import('../shared/store/contact-store.ts');
+let store: typeof import('../shared/campaigns/contact-store.ts');
 beforeAll(async () => {
   api = await startApi();
   deps = (await import('../shared/runtime.ts')).runtime();
-  store = await import('../shared/store/contact-store.ts');
+  store = await import('../shared/campaigns/contact-store.ts');
 });
 afterAll(() => api.close());
 

@@ -1,8 +1,8 @@
-/** Phone normalisation and time-zone inference (shared/domain/contacts.ts), over generated numbers. */
+/** Phone normalisation and time-zone inference (shared/campaigns/contacts.ts), over generated numbers. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { contactTimezone, inferTimezone, isIanaTimezone, normalizePhoneNumber } from '../shared/domain/contacts.ts';
-import { nanpAreaZones } from '../shared/domain/timezone-areas.ts';
+import { contactTimezone, inferTimezone, isIanaTimezone, normalizePhoneNumber } from '../shared/campaigns/contacts.ts';
+import { nanpAreaZones } from '../shared/campaigns/timezone-areas.ts';
 
 const e164 = fc
   .tuple(fc.integer({ min: 1, max: 9 }), fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 6, maxLength: 13 }))

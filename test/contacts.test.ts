@@ -5,11 +5,11 @@ import { expectError, startApi, type TestApi } from './support/api.ts';
 
 let api: TestApi;
 let deps: Runtime;
-let store: typeof import('../shared/store/contact-store.ts');
+let store: typeof import('../shared/campaigns/contact-store.ts');
 beforeAll(async () => {
   api = await startApi();
   deps = (await import('../shared/runtime.ts')).runtime();
-  store = await import('../shared/store/contact-store.ts');
+  store = await import('../shared/campaigns/contact-store.ts');
 });
 afterAll(() => api.close());
 

@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign, tick } from '../../shared/domain/campaign-dispatcher.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign, tick } from '../../shared/campaigns/campaign-dispatcher.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 

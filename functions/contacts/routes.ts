@@ -14,7 +14,7 @@ import {
   listDncQuery,
   maxImportBytes,
   updateContactBody,
-} from '../../shared/schemas/contact.ts';
+} from '../../shared/campaigns/contact-schemas.ts';
 
 export const contactRoutes = defineRouteGroup({
   name: 'contacts',

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { analysisResultSchema } from '../analysis/analysis-schemas.ts';
-import { campaignProgress, campaignStatuses } from '../schemas/campaigns.ts';
+import { campaignProgress, campaignStatuses } from '../campaigns/campaign-schemas.ts';
 
 /**
  * Every domain event of the spec, one zod schema per payload. `session.*` keep the spec's flat shape (the top-level

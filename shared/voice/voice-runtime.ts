@@ -3,7 +3,7 @@ import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceSt
 import { runtime, type Runtime } from '../runtime.ts';
 import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './call-slot-store.ts';
-import { DynamoCampaignStore } from '../store/campaign-store.ts';
+import { DynamoCampaignStore } from '../campaigns/campaign-store.ts';
 import { DynamoVoiceStore } from './voice-store.ts';
 import { schedulerBackstop } from './call-backstop.ts';
 import { relayConnections } from './relay-connections.ts';

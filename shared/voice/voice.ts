@@ -32,7 +32,7 @@ import { isValidTwilioSignature } from './twilio-signature.ts';
 import type { TtsProvider } from '../agents/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
-import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../domain/campaign-attempts.ts';
+import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../campaigns/campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';

@@ -7,11 +7,11 @@
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { handler as dispatcherHandler } from '../../functions/campaign-dispatcher/handler.ts';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
-import { startCampaign, createCampaign } from '../../shared/domain/campaigns.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign } from '../../shared/campaigns/campaign-dispatcher.ts';
+import { startCampaign, createCampaign } from '../../shared/campaigns/campaigns.ts';
 import type { Clock } from '../../shared/platform/clock.ts';
-import { createCampaignBody } from '../../shared/schemas/campaigns.ts';
+import { createCampaignBody } from '../../shared/campaigns/campaign-schemas.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { crashProxy } from '../support/crash-proxy.ts';
 import { childEnv, killGroup, spawnInGroup, waitForExit } from '../support/local-process.ts';

@@ -1,8 +1,8 @@
 import { expect } from 'vitest';
 import type { TwilioSimulator } from '../../infra/local/twilio-simulator.ts';
-import type { Contact } from '../../shared/domain/contacts.ts';
+import type { Contact } from '../../shared/campaigns/contacts.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { addDncEntry, createContact } from '../../shared/store/contact-store.ts';
+import { addDncEntry, createContact } from '../../shared/campaigns/contact-store.ts';
 import type { TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 

@@ -4,8 +4,8 @@
  * second; `solo` has one concurrent call and no quota (PLANS).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign } from '../../shared/campaigns/campaign-dispatcher.ts';
 import { addContacts, callee, campaignBody, dialsOf, startedCampaign } from '../campaigns/support.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';

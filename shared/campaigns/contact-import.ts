@@ -1,7 +1,7 @@
 import { ConcurrentModificationError, ValidationError } from '../platform/errors.ts';
-import { createContactBody, maxImportRows, type ImportContactsResult, type ImportFailureCode } from '../schemas/contact.ts';
+import { createContactBody, maxImportRows, type ImportContactsResult, type ImportFailureCode } from './contact-schemas.ts';
 import { unstorableNameMessage, unstorablePropertyNames } from '../platform/schemas/storable-json.ts';
-import { contactIdsByPhone, getContacts, writeContacts, type ContactWrite } from '../store/contact-store.ts';
+import { contactIdsByPhone, getContacts, writeContacts, type ContactWrite } from './contact-store.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { readCsvRecords } from '../platform/csv-records.ts';
 import { normalizePhoneNumber, type Contact, type ContactDeps } from './contacts.ts';

@@ -1,8 +1,8 @@
 import { v5 as uuidv5 } from 'uuid';
 import { logger } from '../platform/logger.ts';
-import type { AttemptOutcome, CampaignContactState } from '../schemas/campaigns.ts';
+import type { AttemptOutcome, CampaignContactState } from './campaign-schemas.ts';
 import type { EndedReason, Session } from '../conversations/session-schemas.ts';
-import type { DynamoCampaignStore, StoredCampaign } from '../store/campaign-store.ts';
+import type { DynamoCampaignStore, StoredCampaign } from './campaign-store.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import type { Clock } from '../platform/clock.ts';
 

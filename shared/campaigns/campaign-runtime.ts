@@ -1,7 +1,7 @@
-import type { DispatchDeps, DispatchMessage } from './domain/campaign-dispatcher.ts';
-import { createSqsClient, sendQueueMessages } from './platform/queue/sqs-sender.ts';
-import type { Runtime } from './runtime.ts';
-import { voiceRuntime, type VoiceRuntime } from './voice/voice-runtime.ts';
+import type { DispatchDeps, DispatchMessage } from './campaign-dispatcher.ts';
+import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
+import type { Runtime } from '../runtime.ts';
+import { voiceRuntime, type VoiceRuntime } from '../voice/voice-runtime.ts';
 
 /** The voice runtime plus the campaign dispatch queue: campaign routes and the dispatcher. */
 export type CampaignRuntime = VoiceRuntime & DispatchDeps;

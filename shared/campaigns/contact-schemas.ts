@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isIanaTimezone, normalizePhoneNumber } from '../domain/contacts.ts';
+import { isIanaTimezone, normalizePhoneNumber } from './contacts.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxContactTags = 50;
@@ -90,7 +90,7 @@ export const maxImportRows = 10_000;
 /** The body limit of the import route: 10,000 rows of a few hundred bytes, well inside a Lambda request (6 MB). */
 export const maxImportBytes = 5 * 1024 * 1024;
 
-/** The import's body is the CSV text itself; its rows are checked one by one (shared/domain/contact-import.ts). */
+/** The import's body is the CSV text itself; its rows are checked one by one (shared/campaigns/contact-import.ts). */
 export const importContactsBody = z.string().min(1, { error: 'must be a CSV document with a header row' });
 
 export const importFailureCodes = [

@@ -1,6 +1,6 @@
 import { logger } from '../platform/logger.ts';
-import type { CampaignContactRow, StoredCampaign } from '../store/campaign-store.ts';
-import { isDialBlocked } from '../store/contact-store.ts';
+import type { CampaignContactRow, StoredCampaign } from './campaign-store.ts';
+import { isDialBlocked } from './contact-store.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { callSlotClaim, freeCallSlots, releaseCallSlot } from '../voice/call-slots.ts';
 import { attemptSessionId } from './campaign-attempts.ts';

@@ -3,8 +3,8 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { NotFoundError } from '../platform/errors.ts';
 import type { SealResponse } from '../ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
-import type { CreateContactInput, ListContactsQuery, ListDncQuery, UpdateContactInput } from '../schemas/contact.ts';
-import * as store from '../store/contact-store.ts';
+import type { CreateContactInput, ListContactsQuery, ListDncQuery, UpdateContactInput } from './contact-schemas.ts';
+import * as store from './contact-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { mainZoneOfCountry, nanpAreaZones } from './timezone-areas.ts';
 
@@ -45,7 +45,7 @@ export function normalizePhoneNumber(raw: string): string | undefined {
 
 /**
  * The IANA zone of a number when its country (from libphonenumber-js) has exactly one zone, or, for the United
- * States and Canada, when its area code lies in one zone (shared/domain/timezone-areas.ts); else undefined.
+ * States and Canada, when its area code lies in one zone (shared/campaigns/timezone-areas.ts); else undefined.
  */
 export function inferTimezone(phoneNumber: string): string | undefined {
   const normalized = normalizePhoneNumber(phoneNumber);

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isKnownTimeZone, minutesOf, weekdays } from '../domain/campaign-windows.ts';
+import { isKnownTimeZone, minutesOf, weekdays } from './campaign-windows.ts';
 import { jsonRecord, paginationQuery, requiredText, timestamp } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 import { callTtlBounds } from '../voice/voice-schemas.ts';

@@ -1,8 +1,8 @@
 import { InvalidCampaignTransitionError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import type { SealResponse } from '../ports.ts';
-import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from '../schemas/campaigns.ts';
-import { listAudience, type ContactStoreDeps } from '../store/contact-store.ts';
-import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from '../store/campaign-store.ts';
+import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from './campaign-schemas.ts';
+import { listAudience, type ContactStoreDeps } from './contact-store.ts';
+import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from './campaign-store.ts';
 import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
