@@ -9,7 +9,7 @@ import type { Agent } from './agents/agent-schemas.ts';
 import type { ApiKey } from './identity/api-key-schemas.ts';
 import type { EndedReason, Message, Session, SessionState } from './conversations/session-schemas.ts';
 import type { ExecutableTool, Tool } from './agents/tool-schemas.ts';
-import type { DeliveryState, WebhookDelivery } from './schemas/webhook.ts';
+import type { DeliveryState, WebhookDelivery } from './webhooks/webhook-schemas.ts';
 import type { SubscriptionStatus } from './billing/billing-schemas.ts';
 import type { Granularity, MeteredRecord, UsageCounts } from './billing/usage.ts';
 import type { AnalyticsRecord, EndedSessionFacts } from './billing/analytics.ts';

@@ -22,7 +22,7 @@ import { DynamoSubscriptionStore } from './billing/subscription-store.ts';
 import { DynamoRateLimitStore } from './billing/rate-limit-store.ts';
 import { DynamoToolStore } from './agents/tool-store.ts';
 import { DynamoUsageStore } from './billing/usage-store.ts';
-import { DynamoWebhookStore } from './store/webhook-store.ts';
+import { DynamoWebhookStore } from './webhooks/webhook-store.ts';
 
 /** Everything a handler needs, built once per process from configuration. */
 export interface Runtime {

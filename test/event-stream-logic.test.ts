@@ -12,7 +12,7 @@ import {
   streamEvents,
   type EventStreamSettings,
   type ReadEventLog,
-} from '../shared/domain/event-stream.ts';
+} from '../shared/webhooks/event-stream.ts';
 import type { DomainEvent } from '../shared/events/events.ts';
 import { ValidationError } from '../shared/platform/errors.ts';
 import type { EventLogStore, LoggedEvent } from '../shared/ports.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatCursor, parseCursor } from '../shared/domain/event-stream.ts';
-import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
+import { formatCursor, parseCursor } from '../shared/webhooks/event-stream.ts';
+import { eventSchemas, type EventType } from '../shared/webhooks/event-catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 import { SseClient } from './support/sse-client.ts';
 

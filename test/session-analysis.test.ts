@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventSchemas } from '../shared/events/catalog.ts';
+import { eventSchemas } from '../shared/webhooks/event-catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 import { Receiver, type Receipt } from './support/webhook-receiver.ts';
 import { eventually } from './support/eventually.ts';

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventSchemas, type EventType } from '../shared/events/catalog.ts';
+import { eventSchemas, type EventType } from '../shared/webhooks/event-catalog.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 import { Receiver } from './support/webhook-receiver.ts';
 import { eventually } from './support/eventually.ts';

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/domain/event-stream.ts';
+import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/webhooks/event-stream.ts';
 import { ForbiddenError, UnauthorizedError } from '../../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';
 import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/platform/http/handler.ts';

@@ -11,7 +11,7 @@ import {
   webhookDeliverySchema,
   webhookEndpointPage,
   webhookEndpointSchema,
-} from '../../shared/schemas/webhook.ts';
+} from '../../shared/webhooks/webhook-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { webhookDeliveryQueue } from '../consumers.ts';
 

@@ -2,11 +2,11 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/domain/webhook-delivery.ts';
+import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/webhooks/webhook-delivery.ts';
 import { generateSigningSecret, signatureHeaders } from '../../shared/platform/net/standard-webhooks.ts';
 import type { AttemptRequest } from '../../shared/ports.ts';
 import { maxQueueDelaySeconds, queueDelaySeconds } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
-import { deliveryParams } from '../../shared/schemas/webhook.ts';
+import { deliveryParams } from '../../shared/webhooks/webhook-schemas.ts';
 
 const instant = fc.integer({ min: Date.parse('2020-01-01'), max: Date.parse('2100-01-01') });
 

@@ -3,7 +3,7 @@
  * webhooks delivering `subscription.updated`. The free plan is shrunk to 4 chat messages a month (PLANS).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventSchemas } from '../../shared/events/catalog.ts';
+import { eventSchemas } from '../../shared/webhooks/event-catalog.ts';
 import { listPlansResponse, subscriptionSchema } from '../../shared/billing/billing-schemas.ts';
 import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';

@@ -6,7 +6,7 @@ import { apiKeySchema } from '../../identity/api-key-schemas.ts';
 import { modelSchema } from '../../agents/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../../conversations/session-schemas.ts';
 import { toolSchema } from '../../agents/tool-schemas.ts';
-import { webhookDeliverySchema, webhookEndpointSchema } from '../../schemas/webhook.ts';
+import { webhookDeliverySchema, webhookEndpointSchema } from '../../webhooks/webhook-schemas.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';
 import type { RouteDefinition, RouteGroup } from './route.ts';
 

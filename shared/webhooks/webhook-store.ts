@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliverableEndpoint, IdempotencyCompletion, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
-import { allEvents } from '../schemas/webhook.ts';
+import { allEvents } from './webhook-schemas.ts';
 import { isSealed } from '../platform/secrets/envelope-cipher.ts';
 import { conditionalWrite } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

@@ -12,7 +12,7 @@ import type {
   WebhookDeliveryStore,
   WebhookStore,
 } from '../ports.ts';
-import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from '../schemas/webhook.ts';
+import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from './webhook-schemas.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { DomainEvent } from '../events/events.ts';

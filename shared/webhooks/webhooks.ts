@@ -10,7 +10,7 @@ import type {
   ListWebhooksQuery,
   RotatedWebhookSecret,
   UpdateWebhookInput,
-} from '../schemas/webhook.ts';
+} from './webhook-schemas.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 
 export interface WebhookDeps {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { eventTypes } from '../events/catalog.ts';
+import { eventTypes } from './event-catalog.ts';
 import type { WebhookEndpoint } from '../ports.ts';
 import { booleanQuery, idParams, instant, optionalText, pageOf, paginationQuery, sortQuery } from '../platform/schemas/common.ts';
 
@@ -11,7 +11,7 @@ const knownEventTypes: ReadonlySet<string> = new Set(eventTypes);
 /**
  * The URL's form only: http or https. Whether http is allowed (loopback hosts, where the deployment allows
  * loopback egress) and whether the host may be reached depend on configuration and DNS, so the domain checks them
- * (`shared/domain/webhooks.ts`).
+ * (`shared/webhooks/webhooks.ts`).
  */
 export const webhookUrl = z
   .string()
@@ -29,7 +29,7 @@ export const webhookUrl = z
     { error: 'must be an https URL (http only for loopback hosts where the deployment allows it)' },
   );
 
-/** Event types of `shared/events/catalog.ts`, or exactly `["*"]`; duplicates removed, first occurrence kept. */
+/** Event types of `shared/webhooks/event-catalog.ts`, or exactly `["*"]`; duplicates removed, first occurrence kept. */
 export const webhookEvents = z
   .array(z.string().refine((type) => type === allEvents || knownEventTypes.has(type), { error: `must be "*" or one of ${eventTypes.join(', ')}` }))
   .min(1, { error: 'must name at least one event type, or "*"' })

@@ -1,7 +1,7 @@
-import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
-import { scheduledQueueFrom } from './platform/queue/sqs-scheduled-queue.ts';
-import { runtime, type Runtime } from './runtime.ts';
-import { DynamoWebhookDeliveryStore } from './store/webhook-delivery-store.ts';
+import type { DeliveryQueue, WebhookDeliveryStore } from '../ports.ts';
+import { scheduledQueueFrom } from '../platform/queue/sqs-scheduled-queue.ts';
+import { runtime, type Runtime } from '../runtime.ts';
+import { DynamoWebhookDeliveryStore } from './webhook-delivery-store.ts';
 
 /**
  * The runtime plus webhook delivery: delivery records and the delivery queue. Only the webhooks routes and the

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { sseEventName, sseEventNames } from '../domain/event-stream.ts';
-import { eventSchemas } from '../events/catalog.ts';
+import { sseEventName, sseEventNames } from './event-stream.ts';
+import { eventSchemas } from './event-catalog.ts';
 
 const knownNames: ReadonlySet<string> = new Set(sseEventNames);
 
