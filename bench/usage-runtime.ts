@@ -12,7 +12,7 @@ import { sketchBin } from '../shared/billing/analytics.ts';
 import { RateLimiter } from '../shared/billing/rate-limit.ts';
 import { checkRequestRate } from '../shared/billing/request-limits.ts';
 import { bucketBounds, bucketOf } from '../shared/billing/usage.ts';
-import type { RateLimitStore } from '../shared/ports.ts';
+import type { RateLimitStore } from '../shared/billing/ports.ts';
 import { runtime } from '../shared/runtime.ts';
 import { keys } from '../shared/platform/store/keys.ts';
 import { DynamoRateLimitStore } from '../shared/billing/rate-limit-store.ts';

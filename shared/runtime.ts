@@ -7,7 +7,13 @@ import { createModelCatalog, type ModelCatalog } from './agents/model-catalog.ts
 import { createPlanCatalog, type PlanCatalog } from './billing/plans.ts';
 import { RateLimiter } from './billing/rate-limit.ts';
 import { checkRequestRate, type RequestRateCheck } from './billing/request-limits.ts';
-import type { AgentStore, AnalyticsStore, ApiKeyStore, EventLogStore, IdempotencyStore, OrgStore, SessionStore, SubscriptionStore, ToolStore, UsageStore, WebhookStore } from './ports.ts';
+import type { AgentStore, ToolStore } from './agents/ports.ts';
+import type { AnalyticsStore, SubscriptionStore, UsageStore } from './billing/ports.ts';
+import type { SessionStore } from './conversations/ports.ts';
+import type { EventLogStore } from './events/ports.ts';
+import type { ApiKeyStore, OrgStore } from './identity/ports.ts';
+import type { IdempotencyStore } from './platform/ports.ts';
+import type { WebhookStore } from './webhooks/ports.ts';
 import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './agents/agent-store.ts';
 import { DynamoAnalyticsStore } from './billing/analytics-store.ts';

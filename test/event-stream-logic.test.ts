@@ -15,7 +15,7 @@ import {
 } from '../shared/webhooks/event-stream.ts';
 import type { DomainEvent } from '../shared/events/events.ts';
 import { ValidationError } from '../shared/platform/errors.ts';
-import type { EventLogStore, LoggedEvent } from '../shared/ports.ts';
+import type { EventLogStore, LoggedEvent } from '../shared/events/ports.ts';
 
 const overlapMs = 1000;
 const hour = 3_600_000;

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSecretsKeyFile } from '../infra/local/environment.ts';
 import { parseConfig } from '../shared/platform/config.ts';
-import type { SecretCipher, SecretContext } from '../shared/ports.ts';
+import type { SecretCipher, SecretContext } from '../shared/platform/ports.ts';
 import { dataKeyCache, EnvelopeCipher, SecretUnreadableError, type Keyring } from '../shared/platform/secrets/envelope-cipher.ts';
 import { createKmsClient, kmsKeyring } from '../shared/platform/secrets/kms-keyring.ts';
 import { localKeyring } from '../shared/platform/secrets/local-keyring.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertDeliverableUrl } from '../shared/webhooks/webhooks.ts';
 import type { Resolver } from '../shared/platform/net/egress-guard.ts';
-import type { WebhookStore } from '../shared/ports.ts';
+import type { WebhookStore } from '../shared/webhooks/ports.ts';
 import { expectError, startApi, type TestApi } from './support/api.ts';
 
 let api: TestApi;

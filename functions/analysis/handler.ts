@@ -4,7 +4,7 @@ import { analysisRuntime } from '../../shared/analysis/analysis-runtime.ts';
 import { handleAnalysisMessage } from '../../shared/analysis/analysis.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
-import type { AnalysisQueueMessage } from '../../shared/ports.ts';
+import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
 import { analysisQueue } from '../consumers.ts';
 
 const queueMessage = z.object({

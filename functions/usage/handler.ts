@@ -1,6 +1,6 @@
 import { billingProviderFrom } from '../../shared/billing/providers.ts';
 import { forgetStanding } from '../../shared/billing/admission.ts';
-import type { BillingProvider } from '../../shared/ports.ts';
+import type { BillingProvider } from '../../shared/billing/ports.ts';
 import { changeSubscription, getSubscription, type SubscriptionChange } from '../../shared/billing/subscriptions.ts';
 import { getUsage } from '../../shared/billing/usage-report.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';

@@ -3,7 +3,8 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../platform/errors.ts';
-import type { AgentStore, IdempotencyCompletion } from '../ports.ts';
+import type { AgentStore } from './ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { Agent } from './agent-schemas.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

@@ -1,7 +1,8 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
 import { voiceCatalog } from './voices.ts';
 import type { ModelCatalog } from './model-catalog.ts';
-import type { AgentStore, SealResponse } from '../ports.ts';
+import type { AgentStore } from './ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
 import { analysisConfigProblems } from '../analysis/analysis-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';

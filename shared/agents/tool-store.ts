@@ -1,6 +1,7 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ToolNameTakenError } from '../platform/errors.ts';
-import type { IdempotencyCompletion, SecretCipher, SecretContext, ToolStore } from '../ports.ts';
+import type { ToolStore } from './ports.ts';
+import type { IdempotencyCompletion, SecretCipher, SecretContext } from '../platform/ports.ts';
 import type { ExecutableTool, Tool } from './tool-schemas.ts';
 import { transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

@@ -1,4 +1,4 @@
-import type { AnalysisInput, AnalysisOutput } from '../ports.ts';
+import type { AnalysisInput, AnalysisOutput } from './ports.ts';
 import { otherIntent, type AnalysisResult, type ExtractedValue, type ExtractionField } from './analysis-schemas.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { TranscriptLine } from '../conversations/transcript.ts';

@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, NoObjectGeneratedError, Output, type ModelMessage } from 'ai';
 import { renderTranscript } from '../conversations/transcript.ts';
-import type { AnalysisInput, AnalysisOutput, Analyzer } from '../ports.ts';
+import type { AnalysisInput, AnalysisOutput, Analyzer } from './ports.ts';
 import { analysisOutputSchema, otherIntent, type AnalysisConfig } from './analysis-schemas.ts';
 
 /** The model's answer failed the schema, and so did its one repair. */

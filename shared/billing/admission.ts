@@ -1,5 +1,5 @@
 import { QuotaExceededError, SubscriptionInactiveError } from '../platform/errors.ts';
-import type { StoredSubscription, SubscriptionStore, UsageStore } from '../ports.ts';
+import type { StoredSubscription, SubscriptionStore, UsageStore } from './ports.ts';
 import type { Plan, QuotaMetric } from './billing-schemas.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { PlanCatalog } from './plans.ts';

@@ -1,4 +1,4 @@
-import type { AnalyticsStore } from '../ports.ts';
+import type { AnalyticsStore } from './ports.ts';
 import type { AnalyticsQuery, AnalyticsResponse, AnalyticsSummary } from './analytics-schemas.ts';
 import type { Counts } from './exactly-once-counter.ts';
 import { percentiles } from './analytics.ts';

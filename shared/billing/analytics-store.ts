@@ -1,7 +1,7 @@
 import { BatchGetCommand, type BatchGetCommandOutput, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf } from './usage.ts';
 import type { AnalyticsRecord, EndedSessionFacts } from './analytics.ts';
-import type { AnalyticsAggregate, AnalyticsStore } from '../ports.ts';
+import type { AnalyticsAggregate, AnalyticsStore } from './ports.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
 import { queryAll } from '../platform/store/query-all.ts';
 import { keys } from '../platform/store/keys.ts';

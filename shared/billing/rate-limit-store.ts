@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { RateLimitStore } from '../ports.ts';
+import type { RateLimitStore } from './ports.ts';
 import { keys } from '../platform/store/keys.ts';
 
 /** A bucket's item outlives its last lease by this long (TTL), then DynamoDB removes it. */

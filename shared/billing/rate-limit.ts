@@ -1,5 +1,5 @@
 import { logger } from '../platform/logger.ts';
-import type { RateLimitStore } from '../ports.ts';
+import type { RateLimitStore } from './ports.ts';
 
 export interface RateLimit {
   requestsPerSecond: number;

@@ -3,7 +3,7 @@ import { orgIdPattern } from '../identity/principal.ts';
 import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
-import type { OrgStore } from '../ports.ts';
+import type { OrgStore } from '../identity/ports.ts';
 import { stripeClient } from './stripe.ts';
 
 export interface StripeWebhookDeps extends SubscriptionDeps {

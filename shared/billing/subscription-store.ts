@@ -1,6 +1,6 @@
 import { GetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
-import type { StoredSubscription, SubscriptionStore } from '../ports.ts';
+import type { StoredSubscription, SubscriptionStore } from './ports.ts';
 import { transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { keys } from '../platform/store/keys.ts';
 import { outboxPut } from '../events/outbox.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from '../platform/errors.ts';
-import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from '../ports.ts';
+import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from './ports.ts';
 import type { Subscription, SubscriptionStatus } from './billing-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';

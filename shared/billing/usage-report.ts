@@ -1,5 +1,5 @@
 import { ValidationError } from '../platform/errors.ts';
-import type { UsageStore } from '../ports.ts';
+import type { UsageStore } from './ports.ts';
 import type { UsageQuery, UsageResponse } from './usage-schemas.ts';
 import { currentPeriod, getSubscription, type SubscriptionDeps } from './subscriptions.ts';
 import { bucketBounds, bucketOf, shownUsage } from './usage.ts';

@@ -1,5 +1,5 @@
 import type { RollupDeps } from './usage-rollup.ts';
-import type { RollupMessage } from '../ports.ts';
+import type { RollupMessage } from './ports.ts';
 import { scheduledQueueFrom } from '../platform/queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from '../runtime.ts';
 

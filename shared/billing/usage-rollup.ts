@@ -1,4 +1,5 @@
-import type { RollupMessage, ScheduledQueue, UsageStore } from '../ports.ts';
+import type { RollupMessage, UsageStore } from './ports.ts';
+import type { ScheduledQueue } from '../platform/ports.ts';
 import { quotaMetrics, type QuotaMetric } from './billing-schemas.ts';
 import type { Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';

@@ -1,7 +1,7 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from './usage.ts';
 import type { DomainEvent } from '../events/events.ts';
-import type { RollupState, UsageStore } from '../ports.ts';
+import type { RollupState, UsageStore } from './ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
 import { queryAll } from '../platform/store/query-all.ts';

@@ -1,6 +1,6 @@
 import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
-import type { IdempotencyCompletion } from '../ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from './campaign-schemas.ts';
 import { callSlotPut, type CallSlotClaim } from '../voice/call-slot-store.ts';
 import { conditionalWrite, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';

@@ -1,5 +1,5 @@
 import { InvalidCampaignTransitionError, NotFoundError, ValidationError } from '../platform/errors.ts';
-import type { SealResponse } from '../ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
 import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from './campaign-schemas.ts';
 import { listAudience, type ContactStoreDeps } from './contact-store.ts';
 import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from './campaign-store.ts';

@@ -1,7 +1,7 @@
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Contact } from './contacts.ts';
 import { ConcurrentModificationError, ContactPhoneTakenError } from '../platform/errors.ts';
-import type { IdempotencyCompletion } from '../ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
 import { isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';

@@ -1,7 +1,7 @@
 import { getTimezonesForCountry } from 'countries-and-timezones';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { NotFoundError } from '../platform/errors.ts';
-import type { SealResponse } from '../ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { CreateContactInput, ListContactsQuery, ListDncQuery, UpdateContactInput } from './contact-schemas.ts';
 import * as store from './contact-store.ts';

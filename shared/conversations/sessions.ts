@@ -10,7 +10,9 @@ import {
 import type { ModelCatalog } from '../agents/model-catalog.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from './session-schemas.ts';
-import type { AgentStore, SealResponse, SessionStore, StoredSession } from '../ports.ts';
+import type { AgentStore } from '../agents/ports.ts';
+import type { SessionStore, StoredSession } from './ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { events } from '../events/events.ts';

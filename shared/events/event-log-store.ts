@@ -1,6 +1,6 @@
 import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from './events.ts';
-import type { EventLogStore, LoggedEvent, LogPosition } from '../ports.ts';
+import type { EventLogStore, LoggedEvent, LogPosition } from './ports.ts';
 import { keys } from '../platform/store/keys.ts';
 
 /**

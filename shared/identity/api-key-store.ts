@@ -4,7 +4,8 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyStore, IdempotencyCompletion, KeyIdentity } from '../ports.ts';
+import type { ApiKeyStore, KeyIdentity } from './ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { ApiKey } from './api-key-schemas.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

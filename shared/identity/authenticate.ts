@@ -1,5 +1,5 @@
 import { UnauthorizedError } from '../platform/errors.ts';
-import type { ApiKeyStore } from '../ports.ts';
+import type { ApiKeyStore } from './ports.ts';
 import type { Clock } from '../platform/clock.ts';
 import { hashApiKey, hashesEqual } from './api-key-secret.ts';
 import type { Principal } from './principal.ts';

@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Organization, OrgStore } from '../ports.ts';
+import type { Organization, OrgStore } from './ports.ts';
 import { conditionalWrite } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
-import type { IdempotencyCompletion } from '../ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { DocumentErrorCode, DocumentFormat, KnowledgeDocument, KnowledgeStore } from './knowledge-schemas.ts';
 import { conditionalWrite, isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';

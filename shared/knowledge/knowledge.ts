@@ -9,7 +9,8 @@ import { logger } from '../platform/logger.ts';
 import type { ModelCatalog } from '../agents/model-catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 import type { PortRanges } from '../platform/net/egress-guard.ts';
-import type { AgentStore, SealResponse } from '../ports.ts';
+import type { AgentStore } from '../agents/ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type {
   CreateDocumentInput,

@@ -1,5 +1,5 @@
 import { CreateScheduleCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
-import type { CallBackstop } from '../ports.ts';
+import type { CallBackstop } from './ports.ts';
 import { queueMessageBody } from '../platform/queue/queue-message.ts';
 
 /**

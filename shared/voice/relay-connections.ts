@@ -1,5 +1,5 @@
 import { ApiGatewayManagementApiClient, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
-import type { RelayConnections } from '../ports.ts';
+import type { RelayConnections } from './ports.ts';
 
 /**
  * Sends to ConversationRelay through the WebSocket API's connection-management API (`POST @connections/{id}`).

@@ -1,6 +1,6 @@
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { RecordingStore } from '../ports.ts';
+import type { RecordingStore } from './ports.ts';
 
 /**
  * Call recordings in S3. Locally `endpoint` is fauxqs's (the SQS emulator also speaks S3), path-style, with

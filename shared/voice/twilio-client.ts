@@ -1,5 +1,5 @@
 import { TelephonyCredentialsRejectedError, TelephonyUnavailableError } from '../platform/errors.ts';
-import type { OutboundCallRequest, Telephony, TelephonyCredentials } from '../ports.ts';
+import type { OutboundCallRequest, Telephony, TelephonyCredentials } from './ports.ts';
 import type { TwilioCallStatus } from './voice-schemas.ts';
 
 /** Twilio's REST API can answer slowly under load; a call start waits this long before it fails. */

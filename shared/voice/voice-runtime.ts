@@ -1,5 +1,5 @@
 import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
-import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from '../ports.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
 import { runtime, type Runtime } from '../runtime.ts';
 import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './call-slot-store.ts';

@@ -1,7 +1,9 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, PhoneNumberTakenError } from '../platform/errors.ts';
-import type { PhoneNumberOwner, SecretCipher, SecretContext, StoredPhoneNumber, StoredSession, TelephonyCredentials, VoiceStore } from '../ports.ts';
+import type { StoredSession } from '../conversations/ports.ts';
+import type { SecretCipher, SecretContext } from '../platform/ports.ts';
+import type { PhoneNumberOwner, StoredPhoneNumber, TelephonyCredentials, VoiceStore } from './ports.ts';
 import type { TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
 import { conditionalWrite, putIfUnchanged, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';

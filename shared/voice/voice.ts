@@ -14,7 +14,8 @@ import {
   VoicePipelineModeUnsupportedError,
 } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
-import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, StoredSession, Telephony, TelephonyCredentials, VoiceStore } from '../ports.ts';
+import type { StoredSession } from '../conversations/ports.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import {

@@ -3,7 +3,7 @@ import { watchCredential } from '../identity/credential-watch.ts';
 import type { Config } from '../platform/config.ts';
 import { ValidationError } from '../platform/errors.ts';
 import { eventTypes } from './event-catalog.ts';
-import type { EventLogStore, LoggedEvent, LogPosition } from '../ports.ts';
+import type { EventLogStore, LoggedEvent, LogPosition } from '../events/ports.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { DomainEvent } from '../events/events.ts';
 

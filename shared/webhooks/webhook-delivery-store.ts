@@ -1,5 +1,5 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from '../ports.ts';
+import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from './ports.ts';
 import type { DeliveryState, WebhookDelivery } from './webhook-schemas.ts';
 import { conditionalWrite, isConditionFailure } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';

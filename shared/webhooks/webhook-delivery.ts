@@ -3,15 +3,7 @@ import type { Config } from '../platform/config.ts';
 import { DeliveryPendingError, NotFoundError, WebhookDisabledError } from '../platform/errors.ts';
 import { EgressBlockedError, egressPolicyFromConfig, guardedRequest, OutboundTimeoutError, type GuardedResponse } from '../platform/net/egress-guard.ts';
 import { signatureHeaders } from '../platform/net/standard-webhooks.ts';
-import type {
-  AttemptRequest,
-  DeliverableEndpoint,
-  DeliveryChanges,
-  DeliveryQueue,
-  StoredDelivery,
-  WebhookDeliveryStore,
-  WebhookStore,
-} from '../ports.ts';
+import type { AttemptRequest, DeliverableEndpoint, DeliveryChanges, DeliveryQueue, StoredDelivery, WebhookDeliveryStore, WebhookStore } from './ports.ts';
 import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from './webhook-schemas.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import type { Clock } from '../platform/clock.ts';

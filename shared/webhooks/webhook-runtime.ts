@@ -1,4 +1,4 @@
-import type { DeliveryQueue, WebhookDeliveryStore } from '../ports.ts';
+import type { DeliveryQueue, WebhookDeliveryStore } from './ports.ts';
 import { scheduledQueueFrom } from '../platform/queue/sqs-scheduled-queue.ts';
 import { runtime, type Runtime } from '../runtime.ts';
 import { DynamoWebhookDeliveryStore } from './webhook-delivery-store.ts';

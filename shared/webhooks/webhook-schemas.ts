@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { eventTypes } from './event-catalog.ts';
-import type { WebhookEndpoint } from '../ports.ts';
+import type { WebhookEndpoint } from './ports.ts';
 import { booleanQuery, idParams, instant, optionalText, pageOf, paginationQuery, sortQuery } from '../platform/schemas/common.ts';
 
 /** Subscribes an endpoint to every event type, present and future; it must then be the only entry. */

@@ -1,5 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeliverableEndpoint, IdempotencyCompletion, SecretCipher, SecretContext, WebhookEndpoint, WebhookStore } from '../ports.ts';
+import type { IdempotencyCompletion, SecretCipher, SecretContext } from '../platform/ports.ts';
+import type { DeliverableEndpoint, WebhookEndpoint, WebhookStore } from './ports.ts';
 import { allEvents } from './webhook-schemas.ts';
 import { isSealed } from '../platform/secrets/envelope-cipher.ts';
 import { conditionalWrite } from '../platform/store/dynamo.ts';

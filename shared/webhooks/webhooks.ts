@@ -2,7 +2,8 @@ import type { Config } from '../platform/config.ts';
 import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../platform/errors.ts';
 import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../platform/net/egress-guard.ts';
 import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
-import type { SealResponse, WebhookEndpoint, WebhookStore } from '../ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
+import type { WebhookEndpoint, WebhookStore } from './ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type {
   CreatedWebhookEndpoint,

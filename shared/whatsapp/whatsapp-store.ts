@@ -1,7 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
-import type { SecretCipher, SecretContext, StoredSession } from '../ports.ts';
+import type { StoredSession } from '../conversations/ports.ts';
+import type { SecretCipher, SecretContext } from '../platform/ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from './whatsapp-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
 import { conditionalWrite, putIfUnchanged } from '../platform/store/dynamo.ts';

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
-import type { StoredSession } from '../ports.ts';
+import type { StoredSession } from '../conversations/ports.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { Message } from '../conversations/session-schemas.ts';
 import {

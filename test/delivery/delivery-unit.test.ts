@@ -4,7 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { deliveryIdFor, processDeliveryWork, type DeliveryDeps } from '../../shared/webhooks/webhook-delivery.ts';
 import { generateSigningSecret, signatureHeaders } from '../../shared/platform/net/standard-webhooks.ts';
-import type { AttemptRequest } from '../../shared/ports.ts';
+import type { AttemptRequest } from '../../shared/webhooks/ports.ts';
 import { maxQueueDelaySeconds, queueDelaySeconds } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
 import { deliveryParams } from '../../shared/webhooks/webhook-schemas.ts';
 

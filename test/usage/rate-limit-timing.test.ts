@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RateLimiter, type RateDecision } from '../../shared/billing/rate-limit.ts';
-import type { RateLimitStore } from '../../shared/ports.ts';
+import type { RateLimitStore } from '../../shared/billing/ports.ts';
 
 /** Callbacks due at simulated times, run in time order; after each, every promise it settled runs its course. */
 class SimulatedClock {

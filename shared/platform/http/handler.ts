@@ -21,7 +21,7 @@ import {
   type FieldIssue,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
-import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../../ports.ts';
+import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
 import { unacceptableBodyPart } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';

@@ -1,6 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from '../config.ts';
-import type { ScheduledQueue } from '../../ports.ts';
+import type { ScheduledQueue } from '../ports.ts';
 import { createSqsClient, sendQueueMessages } from './sqs-sender.ts';
 
 /** SQS delays a message by at most 15 minutes; a message due later hops through the queue until it is due. */

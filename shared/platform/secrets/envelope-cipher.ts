@@ -1,4 +1,4 @@
-import type { SecretCipher, SecretContext } from '../../ports.ts';
+import type { SecretCipher, SecretContext } from '../ports.ts';
 import { gcmDecrypt, gcmEncrypt } from './aes-gcm.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { SecretCipher } from '../../ports.ts';
+import type { SecretCipher } from '../ports.ts';
 import { EnvelopeCipher } from './envelope-cipher.ts';
 
 type SecretsConfig = Pick<Config, 'AWS_REGION' | 'KMS_ENDPOINT' | 'SECRETS_KMS_KEY_ID' | 'SECRETS_KEY_FILE'>;

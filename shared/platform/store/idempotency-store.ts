@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyInProgressError } from '../errors.ts';
-import type { IdempotencyClaim, IdempotencyCompletion, IdempotencyStore, StoredResponse } from '../../ports.ts';
+import type { IdempotencyClaim, IdempotencyCompletion, IdempotencyStore, StoredResponse } from '../ports.ts';
 import { conditionalWrite, sendTransaction, transactionCancellationCodes, type TransactItem } from './dynamo.ts';
 import { keys } from './keys.ts';
 

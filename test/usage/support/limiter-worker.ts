@@ -7,7 +7,7 @@ import { parseConfig } from '../../../shared/platform/config.ts';
 import { RateLimiter } from '../../../shared/billing/rate-limit.ts';
 import { createDocumentClient } from '../../../shared/platform/store/dynamo.ts';
 import { DynamoRateLimitStore } from '../../../shared/billing/rate-limit-store.ts';
-import type { RateLimitStore } from '../../../shared/ports.ts';
+import type { RateLimitStore } from '../../../shared/billing/ports.ts';
 
 const config = parseConfig();
 const store = new DynamoRateLimitStore(createDocumentClient(config), config.TABLE_NAME);
