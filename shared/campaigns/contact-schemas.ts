@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isIanaTimezone, normalizePhoneNumber } from './contacts.ts';
+import { isIanaTimezone, normalizePhoneNumber } from './contact-model.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxContactTags = 50;

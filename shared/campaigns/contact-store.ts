@@ -1,5 +1,5 @@
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Contact } from './contacts.ts';
+import type { Contact } from './contact-model.ts';
 import { ConcurrentModificationError, ContactPhoneTakenError } from '../platform/errors.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
 import { isConditionFailure, sendTransaction, transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';

@@ -1,19 +1,8 @@
 /** The ports of the webhooks context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { IdempotencyCompletion, ScheduledQueue } from '../platform/ports.ts';
-import type { DeliveryState, WebhookDelivery } from './webhook-schemas.ts';
+import type { DeliveryState, WebhookDelivery, WebhookEndpoint } from './webhook-schemas.ts';
 
-/** A webhook endpoint as the API shows it; its signing secrets never appear after creation or rotation. */
-export interface WebhookEndpoint {
-  id: string;
-  orgId: string;
-  url: string;
-  /** Event types it receives; `*` for all. */
-  events: string[];
-  description?: string | undefined;
-  enabled: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { WebhookEndpoint } from './webhook-schemas.ts';
 
 /** An endpoint as delivery uses it: with the secrets to sign with (the previous one while a rotation overlaps). */
 export interface DeliverableEndpoint extends WebhookEndpoint {

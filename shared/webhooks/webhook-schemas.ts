@@ -1,7 +1,19 @@
 import * as z from 'zod';
 import { eventTypes } from './event-catalog.ts';
-import type { WebhookEndpoint } from './ports.ts';
 import { booleanQuery, idParams, instant, optionalText, pageOf, paginationQuery, sortQuery } from '../platform/schemas/common.ts';
+
+/** A webhook endpoint as the API shows it; its signing secrets never appear after creation or rotation. */
+export interface WebhookEndpoint {
+  id: string;
+  orgId: string;
+  url: string;
+  /** Event types it receives; `*` for all. */
+  events: string[];
+  description?: string | undefined;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
 
 /** Subscribes an endpoint to every event type, present and future; it must then be the only entry. */
 export const allEvents = '*';
