@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createJwtVerifier } from './identity/jwt.ts';
-import type { Principal } from './identity/principal.ts';
+import type { Principal } from './platform/http/principal.ts';
 import { parseConfig, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './agents/model-catalog.ts';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { routeGroups } from '../functions/route-groups.ts';
-import { scopes } from '../shared/identity/scopes.ts';
+import { scopes } from '../shared/platform/http/scopes.ts';
 import * as errors from '../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../shared/platform/http/error-envelope.ts';
 
@@ -73,7 +73,7 @@ describe('docs/auth.md', () => {
     expect(planned.filter((row) => !known.has(row.scope))).toEqual([]);
   });
 
-  it('lists exactly the scopes of shared/identity/scopes.ts', () => {
+  it('lists exactly the scopes of shared/platform/http/scopes.ts', () => {
     const listed = tableRows(section(authDoc, '## Scopes')).map(([scope = '']) => scope);
     for (const scope of scopes) expect(listed, scope).toContain(scope);
     expect([...listed].sort()).toEqual([...scopes].sort());

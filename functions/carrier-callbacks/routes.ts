@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { orgIdPattern } from '../../shared/identity/principal.ts';
+import { orgIdPattern } from '../../shared/platform/http/principal.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 const callParams = z.object({

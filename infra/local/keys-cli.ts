@@ -7,7 +7,7 @@
  * starts DynamoDB Local on that DATA_DIR for the moment.
  */
 import { parseArgs } from 'node:util';
-import { orgIdPattern } from '../../shared/identity/principal.ts';
+import { orgIdPattern } from '../../shared/platform/http/principal.ts';
 import { issueApiKey } from '../../shared/identity/api-keys.ts';
 import { changeSubscription } from '../../shared/billing/subscriptions.ts';
 import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/billing/billing-schemas.ts';

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
-import { orgIdPattern } from '../../shared/identity/principal.ts';
+import { orgIdPattern } from '../../shared/platform/http/principal.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
 import { runtime } from '../../shared/runtime.ts';

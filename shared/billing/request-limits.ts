@@ -1,4 +1,4 @@
-import type { Principal } from '../identity/principal.ts';
+import type { Principal } from '../platform/http/principal.ts';
 import { currentPlan, type AdmissionDeps } from './admission.ts';
 import type { RateDecision, RateLimit, RateLimiter } from './rate-limit.ts';
 

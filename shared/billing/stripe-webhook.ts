@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { orgIdPattern } from '../identity/principal.ts';
+import { orgIdPattern } from '../platform/http/principal.ts';
 import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';

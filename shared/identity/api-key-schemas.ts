@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isScope, scopes } from './scopes.ts';
+import { isScope, scopes } from '../platform/http/scopes.ts';
 import { instant, pageOf, paginationQuery, requiredText, sortQuery } from '../platform/schemas/common.ts';
 
 export const createApiKeyBody = z.strictObject({

@@ -1,6 +1,6 @@
 import { displayPrefix, generateApiKey, hashApiKey } from './api-key-secret.ts';
-import type { Principal } from './principal.ts';
-import { grants, isScope } from './scopes.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { grants, isScope } from '../platform/http/scopes.ts';
 import { NotFoundError, ScopeEscalationError } from '../platform/errors.ts';
 import type { ApiKeyStore, OrgStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';

@@ -2,7 +2,7 @@ import { UnauthorizedError } from '../platform/errors.ts';
 import type { ApiKeyStore } from './ports.ts';
 import type { Clock } from '../platform/clock.ts';
 import { hashApiKey, hashesEqual } from './api-key-secret.ts';
-import type { Principal } from './principal.ts';
+import type { Principal } from '../platform/http/principal.ts';
 
 export interface AuthDeps {
   apiKeys: ApiKeyStore;

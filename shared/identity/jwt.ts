@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Config } from '../platform/config.ts';
 import { UnauthorizedError, UpstreamUnavailableError } from '../platform/errors.ts';
-import { orgIdPattern, type Principal } from './principal.ts';
+import { orgIdPattern, type Principal } from '../platform/http/principal.ts';
 
 type JwtConfig = Pick<
   Config,

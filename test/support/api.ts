@@ -1,7 +1,7 @@
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
-import type { Scope } from '../../shared/identity/scopes.ts';
+import type { Scope } from '../../shared/platform/http/scopes.ts';
 import type { Config } from '../../shared/platform/config.ts';
 import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';

@@ -5,8 +5,8 @@ import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { authenticate, rememberedOrganization, type AuthDeps } from '../../identity/authenticate.ts';
-import type { Principal } from '../../identity/principal.ts';
-import { grants, type Scope } from '../../identity/scopes.ts';
+import type { Principal } from './principal.ts';
+import { grants, type Scope } from './scopes.ts';
 import {
   ForbiddenError,
   IdempotencyInProgressError,

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { scopes } from '../../identity/scopes.ts';
+import { scopes } from './scopes.ts';
 import { agentSchema } from '../../agents/agent-schemas.ts';
 import { analysisResultSchema } from '../../analysis/analysis-schemas.ts';
 import { apiKeySchema } from '../../identity/api-key-schemas.ts';

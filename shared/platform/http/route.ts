@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Scope } from '../../identity/scopes.ts';
+import type { Scope } from './scopes.ts';
 import type { ErrorCode } from './error-envelope.ts';
 import type { QueueDefinition } from '../queue/queue-definition.ts';
 
