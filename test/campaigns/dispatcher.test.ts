@@ -17,8 +17,8 @@ import { crashProxy } from '../support/crash-proxy.ts';
 import { childEnv, killGroup, spawnInGroup, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { voiceOrg } from '../voice/support.ts';
-import { addContacts, allCalls, callee, campaignBody, dialsOf, startedCampaign, unlimitedPlans } from './support.ts';
+import { voiceOrg } from '../support/voice.ts';
+import { addContacts, allCalls, callee, campaignBody, dialsOf, startedCampaign, unlimitedPlans } from '../support/campaigns.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

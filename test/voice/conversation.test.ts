@@ -4,7 +4,7 @@ import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from './support.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

@@ -4,7 +4,7 @@ import { phoneNumberRoutes } from '../../functions/phone-numbers/routes.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { twilioAccount, uniqueNumber } from './support.ts';
+import { twilioAccount, uniqueNumber } from '../support/voice.ts';
 
 let api: TestApi;
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from './support.ts';
+import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 
