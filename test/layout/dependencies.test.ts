@@ -125,4 +125,10 @@ describe('shared/ by bounded context', () => {
     for (const file of graph.keys()) if (!index.has(file)) visit(file);
     expect(circles).toEqual([]);
   });
+
+  it('is described in docs/layout.md: every context with its layer, every exception counted', () => {
+    const doc = readFileSync(resolve(repoRoot, 'docs/layout.md'), 'utf8');
+    for (const context of contexts) expect(doc, context.name).toContain(`| ${context.layer} | \`shared/${context.name}/\` |`);
+    expect(doc).toContain(`(${exceptions.length} edges in \`shared/contexts.ts\``);
+  });
 });
