@@ -6,16 +6,17 @@
  * figures to the parent and exits.
  */
 import { useLocalDatabase } from '../infra/local/environment.ts';
-import { analysisRuntime } from '../shared/analysis-runtime.ts';
-import { createAgent } from '../shared/domain/agents.ts';
-import { handleAnalysisMessage, type AnalysisDeps } from '../shared/domain/analysis.ts';
-import { newId } from '../shared/domain/clock.ts';
-import { closeSession, createSession } from '../shared/domain/sessions.ts';
-import { estimateTokens, transcriptTokenBudget } from '../shared/domain/transcript.ts';
-import { analysisPrompt } from '../shared/models/structured-analysis.ts';
-import { builtinAnalysis } from '../shared/models/builtin-analysis.ts';
-import type { AnalysisJob, AnalysisOutput, StoredSession } from '../shared/ports.ts';
-import type { Message } from '../shared/schemas/session.ts';
+import { analysisRuntime } from '../shared/analysis/analysis-runtime.ts';
+import { createAgent } from '../shared/agents/agents.ts';
+import { handleAnalysisMessage, type AnalysisDeps } from '../shared/analysis/analysis.ts';
+import { newId } from '../shared/platform/clock.ts';
+import { closeSession, createSession } from '../shared/conversations/sessions.ts';
+import { estimateTokens, transcriptTokenBudget } from '../shared/conversations/transcript.ts';
+import { analysisPrompt } from '../shared/analysis/structured-analysis.ts';
+import { builtinAnalysis } from '../shared/analysis/builtin-analysis.ts';
+import type { AnalysisJob, AnalysisOutput } from '../shared/analysis/ports.ts';
+import type { StoredSession } from '../shared/conversations/ports.ts';
+import type { Message } from '../shared/conversations/session-schemas.ts';
 
 export interface AnalysisCpuResult {
   /** CPU ms per analysis of a 20-message session, the model left out. */

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { routeGroups } from '../functions/route-groups.ts';
 import { useLocalDatabase } from '../infra/local/environment.ts';
 import { createLocalServer } from '../infra/local/server.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
+import { issueApiKey } from '../shared/identity/api-keys.ts';
 import { runtime } from '../shared/runtime.ts';
 
 /** Sequential GETs timed after this many that warm the process up. */

@@ -9,11 +9,11 @@ import { useLocalDatabase } from '../infra/local/environment.ts';
 import { startLocalQueues } from '../infra/local/queues.ts';
 import { createLocalServer } from '../infra/local/server.ts';
 import { startLocalVoice } from '../infra/local/voice.ts';
-import { campaignRuntime } from '../shared/campaign-runtime.ts';
+import { campaignRuntime } from '../shared/campaigns/campaign-runtime.ts';
 import { benchOrganization } from './bench-api.ts';
-import { dispatchCampaign } from '../shared/domain/campaign-dispatcher.ts';
-import { importContacts } from '../shared/domain/contact-import.ts';
-import { callLine, placeOutboundCall } from '../shared/domain/voice.ts';
+import { dispatchCampaign } from '../shared/campaigns/campaign-dispatcher.ts';
+import { importContacts } from '../shared/campaigns/contact-import.ts';
+import { callLine, placeOutboundCall } from '../shared/voice/voice.ts';
 import { startDynamoDbProxy } from './dynamodb-proxy.ts';
 
 export interface CampaignsBenchResult {

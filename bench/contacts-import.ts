@@ -1,9 +1,9 @@
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
-import { systemClock } from '../shared/domain/clock.ts';
-import { importContacts } from '../shared/domain/contact-import.ts';
-import { createDocumentClient } from '../shared/store/dynamo.ts';
-import { keys } from '../shared/store/keys.ts';
+import { systemClock } from '../shared/platform/clock.ts';
+import { importContacts } from '../shared/campaigns/contact-import.ts';
+import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import type { Check } from './report.ts';
 
 /**

@@ -31,7 +31,7 @@ export async function measureLocalRuntime(runs: readonly LoadRun[], log: (line: 
     import('../infra/local/server.ts'),
     import('../functions/route-groups.ts'),
     import('../shared/runtime.ts'),
-    import('../shared/domain/api-keys.ts'),
+    import('../shared/identity/api-keys.ts'),
   ]);
 
   log('starting DynamoDB Local (in memory)');

@@ -12,7 +12,7 @@ import { chunkText, indexedText, type TextChunk } from '../shared/knowledge/chun
 import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk, type SearchableIndex } from '../shared/knowledge/hybrid-retrieval.ts';
 import { LocalFlatVectorStore } from '../shared/knowledge/local-flat-index.ts';
 import { vectorLimits } from '../shared/knowledge/vector-store.ts';
-import { knowledgeStoreConfig } from '../shared/schemas/knowledge.ts';
+import { knowledgeStoreConfig } from '../shared/knowledge/knowledge-schemas.ts';
 import type { Check } from './report.ts';
 
 const evalDir = resolve(import.meta.dirname, 'knowledge-eval');

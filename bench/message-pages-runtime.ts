@@ -4,8 +4,8 @@
  * its figures to the parent and exits.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Message } from '../shared/schemas/session.ts';
-import { keys } from '../shared/store/keys.ts';
+import type { Message } from '../shared/conversations/session-schemas.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { startBenchApi } from './bench-api.ts';
 import { percentiles } from './turns.ts';
 import type { MessagePagesResult } from './message-pages.ts';

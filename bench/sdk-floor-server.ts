@@ -8,8 +8,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BatchGetCommand, GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { parseConfig } from '../shared/config.ts';
-import { createDocumentClient } from '../shared/store/dynamo.ts';
+import { parseConfig } from '../shared/platform/config.ts';
+import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
 
 const config = parseConfig();
 const client = createDocumentClient(config);

@@ -4,10 +4,10 @@
  * GETs of page 1 and page 50. Reports its figures to the parent and exits.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { StoredSession } from '../shared/ports.ts';
-import { secretCipherFromConfig } from '../shared/secrets/secret-cipher.ts';
-import { keys } from '../shared/store/keys.ts';
-import { DynamoSessionStore } from '../shared/store/session-store.ts';
+import type { StoredSession } from '../shared/conversations/ports.ts';
+import { secretCipherFromConfig } from '../shared/platform/secrets/secret-cipher.ts';
+import { keys } from '../shared/platform/store/keys.ts';
+import { DynamoSessionStore } from '../shared/conversations/session-store.ts';
 import { startBenchApi } from './bench-api.ts';
 import { bulkWriter } from './bulk-writes.ts';
 import { percentiles } from './turns.ts';

@@ -114,8 +114,8 @@ async function setUp(baseUrl: string, endpoint: string, tableName: string, toolU
   // A runtime of its own: this process may already hold one bound to another database.
   const [{ createRuntime }, { parseConfig }, { issueApiKey }] = await Promise.all([
     import('../shared/runtime.ts'),
-    import('../shared/config.ts'),
-    import('../shared/domain/api-keys.ts'),
+    import('../shared/platform/config.ts'),
+    import('../shared/identity/api-keys.ts'),
   ]);
   const deps = createRuntime(parseConfig({ ...process.env, DYNAMODB_ENDPOINT: endpoint, TABLE_NAME: tableName }));
   const orgId = crypto.randomUUID();

@@ -6,16 +6,16 @@
  */
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { useLocalDatabase } from '../infra/local/environment.ts';
-import { assertMayConsume } from '../shared/domain/admission.ts';
-import { analyticsOverview } from '../shared/domain/analytics-report.ts';
-import { sketchBin } from '../shared/domain/analytics.ts';
-import { RateLimiter } from '../shared/domain/rate-limit.ts';
-import { checkRequestRate } from '../shared/domain/request-limits.ts';
-import { bucketBounds, bucketOf } from '../shared/domain/usage.ts';
-import type { RateLimitStore } from '../shared/ports.ts';
+import { assertMayConsume } from '../shared/billing/admission.ts';
+import { analyticsOverview } from '../shared/billing/analytics-report.ts';
+import { sketchBin } from '../shared/billing/analytics.ts';
+import { RateLimiter } from '../shared/billing/rate-limit.ts';
+import { checkRequestRate } from '../shared/billing/request-limits.ts';
+import { bucketBounds, bucketOf } from '../shared/billing/usage.ts';
+import type { RateLimitStore } from '../shared/billing/ports.ts';
 import { runtime } from '../shared/runtime.ts';
-import { keys } from '../shared/store/keys.ts';
-import { DynamoRateLimitStore } from '../shared/store/rate-limit-store.ts';
+import { keys } from '../shared/platform/store/keys.ts';
+import { DynamoRateLimitStore } from '../shared/billing/rate-limit-store.ts';
 import { percentiles } from './turns.ts';
 import type { UsageBenchResult } from './usage.ts';
 

@@ -2,7 +2,7 @@
  * The floor of a voice turn: a WebSocket API handler that answers every message with one `text` token through the
  * connection-management API, touching nothing else. Same gateway, same client, same send path as the relay.
  */
-import { relayConnections } from '../shared/telephony/relay-connections.ts';
+import { relayConnections } from '../shared/voice/relay-connections.ts';
 
 let relay: ReturnType<typeof relayConnections> | undefined;
 

@@ -17,7 +17,7 @@ import { startLocalVoice } from '../infra/local/voice.ts';
 import { startWebSocketGateway } from '../infra/local/websocket-gateway.ts';
 import { benchOrganization } from './bench-api.ts';
 import { runtime } from '../shared/runtime.ts';
-import { keys } from '../shared/store/keys.ts';
+import { keys } from '../shared/platform/store/keys.ts';
 import { percentiles, type Percentiles } from './turns.ts';
 
 export interface VoiceBenchResult {

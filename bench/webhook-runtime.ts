@@ -7,8 +7,8 @@
 import type { AddressInfo } from 'node:net';
 import { eventRules, queueConsumers, tableStreamConsumers } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
-import { issueApiKey } from '../shared/domain/api-keys.ts';
-import type { DomainEvent } from '../shared/domain/events.ts';
+import { issueApiKey } from '../shared/identity/api-keys.ts';
+import type { DomainEvent } from '../shared/events/events.ts';
 import { localEventBus } from '../shared/events/bus.ts';
 import { runtime } from '../shared/runtime.ts';
 import { useLocalDatabase } from '../infra/local/environment.ts';

@@ -1,5 +1,5 @@
 import { eventSource } from '../shared/events/bus.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 
 /**
  * The asynchronous consumers of the table's stream, declared once: the CDK stack subscribes each to the stream

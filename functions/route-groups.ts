@@ -16,7 +16,7 @@ import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { whatsappNumberRoutes } from './whatsapp-numbers/routes.ts';
 import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
-import type { RouteGroup } from '../shared/http/route.ts';
+import type { RouteGroup } from '../shared/platform/http/route.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
 export const routeGroups: readonly RouteGroup[] = [

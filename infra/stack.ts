@@ -28,10 +28,10 @@ import { Construct } from 'constructs';
 import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
-import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/http/route.ts';
-import { metricsNamespace, queueRefusalsMetric } from '../shared/metrics.ts';
-import type { QueueDefinition } from '../shared/queue/queue-definition.ts';
-import { tableDefinition } from '../shared/store/table.ts';
+import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
+import { metricsNamespace, queueRefusalsMetric } from '../shared/platform/metrics.ts';
+import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
+import { tableDefinition } from '../shared/platform/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -146,7 +146,7 @@ export class AgentPlatformStack extends Stack {
       alarm.addAlarmAction(new cloudwatchActions.SnsAction(alarms));
       return queue;
     };
-    // A message a queue refused is not in any dead-letter queue: its sender counts it (shared/queue/sqs-sender.ts).
+    // A message a queue refused is not in any dead-letter queue: its sender counts it (shared/platform/queue/sqs-sender.ts).
     new cloudwatch.Alarm(this, 'QueueRefusalsAlarm', {
       alarmDescription: 'A queue refused a message the platform sent (see the error logs beside the metric)',
       metric: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: queueRefusalsMetric, period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),

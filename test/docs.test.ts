@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { routeGroups } from '../functions/route-groups.ts';
-import { scopes } from '../shared/auth/scopes.ts';
-import * as errors from '../shared/errors.ts';
-import { toErrorEnvelope } from '../shared/http/error-envelope.ts';
+import { scopes } from '../shared/platform/http/scopes.ts';
+import * as errors from '../shared/platform/errors.ts';
+import { toErrorEnvelope } from '../shared/platform/http/error-envelope.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const read = (path: string): string => readFileSync(resolve(repoRoot, path), 'utf8');
@@ -73,7 +73,7 @@ describe('docs/auth.md', () => {
     expect(planned.filter((row) => !known.has(row.scope))).toEqual([]);
   });
 
-  it('lists exactly the scopes of shared/auth/scopes.ts', () => {
+  it('lists exactly the scopes of shared/platform/http/scopes.ts', () => {
     const listed = tableRows(section(authDoc, '## Scopes')).map(([scope = '']) => scope);
     for (const scope of scopes) expect(listed, scope).toContain(scope);
     expect([...listed].sort()).toEqual([...scopes].sort());
@@ -87,13 +87,13 @@ describe('docs/api-conventions.md', () => {
 
   /** The `statusByCode` mapping, read from the source because the module keeps it private. */
   const mapped = (() => {
-    const source = read('shared/http/error-envelope.ts');
+    const source = read('shared/platform/http/error-envelope.ts');
     const block = /const statusByCode[^=]*=\s*\{([\s\S]*?)\};/.exec(source);
-    if (!block) throw new Error('statusByCode not found in shared/http/error-envelope.ts');
+    if (!block) throw new Error('statusByCode not found in shared/platform/http/error-envelope.ts');
     return new Map([...(block[1] as string).matchAll(/^\s*([A-Z][A-Z0-9_]*)\s*:\s*(\d{3})\s*,?\s*$/gm)].map((match) => [match[1] as string, Number(match[2])]));
   })();
 
-  /** What each error class of shared/errors.ts really answers, through the one function that picks statuses. */
+  /** What each error class of shared/platform/errors.ts really answers, through the one function that picks statuses. */
   const produced = (() => {
     const result = new Map<string, number>();
     for (const value of Object.values(errors)) {

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import openapiTS from 'openapi-typescript';
 import { routeGroups } from '../../functions/route-groups.ts';
-import { buildOpenApiDocument } from '../../shared/http/openapi.ts';
+import { buildOpenApiDocument } from '../../shared/platform/http/openapi.ts';
 
 export const schemaFile = new URL('./schema.ts', import.meta.url);
 

@@ -1,5 +1,5 @@
-import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/domain/agents.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { agentRoutes } from './routes.ts';
 

@@ -1,6 +1,6 @@
-import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/schemas/agent.ts';
-import { idParams } from '../../shared/schemas/common.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const agentRoutes = defineRouteGroup({
   name: 'agents',

@@ -1,11 +1,11 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { parseConfig } from '../../shared/config.ts';
-import { dispatchAnalysisJobs } from '../../shared/domain/analysis.ts';
-import { logger } from '../../shared/logger.ts';
-import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/ports.ts';
-import { scheduledQueueFrom } from '../../shared/queue/sqs-scheduled-queue.ts';
+import { parseConfig } from '../../shared/platform/config.ts';
+import { dispatchAnalysisJobs } from '../../shared/analysis/analysis.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
+import { scheduledQueueFrom } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
 
 let deps: Parameters<typeof dispatchAnalysisJobs>[0] | undefined;
 

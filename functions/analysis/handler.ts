@@ -1,10 +1,10 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { analysisRuntime } from '../../shared/analysis-runtime.ts';
-import { handleAnalysisMessage } from '../../shared/domain/analysis.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
-import type { AnalysisQueueMessage } from '../../shared/ports.ts';
+import { analysisRuntime } from '../../shared/analysis/analysis-runtime.ts';
+import { handleAnalysisMessage } from '../../shared/analysis/analysis.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
 import { analysisQueue } from '../consumers.ts';
 
 const queueMessage = z.object({

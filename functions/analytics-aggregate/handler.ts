@@ -1,5 +1,5 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { analyticsRecordOf, analyticsSubject, type AnalyticsRecord } from '../../shared/domain/analytics.ts';
+import { analyticsRecordOf, analyticsSubject, type AnalyticsRecord } from '../../shared/billing/analytics.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
 import { runtime } from '../../shared/runtime.ts';
 

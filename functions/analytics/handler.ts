@@ -1,5 +1,5 @@
-import { analyticsCsv, analyticsOverview } from '../../shared/domain/analytics-report.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
+import { analyticsCsv, analyticsOverview } from '../../shared/billing/analytics-report.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { analyticsRoutes } from './routes.ts';
 

@@ -1,5 +1,5 @@
-import { agentAnalyticsParams, agentAnalyticsQuery, analyticsQuery, analyticsResponse } from '../../shared/schemas/analytics.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { agentAnalyticsParams, agentAnalyticsQuery, analyticsQuery, analyticsResponse } from '../../shared/billing/analytics-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const analyticsRoutes = defineRouteGroup({
   name: 'analytics',

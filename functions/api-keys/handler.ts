@@ -1,5 +1,5 @@
-import { createApiKey, deleteApiKey, listApiKeys } from '../../shared/domain/api-keys.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createApiKey, deleteApiKey, listApiKeys } from '../../shared/identity/api-keys.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { apiKeyRoutes } from './routes.ts';
 

@@ -1,6 +1,6 @@
-import { apiKeyPage, createApiKeyBody, createdApiKeySchema, listApiKeysQuery } from '../../shared/schemas/api-key.ts';
-import { idParams } from '../../shared/schemas/common.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { apiKeyPage, createApiKeyBody, createdApiKeySchema, listApiKeysQuery } from '../../shared/identity/api-key-schemas.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const apiKeyRoutes = defineRouteGroup({
   name: 'api-keys',

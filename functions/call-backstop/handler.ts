@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { endSilentCall } from '../../shared/domain/voice.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
-import { voiceRuntime } from '../../shared/voice-runtime.ts';
+import { endSilentCall } from '../../shared/voice/voice.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 
 const backstopMessage = z.object({ kind: z.literal('call.backstop'), orgId: z.string().min(1), sessionId: z.uuid() });
 

@@ -1,6 +1,6 @@
-import { cancelCampaign, createCampaign, getCampaign, listCampaignCalls, listCampaigns, pauseCampaign, resumeCampaign, startCampaign } from '../../shared/domain/campaigns.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
+import { cancelCampaign, createCampaign, getCampaign, listCampaignCalls, listCampaigns, pauseCampaign, resumeCampaign, startCampaign } from '../../shared/campaigns/campaigns.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
 import { callCampaignRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

@@ -1,6 +1,6 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { idParams } from '../../shared/schemas/common.ts';
-import { campaignCallList, campaignCallsQuery, campaignList, campaignRecord, createCampaignBody, listCampaignsQuery } from '../../shared/schemas/campaigns.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
+import { campaignCallList, campaignCallsQuery, campaignList, campaignRecord, createCampaignBody, listCampaignsQuery } from '../../shared/campaigns/campaign-schemas.ts';
 
 const transition = (action: 'start' | 'pause' | 'resume' | 'cancel', summary: string) =>
   ({

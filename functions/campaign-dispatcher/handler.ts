@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign, tick } from '../../shared/domain/campaign-dispatcher.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign, tick } from '../../shared/campaigns/campaign-dispatcher.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 
 const dispatcherMessage = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('campaign.tick') }),

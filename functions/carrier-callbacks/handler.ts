@@ -1,6 +1,6 @@
-import { handleInboundCall, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/domain/voice.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
-import { voiceRuntime } from '../../shared/voice-runtime.ts';
+import { handleInboundCall, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/voice/voice.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
+import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 import { carrierCallbackRoutes } from './routes.ts';
 
 const emptyTwiml = '<?xml version="1.0" encoding="UTF-8"?><Response/>';

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { orgIdPattern } from '../../shared/auth/principal.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { orgIdPattern } from '../../shared/platform/http/principal.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 const callParams = z.object({
   orgId: z.string().regex(orgIdPattern),

@@ -1,13 +1,13 @@
 import { PassThrough } from 'node:stream';
 import type { z } from 'zod';
-import { watchCredential } from '../../shared/auth/credential-watch.ts';
-import { prepareTurn, runTurn, type TurnSink } from '../../shared/domain/turn.ts';
-import { IdempotencyInProgressError, ModelError } from '../../shared/errors.ts';
-import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
-import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
-import { logger } from '../../shared/logger.ts';
-import { conversationRuntime } from '../../shared/conversation-runtime.ts';
-import type { Message, sentMessageSchema } from '../../shared/schemas/session.ts';
+import { watchCredential } from '../../shared/identity/credential-watch.ts';
+import { prepareTurn, runTurn, type TurnSink } from '../../shared/conversations/turn.ts';
+import { IdempotencyInProgressError, ModelError } from '../../shared/platform/errors.ts';
+import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';
+import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/platform/http/handler.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { conversationRuntime } from '../../shared/conversations/conversation-runtime.ts';
+import type { Message, sentMessageSchema } from '../../shared/conversations/session-schemas.ts';
 import { chatMessageRoutes } from './routes.ts';
 
 const ignoreDeltas: TurnSink = { delta: () => undefined, failed: () => undefined };

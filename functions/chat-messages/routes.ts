@@ -1,6 +1,6 @@
-import { idParams } from '../../shared/schemas/common.ts';
-import { replyEventSchema, sendMessageBody, sentMessageSchema } from '../../shared/schemas/session.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
+import { replyEventSchema, sendMessageBody, sentMessageSchema } from '../../shared/conversations/session-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 /** Its own function because it streams: on AWS it sits behind a streaming integration, not the HTTP API. */
 export const chatMessageRoutes = defineRouteGroup({

@@ -1,4 +1,4 @@
-import { importContacts } from '../../shared/domain/contact-import.ts';
+import { importContacts } from '../../shared/campaigns/contact-import.ts';
 import {
   addToDncList,
   createContact,
@@ -8,8 +8,8 @@ import {
   listDncList,
   removeFromDncList,
   updateContact,
-} from '../../shared/domain/contacts.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+} from '../../shared/campaigns/contacts.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { contactRoutes } from './routes.ts';
 

@@ -1,5 +1,5 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { idParams } from '../../shared/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   addDncBody,
   contactPage,
@@ -14,7 +14,7 @@ import {
   listDncQuery,
   maxImportBytes,
   updateContactBody,
-} from '../../shared/schemas/contact.ts';
+} from '../../shared/campaigns/contact-schemas.ts';
 
 export const contactRoutes = defineRouteGroup({
   name: 'contacts',

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { RawBody } from '../../shared/http/handler.ts';
-import { buildOpenApiDocument } from '../../shared/http/openapi.ts';
-import type { RouteGroup } from '../../shared/http/route.ts';
+import { RawBody } from '../../shared/platform/http/handler.ts';
+import { buildOpenApiDocument } from '../../shared/platform/http/openapi.ts';
+import type { RouteGroup } from '../../shared/platform/http/route.ts';
 import type { assetNames } from './routes.ts';
 
 /** Beside this module locally; beside the bundle on Lambda (copied there by the stack). */

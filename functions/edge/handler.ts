@@ -1,4 +1,4 @@
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { routeGroups } from '../route-groups.ts';
 import { developerPages } from './developer-pages.ts';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 /** The files of `functions/edge/assets/` (built by `npm run build:assets`) that `/assets/{name}` serves. */
 export const assetNames = ['scalar.js', 'docs.js', 'playground.js', 'playground.css'] as const;

@@ -1,9 +1,9 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { eventStreamSettings, logEvents } from '../../shared/domain/event-stream.ts';
+import { eventStreamSettings, logEvents } from '../../shared/webhooks/event-stream.ts';
 import { eventsOfItem } from '../../shared/events/from-stream.ts';
-import { logger } from '../../shared/logger.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
 
 /**

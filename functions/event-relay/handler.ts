@@ -1,10 +1,10 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { parseConfig } from '../../shared/config.ts';
+import { parseConfig } from '../../shared/platform/config.ts';
 import { eventBusFrom, type EventBus } from '../../shared/events/bus.ts';
 import { eventsOfItem } from '../../shared/events/from-stream.ts';
-import { logger } from '../../shared/logger.ts';
+import { logger } from '../../shared/platform/logger.ts';
 
 let bus: EventBus | undefined;
 

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/domain/event-stream.ts';
-import { ForbiddenError, UnauthorizedError } from '../../shared/errors.ts';
-import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
-import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/http/handler.ts';
-import { logger } from '../../shared/logger.ts';
+import { eventStreamSettings, startOfEventStream, streamEvents, sseFrame, type EventStreamOutput } from '../../shared/webhooks/event-stream.ts';
+import { ForbiddenError, UnauthorizedError } from '../../shared/platform/errors.ts';
+import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';
+import { createHttpHandler, serverSentEventHeaders, StreamingBody } from '../../shared/platform/http/handler.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { eventRoutes } from './routes.ts';
 

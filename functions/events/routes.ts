@@ -1,5 +1,5 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { eventStreamQuery, streamedEventSchema } from '../../shared/schemas/event-stream.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { eventStreamQuery, streamedEventSchema } from '../../shared/webhooks/event-stream-schemas.ts';
 
 /** Its own function because it streams for minutes: on AWS it sits behind a streaming integration, not the HTTP API. */
 export const eventRoutes = defineRouteGroup({

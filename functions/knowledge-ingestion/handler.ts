@@ -1,10 +1,10 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { handleIngestionMessage } from '../../shared/domain/knowledge-ingestion.ts';
-import type { IngestionMessage } from '../../shared/domain/knowledge.ts';
-import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { handleIngestionMessage } from '../../shared/knowledge/knowledge-ingestion.ts';
+import type { IngestionMessage } from '../../shared/knowledge/knowledge.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge/knowledge-uploads-runtime.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 
 const queueMessage = z.discriminatedUnion('kind', [
   z.object({

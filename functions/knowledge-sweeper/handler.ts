@@ -1,6 +1,6 @@
-import { sweepOverdueDocuments } from '../../shared/domain/knowledge.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
-import { logger } from '../../shared/logger.ts';
+import { sweepOverdueDocuments } from '../../shared/knowledge/knowledge.ts';
+import { knowledgeRuntime } from '../../shared/knowledge/knowledge-runtime.ts';
+import { logger } from '../../shared/platform/logger.ts';
 
 /** Invoked by an EventBridge schedule (every 5 minutes): fails documents PROCESSING past their deadline with TIMEOUT. */
 export async function handler(): Promise<{ timedOut: number }> {

@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { parseUploadKey } from '../../shared/knowledge/document-uploads.ts';
-import { knowledgeRuntime } from '../../shared/knowledge-runtime.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
+import { knowledgeRuntime } from '../../shared/knowledge/knowledge-runtime.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 
 /** S3's Object Created event as EventBridge delivers it (the fields used here). */
 const objectCreated = z.object({

@@ -10,9 +10,9 @@ import {
   requestDocumentUpload,
   submitDocument,
   updateKnowledgeStore,
-} from '../../shared/domain/knowledge.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
-import { knowledgeUploadsRuntime } from '../../shared/knowledge-uploads-runtime.ts';
+} from '../../shared/knowledge/knowledge.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
+import { knowledgeUploadsRuntime } from '../../shared/knowledge/knowledge-uploads-runtime.ts';
 import { knowledgeRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

@@ -1,4 +1,4 @@
-import { idParams } from '../../shared/schemas/common.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   createDocumentBody,
   createDocumentUploadBody,
@@ -13,8 +13,8 @@ import {
   queryKnowledgeBody,
   queryKnowledgeResponse,
   updateKnowledgeStoreBody,
-} from '../../shared/schemas/knowledge.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+} from '../../shared/knowledge/knowledge-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { knowledgeIngestionQueue } from '../consumers.ts';
 
 export const knowledgeRoutes = defineRouteGroup({

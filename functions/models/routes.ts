@@ -1,6 +1,6 @@
-import { listModelsQuery, modelPage } from '../../shared/schemas/model.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { listVoicesQuery, voiceList } from '../../shared/telephony/voices.ts';
+import { listModelsQuery, modelPage } from '../../shared/agents/model-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { listVoicesQuery, voiceList } from '../../shared/agents/voices.ts';
 
 export const modelRoutes = defineRouteGroup({
   name: 'models',

@@ -9,9 +9,9 @@ import {
   recordingLink,
   startOutboundCall,
   updatePhoneNumber,
-} from '../../shared/domain/voice.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
-import { voiceRuntime } from '../../shared/voice-runtime.ts';
+} from '../../shared/voice/voice.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
+import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 import { phoneNumberRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

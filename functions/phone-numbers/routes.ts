@@ -1,5 +1,5 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { idParams } from '../../shared/schemas/common.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   createPhoneNumberBody,
   listPhoneNumbersQuery,
@@ -11,7 +11,7 @@ import {
   twilioCredentialsBody,
   twilioCredentialsRecord,
   updatePhoneNumberBody,
-} from '../../shared/schemas/voice.ts';
+} from '../../shared/voice/voice-schemas.ts';
 
 export const phoneNumberRoutes = defineRouteGroup({
   name: 'phone-numbers',

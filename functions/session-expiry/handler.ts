@@ -1,6 +1,6 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { expireAbandonedSession } from '../../shared/domain/sessions.ts';
-import { logger } from '../../shared/logger.ts';
+import { expireAbandonedSession } from '../../shared/conversations/sessions.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
 
 /**

@@ -1,6 +1,6 @@
-import { requestAnalysisRerun } from '../../shared/domain/analysis.ts';
-import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/domain/sessions.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { requestAnalysisRerun } from '../../shared/analysis/analysis.ts';
+import { closeSession, createSession, getSession, listMessages, listSessions, publicSession } from '../../shared/conversations/sessions.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { sessionRoutes } from './routes.ts';
 

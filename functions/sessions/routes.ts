@@ -1,4 +1,4 @@
-import { idParams } from '../../shared/schemas/common.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   analysisRerunSchema,
   createSessionBody,
@@ -7,8 +7,8 @@ import {
   messagePage,
   sessionPage,
   sessionSchema,
-} from '../../shared/schemas/session.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+} from '../../shared/conversations/session-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const sessionRoutes = defineRouteGroup({
   name: 'sessions',

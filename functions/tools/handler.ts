@@ -1,5 +1,5 @@
-import { createTool, deleteTool, getTool, listTools, updateTool } from '../../shared/domain/tools.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { createTool, deleteTool, getTool, listTools, updateTool } from '../../shared/agents/tools.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { toolRoutes } from './routes.ts';
 

@@ -1,6 +1,6 @@
-import { idParams } from '../../shared/schemas/common.ts';
-import { createToolBody, deleteToolQuery, listToolsQuery, toolPage, toolSchema, updateToolBody } from '../../shared/schemas/tool.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
+import { createToolBody, deleteToolQuery, listToolsQuery, toolPage, toolSchema, updateToolBody } from '../../shared/agents/tool-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const toolRoutes = defineRouteGroup({
   name: 'tools',

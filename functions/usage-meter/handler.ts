@@ -1,12 +1,12 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { scheduleRollup } from '../../shared/domain/usage-rollup.ts';
-import { meteredRecordOf, stockChangeOrgOf } from '../../shared/domain/usage.ts';
+import { scheduleRollup } from '../../shared/billing/usage-rollup.ts';
+import { meteredRecordOf, stockChangeOrgOf } from '../../shared/billing/usage.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
-import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
+import { usageRollupRuntime } from '../../shared/billing/usage-rollup-runtime.ts';
 
 /**
  * Counts usage from the table's stream: each organization's records of the batch in one transaction (per 100
- * items), exactly once whatever the retries (shared/store/exactly-once-counter.ts). When one organization fails,
+ * items), exactly once whatever the retries (shared/billing/exactly-once-counter.ts). When one organization fails,
  * the batch is retried from its first record, which the markers make harmless for the records already counted.
  */
 export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {

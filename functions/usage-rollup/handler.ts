@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { handleRollup } from '../../shared/domain/usage-rollup.ts';
-import { logger } from '../../shared/logger.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
-import { usageRollupRuntime } from '../../shared/usage-rollup-runtime.ts';
+import { handleRollup } from '../../shared/billing/usage-rollup.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { usageRollupRuntime } from '../../shared/billing/usage-rollup-runtime.ts';
 
 const queueMessage = z.object({ orgId: z.string().min(1), notBefore: z.number() });
 

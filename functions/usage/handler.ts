@@ -1,9 +1,9 @@
 import { billingProviderFrom } from '../../shared/billing/providers.ts';
-import { forgetStanding } from '../../shared/domain/admission.ts';
-import type { BillingProvider } from '../../shared/ports.ts';
-import { changeSubscription, getSubscription, type SubscriptionChange } from '../../shared/domain/subscriptions.ts';
-import { getUsage } from '../../shared/domain/usage-report.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
+import { forgetStanding } from '../../shared/billing/admission.ts';
+import type { BillingProvider } from '../../shared/billing/ports.ts';
+import { changeSubscription, getSubscription, type SubscriptionChange } from '../../shared/billing/subscriptions.ts';
+import { getUsage } from '../../shared/billing/usage-report.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime, type Runtime } from '../../shared/runtime.ts';
 import { usageRoutes } from './routes.ts';
 

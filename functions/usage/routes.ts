@@ -1,6 +1,6 @@
-import { changePlanBody, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/schemas/billing.ts';
-import { usageQuery, usageResponse } from '../../shared/schemas/usage.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { changePlanBody, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/billing/billing-schemas.ts';
+import { usageQuery, usageResponse } from '../../shared/billing/usage-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const usageRoutes = defineRouteGroup({
   name: 'usage',

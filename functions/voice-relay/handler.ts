@@ -1,8 +1,8 @@
 import type { APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
-import { closeRelay, handleRelayMessage, openRelay } from '../../shared/domain/voice.ts';
-import { toErrorEnvelope } from '../../shared/http/error-envelope.ts';
-import { logger } from '../../shared/logger.ts';
-import { relayRuntime } from '../../shared/voice-runtime.ts';
+import { closeRelay, handleRelayMessage, openRelay } from '../../shared/voice/voice.ts';
+import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { relayRuntime } from '../../shared/voice/voice-runtime.ts';
 
 /** A WebSocket API event; `$connect` also carries the upgrade request's headers. */
 type RelayEvent = APIGatewayProxyWebsocketEventV2 & { headers?: Record<string, string | undefined> };

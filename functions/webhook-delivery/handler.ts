@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
-import { processDeliveryWork, type DeliveryWork } from '../../shared/domain/webhook-delivery.ts';
+import { processDeliveryWork, type DeliveryWork } from '../../shared/webhooks/webhook-delivery.ts';
 import { eventSource } from '../../shared/events/bus.ts';
-import { logger } from '../../shared/logger.ts';
-import { webhookRuntime } from '../../shared/webhook-runtime.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { webhookRuntime } from '../../shared/webhooks/webhook-runtime.ts';
 
 /** What the event rule puts on the queue: the EventBridge event, whose detail is `{orgId, occurredAt, event}`. */
 const publishedEvent = z.object({

@@ -1,7 +1,7 @@
-import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from '../../shared/domain/webhooks.ts';
-import { getDelivery, listDeliveries, replayDelivery } from '../../shared/domain/webhook-delivery.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
-import { webhookRuntime } from '../../shared/webhook-runtime.ts';
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from '../../shared/webhooks/webhooks.ts';
+import { getDelivery, listDeliveries, replayDelivery } from '../../shared/webhooks/webhook-delivery.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
+import { webhookRuntime } from '../../shared/webhooks/webhook-runtime.ts';
 import { webhookRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

@@ -1,4 +1,4 @@
-import { idParams } from '../../shared/schemas/common.ts';
+import { idParams } from '../../shared/platform/schemas/common.ts';
 import {
   createdWebhookEndpointSchema,
   createWebhookBody,
@@ -11,8 +11,8 @@ import {
   webhookDeliverySchema,
   webhookEndpointPage,
   webhookEndpointSchema,
-} from '../../shared/schemas/webhook.ts';
-import { defineRouteGroup } from '../../shared/http/route.ts';
+} from '../../shared/webhooks/webhook-schemas.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { webhookDeliveryQueue } from '../consumers.ts';
 
 export const webhookRoutes = defineRouteGroup({

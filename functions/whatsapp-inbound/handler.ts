@@ -1,8 +1,8 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { handleQueuedNotification } from '../../shared/domain/whatsapp.ts';
-import { handleQueueBatch } from '../../shared/queue/queue-message.ts';
-import { whatsappQueueMessage } from '../../shared/schemas/whatsapp.ts';
-import { whatsappConversationRuntime } from '../../shared/whatsapp-runtime.ts';
+import { handleQueuedNotification } from '../../shared/whatsapp/whatsapp.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { whatsappQueueMessage } from '../../shared/whatsapp/whatsapp-schemas.ts';
+import { whatsappConversationRuntime } from '../../shared/whatsapp/whatsapp-runtime.ts';
 
 /**
  * The WhatsApp inbound function, fed by the FIFO queue: answers each message with a turn and records each status

@@ -1,6 +1,6 @@
-import { connectNumber, disconnectNumber, getNumber, listNumbers, updateNumber } from '../../shared/domain/whatsapp.ts';
-import { createHttpHandler } from '../../shared/http/handler.ts';
-import { whatsappRuntime } from '../../shared/whatsapp-runtime.ts';
+import { connectNumber, disconnectNumber, getNumber, listNumbers, updateNumber } from '../../shared/whatsapp/whatsapp.ts';
+import { createHttpHandler } from '../../shared/platform/http/handler.ts';
+import { whatsappRuntime } from '../../shared/whatsapp/whatsapp-runtime.ts';
 import { whatsappNumberRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

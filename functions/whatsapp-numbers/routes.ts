@@ -1,4 +1,4 @@
-import { defineRouteGroup } from '../../shared/http/route.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import {
   createWhatsappNumberBody,
   listWhatsappNumbersQuery,
@@ -6,7 +6,7 @@ import {
   whatsappNumberList,
   whatsappNumberParams,
   whatsappNumberRecord,
-} from '../../shared/schemas/whatsapp.ts';
+} from '../../shared/whatsapp/whatsapp-schemas.ts';
 
 export const whatsappNumberRoutes = defineRouteGroup({
   name: 'whatsapp-numbers',

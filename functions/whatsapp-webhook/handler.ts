@@ -1,6 +1,6 @@
-import { answerHandshake, receiveNotification } from '../../shared/domain/whatsapp.ts';
-import { createHttpHandler, RawBody } from '../../shared/http/handler.ts';
-import { whatsappRuntime } from '../../shared/whatsapp-runtime.ts';
+import { answerHandshake, receiveNotification } from '../../shared/whatsapp/whatsapp.ts';
+import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
+import { whatsappRuntime } from '../../shared/whatsapp/whatsapp-runtime.ts';
 import { whatsappWebhookRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

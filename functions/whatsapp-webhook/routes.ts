@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { defineRouteGroup } from '../../shared/http/route.ts';
-import { handshakeQuery, webhookParams } from '../../shared/schemas/whatsapp.ts';
+import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { handshakeQuery, webhookParams } from '../../shared/whatsapp/whatsapp-schemas.ts';
 import { whatsappInboundQueue } from '../consumers.ts';
 
 /**

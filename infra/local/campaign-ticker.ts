@@ -1,7 +1,7 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { campaignQueue } from '../../functions/consumers.ts';
-import { logger } from '../../shared/logger.ts';
-import { queueMessageBody } from '../../shared/queue/queue-message.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { queueMessageBody } from '../../shared/platform/queue/queue-message.ts';
 import type { LocalQueues } from './queues.ts';
 
 /**

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import type { EventRule } from '../../functions/consumers.ts';
-import type { DomainEvent } from '../../shared/domain/events.ts';
+import type { DomainEvent } from '../../shared/events/events.ts';
 import { eventSource, localEventBus } from '../../shared/events/bus.ts';
-import { logger } from '../../shared/logger.ts';
-import { countMetric, queueRefusalsMetric } from '../../shared/metrics.ts';
-import { queueMessageBody } from '../../shared/queue/queue-message.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { countMetric, queueRefusalsMetric } from '../../shared/platform/metrics.ts';
+import { queueMessageBody } from '../../shared/platform/queue/queue-message.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
 
 /** The event as EventBridge hands it to a rule's target: for an SQS target, the message body. */

@@ -7,11 +7,11 @@
  * starts DynamoDB Local on that DATA_DIR for the moment.
  */
 import { parseArgs } from 'node:util';
-import { orgIdPattern } from '../../shared/auth/principal.ts';
-import { issueApiKey } from '../../shared/domain/api-keys.ts';
-import { changeSubscription } from '../../shared/domain/subscriptions.ts';
-import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/schemas/billing.ts';
-import { createApiKeyBody } from '../../shared/schemas/api-key.ts';
+import { orgIdPattern } from '../../shared/platform/http/principal.ts';
+import { issueApiKey } from '../../shared/identity/api-keys.ts';
+import { changeSubscription } from '../../shared/billing/subscriptions.ts';
+import { subscriptionStatuses, type SubscriptionStatus } from '../../shared/billing/billing-schemas.ts';
+import { createApiKeyBody } from '../../shared/identity/api-key-schemas.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { dataDirectory, findRunningInstance, startLocalDatabase, useLocalDatabase, type LocalDatabase } from './environment.ts';
 

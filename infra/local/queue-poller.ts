@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import type { QueueConsumer } from '../../functions/consumers.ts';
-import { logger } from '../../shared/logger.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import { createLocalFunction, EnvironmentError, type LocalFunction } from './lambda-worker.ts';
 import type { LocalQueues } from './queues.ts';
 

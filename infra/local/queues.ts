@@ -1,7 +1,7 @@
 import { ChangeMessageVisibilityBatchCommand, CreateQueueCommand, SetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { EventRule, QueueConsumer, TableStreamConsumer } from '../../functions/consumers.ts';
-import { deadLetterQueueName, type QueueDefinition } from '../../shared/queue/queue-definition.ts';
+import { deadLetterQueueName, type QueueDefinition } from '../../shared/platform/queue/queue-definition.ts';
 import { denyEgressTo } from './environment.ts';
 
 /** The account id fauxqs puts in queue ARNs. */

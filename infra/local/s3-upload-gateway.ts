@@ -4,9 +4,9 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { uploadEventRule } from '../../functions/consumers.ts';
 import { localUploadCredentials } from '../../shared/knowledge/document-uploads.ts';
-import { logger } from '../../shared/logger.ts';
-import { queueMessageBody } from '../../shared/queue/queue-message.ts';
-import { maxDocumentFileBytes } from '../../shared/schemas/knowledge.ts';
+import { logger } from '../../shared/platform/logger.ts';
+import { queueMessageBody } from '../../shared/platform/queue/queue-message.ts';
+import { maxDocumentFileBytes } from '../../shared/knowledge/knowledge-schemas.ts';
 import { denyEgressTo } from './environment.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
 import { entityTooLarge, refusalOfPost, type PostRefusal } from './s3-post-policy.ts';

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ScheduledFunction } from '../../functions/consumers.ts';
-import { logger } from '../../shared/logger.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import { localAccountId } from './queues.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { logger } from '../../shared/logger.ts';
+import { logger } from '../../shared/platform/logger.ts';
 import type { LocalQueues } from './queues.ts';
 
 export interface SchedulerStandIn {

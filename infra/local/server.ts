@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { functionTimeoutSeconds, pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/http/route.ts';
+import { functionTimeoutSeconds, pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/platform/http/route.ts';
 import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
 import { localLambdaContext } from './lambda-context.ts';
 

@@ -1,5 +1,5 @@
 import { CreateTableCommand, DescribeTableCommand, ResourceInUseException, UpdateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { tableDefinition } from '../../shared/store/table.ts';
+import { tableDefinition } from '../../shared/platform/store/table.ts';
 
 type IndexDefinition = (typeof tableDefinition.globalSecondaryIndexes)[number];
 

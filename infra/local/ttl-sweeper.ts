@@ -2,8 +2,8 @@ import { DeleteCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sd
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { TableStreamConsumer } from '../../functions/consumers.ts';
-import { isConditionFailure } from '../../shared/store/dynamo.ts';
-import { tableDefinition } from '../../shared/store/table.ts';
+import { isConditionFailure } from '../../shared/platform/store/dynamo.ts';
+import { tableDefinition } from '../../shared/platform/store/table.ts';
 import { consumerHandlers } from './consumer-handlers.ts';
 
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
-import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
 
 /**
  * What a simulated callee does once it answers: each step says a line (a final `prompt`), presses a key (`dtmf`),

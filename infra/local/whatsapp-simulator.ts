@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
-import { whatsappTextLimit } from '../../shared/schemas/whatsapp.ts';
+import { whatsappTextLimit } from '../../shared/whatsapp/whatsapp-schemas.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { denyEgressTo } from './environment.ts';
 import { json, readText } from './twilio-simulator.ts';

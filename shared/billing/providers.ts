@@ -1,5 +1,5 @@
-import type { Config } from '../config.ts';
-import type { BillingProvider } from '../ports.ts';
+import type { Config } from '../platform/config.ts';
+import type { BillingProvider } from './ports.ts';
 
 /** The `manual` provider: nothing to tell anyone; the operator sets statuses with `keys subscription set`. */
 export const manualBillingProvider: BillingProvider = { name: 'manual', apply: async () => undefined };

@@ -1,9 +1,9 @@
 import Stripe from 'stripe';
-import { orgIdPattern } from '../auth/principal.ts';
-import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../errors.ts';
-import { logger } from '../logger.ts';
-import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from '../domain/subscriptions.ts';
-import type { OrgStore } from '../ports.ts';
+import { orgIdPattern } from '../platform/http/principal.ts';
+import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../platform/errors.ts';
+import { logger } from '../platform/logger.ts';
+import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
+import type { OrgStore } from '../identity/ports.ts';
 import { stripeClient } from './stripe.ts';
 
 export interface StripeWebhookDeps extends SubscriptionDeps {

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
-import type { Config } from '../config.ts';
-import type { BillingProvider, ProviderChange, StoredSubscription } from '../ports.ts';
+import type { Config } from '../platform/config.ts';
+import type { BillingProvider, ProviderChange, StoredSubscription } from './ports.ts';
 
 /** The Stripe client of this process: api.stripe.com, or the local simulator at STRIPE_API_URL. */
 export function stripeClient(config: Pick<Config, 'STRIPE_SECRET_KEY' | 'STRIPE_API_URL'>): Stripe {

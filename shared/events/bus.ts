@@ -1,6 +1,6 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { EventEmitter } from 'node:events';
-import type { DomainEvent } from '../domain/events.ts';
+import type { DomainEvent } from './events.ts';
 
 /** Where domain events are published. Throws when any event could not be published, so the caller retries. */
 export interface EventBus {

@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from 'uuid';
-import type { DomainEvent } from '../domain/events.ts';
-import type { Message } from '../schemas/session.ts';
+import type { DomainEvent } from './events.ts';
+import type { Message } from '../conversations/session-schemas.ts';
 
 /** Namespace of the ids of events derived from message items: the same message always yields the same ids. */
 const messageEventNamespace = '3b0f9a52-7c1e-5d4a-9e8b-6f2d1c0a4b7e';

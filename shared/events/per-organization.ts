@@ -1,7 +1,7 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { logger } from '../logger.ts';
+import { logger } from '../platform/logger.ts';
 
 /**
  * Hands a stream batch's new items to `work`, one call per organization with what `pick` took from its items,

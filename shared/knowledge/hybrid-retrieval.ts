@@ -1,7 +1,7 @@
 import type { EmbeddingModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { embed, rerank } from 'ai';
 import MiniSearch from 'minisearch';
-import type { RetrievedChunk } from '../schemas/knowledge.ts';
+import type { RetrievedChunk } from './knowledge-schemas.ts';
 import { stemmer } from 'stemmer';
 import { contentWords, isStopWord } from './reranker.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';

@@ -1,4 +1,4 @@
-import type { RetrievedChunk } from '../schemas/knowledge.ts';
+import type { RetrievedChunk } from './knowledge-schemas.ts';
 
 /** Starts the system message that carries a turn's retrieved chunks to the model. */
 export const knowledgeContextHeading = 'Knowledge excerpts retrieved for this message. Answer from them when they are relevant, and cite them as [n]:';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.ts';
-import type { WhatsappInbound } from '../domain/whatsapp.ts';
-import { createSqsClient, sendQueueMessages } from '../queue/sqs-sender.ts';
-import type { WhatsappQueueMessage } from '../schemas/whatsapp.ts';
+import type { Config } from '../platform/config.ts';
+import type { WhatsappInbound } from './whatsapp.ts';
+import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
+import type { WhatsappQueueMessage } from './whatsapp-schemas.ts';
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
 

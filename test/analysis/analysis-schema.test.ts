@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { boundedTranscript, estimateTokens, renderTranscript, transcriptTokenBudget } from '../../shared/domain/transcript.ts';
-import { builtinAnalysis } from '../../shared/models/builtin-analysis.ts';
-import { analysisPrompt } from '../../shared/models/structured-analysis.ts';
+import { boundedTranscript, estimateTokens, renderTranscript, transcriptTokenBudget } from '../../shared/conversations/transcript.ts';
+import { builtinAnalysis } from '../../shared/analysis/builtin-analysis.ts';
+import { analysisPrompt } from '../../shared/analysis/structured-analysis.ts';
 import {
   analysisConfigSchema,
   analysisOutputSchema,
@@ -10,8 +10,8 @@ import {
   extractedDataSchema,
   type AnalysisConfig,
   type ExtractionField,
-} from '../../shared/schemas/analysis.ts';
-import type { Message } from '../../shared/schemas/session.ts';
+} from '../../shared/analysis/analysis-schemas.ts';
+import type { Message } from '../../shared/conversations/session-schemas.ts';
 
 const fieldName = fc.stringMatching(/^[a-z][a-z0-9_]{0,15}$/);
 const enumValues = fc.uniqueArray(fc.stringMatching(/^[a-z]{1,8}$/), { minLength: 1, maxLength: 4 });

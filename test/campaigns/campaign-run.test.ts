@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { voiceOrg } from '../voice/support.ts';
-import { addContacts, addToDncList, allCalls, callee, campaignBody, campaignStatus, dialsOf, startedCampaign, unlimitedPlans, untilStatus } from './support.ts';
+import { voiceOrg } from '../support/voice.ts';
+import { addContacts, addToDncList, allCalls, callee, campaignBody, campaignStatus, dialsOf, startedCampaign, unlimitedPlans, untilStatus } from '../support/campaigns.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

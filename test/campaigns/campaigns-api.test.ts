@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { voiceOrg } from '../voice/support.ts';
-import { addContacts, allCalls, callee, campaignBody, unlimitedPlans } from './support.ts';
+import { voiceOrg } from '../support/voice.ts';
+import { addContacts, allCalls, callee, campaignBody, unlimitedPlans } from '../support/campaigns.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

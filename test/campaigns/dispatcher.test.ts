@@ -7,18 +7,18 @@
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { handler as dispatcherHandler } from '../../functions/campaign-dispatcher/handler.ts';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
-import { startCampaign, createCampaign } from '../../shared/domain/campaigns.ts';
-import type { Clock } from '../../shared/domain/clock.ts';
-import { createCampaignBody } from '../../shared/schemas/campaigns.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign } from '../../shared/campaigns/campaign-dispatcher.ts';
+import { startCampaign, createCampaign } from '../../shared/campaigns/campaigns.ts';
+import type { Clock } from '../../shared/platform/clock.ts';
+import { createCampaignBody } from '../../shared/campaigns/campaign-schemas.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { crashProxy } from '../support/crash-proxy.ts';
 import { childEnv, killGroup, spawnInGroup, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { voiceOrg } from '../voice/support.ts';
-import { addContacts, allCalls, callee, campaignBody, dialsOf, startedCampaign, unlimitedPlans } from './support.ts';
+import { voiceOrg } from '../support/voice.ts';
+import { addContacts, allCalls, callee, campaignBody, dialsOf, startedCampaign, unlimitedPlans } from '../support/campaigns.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isInsideWindow, minutesOf, nextWindowOpening, weekdays, type CallingWindow } from '../../shared/domain/campaign-windows.ts';
+import { isInsideWindow, minutesOf, nextWindowOpening, weekdays, type CallingWindow } from '../../shared/campaigns/campaign-windows.ts';
 
 const hour = 60 * 60 * 1000;
 const minute = 60 * 1000;

@@ -12,8 +12,8 @@ import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import { whatsappNumberRoutes } from '../../functions/whatsapp-numbers/routes.ts';
 import { whatsappWebhookRoutes } from '../../functions/whatsapp-webhook/routes.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
-import type { RouteGroup } from '../../shared/http/route.ts';
-import { tableDefinition } from '../../shared/store/table.ts';
+import type { RouteGroup } from '../../shared/platform/http/route.ts';
+import { tableDefinition } from '../../shared/platform/store/table.ts';
 
 interface Resource {
   Type: string;

@@ -79,7 +79,7 @@ describe('the BM25 snapshot of a store', () => {
 
     // A cold process: fresh modules (no index in memory), and a vector store that must not be listed.
     vi.resetModules();
-    const [{ knowledgeRuntime }, { retrieve }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../shared/domain/knowledge.ts')]);
+    const [{ knowledgeRuntime }, { retrieve }] = await Promise.all([import('../../shared/knowledge/knowledge-runtime.ts'), import('../../shared/knowledge/knowledge.ts')]);
     const deps = knowledgeRuntime();
     const listVectors = vi.spyOn(deps.vectors, 'listVectors');
     const stored = (await deps.knowledge.getStore(store.orgId, store.id))!;

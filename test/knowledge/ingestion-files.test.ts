@@ -7,7 +7,7 @@ import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalFlatVectorStore } from '../../shared/knowledge/local-flat-index.ts';
-import { maxPdfPages } from '../../shared/schemas/knowledge.ts';
+import { maxPdfPages } from '../../shared/knowledge/knowledge-schemas.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { pdfWithoutText, pdfWithText } from '../support/pdf.ts';
@@ -214,7 +214,7 @@ describe('redelivery', () => {
   it('keeps a version answering when two deliveries of its message run at once (a visibility timeout ran out mid-way)', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
-    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-uploads-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge/knowledge-uploads-runtime.ts'), import('../../shared/knowledge/knowledge-ingestion.ts')]);
     const deps = knowledgeUploadsRuntime();
     const text = handbookPages.join('\n\n');
     // Submitted without a queue message: this test delivers it itself, twice at once.
@@ -232,7 +232,7 @@ describe('the sweeper', () => {
   it('fails documents still PROCESSING past their deadline with TIMEOUT, with their event, and leaves the others', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
-    const [{ knowledgeRuntime }, { handler: sweep }] = await Promise.all([import('../../shared/knowledge-runtime.ts'), import('../../functions/knowledge-sweeper/handler.ts')]);
+    const [{ knowledgeRuntime }, { handler: sweep }] = await Promise.all([import('../../shared/knowledge/knowledge-runtime.ts'), import('../../functions/knowledge-sweeper/handler.ts')]);
     const deps = knowledgeRuntime();
     // Documents whose ingestion never comes (no queue message): one overdue, one not yet.
     const at = new Date().toISOString();

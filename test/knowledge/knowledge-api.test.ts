@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { knowledgeRoutes } from '../../functions/knowledge/routes.ts';
-import type { RouteDefinition } from '../../shared/http/route.ts';
+import type { RouteDefinition } from '../../shared/platform/http/route.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { refundPolicy } from '../support/knowledge-fixtures.ts';
@@ -200,7 +200,7 @@ describe('knowledge stores', () => {
   it('handles a redelivered ingestion message once: no duplicate chunks, counts unchanged, one event', async () => {
     const { orgId, key } = await api.newOrg();
     const store = await newStore(key);
-    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge-uploads-runtime.ts'), import('../../shared/domain/knowledge-ingestion.ts')]);
+    const [{ knowledgeUploadsRuntime }, { handleIngestionMessage }] = await Promise.all([import('../../shared/knowledge/knowledge-uploads-runtime.ts'), import('../../shared/knowledge/knowledge-ingestion.ts')]);
     const deps = knowledgeUploadsRuntime();
     // Submitted without a queue message, so that this test delivers it itself, twice.
     const document = await deps.knowledge.submitDocument({ orgId, storeId: store.id, newId: crypto.randomUUID(), name: 'Refund policy', format: 'markdown', bytes: Buffer.byteLength(refundPolicy), at: new Date().toISOString() });

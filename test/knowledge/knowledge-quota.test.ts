@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventSchemas } from '../../shared/events/catalog.ts';
+import { eventSchemas } from '../../shared/webhooks/event-catalog.ts';
 import { chunkText } from '../../shared/knowledge/chunker.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';

@@ -1,8 +1,8 @@
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { expect, inject } from 'vitest';
 import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
-import type { Scope } from '../../shared/auth/scopes.ts';
-import type { Config } from '../../shared/config.ts';
+import type { Scope } from '../../shared/platform/http/scopes.ts';
+import type { Config } from '../../shared/platform/config.ts';
 import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
@@ -76,7 +76,7 @@ export async function startApi(
     import('../../infra/local/server.ts'),
     import('../../functions/route-groups.ts'),
     import('../../shared/runtime.ts'),
-    import('../../shared/domain/api-keys.ts'),
+    import('../../shared/identity/api-keys.ts'),
   ]);
   // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
   process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';
@@ -152,7 +152,7 @@ async function startSweeper(config: Config, tableName: string, intervalMs: numbe
   const [{ startTtlSweeper }, { tableStreamConsumers }, { createDocumentClient }] = await Promise.all([
     import('../../infra/local/ttl-sweeper.ts'),
     import('../../functions/consumers.ts'),
-    import('../../shared/store/dynamo.ts'),
+    import('../../shared/platform/store/dynamo.ts'),
   ]);
   return startTtlSweeper({ client: createDocumentClient(config), tableName, consumers: tableStreamConsumers, intervalMs });
 }

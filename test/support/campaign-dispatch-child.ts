@@ -2,8 +2,8 @@
  * One campaign dispatch cycle in a process of its own (argv: orgId campaignId budgetMs), against the database and
  * carrier its environment names: for tests that kill the dispatcher mid-batch. Prints `dispatching`, then the report.
  */
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign } from '../../shared/campaigns/campaign-dispatcher.ts';
 
 const [orgId, campaignId, budgetMs] = process.argv.slice(2) as [string, string, string];
 console.log('dispatching');

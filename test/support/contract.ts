@@ -1,8 +1,8 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { routeGroups } from '../../functions/route-groups.ts';
-import { buildOpenApiDocument } from '../../shared/http/openapi.ts';
-import { pathMatcher } from '../../shared/http/route.ts';
+import { buildOpenApiDocument } from '../../shared/platform/http/openapi.ts';
+import { pathMatcher } from '../../shared/platform/http/route.ts';
 
 /**
  * The contract check: every response the integration tests receive through `startApi().request` must be one

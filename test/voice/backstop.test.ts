@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { sessionEvents, voiceOrg } from './support.ts';
+import { sessionEvents, voiceOrg } from '../support/voice.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

@@ -4,13 +4,13 @@
  * second; `solo` has one concurrent call and no quota (PLANS).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { campaignRuntime } from '../../shared/campaign-runtime.ts';
-import { dispatchCampaign } from '../../shared/domain/campaign-dispatcher.ts';
-import { addContacts, callee, campaignBody, dialsOf, startedCampaign } from '../campaigns/support.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
+import { dispatchCampaign } from '../../shared/campaigns/campaign-dispatcher.ts';
+import { addContacts, callee, campaignBody, dialsOf, startedCampaign } from '../support/campaigns.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { voiceOrg, type VoiceOrg } from './support.ts';
+import { voiceOrg, type VoiceOrg } from '../support/voice.ts';
 
 const freePlan = { name: 'Free (test)', quotas: { chat_messages: 100, voice_seconds: 1, knowledge_chunks: 10 }, concurrentCalls: 1, requestsPerSecond: 50, burst: 100 };
 const soloPlan = { name: 'Solo (test)', quotas: { chat_messages: null, voice_seconds: null, knowledge_chunks: null }, concurrentCalls: 1, requestsPerSecond: 100, burst: 200 };

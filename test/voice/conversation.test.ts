@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from './support.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

@@ -4,7 +4,7 @@ import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer } from '../support/loopback-server.ts';
 import { Receiver, type Receipt } from '../support/webhook-receiver.ts';
-import { sessionEvents, startWeatherApi, voiceOrg } from './support.ts';
+import { sessionEvents, startWeatherApi, voiceOrg } from '../support/voice.ts';
 
 let api: TestApi;
 const receiver = new Receiver();

@@ -2,9 +2,9 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { phoneNumberRoutes } from '../../functions/phone-numbers/routes.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { keys } from '../../shared/store/keys.ts';
+import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { twilioAccount, uniqueNumber } from './support.ts';
+import { twilioAccount, uniqueNumber } from '../support/voice.ts';
 
 let api: TestApi;
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import twilio from 'twilio';
 import { describe, expect, it } from 'vitest';
-import { isValidTwilioSignature, twilioSignature } from '../../shared/telephony/twilio-signature.ts';
+import { isValidTwilioSignature, twilioSignature } from '../../shared/voice/twilio-signature.ts';
 
 const token = fc.stringMatching(/^[0-9a-f]{32}$/);
 const url = fc.webUrl({ withQueryParameters: true });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelRoutes } from '../../functions/models/routes.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { twilioAccount, uniqueNumber } from './support.ts';
+import { twilioAccount, uniqueNumber } from '../support/voice.ts';
 
 let api: TestApi;
 

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
-import { startWeatherApi } from '../voice/support.ts';
-import { customerSessions, messagesOf, repliesTo, uniqueCustomer, whatsappOrg } from './support.ts';
+import { startWeatherApi } from '../support/voice.ts';
+import { customerSessions, messagesOf, repliesTo, uniqueCustomer, whatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 const vectorDir = mkdtempSync(join(tmpdir(), 'whatsapp-vectors-'));

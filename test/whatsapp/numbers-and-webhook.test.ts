@@ -1,10 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { keys } from '../../shared/store/keys.ts';
+import { keys } from '../../shared/platform/store/keys.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from './support.ts';
+import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 

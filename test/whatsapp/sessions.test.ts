@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
-import { sessionEvents } from '../voice/support.ts';
-import { customerSessions, repliesTo, uniqueCustomer, whatsappOrg, type WhatsappOrg } from './support.ts';
+import { sessionEvents } from '../support/voice.ts';
+import { customerSessions, repliesTo, uniqueCustomer, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
 
 const idleSeconds = 2;
 let api: TestApi;

@@ -1,0 +1,179 @@
+import * as z from 'zod';
+import { analysisConfigSchema, type AnalysisConfig } from '../analysis/analysis-schemas.ts';
+import { ttsProviders } from './voices.ts';
+import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
+
+export const maxToolsPerAgent = 32;
+
+/** A well-formed BCP-47 tag as Intl understands it (`en`, `en-US`, `pt-BR`, `zh-Hant-TW`). */
+const bcp47 = z.string().refine(
+  (tag) => {
+    try {
+      return Intl.getCanonicalLocales(tag).length === 1;
+    } catch {
+      return false;
+    }
+  },
+  { error: 'must be a BCP-47 language tag such as en-US' },
+);
+
+export const voicePipelineModes = ['pipeline', 'sts', 'hybrid'] as const;
+
+/** How a call decides the caller has finished speaking: the STT provider's endpointing, or a silence threshold. */
+export const endOfTurnOptions = ['STT_ENDPOINTING', 'SILENCE'] as const;
+
+/** The voice of an agent's calls: a voice of `GET /v1/chat/voices`, and how turns start and end. */
+export const agentVoiceSchema = z.strictObject({
+  provider: z.enum(ttsProviders),
+  voiceId: z.string().trim().min(1).max(100),
+  endOfTurn: z.enum(endOfTurnOptions).optional(),
+  /** Spoken when the call connects, before the callee says anything. */
+  welcomeMessage: optionalText(1000).optional(),
+});
+export type AgentVoice = z.output<typeof agentVoiceSchema>;
+
+export const agentToolSchema = z.strictObject({
+  toolId: z.uuid({ error: 'must be a UUID' }),
+  toolDescription: optionalText(2000).optional(),
+});
+
+const agentToolsSchema = z
+  .array(agentToolSchema)
+  .max(maxToolsPerAgent)
+  .refine((tools) => new Set(tools.map((tool) => tool.toolId)).size === tools.length, {
+    error: 'must not attach the same tool twice',
+  });
+
+const modelId = z.uuid({ error: 'must be a UUID from GET /v1/chat/models' });
+
+const agentFields = {
+  fullName: requiredText(200),
+  description: requiredText(2000),
+  role: requiredText(8000),
+  language: bcp47,
+  systemPrompt: optionalText(32000),
+  specialInstructions: optionalText(8000),
+  modelId,
+  sttModelId: modelId,
+  ttsModelId: modelId,
+  voiceEnabled: z.boolean(),
+  voicePipelineMode: z.enum(voicePipelineModes).nullable(),
+  knowledgeStoreId: z.string().trim().min(1).max(200),
+  tools: agentToolsSchema,
+  welcomeAllowInterruptions: z.boolean(),
+  voice: agentVoiceSchema,
+  analysis: analysisConfigSchema,
+};
+
+export const createAgentBody = z.strictObject({
+  fullName: agentFields.fullName,
+  description: agentFields.description,
+  role: agentFields.role,
+  language: agentFields.language.optional(),
+  systemPrompt: agentFields.systemPrompt.optional(),
+  specialInstructions: agentFields.specialInstructions.optional(),
+  modelId: agentFields.modelId.optional(),
+  sttModelId: agentFields.sttModelId.optional(),
+  ttsModelId: agentFields.ttsModelId.optional(),
+  voiceEnabled: agentFields.voiceEnabled.default(false),
+  voicePipelineMode: agentFields.voicePipelineMode.optional(),
+  knowledgeStoreId: agentFields.knowledgeStoreId.optional(),
+  tools: agentFields.tools.default([]),
+  welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions.optional(),
+  voice: agentFields.voice.optional(),
+  analysis: agentFields.analysis.optional(),
+});
+
+/** Every field optional; `null` clears an optional field. `isActive` and `isPublic` can be changed here only. */
+export const updateAgentBody = z
+  .strictObject({
+    fullName: agentFields.fullName,
+    description: agentFields.description,
+    role: agentFields.role,
+    language: agentFields.language.nullable(),
+    systemPrompt: agentFields.systemPrompt.nullable(),
+    specialInstructions: agentFields.specialInstructions.nullable(),
+    modelId: agentFields.modelId,
+    sttModelId: agentFields.sttModelId.nullable(),
+    ttsModelId: agentFields.ttsModelId.nullable(),
+    voiceEnabled: agentFields.voiceEnabled,
+    voicePipelineMode: agentFields.voicePipelineMode,
+    knowledgeStoreId: agentFields.knowledgeStoreId.nullable(),
+    tools: agentFields.tools,
+    welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions,
+    voice: agentFields.voice.nullable(),
+    analysis: agentFields.analysis.nullable(),
+    isActive: z.boolean(),
+    isPublic: z.boolean(),
+  })
+  .partial()
+  .refine((body) => Object.keys(body).length > 0, { error: 'must change at least one field' });
+
+export const listAgentsQuery = paginationQuery.extend({
+  sort: sortQuery(['createdAt', 'updatedAt', 'fullName'], 'createdAt:desc'),
+  isActive: booleanQuery.optional(),
+  isPublic: booleanQuery.optional(),
+  voiceEnabled: booleanQuery.optional(),
+  createdAfter: timestamp.optional(),
+  createdBefore: timestamp.optional(),
+});
+
+/** An agent as the API answers it. */
+export const agentSchema = z.object({
+  id: z.uuid(),
+  orgId: z.string(),
+  fullName: z.string(),
+  description: z.string(),
+  role: z.string(),
+  language: z.string().optional(),
+  systemPrompt: z.string().optional(),
+  specialInstructions: z.string().optional(),
+  modelId: z.uuid(),
+  sttModelId: z.uuid().optional(),
+  ttsModelId: z.uuid().optional(),
+  voiceEnabled: z.boolean(),
+  voicePipelineMode: z.enum(voicePipelineModes).nullable(),
+  knowledgeStoreId: z.string().optional(),
+  tools: z.array(agentToolSchema),
+  welcomeAllowInterruptions: z.boolean().optional(),
+  analysis: analysisConfigSchema.optional(),
+  voice: agentVoiceSchema.optional(),
+  isActive: z.boolean(),
+  isPublic: z.boolean(),
+  createdAt: instant,
+  updatedAt: instant,
+}) satisfies z.ZodType<Agent>;
+
+export const agentPage = pageOf(agentSchema);
+
+export type CreateAgentInput = z.output<typeof createAgentBody>;
+export type UpdateAgentInput = z.output<typeof updateAgentBody>;
+export type ListAgentsQuery = z.output<typeof listAgentsQuery>;
+export type AgentToolRef = z.output<typeof agentToolSchema>;
+
+export interface Agent {
+  id: string;
+  orgId: string;
+  fullName: string;
+  description: string;
+  role: string;
+  language?: string | undefined;
+  systemPrompt?: string | undefined;
+  specialInstructions?: string | undefined;
+  modelId: string;
+  sttModelId?: string | undefined;
+  ttsModelId?: string | undefined;
+  voiceEnabled: boolean;
+  voicePipelineMode: (typeof voicePipelineModes)[number] | null;
+  knowledgeStoreId?: string | undefined;
+  tools: AgentToolRef[];
+  welcomeAllowInterruptions?: boolean | undefined;
+  /** Calls: the TTS voice (checked against the voices catalog), end-of-turn option and welcome message. */
+  voice?: AgentVoice | undefined;
+  /** Post-session analysis; absent: only the summary is produced. */
+  analysis?: AnalysisConfig | undefined;
+  isActive: boolean;
+  isPublic: boolean;
+  createdAt: string;
+  updatedAt: string;
+}

@@ -1,0 +1,130 @@
+import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
+import { voiceCatalog } from './voices.ts';
+import type { ModelCatalog } from './model-catalog.ts';
+import type { AgentStore } from './ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
+import { analysisConfigProblems } from '../analysis/analysis-schemas.ts';
+import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
+import type { ModelType } from './model-schemas.ts';
+import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
+import { assertKnowledgeStoreExists } from '../knowledge/knowledge.ts';
+
+export interface AgentDeps {
+  agents: AgentStore;
+  catalog: ModelCatalog;
+  clock: Clock;
+  knowledge: Pick<DynamoKnowledgeStore, 'getStore'>;
+}
+
+export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, sealResponse?: SealResponse): Promise<Agent> {
+  const now = deps.clock.now().toISOString();
+  const agent = withoutUndefined<Agent>({
+    id: newId(),
+    orgId,
+    ...input,
+    modelId: input.modelId ?? deps.catalog.defaultLlm.id,
+    voicePipelineMode: input.voicePipelineMode ?? null,
+    isActive: true,
+    isPublic: false,
+    createdAt: now,
+    updatedAt: now,
+  });
+  checkConfiguration(deps.catalog, agent, modelFields);
+  checkVoice(agent);
+  if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
+  await deps.agents.create(agent, sealResponse?.(agent));
+  return agent;
+}
+
+export async function getAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<Agent> {
+  const agent = await deps.agents.get(orgId, agentId);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
+  return agent;
+}
+
+export async function listAgents(deps: Pick<AgentDeps, 'agents'>, orgId: string, query: ListAgentsQuery): Promise<Page<Agent>> {
+  const createdAfter = query.createdAfter ? Date.parse(query.createdAfter) : undefined;
+  const createdBefore = query.createdBefore ? Date.parse(query.createdBefore) : undefined;
+  const matching = (await deps.agents.list(orgId)).filter(
+    (agent) =>
+      (query.isActive === undefined || agent.isActive === query.isActive) &&
+      (query.isPublic === undefined || agent.isPublic === query.isPublic) &&
+      (query.voiceEnabled === undefined || agent.voiceEnabled === query.voiceEnabled) &&
+      (createdAfter === undefined || Date.parse(agent.createdAt) > createdAfter) &&
+      (createdBefore === undefined || Date.parse(agent.createdAt) < createdBefore),
+  );
+  matching.sort(compareBy<Agent>(query.sort.field, query.sort.direction));
+  return paginate(matching, query.page, query.limit);
+}
+
+/** Applies a partial update; `null` clears an optional field. The merged agent must still be valid as a whole. */
+export async function updateAgent(deps: AgentDeps, orgId: string, agentId: string, changes: UpdateAgentInput): Promise<Agent> {
+  const previous = await getAgent(deps, orgId, agentId);
+  const merged: Record<string, unknown> = { ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  for (const [field, value] of Object.entries(changes)) {
+    // voicePipelineMode is nullable in the record itself; every other null means "remove this field".
+    if (value === null && field !== 'voicePipelineMode') delete merged[field];
+    else merged[field] = value;
+  }
+  const next = merged as unknown as Agent;
+  // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
+  checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
+  // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
+  if (changes.voice) checkVoice(next);
+  if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
+  await deps.agents.replace(previous, next);
+  return next;
+}
+
+export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<void> {
+  if (!(await deps.agents.delete(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
+}
+
+const modelFields = ['modelId', 'sttModelId', 'ttsModelId'] as const;
+const modelTypeOf: Record<(typeof modelFields)[number], ModelType> = { modelId: 'LLM', sttModelId: 'STT', ttsModelId: 'TTS' };
+
+/** Rules that span fields, checked on the agent as it will be stored (after create defaults or a merge). */
+function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCheck: readonly (typeof modelFields)[number][]): void {
+  if (agent.voiceEnabled && !agent.voicePipelineMode) {
+    throw new ValidationError('voicePipelineMode is required when voiceEnabled is true.', {
+      details: [{ field: 'voicePipelineMode', message: 'is required when voiceEnabled is true (pipeline, sts or hybrid)' }],
+    });
+  }
+  const analysisProblems = agent.analysis ? analysisConfigProblems(agent.analysis) : [];
+  if (analysisProblems.length > 0) {
+    throw new InvalidAnalysisConfigError(analysisProblems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {
+      details: analysisProblems,
+    });
+  }
+  const problems: FieldIssue[] = [];
+  for (const field of modelFieldsToCheck) {
+    const type = modelTypeOf[field];
+    const id = agent[field];
+    if (id === undefined) continue;
+    const model = catalog.byId(id);
+    if (!model) problems.push({ field, message: `model ${id} is not in this organization's catalog` });
+    else if (model.type !== type) problems.push({ field, message: `model ${id} is of type ${model.type}, not ${type}` });
+  }
+  if (problems.length > 0) {
+    throw new ModelsNotFoundError(problems.map((problem) => `${problem.field}: ${problem.message}`).join('; '), {
+      details: problems,
+    });
+  }
+}
+
+/** The agent's voice must be in the voices catalog, for its provider. */
+function checkVoice(agent: Agent): void {
+  if (!agent.voice) return;
+  const { provider, voiceId } = agent.voice;
+  if (!voiceCatalog.some((voice) => voice.provider === provider && voice.voiceId === voiceId)) {
+    throw new VoiceNotFoundError(`voice.voiceId: ${provider} has no voice ${voiceId} in the catalog (GET /v1/chat/voices?provider=${provider}).`, {
+      details: [{ field: 'voice.voiceId', message: `is not a ${provider} voice of the catalog` }],
+    });
+  }
+}
+
+function withoutUndefined<T>(record: Record<string, unknown>): T {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
+}

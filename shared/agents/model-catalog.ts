@@ -1,0 +1,60 @@
+import { v5 as uuidv5 } from 'uuid';
+import type { Config } from '../platform/config.ts';
+import type { Model, ModelProvider, ModelType } from './model-schemas.ts';
+
+/** Fixed namespace: a model's id is a UUIDv5 of `provider/type/name`, the same on every deployment. */
+const modelNamespace = '6f1c9b1e-3a0d-5b8e-9c4f-2d7e8a1b0c3d';
+
+export const builtinModels = {
+  llm: 'builtin-assistant',
+  stt: 'builtin-stt',
+  tts: 'builtin-tts',
+  embeddings: ['hashed-words-512', 'hashed-ngrams-256'],
+  rerank: 'lexical-coverage',
+} as const;
+
+export function modelId(provider: ModelProvider, type: ModelType, name: string): string {
+  return uuidv5(`${provider}/${type}/${name}`, modelNamespace);
+}
+
+export interface ModelCatalog {
+  models: readonly Model[];
+  byId(id: string): Model | undefined;
+  /** A model of that type by `provider/name`, as knowledge stores name their embedding and rerank models. */
+  byName(type: ModelType, providerAndName: string): Model | undefined;
+  defaultLlm: Model;
+}
+
+type CatalogConfig = Pick<Config, 'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'BEDROCK_EMBEDDING_MODELS' | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS' | 'BEDROCK_RERANK_MODELS' | 'DEFAULT_LLM'>;
+
+/**
+ * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
+ * built-in STT and TTS entries let voice agents be configured and tested without a speech provider.
+ */
+export function createModelCatalog(config: CatalogConfig): ModelCatalog {
+  const entries: [ModelProvider, ModelType, string][] = [
+    ['builtin', 'LLM', builtinModels.llm],
+    ['builtin', 'STT', builtinModels.stt],
+    ['builtin', 'TTS', builtinModels.tts],
+    ...builtinModels.embeddings.map((name): [ModelProvider, ModelType, string] => ['builtin', 'EMBEDDING', name]),
+    ['builtin', 'RERANK', builtinModels.rerank],
+    ...config.BEDROCK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'LLM', name]),
+    ...config.OPENAI_COMPATIBLE_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'LLM', name]),
+    ...config.BEDROCK_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'EMBEDDING', name]),
+    ...config.OPENAI_COMPATIBLE_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'EMBEDDING', name]),
+    ...config.BEDROCK_RERANK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'RERANK', name]),
+  ];
+  const defaultName = config.DEFAULT_LLM ?? `builtin/${builtinModels.llm}`;
+  const models = entries.map(([provider, type, name]) => ({
+    id: modelId(provider, type, name),
+    type,
+    provider,
+    name,
+    isDefault: type === 'LLM' && `${provider}/${name}` === defaultName,
+  }));
+  const defaultLlm = models.find((model) => model.isDefault);
+  if (!defaultLlm) throw new Error(`Invalid configuration: DEFAULT_LLM ${defaultName} is not in the model catalog`);
+  const index = new Map(models.map((model) => [model.id, model]));
+  const byName = new Map(models.map((model) => [`${model.type} ${model.provider}/${model.name}`, model]));
+  return { models, byId: (id) => index.get(id), byName: (type, providerAndName) => byName.get(`${type} ${providerAndName}`), defaultLlm };
+}

@@ -1,0 +1,32 @@
+import * as z from 'zod';
+import { pageOf, paginationQuery } from '../platform/schemas/common.ts';
+
+/** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
+export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;
+export type ModelType = (typeof modelTypes)[number];
+export const modelProviders = ['builtin', 'bedrock', 'openai-compatible'] as const;
+export type ModelProvider = (typeof modelProviders)[number];
+
+export interface Model {
+  id: string;
+  type: ModelType;
+  provider: ModelProvider;
+  name: string;
+  /** True for the LLM an agent gets when it is created without `modelId`. */
+  isDefault: boolean;
+}
+
+export const listModelsQuery = paginationQuery.extend({
+  type: z.enum(modelTypes).optional(),
+  provider: z.enum(modelProviders).optional(),
+});
+
+export const modelSchema = z.object({
+  id: z.uuid(),
+  type: z.enum(modelTypes),
+  provider: z.enum(modelProviders),
+  name: z.string(),
+  isDefault: z.boolean(),
+}) satisfies z.ZodType<Model>;
+
+export const modelPage = pageOf(modelSchema);

@@ -1,0 +1,151 @@
+import { Ajv } from 'ajv';
+import type { Config } from '../platform/config.ts';
+import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
+import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from '../platform/net/egress-guard.ts';
+import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
+import type { AgentStore, ToolStore } from './ports.ts';
+import type { SealResponse } from '../platform/ports.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
+import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from './tool-schemas.ts';
+import { placeholderPattern } from './placeholders.ts';
+import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
+
+export interface ToolDeps {
+  tools: ToolStore;
+  agents: AgentStore;
+  clock: Clock;
+  config: Pick<Config, 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'>;
+}
+
+/**
+ * Each schema is compiled on its own and then dropped: the shared instance keeps nothing, so one organization's
+ * `$id` can neither collide with nor be `$ref`erenced by another's, and memory does not grow with every schema.
+ */
+const schemaCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
+
+/**
+ * A tool's parameters must be a JSON Schema that ajv compiles and that describes an object: models call tools
+ * with an object of named arguments.
+ */
+export function assertUsableToolSchema(schema: Record<string, unknown>): void {
+  if (schema.type !== undefined && schema.type !== 'object') {
+    throw new InvalidToolSchemaError('ajvPropertiesSchema must describe an object (type "object").', {
+      details: [{ field: 'ajvPropertiesSchema.type', message: 'must be "object"' }],
+    });
+  }
+  try {
+    schemaCompiler.compile(schema);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new InvalidToolSchemaError(`ajvPropertiesSchema is not a valid JSON Schema: ${reason}`, {
+      cause: error,
+      details: [{ field: 'ajvPropertiesSchema', message: reason }],
+    });
+  } finally {
+    schemaCompiler.removeSchema(schema);
+  }
+}
+
+const refusedTargets: Record<EgressBlockedError['addressClass'], string> = {
+  public: 'a public address',
+  loopback: 'a loopback host on a port the deployment does not open to loopback egress',
+  private: 'a private address',
+  shared: 'a shared (CGNAT) address',
+  'link-local': 'a link-local address',
+  metadata: 'a cloud metadata service',
+  unspecified: 'an unspecified address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+  invalid: 'an invalid address',
+  'platform-port': "a port of the platform's own services",
+};
+
+/**
+ * Refuses a tool URL that the egress guard would refuse on every call whatever DNS says, judged from the URL alone
+ * (scheme, port, IP literal, `localhost`, metadata names; a placeholder reads as a plain name). A name that resolves
+ * to an internal address is refused when the tool is called, where the socket connects: DNS answers change.
+ */
+function assertAllowedToolUrl(deps: Pick<ToolDeps, 'config'>, field: 'apiTool.url' | 'functionTool.url', raw: string): void {
+  const refusal = staticEgressRefusal(new URL(raw.trim().replace(placeholderPattern, 'x')), egressPolicyFromConfig(deps.config));
+  if (!refusal) return;
+  const message = refusal instanceof EgressBlockedError ? `must not point at ${refusedTargets[refusal.addressClass]}` : 'must be an http or https URL';
+  throw new ToolUrlNotAllowedError(`${field} ${message}.`, { details: [{ field, message }] });
+}
+
+function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config'>, tool: Pick<CreateToolInput, 'apiTool' | 'functionTool'>): void {
+  if (tool.apiTool) assertAllowedToolUrl(deps, 'apiTool.url', tool.apiTool.url);
+  if (tool.functionTool) assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
+}
+
+/** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
+export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
+  assertUsableToolSchema(input.ajvPropertiesSchema);
+  assertAllowedToolUrls(deps, input);
+  const now = deps.clock.now().toISOString();
+  const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
+  const secret = tool.functionTool ? generateSigningSecret() : undefined;
+  const created = secret && tool.functionTool ? { ...tool, functionTool: { ...tool.functionTool, signingSecret: secret } } : tool;
+  await deps.tools.create(tool, secret, sealResponse?.(created));
+  return created;
+}
+
+export async function getTool(deps: Pick<ToolDeps, 'tools'>, orgId: string, toolId: string): Promise<Tool> {
+  const tool = await deps.tools.get(orgId, toolId);
+  if (!tool) throw new NotFoundError(`Tool ${toolId} not found.`);
+  return tool;
+}
+
+export async function listTools(deps: Pick<ToolDeps, 'tools'>, orgId: string, query: ListToolsQuery): Promise<Page<Tool>> {
+  const matching = (await deps.tools.list(orgId)).filter((tool) => query.type === undefined || tool.type === query.type);
+  matching.sort(compareBy<Tool>(query.sort.field, query.sort.direction));
+  return paginate(matching, query.page, query.limit);
+}
+
+/** Agents read their tools at the start of each turn, so a change applies from the next turn on. */
+export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, changes: UpdateToolInput): Promise<Tool> {
+  const previous = await getTool(deps, orgId, toolId);
+  if (changes.ajvPropertiesSchema) assertUsableToolSchema(changes.ajvPropertiesSchema);
+  if (changes.apiTool && previous.type !== 'API_TOOL') {
+    throw new ValidationError('apiTool can only be set on an API_TOOL.', {
+      details: [{ field: 'apiTool', message: 'is only for API_TOOL' }],
+    });
+  }
+  if (changes.functionTool && previous.type !== 'FUNCTION_TOOL') {
+    throw new ValidationError('functionTool can only be set on a FUNCTION_TOOL.', {
+      details: [{ field: 'functionTool', message: 'is only for FUNCTION_TOOL' }],
+    });
+  }
+  assertAllowedToolUrls(deps, changes);
+  const { preExecutionMessage, ...rest } = changes;
+  const next: Tool = { ...previous, ...rest, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (preExecutionMessage === null) delete next.preExecutionMessage;
+  else if (preExecutionMessage !== undefined) next.preExecutionMessage = preExecutionMessage;
+  // The first endpoint of a FUNCTION_TOOL brings its signing secret; a changed endpoint keeps the secret.
+  const secret = changes.functionTool && !previous.functionTool ? generateSigningSecret() : undefined;
+  await deps.tools.replace(previous, next, secret);
+  return secret && next.functionTool ? { ...next, functionTool: { ...next.functionTool, signingSecret: secret } } : next;
+}
+
+/** Refuses while agents use the tool; with `force`, detaches it from each of them first. */
+export async function deleteTool(deps: ToolDeps, orgId: string, toolId: string, force: boolean): Promise<void> {
+  // A concurrent attach can land between detaching and deleting; a few rounds settle it.
+  for (let round = 0; round < 3; round += 1) {
+    const outcome = await deps.tools.delete(orgId, toolId);
+    if (outcome === 'deleted') return;
+    if (outcome === 'missing') throw new NotFoundError(`Tool ${toolId} not found.`);
+    const users = (await deps.agents.list(orgId)).filter((agent) => agent.tools.some((tool) => tool.toolId === toolId));
+    if (!force) {
+      throw new ToolInUseError(
+        `Tool ${toolId} is attached to ${users.length} agent(s): ${users.map((agent) => agent.id).join(', ')}. Detach it or delete with force=true.`,
+      );
+    }
+    for (const agent of users) {
+      await deps.agents.replace(agent, {
+        ...agent,
+        tools: agent.tools.filter((tool) => tool.toolId !== toolId),
+        updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt),
+      });
+    }
+  }
+  throw new ToolInUseError(`Tool ${toolId} kept being attached while it was being deleted; retry.`);
+}

@@ -1,0 +1,61 @@
+import { ValidationError } from '../platform/errors.ts';
+import type { UsageStore } from './ports.ts';
+import type { UsageQuery, UsageResponse } from './usage-schemas.ts';
+import { currentPeriod, getSubscription, type SubscriptionDeps } from './subscriptions.ts';
+import { bucketBounds, bucketOf, shownUsage } from './usage.ts';
+
+export interface UsageReportDeps extends SubscriptionDeps {
+  usage: UsageStore;
+}
+
+/** A series longer than this is refused: ask for a coarser granularity or a shorter range. */
+export const maxSeriesBuckets = 1_000;
+
+/**
+ * The organization's usage from `from` (default: the start of the current period) to `to` (default: now), one
+ * entry per bucket (empty ones included, as zeros), and the current period's totals beside the plan's quotas.
+ */
+export async function getUsage(deps: UsageReportDeps, orgId: string, query: UsageQuery): Promise<UsageResponse> {
+  const now = deps.clock.now();
+  const period = currentPeriod(now);
+  const from = query.from ? new Date(query.from) : period.start;
+  const to = query.to ? new Date(query.to) : now;
+  assertOrdered(from, to);
+  const buckets = bucketsBetween(from, to, query.granularity);
+  const month = bucketOf(now.toISOString(), 'month');
+  const [counters, periodCounts, subscription] = await Promise.all([
+    deps.usage.counters(orgId, query.granularity, bucketOf(from.toISOString(), query.granularity), bucketOf(to.toISOString(), query.granularity)),
+    deps.usage.periodCounts(orgId, month),
+    getSubscription(deps, orgId),
+  ]);
+  const plan = deps.plans.get(subscription.currentPlan);
+  return {
+    granularity: query.granularity,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    series: buckets.map(({ start, end }) => ({
+      start: start.toISOString(),
+      end: end.toISOString(),
+      ...shownUsage(counters.get(bucketOf(start.toISOString(), query.granularity)) ?? {}),
+    })),
+    currentPeriod: { start: period.start.toISOString(), end: period.end.toISOString(), plan: plan.id, ...shownUsage(periodCounts), quotas: plan.quotas },
+  };
+}
+
+export function assertOrdered(from: Date, to: Date): void {
+  if (from.getTime() > to.getTime()) throw new ValidationError('from must not be after to.', { details: [{ field: 'from', message: 'must not be after to' }] });
+}
+
+/** The buckets from the one holding `from` to the one holding `to`; refused (400) beyond maxSeriesBuckets. */
+export function bucketsBetween(from: Date, to: Date, granularity: UsageQuery['granularity']): { start: Date; end: Date }[] {
+  const buckets: { start: Date; end: Date }[] = [];
+  for (let bucket = bucketBounds(from, granularity); bucket.start.getTime() <= to.getTime(); bucket = bucketBounds(bucket.end, granularity)) {
+    buckets.push(bucket);
+    if (buckets.length > maxSeriesBuckets) {
+      throw new ValidationError(`The range holds more than ${maxSeriesBuckets} ${granularity}s: use a coarser granularity or a shorter range.`, {
+        details: [{ field: 'granularity', message: `gives more than ${maxSeriesBuckets} buckets for this range` }],
+      });
+    }
+  }
+  return buckets;
+}

@@ -1,0 +1,502 @@
+import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
+import type { Model } from '../agents/model-schemas.ts';
+import type { Message, SendMessageInput, ToolCallRecord } from './session-schemas.ts';
+import { endConversationTool, type ExecutableTool, type Tool } from '../agents/tool-schemas.ts';
+import type { ToolStore } from '../agents/ports.ts';
+import type { StoredSession, TurnContext } from './ports.ts';
+import type { IdempotencyCompletion } from '../platform/ports.ts';
+import type { ToolExecution } from '../agents/api-tool-executor.ts';
+import { fillPlaceholders } from '../agents/placeholders.ts';
+import { knowledgeContext } from '../knowledge/turn-context.ts';
+import { logger } from '../platform/logger.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
+import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
+import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
+import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
+
+/** Why a turn failed after it began, as the error envelope's `error` object. */
+export type TurnFailure = { code: string; message: string; status: number };
+
+/** Where the streamed side of a turn goes; a non-streamed send passes a sink that ignores deltas. */
+export interface TurnSink {
+  delta(messageId: string, text: string): void;
+  /** A failure after streaming began, as the error envelope's `error` object. */
+  failed(error: TurnFailure): void;
+  /**
+   * Said before and after a tool's `preExecutionMessage`: the text between is an utterance of its own (WhatsApp
+   * sends it as a message of its own; a stream needs nothing).
+   */
+  boundary?(): void;
+}
+
+export interface ToolCallContext {
+  toolCallId: string;
+  sessionId: string;
+  agentId: string;
+  sessionVariables: Record<string, unknown>;
+  signal: AbortSignal;
+}
+
+export interface TurnDeps extends SessionDeps, AdmissionDeps {
+  tools: ToolStore;
+  languageModel(model: Model): LanguageModelV4;
+  executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
+  config: SessionDeps['config'] & AdmissionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
+  /** The chunks of the knowledge store for `query`; undefined when the store no longer exists. */
+  retrieveKnowledge?(orgId: string, storeId: string, query: string): Promise<RetrievedChunk[] | undefined>;
+}
+
+/** What the agent's knowledge store gave the turn (docs/knowledge.md#in-the-conversation). */
+export interface TurnRetrieval {
+  chunks: RetrievedChunk[];
+  durationMs: number;
+}
+
+export interface PreparedTurn {
+  session: StoredSession;
+  agent: Agent;
+  tools: ExecutableTool[];
+  history: Message[];
+  userMessage: Message;
+  assistantMessageId: string;
+  startedAt: number;
+  /** Started as soon as the agent and history are known, alongside the turn's remaining preparation. */
+  retrieval: Promise<TurnRetrieval | undefined>;
+  /** Lets the session's next turn in this process begin; called once the turn is written. */
+  release(): void;
+}
+
+export interface TurnResult {
+  messages: Message[];
+  /** Set when the turn failed after it began; its messages are persisted all the same. */
+  failure?: TurnFailure | undefined;
+  /** The model called `end_conversation`. */
+  agentEnded: boolean;
+  /** The number (`seq`) the session gave the turn's last message, its reply. */
+  replySeq: number;
+}
+
+export interface TurnOptions {
+  /**
+   * Close the session when the model calls `end_conversation` (chat). A call leaves that to its carrier: the agent
+   * hangs up, and the carrier's report of the end closes the session (docs/voice.md).
+   */
+  closeWhenAgentEnds: boolean;
+  /**
+   * Ends the turn early (a streamed reply whose credential was refused): the model and tool calls are aborted, and
+   * the signal's reason, the error envelope's `error` object, is the turn's failure. What was said so far is
+   * persisted like any failed turn.
+   */
+  stop?: AbortSignal | undefined;
+  /**
+   * An idempotent send (`Idempotency-Key`): the response a retry gets, sealed from the turn's messages, written in
+   * the transaction that writes them. Asked only of a turn that succeeded: a failed one leaves the key to a retry.
+   */
+  sealReply?: ((messages: readonly Message[]) => IdempotencyCompletion) | undefined;
+}
+
+/** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
+const maxToolCallsPerRound = 4;
+
+export const newMessageId = (): string => `msg_${crypto.randomUUID().replaceAll('-', '')}`;
+
+/**
+ * Everything that can refuse a turn, before anything streams: the session must be OPEN (an idle one expires here);
+ * the agent and its tools are read afresh. In the common case that is one round trip (the session, agent and
+ * tools in one batch, alongside the credential check) and no write: the turn's messages are written together
+ * when it ends. Turns of one session wait for each other in this process.
+ */
+export async function prepareTurn(
+  deps: TurnDeps,
+  orgId: string,
+  sessionId: string,
+  input: SendMessageInput,
+  verified: Promise<void> = Promise.resolve(),
+): Promise<PreparedTurn> {
+  const startedAt = performance.now();
+  const sessionKey = `${orgId}/${sessionId}`;
+  const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  if (!queued.acquired) {
+    await verified;
+    throw new SessionBusyError(`Session ${sessionId} stayed busy with another message; retry.`);
+  }
+  try {
+    // The subscription and quota check reads beside the turn's own reads (or not at all, while its cache holds).
+    const [context] = await Promise.all([readTurnContext(deps, orgId, sessionId), verified, assertMayConsume(deps, orgId, 'chat_messages')]);
+    const session = context.session ? await expireIfIdle(deps, context.session) : undefined;
+    if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
+    assertNotExpired(session);
+    if (session.state !== 'OPEN') throw new InvalidSessionError(`Session ${sessionId} is ${session.state}; open a new session.`);
+    if (!context.agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
+    const cached = histories.get(sessionKey);
+    const fresh = cached?.nextSeq === session.nextSeq && cached.revision === (session.historyRevision ?? 0);
+    const history = fresh ? cached.messages : await deps.sessions.messages(orgId, sessionId);
+    const retrieval = retrieveForTurn(deps, session, context.agent, history, input.content);
+    const now = deps.clock.now();
+    // A turn counts as activity: if the window could run out before the turn does, record activity now.
+    const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
+    if (windowLeftMs < deps.config.TURN_TIMEOUT_SECONDS * 1000) {
+      const activeUntil = now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000;
+      const expiresAt = expiryEpochSeconds(deps, activeUntil);
+      if (!(await deps.sessions.holdForTurn(session, { nowIso: now.toISOString(), activeUntil, expiresAt }))) {
+        throw new InvalidSessionError(`Session ${sessionId} was closed meanwhile; open a new session.`);
+      }
+    }
+    const userMessage: Message = { id: newMessageId(), sessionId, role: 'USER', content: input.content, metadata: input.metadata, createdAt: now.toISOString() };
+    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, retrieval, release: queued.release };
+  } catch (error) {
+    queued.release();
+    throw error;
+  }
+}
+
+/** The session, its agent and the agent's tools: one batch when this process has seen the session before. */
+async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string): Promise<TurnContext> {
+  const sessionKey = `${orgId}/${sessionId}`;
+  let agentId = agentOfSession.get(sessionKey);
+  if (!agentId) {
+    const session = await deps.sessions.get(orgId, sessionId);
+    if (!session) return { session: undefined, agent: undefined, tools: [] };
+    agentId = session.agentId;
+    agentOfSession.set(sessionKey, agentId);
+  }
+  const guessed = lastKnownTools.get(agentId) ?? [];
+  const context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  if (!context.agent) return context;
+  const attached = context.agent.tools.map((tool) => tool.toolId);
+  lastKnownTools.set(agentId, attached);
+  const fetched = await deps.tools.executableTools(orgId, attached.filter((toolId) => !guessed.includes(toolId)));
+  const byId = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
+  return { ...context, tools: attached.map((toolId) => byId.get(toolId)).filter((tool) => tool !== undefined) };
+}
+
+/**
+ * Writes the turn's messages after the last ones of the session, in order, in one transaction; when another
+ * process appended meanwhile, the session is read again and the messages go after those. A session that ended
+ * meanwhile takes none of them.
+ */
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date, completion?: IdempotencyCompletion): Promise<number> {
+  const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
+  const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
+  let session: StoredSession | undefined = turn.session;
+  for (let attempt = 0; session; attempt += 1) {
+    if ((await deps.sessions.commitTurn(session, messages, at, completion)) === 'committed') {
+      // After a conflict the history has others' messages too: the next turn reads it whole.
+      if (attempt === 0) {
+        histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
+      }
+      else histories.delete(sessionKey);
+      return session.nextSeq + messages.length - 1;
+    }
+    session = await deps.sessions.get(turn.session.orgId, turn.session.id);
+    if (session && session.state !== 'OPEN') {
+      throw new InvalidSessionError(`Session ${session.id} was ${session.state.toLowerCase()} during the reply; this message and its reply were not saved.`);
+    }
+  }
+  throw new SessionNotFoundError(`Session ${turn.session.id} disappeared during the turn.`);
+}
+
+interface PendingCall {
+  toolCallId: string;
+  toolName: string;
+  input: string;
+}
+
+/**
+ * Runs the model and tool loop of a prepared turn, streaming text into `sink`, then writes the turn's messages
+ * (USER, TOOL, ASSISTANT with where the turn's time went) in one transaction. Never throws for a provider
+ * failure: the turn is recorded as failed and the sink told.
+ */
+export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions = { closeWhenAgentEnds: true }): Promise<TurnResult> {
+  try {
+    return await runPreparedTurn(deps, turn, sink, options);
+  } finally {
+    turn.release();
+  }
+}
+
+async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions): Promise<TurnResult> {
+  const { session, agent } = turn;
+  const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
+  const languageModel = deps.languageModel(model);
+  const timeout = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
+  const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
+  const offeredTools = functionTools(agent, turn.tools);
+  const retrieval = await turn.retrieval;
+  const prompt: LanguageModelV4Prompt = [
+    { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
+    ...(retrieval?.chunks.length ? [{ role: 'system' as const, content: knowledgeContext(retrieval.chunks) }] : []),
+    ...historyPrompt(turn.history),
+    { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
+  ];
+  const toolMessages: Message[] = [];
+  let content = '';
+  let modelMs = 0;
+  let firstTokenMs: number | undefined;
+  // Tokens of every model call of the turn, as the provider reports them: the usage meter counts them by model.
+  const tokens = { inputTokens: 0, outputTokens: 0 };
+  const toolTimings: { name: string; durationMs: number }[] = [];
+  let failure: TurnFailure | undefined;
+  let agentEnded = false;
+  // Errors while the provider streams are the model's (502); any other is ours (500).
+  let inModelCall = false;
+  const say = (text: string) => {
+    content += text;
+    sink.delta(turn.assistantMessageId, text);
+  };
+  // A pre-execution message and the text after a tool round are separate utterances: start a new paragraph.
+  const sayParagraph = (text: string) => say(content && !/\s$/.test(content) ? `\n\n${text}` : text);
+  const sayApart = (text: string) => {
+    sink.boundary?.();
+    sayParagraph(text);
+    sink.boundary?.();
+  };
+
+  try {
+    for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
+      const calls: PendingCall[] = [];
+      let stepText = '';
+      const modelStart = performance.now();
+      inModelCall = true;
+      // A provider that ignores the abort signal still gets no further call, and its text no further delta.
+      options.stop?.throwIfAborted();
+      const { stream } = await languageModel.doStream({
+        prompt,
+        // After the last allowed round the model must answer in text.
+        ...(round < deps.config.MAX_TOOL_ROUNDS ? { tools: offeredTools, toolChoice: { type: 'auto' } } : {}),
+        abortSignal: signal,
+      });
+      for await (const part of stream) {
+        options.stop?.throwIfAborted();
+        if (part.type === 'text-delta') {
+          firstTokenMs ??= performance.now() - modelStart;
+          if (stepText) say(part.delta);
+          else sayParagraph(part.delta);
+          stepText += part.delta;
+        } else if (part.type === 'tool-call') {
+          calls.push(part);
+        } else if (part.type === 'finish') {
+          tokens.inputTokens += part.usage.inputTokens.total ?? 0;
+          tokens.outputTokens += part.usage.outputTokens.total ?? 0;
+        } else if (part.type === 'error') {
+          throw part.error instanceof Error ? part.error : new Error(String(part.error));
+        }
+      }
+      inModelCall = false;
+      modelMs += performance.now() - modelStart;
+      // No tools were offered in the last round; calls the model makes anyway are not run.
+      if (calls.length === 0 || round === deps.config.MAX_TOOL_ROUNDS) break;
+      prompt.push({
+        role: 'assistant',
+        content: [
+          ...(stepText ? [{ type: 'text' as const, text: stepText }] : []),
+          ...calls.map((call) => ({ type: 'tool-call' as const, toolCallId: call.toolCallId, toolName: call.toolName, input: parseArguments(call.input) ?? {} })),
+        ],
+      });
+      const results: LanguageModelV4Message = { role: 'tool', content: [] };
+      for (const [index, call] of calls.entries()) {
+        if (index >= maxToolCallsPerRound) {
+          // Keeps every turn within one transaction of DynamoDB's 100 items; the model is told, nothing runs.
+          results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'error-text', value: `Not run: at most ${maxToolCallsPerRound} tool calls per step.` } });
+          continue;
+        }
+        if (call.toolName === endConversationTool) {
+          agentEnded = true;
+          results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
+          continue;
+        }
+        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayApart);
+        toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
+        const message: Message = {
+          id: newMessageId(),
+          sessionId: session.id,
+          role: 'TOOL',
+          content: '',
+          toolCall: record,
+          metadata: {},
+          createdAt: deps.clock.now().toISOString(),
+        };
+        toolMessages.push(message);
+        results.content.push({
+          type: 'tool-result',
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: record.status === 'SUCCESS' ? { type: 'text', value: record.result } : { type: 'error-text', value: record.result },
+        });
+      }
+      prompt.push(results);
+    }
+  } catch (error) {
+    if (options.stop?.aborted) {
+      failure = options.stop.reason as TurnFailure;
+      logger.info('turn stopped', { sessionId: session.id, code: failure.code });
+    } else {
+      failure = inModelCall
+        ? { code: 'MODEL_ERROR', message: 'The model provider failed during the reply; retry.', status: 502 }
+        : { code: 'GENERIC_ERROR', message: 'The reply failed; retry.', status: 500 };
+      logger.error('turn failed', { sessionId: session.id, code: failure.code, error: error as Error });
+    }
+    sink.failed(failure);
+  }
+
+  const totalMs = performance.now() - turn.startedAt;
+  const toolsMs = toolTimings.reduce((sum, timing) => sum + timing.durationMs, 0);
+  const now = deps.clock.now();
+  const assistant: Message = {
+    id: turn.assistantMessageId,
+    sessionId: session.id,
+    role: 'ASSISTANT',
+    content,
+    metadata: {
+      model: { id: model.id, provider: model.provider, name: model.name },
+      usage: tokens,
+      timings: {
+        modelFirstTokenMs: round2(firstTokenMs),
+        modelTotalMs: round2(modelMs),
+        tools: toolTimings.map((timing) => ({ name: timing.name, durationMs: round2(timing.durationMs) })),
+        ...(retrieval ? { retrieval: round2(retrieval.durationMs) } : {}),
+        platformMs: round2(Math.max(0, totalMs - modelMs - toolsMs)),
+        totalMs: round2(totalMs),
+      },
+      ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) })) } : {}),
+      ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
+    },
+    createdAt: now.toISOString(),
+  };
+  const messages = [turn.userMessage, ...toolMessages, assistant];
+  const replySeq = await commitTurn(deps, turn, messages, now, failure ? undefined : options.sealReply?.(messages));
+  if (agentEnded && options.closeWhenAgentEnds) {
+    const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
+    await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
+  }
+  return { messages: [...toolMessages, assistant], failure, agentEnded, replySeq };
+}
+
+/** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */
+const followUpWords = 6;
+
+/**
+ * Retrieval for an agent with a knowledge store. Never fails the turn: a store deleted meanwhile, or a retrieval
+ * error, makes the turn answer without knowledge, with a warning in the log.
+ */
+async function retrieveForTurn(deps: TurnDeps, session: StoredSession, agent: Agent, history: Message[], content: string): Promise<TurnRetrieval | undefined> {
+  if (!agent.knowledgeStoreId || !deps.retrieveKnowledge) return undefined;
+  const started = performance.now();
+  const previous = history.findLast((message) => message.role === 'USER')?.content;
+  const query = previous && content.split(/\s+/).length < followUpWords ? `${previous}\n${content}` : content;
+  try {
+    const chunks = await deps.retrieveKnowledge(session.orgId, agent.knowledgeStoreId, query);
+    if (!chunks) logger.warn('the agent\'s knowledge store no longer exists; answering without it', { sessionId: session.id, knowledgeStoreId: agent.knowledgeStoreId });
+    return { chunks: chunks ?? [], durationMs: performance.now() - started };
+  } catch (error) {
+    logger.warn('knowledge retrieval failed; answering without it', { sessionId: session.id, knowledgeStoreId: agent.knowledgeStoreId, error: error as Error });
+    return { chunks: [], durationMs: performance.now() - started };
+  }
+}
+
+const validators = new Map<string, ValidateFunction>();
+const maxCachedValidators = 500;
+const validatorCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
+
+/** Compiled argument validators, shared by content so a PATCHed schema simply gets a new entry. */
+function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let validate = validators.get(key);
+  if (!validate) {
+    if (validators.size >= maxCachedValidators) validators.delete(validators.keys().next().value as string);
+    validate = validatorCompiler.compile(schema);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+/** Validates and runs one tool call; invalid arguments go back to the model as an error result, never a 500. */
+async function callTool(
+  deps: TurnDeps,
+  tool: ExecutableTool | undefined,
+  call: PendingCall,
+  session: StoredSession,
+  signal: AbortSignal,
+  say: (text: string) => void,
+): Promise<ToolCallRecord> {
+  const args = parseArguments(call.input);
+  const refuse = (result: string): ToolCallRecord => ({ id: call.toolCallId, name: call.toolName, arguments: args ?? {}, result, status: 'ERROR', durationMs: 0 });
+  if (!tool) return refuse(`No tool named ${call.toolName} is available.`);
+  if (!args) return refuse('The arguments are not a JSON object.');
+  const validate = validatorFor(tool.ajvPropertiesSchema);
+  if (!validate(args)) {
+    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message ?? 'is invalid'}`);
+    return refuse(`Invalid arguments: ${problems.join('; ')}`);
+  }
+  if (tool.preExecutionMessage) say(tool.preExecutionMessage);
+  const execution = await deps.executeTool(tool, args, {
+    toolCallId: call.toolCallId,
+    sessionId: session.id,
+    agentId: session.agentId,
+    sessionVariables: session.metadata.sessionVariables,
+    signal,
+  });
+  return { id: call.toolCallId, name: tool.name, arguments: args, result: execution.result, status: execution.status, durationMs: round2(execution.durationMs) ?? 0 };
+}
+
+function parseArguments(input: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(input || '{}');
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Role first, then the system prompt, then special instructions (lowest priority); `{{key}}` from session variables. */
+export function systemPrompt(agent: Agent, sessionVariables: Record<string, unknown>): string {
+  const parts = [agent.role, agent.systemPrompt, agent.specialInstructions && `Lower-priority instructions: ${agent.specialInstructions}`];
+  if (agent.language) parts.push(`Answer in the language ${agent.language} unless the user asks otherwise.`);
+  return fillPlaceholders(parts.filter(Boolean).join('\n\n'), sessionVariables, (value) => value);
+}
+
+function functionTools(agent: Agent, tools: Tool[]): LanguageModelV4FunctionTool[] {
+  const overrides = new Map(agent.tools.map((attached) => [attached.toolId, attached.toolDescription]));
+  return [
+    ...tools.map((tool) => ({
+      type: 'function' as const,
+      name: tool.name,
+      description: overrides.get(tool.id) ?? tool.description,
+      inputSchema: tool.ajvPropertiesSchema,
+    })),
+    {
+      type: 'function',
+      name: endConversationTool,
+      description: 'End the conversation when the user is done, says goodbye, or nothing more can be done.',
+      inputSchema: { type: 'object', properties: { reason: { type: 'string' } } },
+    },
+  ];
+}
+
+/** Earlier turns as the model sees them: each TOOL message is its call and its result. */
+function historyPrompt(history: Message[]): LanguageModelV4Message[] {
+  const prompt: LanguageModelV4Message[] = [];
+  for (const message of history) {
+    if (message.role === 'USER') prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+    else if (message.role === 'ASSISTANT' && message.content) prompt.push({ role: 'assistant', content: [{ type: 'text', text: message.content }] });
+    else if (message.role === 'TOOL' && message.toolCall) {
+      const call = message.toolCall;
+      prompt.push(
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.arguments }] },
+        {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: call.id, toolName: call.name, output: call.status === 'SUCCESS' ? { type: 'text', value: call.result } : { type: 'error-text', value: call.result } }],
+        },
+      );
+    }
+  }
+  return prompt;
+}
+
+function round2(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : Math.round(value * 100) / 100;
+}

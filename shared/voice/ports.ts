@@ -1,0 +1,107 @@
+/** The ports of the voice context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
+import type { StoredSession } from '../conversations/ports.ts';
+import type { DomainEvent } from '../events/events.ts';
+import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
+
+/** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
+export interface TelephonyCredentials {
+  accountSid: string;
+  authToken: string;
+}
+
+export interface OutboundCallRequest {
+  from: string;
+  to: string;
+  /** What the carrier runs once the callee answers (ConversationRelay to our WebSocket API). */
+  twiml: string;
+  /** Receives every status of the call, signed with the account's auth token. */
+  statusCallback: string;
+  /** The carrier ends the call itself after this many seconds: the call's `ttl`. */
+  timeLimitSeconds: number;
+  /** The call is recorded; this URL hears when the recording is ready. */
+  recordingStatusCallback: string;
+  /** How long it rings before it counts as not answered. */
+  ringTimeoutSeconds: number;
+}
+
+/** The carrier's REST API (Twilio's; `shared/voice/twilio-client.ts`). */
+export interface Telephony {
+  createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
+  /** Ends a call in progress (the agent hung up). */
+  hangUp(credentials: TelephonyCredentials, callSid: string): Promise<void>;
+  /** A finished recording's audio (MP3). */
+  fetchRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<{ body: Uint8Array; contentType: string }>;
+  /** Deletes the carrier's copy once ours is stored; a recording already gone is not an error. */
+  deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void>;
+}
+
+/** A call the carrier never reports the end of is ended anyway, at a time fixed when it starts. */
+export interface CallBackstop {
+  /** One one-time schedule per call (EventBridge Scheduler; a stand-in locally) that ends it at `at` if still open. */
+  schedule(call: { orgId: string; sessionId: string }, at: Date): Promise<void>;
+}
+
+/** Where call recordings are kept (S3; fauxqs's S3 locally), handed out as short-lived signed URLs. */
+export interface RecordingStore {
+  put(key: string, body: Uint8Array, contentType: string): Promise<void>;
+  signedUrl(key: string, expiresInSeconds: number): Promise<string>;
+}
+
+/** Sends to the carrier's side of a ConversationRelay WebSocket (API Gateway's connection-management API). */
+export interface RelayConnections {
+  send(connectionId: string, message: Record<string, unknown>): Promise<void>;
+}
+
+export interface StoredPhoneNumber extends PhoneNumber {
+  orgId: string;
+}
+
+/** Who owns a number worldwide: how an inbound call finds its organization. */
+export interface PhoneNumberOwner {
+  orgId: string;
+  phoneNumberId: string;
+}
+
+export interface VoiceStore {
+  /** Stores the number with its worldwide claim; throws PhoneNumberTakenError when any organization has it. */
+  createPhoneNumber(number: StoredPhoneNumber): Promise<void>;
+  getPhoneNumber(orgId: string, phoneNumberId: string): Promise<StoredPhoneNumber | undefined>;
+  listPhoneNumbers(orgId: string, limit: number): Promise<StoredPhoneNumber[]>;
+  replacePhoneNumber(previous: StoredPhoneNumber, next: StoredPhoneNumber): Promise<void>;
+  /** Removes the number and its claim; false when there was none. */
+  deletePhoneNumber(orgId: string, phoneNumberId: string): Promise<boolean>;
+  phoneNumberOwner(e164: string): Promise<PhoneNumberOwner | undefined>;
+  putCredentials(orgId: string, credentials: TelephonyCredentials, updatedAt: string): Promise<void>;
+  getCredentials(orgId: string): Promise<(TelephonyCredentials & { updatedAt: string }) | undefined>;
+  deleteCredentials(orgId: string): Promise<boolean>;
+  /**
+   * The session of a call, its expiry item, its call item and `events`, together; false when the session exists
+   * already (a retried inbound webhook).
+   */
+  createCall(session: StoredSession, expiresAt: number, call: VoiceCall, events: DomainEvent[]): Promise<boolean>;
+  /**
+   * Announces an outbound call (`session.created`) once the carrier has it: its id on the call and as the session's
+   * `roomName`. Without a call id (the carrier refused it) only the event is recorded.
+   */
+  recordCarrierCall(session: StoredSession, callSid: string | undefined, created: DomainEvent): Promise<void>;
+  getCall(orgId: string, sessionId: string): Promise<VoiceCall | undefined>;
+  /**
+   * Moves the call's status forward (statuses never go back: a late `ringing` after `completed` changes nothing);
+   * false when the call already had this status or a later one.
+   */
+  advanceCall(orgId: string, sessionId: string, status: TwilioCallStatus, changes: Partial<VoiceCall>): Promise<boolean>;
+  markAgentHangup(orgId: string, sessionId: string, at: string): Promise<void>;
+  /** Where the call's recording is kept, once copied from the carrier. */
+  recordRecording(orgId: string, sessionId: string, recording: { recordingKey: string; recordingSid: string }): Promise<void>;
+  /**
+   * Keeps the hash of the token of the relay URL just given to the carrier: the one upgrade that may open the call's
+   * relay. Nothing is written once the relay is connected (its URL is single-use).
+   */
+  offerRelay(orgId: string, sessionId: string, tokenHash: string): Promise<void>;
+  /**
+   * Binds a WebSocket connection to its call, consuming the relay token atomically: false when the token is not the
+   * call's offered one or the call's relay is already connected (one connection per call, once).
+   */
+  claimRelay(connectionId: string, orgId: string, sessionId: string, tokenHash: string): Promise<boolean>;
+  connection(connectionId: string): Promise<{ orgId: string; sessionId: string } | undefined>;
+}

@@ -1,0 +1,20 @@
+import { ApiGatewayManagementApiClient, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
+import type { RelayConnections } from './ports.ts';
+
+/**
+ * Sends to ConversationRelay through the WebSocket API's connection-management API (`POST @connections/{id}`).
+ * The local runtime serves the same API over plain http on loopback, which takes placeholder credentials.
+ */
+export function relayConnections(options: { endpoint: string; region: string }): RelayConnections {
+  const local = options.endpoint.startsWith('http://');
+  const client = new ApiGatewayManagementApiClient({
+    endpoint: options.endpoint,
+    region: options.region,
+    ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
+  return {
+    async send(connectionId, message) {
+      await client.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: JSON.stringify(message) }));
+    },
+  };
+}

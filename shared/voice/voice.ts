@@ -1,0 +1,693 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { v5 as uuidv5 } from 'uuid';
+import type { Config } from '../platform/config.ts';
+import {
+  AgentInactiveError,
+  AgentNotVoiceEnabledError,
+  ConcurrentCallsExceededError,
+  ForbiddenError,
+  InvalidSignatureError,
+  NotFoundError,
+  SessionCreationError,
+  SessionNotFoundError,
+  TelephonyNotConfiguredError,
+  VoicePipelineModeUnsupportedError,
+} from '../platform/errors.ts';
+import { logger } from '../platform/logger.ts';
+import type { StoredSession } from '../conversations/ports.ts';
+import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
+import type { EndedReason } from '../conversations/session-schemas.ts';
+import {
+  twilioCallStatuses,
+  type CreatePhoneNumberInput,
+  type PhoneNumber,
+  type StartCallInput,
+  type TwilioCallStatus,
+  type TwilioCredentialsInput,
+  type UpdatePhoneNumberInput,
+  type VoiceCall,
+} from './voice-schemas.ts';
+import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from './conversation-relay.ts';
+import { isValidTwilioSignature } from './twilio-signature.ts';
+import type { TtsProvider } from '../agents/voices.ts';
+import { assertMayConsume, currentPlan } from '../billing/admission.ts';
+import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
+import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../campaigns/campaign-attempts.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
+import { events } from '../events/events.ts';
+import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
+import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
+import { histories, queueTurn } from '../conversations/turn-state.ts';
+
+export interface VoiceDeps extends SessionDeps, CampaignSettleDeps, CallSlotDeps {
+  voice: VoiceStore;
+  telephony: Telephony;
+  recordings: RecordingStore;
+  backstop: CallBackstop;
+  config: SessionDeps['config'] & CallSlotDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL'>;
+}
+
+export interface RelayDeps extends VoiceDeps, TurnDeps {
+  config: VoiceDeps['config'] & TurnDeps['config'];
+  relay: RelayConnections;
+}
+
+/** Inbound sessions are named by the carrier's call id, so a retried voice webhook finds the session it created. */
+const inboundSessionNamespace = '6f1d3c0e-8a51-4c7e-9f0a-2b7d5e4c1a90';
+
+// ---- Phone numbers -------------------------------------------------------------------------------------------
+
+export async function importPhoneNumber(deps: VoiceDeps, orgId: string, input: CreatePhoneNumberInput): Promise<PhoneNumber> {
+  if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  const now = deps.clock.now().toISOString();
+  const number: StoredPhoneNumber = {
+    id: newId(),
+    orgId,
+    phone_number: input.phone_number,
+    provider: input.provider,
+    ...(input.label !== undefined ? { label: input.label } : {}),
+    ...(input.agentId ? { agentId: input.agentId } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
+  await deps.voice.createPhoneNumber(number);
+  return publicPhoneNumber(number);
+}
+
+export async function listPhoneNumbers(deps: VoiceDeps, orgId: string, size: number): Promise<{ items: PhoneNumber[] }> {
+  return { items: (await deps.voice.listPhoneNumbers(orgId, size)).map(publicPhoneNumber) };
+}
+
+export async function getPhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string): Promise<PhoneNumber> {
+  return publicPhoneNumber(await requirePhoneNumber(deps, orgId, phoneNumberId));
+}
+
+export async function updatePhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: UpdatePhoneNumberInput): Promise<PhoneNumber> {
+  const previous = await requirePhoneNumber(deps, orgId, phoneNumberId);
+  if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  const next: StoredPhoneNumber = { ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (input.label === null) delete next.label;
+  else if (input.label !== undefined) next.label = input.label;
+  if (input.agentId === null) delete next.agentId;
+  else if (input.agentId !== undefined) next.agentId = input.agentId;
+  await deps.voice.replacePhoneNumber(previous, next);
+  return publicPhoneNumber(next);
+}
+
+export async function deletePhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string): Promise<void> {
+  if (!(await deps.voice.deletePhoneNumber(orgId, phoneNumberId))) throw new NotFoundError(`Phone number ${phoneNumberId} not found.`);
+}
+
+async function requirePhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string): Promise<StoredPhoneNumber> {
+  const number = await deps.voice.getPhoneNumber(orgId, phoneNumberId);
+  if (!number) throw new NotFoundError(`Phone number ${phoneNumberId} not found.`);
+  return number;
+}
+
+async function requireAgent(deps: VoiceDeps, orgId: string, agentId: string): Promise<Agent> {
+  const agent = await deps.agents.get(orgId, agentId);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
+  return agent;
+}
+
+function publicPhoneNumber(number: StoredPhoneNumber): PhoneNumber {
+  const { orgId: _orgId, ...visible } = number;
+  return visible;
+}
+
+// ---- Carrier credentials -------------------------------------------------------------------------------------
+
+export async function putTwilioCredentials(deps: VoiceDeps, orgId: string, input: TwilioCredentialsInput) {
+  const updatedAt = deps.clock.now().toISOString();
+  await deps.voice.putCredentials(orgId, input, updatedAt);
+  return { provider: 'twilio' as const, accountSid: input.accountSid, updatedAt };
+}
+
+/** The account SID and when it was set; the auth token is write-only. */
+export async function getTwilioCredentials(deps: VoiceDeps, orgId: string) {
+  const stored = await deps.voice.getCredentials(orgId);
+  if (!stored) throw new NotFoundError('No Twilio credentials are set; PUT /v1/chat/telephony/twilio.');
+  return { provider: 'twilio' as const, accountSid: stored.accountSid, updatedAt: stored.updatedAt };
+}
+
+export async function deleteTwilioCredentials(deps: VoiceDeps, orgId: string): Promise<void> {
+  if (!(await deps.voice.deleteCredentials(orgId))) throw new NotFoundError('No Twilio credentials are set.');
+}
+
+async function requireCredentials(deps: VoiceDeps, orgId: string): Promise<TelephonyCredentials> {
+  const credentials = await deps.voice.getCredentials(orgId);
+  if (!credentials) throw new TelephonyNotConfiguredError('Set the organization\'s Twilio credentials first: PUT /v1/chat/telephony/twilio.');
+  return credentials;
+}
+
+// ---- Addresses the carrier calls (signed over exactly these) ---------------------------------------------------
+
+function publicBase(deps: VoiceDeps): string {
+  if (!deps.config.PUBLIC_BASE_URL) throw new Error('PUBLIC_BASE_URL is not set: the carrier cannot call this deployment back.');
+  return deps.config.PUBLIC_BASE_URL.replace(/\/$/, '');
+}
+
+export const statusCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
+  `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/status`;
+
+export const relayEndedUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
+  `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/relay-ended`;
+
+export const recordingCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
+  `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/recording`;
+
+/** The session's `recordingUrl`: our own, authenticated address, never the carrier's. */
+export const recordingUrl = (deps: VoiceDeps, sessionId: string): string => `${publicBase(deps)}/v1/chat/sessions/${sessionId}/recording`;
+
+export const inboundWebhookUrl = (deps: VoiceDeps): string => `${publicBase(deps)}/twilio/voice`;
+
+/**
+ * Where ConversationRelay connects for one call: the query names the call and carries its single-use relay token;
+ * the signature covers it all.
+ */
+export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string, relayToken: string): string {
+  if (!deps.config.VOICE_RELAY_URL) throw new Error('VOICE_RELAY_URL is not set: calls have no WebSocket API to talk to.');
+  return `${deps.config.VOICE_RELAY_URL}?org=${encodeURIComponent(orgId)}&session=${encodeURIComponent(sessionId)}&token=${encodeURIComponent(relayToken)}`;
+}
+
+/** The call keeps only a hash of its relay token: the token itself is in the TwiML the carrier got, and nowhere else. */
+const relayTokenHash = (relayToken: string): string => createHash('sha256').update(relayToken).digest('base64url');
+
+/** ConversationRelay's spelling of each TTS provider of the voices catalog. */
+const relayTtsProviders: Record<TtsProvider, string> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
+
+/** The call's TwiML, with a fresh relay token the call keeps (hashed) for the one `$connect` it admits. */
+async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string): Promise<string> {
+  const relayToken = randomBytes(24).toString('base64url');
+  await deps.voice.offerRelay(orgId, sessionId, relayTokenHash(relayToken));
+  const twiml = conversationRelayTwiml({
+    url: relayUrl(deps, orgId, sessionId, relayToken),
+    language: agent.language ?? 'en-US',
+    interruptible: true,
+    welcomeGreetingInterruptible: agent.welcomeAllowInterruptions ?? true,
+    welcomeGreeting: agent.voice?.welcomeMessage || undefined,
+    ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
+    voice: agent.voice?.voiceId,
+  });
+  // When the relay ends with the call still up (the agent said goodbye, the connection dropped), Twilio asks this
+  // action what to do next, and we answer <Hangup/>.
+  return twiml.replace('<Connect>', `<Connect action="${relayEndedUrl(deps, orgId, sessionId)}">`);
+}
+
+// ---- Starting calls ------------------------------------------------------------------------------------------
+
+/** The agent may take calls: voice-enabled, in the one voice mode this deployment runs, active, its model known. */
+async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): Promise<Agent> {
+  const agent = await requireAgent(deps, orgId, agentId);
+  if (!agent.voiceEnabled) throw new AgentNotVoiceEnabledError(`Agent ${agent.id} is not voice-enabled; set voiceEnabled and voicePipelineMode.`);
+  if (agent.voicePipelineMode !== 'pipeline') {
+    throw new VoicePipelineModeUnsupportedError(
+      `Agent ${agent.id} uses voicePipelineMode "${agent.voicePipelineMode}"; this deployment runs "pipeline" only.`,
+    );
+  }
+  if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to take calls.`);
+  if (!deps.catalog.byId(agent.modelId)) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
+  return agent;
+}
+
+function newCallSession(deps: VoiceDeps, orgId: string, agent: Agent, call: { direction: 'INBOUND' | 'OUTBOUND'; id: string; customer: string; roomName: string; sessionVariables: Record<string, unknown> }): StoredSession {
+  const now = deps.clock.now().toISOString();
+  return {
+    id: call.id,
+    orgId,
+    agentId: agent.id,
+    type: 'VOICE',
+    direction: call.direction,
+    platform: 'PHONE',
+    state: 'OPEN',
+    metadata: { customerPhoneNumber: call.customer, roomName: call.roomName, sessionVariables: call.sessionVariables },
+    createdAt: now,
+    updatedAt: now,
+    lastActivityAt: now,
+    messageCount: 0,
+    nextSeq: 1,
+  };
+}
+
+/** What an outbound call is placed with: the number it comes from, the agent that talks, the carrier's credentials. */
+export interface CallLine {
+  number: StoredPhoneNumber;
+  agent: Agent;
+  credentials: TelephonyCredentials;
+}
+
+/** The number, a callable agent and the carrier credentials, or the error that says which is missing. */
+export async function callLine(deps: VoiceDeps, orgId: string, phoneNumberId: string, agentId: string): Promise<CallLine> {
+  const number = await requirePhoneNumber(deps, orgId, phoneNumberId);
+  const agent = await callableAgent(deps, orgId, agentId);
+  const credentials = await requireCredentials(deps, orgId);
+  return { number, agent, credentials };
+}
+
+/** An outbound call to place: its session's id is chosen by the caller (a campaign derives it from its attempt). */
+export interface OutboundCall {
+  sessionId: string;
+  to: string;
+  ttl: number;
+  sessionVariables: Record<string, unknown>;
+  /** A campaign's dial: which campaign, contact and attempt (the session's `metadata.campaign`). */
+  campaign?: CampaignCallTag;
+}
+
+/**
+ * `POST /api/v1/phone-numbers/{id}/calls/start`: refused while the subscription is inactive or its voice seconds
+ * are used up, and unless the call takes one of the plan's call slots (docs/usage-and-billing.md#enforcement),
+ * which it holds until it ends.
+ */
+export async function startOutboundCall(deps: VoiceDeps, orgId: string, phoneNumberId: string, input: StartCallInput): Promise<{ sessionId: string }> {
+  const [line] = await Promise.all([callLine(deps, orgId, phoneNumberId, input.agent_id), assertMayConsume(deps, orgId, 'voice_seconds')]);
+  const sessionId = newId();
+  if ((await takeCallSlot(deps, orgId, sessionId, longestOutboundCallSeconds(deps, input.ttl))) === 'full') {
+    const { concurrentCalls } = await currentPlan(deps, orgId);
+    throw new ConcurrentCallsExceededError(`The plan allows ${concurrentCalls} concurrent calls and they are all in progress; retry when one ends.`, callSlotRetryAfterSeconds);
+  }
+  try {
+    return await placeOutboundCall(deps, orgId, line, { sessionId, to: input.to_phone_number, ttl: input.ttl, sessionVariables: input.session_variables });
+  } catch (error) {
+    // No call came of it (or it ended FAILED, which freed the slot already).
+    await releaseCallSlot(deps, orgId, sessionId);
+    throw error;
+  }
+}
+
+/** Seconds a caller refused for the plan's concurrent calls is told to wait: about a short call's length. */
+const callSlotRetryAfterSeconds = 30;
+
+/** An outbound call lasts at most its ring and its time limit: the carrier ends it then. */
+export const longestOutboundCallSeconds = (deps: Pick<VoiceDeps, 'config'>, ttl: number): number => deps.config.CALL_RING_TIMEOUT_SECONDS + ttl;
+
+/**
+ * Every outbound call, `calls/start`'s and campaigns': the session is written first (so that the carrier's first
+ * callback finds it), then the carrier creates the call, then `session.created` is recorded with the carrier's
+ * call id as `roomName`: all before the callee can pick up. A call the carrier refuses is a `FAILED` session.
+ */
+export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: CallLine, outbound: OutboundCall): Promise<{ sessionId: string }> {
+  const { number, agent, credentials } = line;
+  const session = newCallSession(deps, orgId, agent, {
+    direction: 'OUTBOUND',
+    id: outbound.sessionId,
+    customer: outbound.to,
+    roomName: '',
+    sessionVariables: outbound.sessionVariables,
+  });
+  if (outbound.campaign) session.metadata.campaign = outbound.campaign;
+  // The URL is known before the recording exists; it answers 404 until the carrier's recording is copied.
+  session.recordingUrl = recordingUrl(deps, session.id);
+  const call: VoiceCall = {
+    orgId,
+    sessionId: session.id,
+    phoneNumberId: number.id,
+    provider: 'twilio',
+    direction: 'OUTBOUND',
+    from: number.phone_number,
+    to: outbound.to,
+    ttl: outbound.ttl,
+    status: 'queued',
+    startedAt: session.createdAt,
+  };
+  // A session of this id exists already: its call was placed (or is being placed) by whoever wrote it; never twice.
+  if (!(await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, []))) return { sessionId: session.id };
+  let callSid: string;
+  try {
+    ({ callSid } = await deps.telephony.createCall(credentials, {
+      from: number.phone_number,
+      to: outbound.to,
+      twiml: await twimlFor(deps, agent, orgId, session.id),
+      statusCallback: statusCallbackUrl(deps, orgId, session.id),
+      timeLimitSeconds: outbound.ttl,
+      ringTimeoutSeconds: deps.config.CALL_RING_TIMEOUT_SECONDS,
+      recordingStatusCallback: recordingCallbackUrl(deps, orgId, session.id),
+    }));
+  } catch (error) {
+    await deps.voice.recordCarrierCall(session, undefined, events.sessionCreated(session));
+    await endCall(deps, orgId, session.id, 'FAILED');
+    throw error;
+  }
+  const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
+  await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
+  await scheduleBackstop(deps, orgId, session.id, longestOutboundCallSeconds(deps, outbound.ttl));
+  return { sessionId: session.id };
+}
+
+// ---- The carrier's callbacks ---------------------------------------------------------------------------------
+
+export type CarrierParams = Readonly<Record<string, string>>;
+
+/** What a carrier request's signature is checked against besides its form: the header, and the query of the URL requested. */
+export interface CarrierSignature {
+  signature: string | undefined;
+  /** The query string as sent, without `?`: Twilio signs the whole URL it requests, so an appended query must fail. */
+  query: string;
+}
+
+/** Checks the signature over `url` (ours, without a query) followed by the query the request came with. */
+async function verifiedCredentials(deps: VoiceDeps, orgId: string, url: string, params: CarrierParams, signed: CarrierSignature): Promise<TelephonyCredentials> {
+  const credentials = await deps.voice.getCredentials(orgId);
+  const requested = signed.query ? `${url}?${signed.query}` : url;
+  if (!credentials || !isValidTwilioSignature(credentials.authToken, signed.signature, requested, params)) {
+    throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
+  }
+  return credentials;
+}
+
+const finalStatuses: ReadonlySet<TwilioCallStatus> = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
+
+function isCallStatus(value: string | undefined): value is TwilioCallStatus {
+  return (twilioCallStatuses as readonly string[]).includes(value ?? '');
+}
+
+/**
+ * A status callback (Twilio retries them, and they may arrive out of order): the call's status only moves
+ * forward, and a final status ends the session once, whichever of its copies arrives first.
+ */
+export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  await verifiedCredentials(deps, orgId, statusCallbackUrl(deps, orgId, sessionId), params, signed);
+  const call = await deps.voice.getCall(orgId, sessionId);
+  if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
+  const status = params.CallStatus;
+  if (!isCallStatus(status)) return;
+  const now = deps.clock.now().toISOString();
+  await deps.voice.advanceCall(orgId, sessionId, status, status === 'in-progress' ? { answeredAt: now } : {});
+  if (finalStatuses.has(status)) await endCall(deps, orgId, sessionId, endedReasonOf(status, call, params));
+}
+
+function endedReasonOf(status: TwilioCallStatus, call: VoiceCall, params: CarrierParams): EndedReason {
+  switch (status) {
+    case 'busy':
+      return 'BUSY';
+    case 'no-answer':
+      return 'NO_ANSWER';
+    case 'failed':
+      return 'FAILED';
+    case 'canceled':
+      return 'CANCELED';
+    default:
+      if (call.agentHangupAt) return 'HANGUP_AGENT';
+      // The carrier ends an outbound call itself at TimeLimit = ttl; its duration says so. Inbound calls have no ttl.
+      return call.ttl > 0 && Number(params.CallDuration ?? 0) >= call.ttl ? 'TTL' : 'HANGUP_CALLEE';
+  }
+}
+
+/**
+ * The relay ended (the `<Connect>` action). With the call still up, the agent said goodbye or the connection
+ * dropped: the session ends now and the carrier is told to hang up. A completed call is the status callback's to
+ * report for an outbound call; an inbound call has no status callback, so its end is read here.
+ */
+export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  await verifiedCredentials(deps, orgId, relayEndedUrl(deps, orgId, sessionId), params, signed);
+  const call = await deps.voice.getCall(orgId, sessionId);
+  if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
+  if (params.CallStatus === 'in-progress') {
+    await endCall(deps, orgId, sessionId, call.agentHangupAt ? 'HANGUP_AGENT' : 'CONNECTION_LOST');
+  } else if (call.direction === 'INBOUND' && isCallStatus(params.CallStatus) && finalStatuses.has(params.CallStatus)) {
+    await endCall(deps, orgId, sessionId, endedReasonOf(params.CallStatus, call, params));
+  }
+  return '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+}
+
+/**
+ * Twilio's voice webhook for an imported number: the number's inbound agent answers with the same TwiML as an
+ * outbound call. The session is named by the call id, so Twilio's retries of this request find it.
+ */
+export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
+  if (!owner) throw new NotFoundError('No organization has imported this number.');
+  await verifiedCredentials(deps, owner.orgId, inboundWebhookUrl(deps), params, signed);
+  const number = await deps.voice.getPhoneNumber(owner.orgId, owner.phoneNumberId);
+  const callSid = params.CallSid;
+  if (!number?.agentId || !callSid) return rejectTwiml();
+  let agent: Agent;
+  try {
+    agent = await callableAgent(deps, owner.orgId, number.agentId);
+  } catch (error) {
+    logger.warn('inbound call refused', { orgId: owner.orgId, phoneNumberId: number.id, reason: (error as Error).message });
+    return rejectTwiml();
+  }
+  const session = newCallSession(deps, owner.orgId, agent, {
+    direction: 'INBOUND',
+    id: uuidv5(`${owner.orgId}/${callSid}`, inboundSessionNamespace),
+    customer: params.From ?? '',
+    roomName: callSid,
+    sessionVariables: {},
+  });
+  const call: VoiceCall = {
+    orgId: owner.orgId,
+    sessionId: session.id,
+    phoneNumberId: number.id,
+    provider: 'twilio',
+    direction: 'INBOUND',
+    from: params.From ?? '',
+    to: number.phone_number,
+    ttl: 0,
+    callSid,
+    status: 'in-progress',
+    startedAt: session.createdAt,
+    answeredAt: session.createdAt,
+  };
+  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)])) {
+    await Promise.all([scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds), holdSlotForInboundCall(deps, owner.orgId, session.id)]);
+  }
+  return twimlFor(deps, agent, owner.orgId, session.id);
+}
+
+/**
+ * The carrier's recording is ready: copied into our bucket, noted on the call, then deleted at the carrier.
+ * Idempotent: a retried callback copies it again (same key) and deletes again (already gone is fine).
+ */
+export async function handleRecordingCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  const credentials = await verifiedCredentials(deps, orgId, recordingCallbackUrl(deps, orgId, sessionId), params, signed);
+  const recordingSid = params.RecordingSid;
+  if (params.RecordingStatus !== 'completed' || !recordingSid || !/^RE[0-9a-f]{32}$/.test(recordingSid)) return;
+  if (!(await deps.voice.getCall(orgId, sessionId))) throw new NotFoundError(`No call for session ${sessionId}.`);
+  const audio = await deps.telephony.fetchRecording(credentials, recordingSid);
+  const recordingKey = `${orgId}/${sessionId}/${recordingSid}.mp3`;
+  await deps.recordings.put(recordingKey, audio.body, audio.contentType);
+  await deps.voice.recordRecording(orgId, sessionId, { recordingKey, recordingSid });
+  await deps.telephony.deleteRecording(credentials, recordingSid);
+}
+
+/** How long a recording's signed URL lasts: enough to start playing it, too short to share it around. */
+const recordingLinkSeconds = 300;
+
+/** `GET /v1/chat/sessions/{id}/recording`: a short-lived signed URL of the copy in our bucket. */
+export async function recordingLink(deps: VoiceDeps, orgId: string, sessionId: string): Promise<string> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
+  const call = session.type === 'VOICE' ? await deps.voice.getCall(orgId, sessionId) : undefined;
+  if (!call?.recordingKey) throw new NotFoundError(`Session ${sessionId} has no recording (yet).`);
+  return deps.recordings.signedUrl(call.recordingKey, recordingLinkSeconds);
+}
+
+/** An inbound call has no ttl; API Gateway ends its WebSocket, and so its conversation, after two hours. */
+const inboundCallLimitSeconds = 2 * 60 * 60;
+
+/**
+ * An inbound call is answered whatever the plan (the carrier has rung us already), but takes a free call slot
+ * when there is one, so that calls started meanwhile count it; without a slot it is not refused, only not counted.
+ */
+async function holdSlotForInboundCall(deps: VoiceDeps, orgId: string, sessionId: string): Promise<void> {
+  try {
+    await takeCallSlot(deps, orgId, sessionId, inboundCallLimitSeconds);
+  } catch (error) {
+    logger.error('inbound call holds no call slot', { orgId, sessionId, error: error as Error });
+  }
+}
+
+/**
+ * The backstop: at the call's longest possible end plus a grace, a one-time schedule ends the session if the
+ * carrier never said the call was over. A failure to schedule does not fail the call (the carrier's report
+ * normally ends it); it is logged as an error.
+ */
+async function scheduleBackstop(deps: VoiceDeps, orgId: string, sessionId: string, longestSeconds: number): Promise<void> {
+  const at = new Date(deps.clock.now().getTime() + (longestSeconds + deps.config.CALL_BACKSTOP_GRACE_SECONDS) * 1000);
+  try {
+    await deps.backstop.schedule({ orgId, sessionId }, at);
+  } catch (error) {
+    logger.error('call backstop not scheduled', { orgId, sessionId, error: error as Error });
+  }
+}
+
+/** The backstop fired: a call still open is ended (`CARRIER_SILENT`) and hung up at the carrier in case it is still up. */
+export async function endSilentCall(deps: VoiceDeps, orgId: string, sessionId: string): Promise<boolean> {
+  const ended = await endCall(deps, orgId, sessionId, 'CARRIER_SILENT');
+  if (ended) await hangUp(deps, { orgId, sessionId });
+  return ended;
+}
+
+/**
+ * Ends a call's session once, whatever reports the end first; false when it had ended already. The end of a call
+ * frees its call slot and settles a campaign's attempt; a repeated report does both again (once only), in case
+ * the first failed after the session ended, or the session was closed or expired while the call went on.
+ */
+export async function endCall(deps: VoiceDeps, orgId: string, sessionId: string, reason: EndedReason): Promise<boolean> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session) return false;
+  if (session.state !== 'OPEN') {
+    await afterCallEnded(deps, session);
+    return false;
+  }
+  const endedAt = deps.clock.now().toISOString();
+  const ended = await endSession(deps, session, 'CLOSED', reason, endedAt);
+  if (!ended) return false;
+  await afterCallEnded(deps, ended);
+  return true;
+}
+
+/** What follows the end of a call, each idempotent: its slot is freed and a campaign's attempt settled. */
+export async function afterCallEnded(deps: VoiceDeps, session: StoredSession): Promise<void> {
+  await Promise.all([releaseCallSlot(deps, session.orgId, session.id), settleCampaignAttempt(deps, session)]);
+}
+
+// ---- The conversation (ConversationRelay over the WebSocket API) ----------------------------------------------
+
+/** Which call each connection carries: a fact that never changes, remembered per process. */
+const callOfConnection = new Map<string, { orgId: string; sessionId: string }>();
+const maxRememberedConnections = 10_000;
+
+/**
+ * `$connect`: the upgrade must carry Twilio's signature over the relay URL of an open call, and be the first with
+ * that URL's token. The WebSocket API gives the query parsed, not as sent, so the URL is rebuilt as we issued it:
+ * with `org`, `session` and `token` and nothing else, since a parameter we did not issue was not in the URL Twilio
+ * signed. The signature is static, so whoever saw one upgrade could replay it: the token makes the URL open one
+ * connection, once (ConversationRelay never reconnects a call's dropped socket).
+ */
+export async function openRelay(deps: VoiceDeps, connectionId: string, query: Readonly<Record<string, string | undefined>>, signature: string | undefined): Promise<void> {
+  const { org: orgId, session: sessionId, token, ...unissued } = query;
+  if (!orgId || !sessionId || !token) throw new NotFoundError('The relay URL names no call.');
+  if (Object.keys(unissued).length > 0) throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
+  await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId, token), {}, { signature, query: '' });
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session || session.type !== 'VOICE' || session.state !== 'OPEN') throw new NotFoundError(`No open call for session ${sessionId}.`);
+  if (!(await deps.voice.claimRelay(connectionId, orgId, sessionId, relayTokenHash(token)))) {
+    throw new ForbiddenError('This call’s relay is already connected: its URL opens one connection, once.');
+  }
+  if (callOfConnection.size >= maxRememberedConnections) callOfConnection.delete(callOfConnection.keys().next().value as string);
+  callOfConnection.set(connectionId, { orgId, sessionId });
+}
+
+/** `$disconnect`: nothing to end here; the carrier reports the end of the call (and the backstop covers silence). */
+export function closeRelay(connectionId: string): void {
+  callOfConnection.delete(connectionId);
+}
+
+/**
+ * One ConversationRelay message. A final `prompt` (and a `dtmf` digit) is a user message: one turn of the turn
+ * engine, whose text streams back as `text` tokens, the last with `last: true`. When the agent ends the
+ * conversation, `end` follows and the call is hung up.
+ */
+export async function handleRelayMessage(deps: RelayDeps, connectionId: string, raw: string | undefined): Promise<void> {
+  const call = callOfConnection.get(connectionId) ?? (await deps.voice.connection(connectionId));
+  if (!call) throw new NotFoundError(`Connection ${connectionId} carries no call.`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw ?? '');
+  } catch {
+    parsed = undefined;
+  }
+  const message = relayInbound.safeParse(parsed);
+  if (!message.success) {
+    logger.warn('relay message ignored', { connectionId, sessionId: call.sessionId });
+    return;
+  }
+  const data = message.data;
+  switch (data.type) {
+    case 'prompt':
+      // Partial prompts are only sent when asked for (`partialPrompts`); the final one is what the callee said.
+      if (data.last) await converse(deps, connectionId, call, data.voicePrompt, { source: 'voice' });
+      return;
+    case 'interrupt':
+      await recordInterruption(deps, call, data.utteranceUntilInterrupt, data.durationUntilInterruptMs);
+      return;
+    case 'dtmf':
+      await converse(deps, connectionId, call, `[The caller pressed ${data.digit}]`, { source: 'dtmf', digit: data.digit });
+      return;
+    case 'error':
+      logger.warn('relay reported an error', { sessionId: call.sessionId, description: data.description });
+      return;
+    default:
+      return;
+  }
+}
+
+async function converse(deps: RelayDeps, connectionId: string, call: { orgId: string; sessionId: string }, content: string, metadata: Record<string, unknown>): Promise<void> {
+  // Tokens leave one after another, in order; a connection that is gone stops the sending, never the turn.
+  let outbox = Promise.resolve();
+  let connected = true;
+  const send = (message: RelayOutbound) => {
+    outbox = outbox.then(async () => {
+      if (!connected) return;
+      try {
+        await deps.relay.send(connectionId, message);
+      } catch (error) {
+        connected = false;
+        logger.warn('relay send failed', { sessionId: call.sessionId, error: error as Error });
+      }
+    });
+  };
+  let turn;
+  try {
+    turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata });
+  } catch (error) {
+    logger.warn('voice turn refused', { sessionId: call.sessionId, error: error as Error });
+    send({ type: 'end' });
+    await outbox;
+    return;
+  }
+  const result = await runTurn(
+    deps,
+    turn,
+    { delta: (_messageId, text) => send({ type: 'text', token: text, last: false }), failed: () => undefined },
+    { closeWhenAgentEnds: false },
+  );
+  send({ type: 'text', token: '', last: true });
+  if (result.agentEnded) {
+    await deps.voice.markAgentHangup(call.orgId, call.sessionId, deps.clock.now().toISOString());
+    send({ type: 'end' });
+  }
+  await outbox;
+  if (result.agentEnded) await hangUp(deps, call);
+}
+
+/**
+ * The callee talked over the agent: the reply being spoken is cut to what was said, and the rest is recorded as
+ * `metadata.interruption`. It waits for a turn of this call still running in this process, so the reply it
+ * truncates is written; the next prompt queues behind it.
+ */
+async function recordInterruption(deps: RelayDeps, call: { orgId: string; sessionId: string }, spoken: string, durationMs: number | undefined): Promise<void> {
+  const sessionKey = `${call.orgId}/${call.sessionId}`;
+  const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
+  try {
+    const session = await deps.sessions.get(call.orgId, call.sessionId);
+    if (!session || session.nextSeq <= 1) return;
+    const [reply] = await deps.sessions.messageRange(call.orgId, call.sessionId, session.nextSeq - 1, session.nextSeq - 1);
+    if (reply?.role !== 'ASSISTANT' || reply.content.length <= spoken.length) return;
+    const interruption = {
+      at: deps.clock.now().toISOString(),
+      spokenChars: spoken.length,
+      unspoken: reply.content.slice(spoken.length),
+      ...(durationMs !== undefined ? { durationUntilInterruptMs: durationMs } : {}),
+    };
+    await deps.sessions.truncateReply(call.orgId, call.sessionId, session.nextSeq - 1, spoken, interruption);
+    histories.delete(sessionKey);
+  } finally {
+    queued.release();
+  }
+}
+
+/** The agent hangs up: the carrier ends the call, and its `completed` ends the session as HANGUP_AGENT. */
+async function hangUp(deps: VoiceDeps, call: { orgId: string; sessionId: string }): Promise<void> {
+  const [voiceCall, credentials] = await Promise.all([deps.voice.getCall(call.orgId, call.sessionId), deps.voice.getCredentials(call.orgId)]);
+  if (!voiceCall?.callSid || !credentials) return;
+  try {
+    await deps.telephony.hangUp(credentials, voiceCall.callSid);
+  } catch (error) {
+    // The relay's end has been sent: the carrier's <Connect> action hangs up all the same.
+    logger.warn('hang-up request failed', { sessionId: call.sessionId, error: error as Error });
+  }
+}

@@ -1,0 +1,446 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Config } from '../platform/config.ts';
+import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
+import { logger } from '../platform/logger.ts';
+import type { StoredSession } from '../conversations/ports.ts';
+import type { Page } from '../platform/schemas/common.ts';
+import type { Message } from '../conversations/session-schemas.ts';
+import {
+  defaultUnsupportedReply,
+  deliveryStatuses,
+  webhookChangeValue,
+  webhookNotification,
+  whatsappTextLimit,
+  type CreateWhatsappNumberInput,
+  type DeliveryStatus,
+  type InboundWhatsappMessage,
+  type StatusNotification,
+  type StoredWhatsappNumber,
+  type UpdateWhatsappNumberInput,
+  type WhatsappNumber,
+  type WhatsappQueueMessage,
+  type WhatsappSend,
+} from './whatsapp-schemas.ts';
+import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
+import { WhatsappSendError, type WhatsappMessaging } from './graph-client.ts';
+import { isValidMetaSignature } from './meta-signature.ts';
+import { splitForWhatsapp } from './split-text.ts';
+import { newId, nextUpdatedAt } from '../platform/clock.ts';
+import { events } from '../events/events.ts';
+import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
+import { newMessageId, prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
+
+export interface WhatsappDeps extends SessionDeps {
+  whatsapp: WhatsappStore;
+  config: SessionDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL'>;
+}
+
+/** Where notifications wait between the webhook's fast 200 and their handling (a FIFO queue, one group per customer). */
+export interface WhatsappInbound {
+  enqueue(messages: WhatsappQueueMessage[]): Promise<void>;
+}
+
+export interface WhatsappWebhookDeps extends WhatsappDeps {
+  inbound: WhatsappInbound;
+}
+
+export interface WhatsappConversationDeps extends WhatsappDeps, TurnDeps {
+  messaging: WhatsappMessaging;
+  config: WhatsappDeps['config'] & TurnDeps['config'] & Pick<Config, 'WHATSAPP_SEND_RETRY_MS'>;
+}
+
+/** WhatsApp's customer-service window: free-form replies only within 24 hours of the customer's last message. */
+const customerServiceWindowMs = 24 * 60 * 60 * 1000;
+
+// ---- Numbers -------------------------------------------------------------------------------------------------
+
+export async function connectNumber(deps: WhatsappDeps, orgId: string, input: CreateWhatsappNumberInput): Promise<WhatsappNumber> {
+  await requireAgent(deps, orgId, input.agentId);
+  const now = deps.clock.now().toISOString();
+  const number: StoredWhatsappNumber = {
+    id: newId(),
+    orgId,
+    phoneNumberId: input.phoneNumberId,
+    displayPhoneNumber: input.displayPhoneNumber,
+    agentId: input.agentId,
+    ...(input.label !== undefined ? { label: input.label } : {}),
+    ...(input.unsupportedMessageReply !== undefined ? { unsupportedMessageReply: input.unsupportedMessageReply } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
+  const { accessToken, appSecret, verifyToken } = input;
+  await deps.whatsapp.createNumber(number, { accessToken, appSecret, verifyToken });
+  return publicNumber(deps, number);
+}
+
+export async function listNumbers(deps: WhatsappDeps, orgId: string, query: { page: number; limit: number }): Promise<Page<WhatsappNumber>> {
+  const all = await deps.whatsapp.listNumbers(orgId);
+  const data = all.slice((query.page - 1) * query.limit, query.page * query.limit).map((number) => publicNumber(deps, number));
+  return { data, pagination: { page: query.page, limit: query.limit, total: all.length, totalPages: Math.ceil(all.length / query.limit) } };
+}
+
+export async function getNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<WhatsappNumber> {
+  return publicNumber(deps, await requireNumber(deps, orgId, numberId));
+}
+
+export async function updateNumber(deps: WhatsappDeps, orgId: string, numberId: string, input: UpdateWhatsappNumberInput): Promise<WhatsappNumber> {
+  const previous = await requireNumber(deps, orgId, numberId);
+  if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  const { sealed: _sealed, ...stored } = previous;
+  const next: StoredWhatsappNumber = { ...stored, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
+  if (input.agentId) next.agentId = input.agentId;
+  if (input.label === null) delete next.label;
+  else if (input.label !== undefined) next.label = input.label;
+  if (input.unsupportedMessageReply === null) delete next.unsupportedMessageReply;
+  else if (input.unsupportedMessageReply !== undefined) next.unsupportedMessageReply = input.unsupportedMessageReply;
+  const secrets = Object.fromEntries((['accessToken', 'appSecret', 'verifyToken'] as const).filter((name) => input[name] !== undefined).map((name) => [name, input[name] as string]));
+  await deps.whatsapp.replaceNumber(previous, next, secrets);
+  return publicNumber(deps, next);
+}
+
+export async function disconnectNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<void> {
+  if (!(await deps.whatsapp.deleteNumber(orgId, numberId))) throw new NotFoundError(`WhatsApp number ${numberId} not found.`);
+}
+
+async function requireNumber(deps: WhatsappDeps, orgId: string, numberId: string): Promise<SealedWhatsappNumber> {
+  const number = await deps.whatsapp.getNumber(orgId, numberId);
+  if (!number) throw new NotFoundError(`WhatsApp number ${numberId} not found.`);
+  return number;
+}
+
+async function requireAgent(deps: WhatsappDeps, orgId: string, agentId: string): Promise<void> {
+  if (!(await deps.agents.get(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
+}
+
+function publicNumber(deps: WhatsappDeps, number: StoredWhatsappNumber): WhatsappNumber {
+  return {
+    id: number.id,
+    phoneNumberId: number.phoneNumberId,
+    displayPhoneNumber: number.displayPhoneNumber,
+    agentId: number.agentId,
+    ...(number.label !== undefined ? { label: number.label } : {}),
+    unsupportedMessageReply: number.unsupportedMessageReply ?? defaultUnsupportedReply,
+    webhookUrl: webhookUrl(deps, number.phoneNumberId),
+    createdAt: number.createdAt,
+    updatedAt: number.updatedAt,
+  };
+}
+
+/** The callback URL to give Meta for a number (its handshake is checked against that number's verify token). */
+export function webhookUrl(deps: Pick<WhatsappDeps, 'config'>, phoneNumberId: string): string {
+  if (!deps.config.PUBLIC_BASE_URL) throw new Error('PUBLIC_BASE_URL is not set: Meta cannot reach this deployment.');
+  return `${deps.config.PUBLIC_BASE_URL.replace(/\/$/, '')}/whatsapp/webhook/${phoneNumberId}`;
+}
+
+// ---- Meta's webhook ------------------------------------------------------------------------------------------
+
+async function numberOf(deps: WhatsappDeps, phoneNumberId: string): Promise<SealedWhatsappNumber | undefined> {
+  const owner = await deps.whatsapp.owner(phoneNumberId);
+  return owner && deps.whatsapp.getNumber(owner.orgId, owner.numberId);
+}
+
+/**
+ * The webhook's numbers, remembered per process for `webhookCacheMs` so that an acknowledgement is one queue send:
+ * Meta expects its 200 fast. A signature that fails under a remembered number is checked again under a fresh read
+ * (the secret may have been replaced), so a change takes effect at once for the new secret.
+ */
+const webhookNumbers = new Map<string, { number: SealedWhatsappNumber | undefined; appSecret: string | undefined; at: number }>();
+const webhookCacheMs = 30_000;
+const maxWebhookNumbers = 10_000;
+
+async function verifiedBody(deps: WhatsappDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<SealedWhatsappNumber | undefined | 'unknown'> {
+  const check = (entry: { number: SealedWhatsappNumber | undefined; appSecret: string | undefined }) =>
+    entry.number ? (entry.appSecret !== undefined && isValidMetaSignature(entry.appSecret, signature, rawBody) ? entry.number : undefined) : 'unknown';
+  const remembered = webhookNumbers.get(phoneNumberId);
+  // Only a known number is trusted from memory: one connected a moment ago must not stay 404.
+  if (remembered?.number && Date.now() - remembered.at < webhookCacheMs) {
+    const verdict = check(remembered);
+    if (verdict !== undefined) return verdict;
+  }
+  const number = await numberOf(deps, phoneNumberId);
+  const fresh = { number, appSecret: number && (await deps.whatsapp.openSecret(number, 'appSecret')), at: Date.now() };
+  if (webhookNumbers.size >= maxWebhookNumbers) webhookNumbers.delete(webhookNumbers.keys().next().value as string);
+  webhookNumbers.set(phoneNumberId, fresh);
+  return check(fresh);
+}
+
+/** The verification handshake: Meta's challenge echoed when the verify token is the number's; 403 otherwise. */
+export async function answerHandshake(deps: WhatsappDeps, phoneNumberId: string, query: { 'hub.mode'?: string | undefined; 'hub.verify_token'?: string | undefined; 'hub.challenge'?: string | undefined }): Promise<string> {
+  const number = await numberOf(deps, phoneNumberId);
+  if (!number) throw new NotFoundError('No organization has connected this WhatsApp number.');
+  const verifyToken = await deps.whatsapp.openSecret(number, 'verifyToken');
+  const given = Buffer.from(query['hub.verify_token'] ?? '');
+  const expected = Buffer.from(verifyToken);
+  if (query['hub.mode'] !== 'subscribe' || !query['hub.challenge'] || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new ForbiddenError('The verify token does not match this number\'s.');
+  }
+  return query['hub.challenge'];
+}
+
+/**
+ * A notification: verified with the app secret of the number its URL names (401 otherwise), then each change is
+ * routed by its own `phone_number_id` (numbers of one Meta app share a webhook) and queued, one FIFO group per
+ * customer. A change for a number whose app secret does not verify this body is dropped.
+ */
+export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumberId: string, rawBody: string, signature: string | undefined): Promise<void> {
+  const number = await verifiedBody(deps, phoneNumberId, rawBody, signature);
+  if (number === 'unknown') throw new NotFoundError('No organization has connected this WhatsApp number.');
+  if (!number) throw new InvalidSignatureError('The X-Hub-Signature-256 does not match this body under the app secret.');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody);
+  } catch {
+    throw new ValidationError('The notification is not JSON.');
+  }
+  const notification = webhookNotification.safeParse(parsed);
+  if (!notification.success) throw new ValidationError('The notification is not a WhatsApp Business Account notification.');
+  const verified = new Map<string, SealedWhatsappNumber | undefined>([[phoneNumberId, number]]);
+  const queued: WhatsappQueueMessage[] = [];
+  for (const change of notification.data.entry.flatMap((entry) => entry.changes)) {
+    const value = change.field === 'messages' ? webhookChangeValue.safeParse(change.value) : undefined;
+    if (!value?.success) continue;
+    const target = value.data.metadata.phone_number_id;
+    if (!verified.has(target)) {
+      const verdict = await verifiedBody(deps, target, rawBody, signature);
+      verified.set(target, verdict === 'unknown' ? undefined : verdict);
+    }
+    const owner = verified.get(target);
+    if (!owner) {
+      logger.warn('WhatsApp change for a number not verified by this notification; dropped', { phoneNumberId: target });
+      continue;
+    }
+    const names = new Map((value.data.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
+    for (const message of value.data.messages ?? []) {
+      const name = names.get(message.from);
+      queued.push({ kind: 'message', orgId: owner.orgId, numberId: owner.id, customer: { waId: message.from, ...(name ? { name } : {}) }, message });
+    }
+    for (const status of value.data.statuses ?? []) queued.push({ kind: 'status', orgId: owner.orgId, numberId: owner.id, status });
+  }
+  if (queued.length) await deps.inbound.enqueue(queued);
+}
+
+// ---- Handling queued notifications ---------------------------------------------------------------------------
+
+export async function handleQueuedNotification(deps: WhatsappConversationDeps, queued: WhatsappQueueMessage): Promise<void> {
+  if (queued.kind === 'status') {
+    const [number, sent] = await Promise.all([deps.whatsapp.getNumber(queued.orgId, queued.numberId), deps.whatsapp.outbound(queued.orgId, queued.numberId, queued.status.id)]);
+    if (number) await recordStatus(deps, number, queued.status, sent);
+    return;
+  }
+  // One round trip: the number, the claim on the message id, and the customer's last session.
+  const { orgId, numberId, customer, message } = queued;
+  const [number, claimed, knownSession] = await Promise.all([
+    deps.whatsapp.getNumber(orgId, numberId),
+    deps.whatsapp.claimInbound(orgId, numberId, message.id, deps.clock.now().getTime()),
+    deps.whatsapp.customerSession(orgId, numberId, customer.waId),
+  ]);
+  if (!number) {
+    logger.warn('WhatsApp message for a number disconnected since; dropped', { orgId, numberId });
+    return;
+  }
+  if (claimed) await answerMessage(deps, number, customer, message, knownSession);
+}
+
+/**
+ * An inbound message, answered once: its id is taken first (a redelivery stops there). A failure before anything
+ * was sent gives the id back and fails the queue message, which comes again; after a send, it is logged instead.
+ */
+async function answerMessage(
+  deps: WhatsappConversationDeps,
+  number: SealedWhatsappNumber,
+  customer: { waId: string; name?: string | undefined },
+  message: InboundWhatsappMessage,
+  knownSession: string | undefined,
+): Promise<void> {
+  const progress = { sent: false };
+  try {
+    const windowEndsAt = Number(message.timestamp) * 1000 + customerServiceWindowMs;
+    const outbox = new Outbox(deps, number, customer.waId, windowEndsAt, progress);
+    const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
+    if (message.type === 'text' && message.text?.body.trim()) await converse(deps, number, customer, knownSession, message.text.body, inbound, outbox);
+    else {
+      const session = await customerSession(deps, number, customer, knownSession);
+      if (session) await answerUnsupported(deps, session, number, inbound, outbox);
+    }
+  } catch (error) {
+    if (error instanceof AppError && error.code !== 'SESSION_BUSY') {
+      // The turn was refused (quota, inactive agent, a session closed meanwhile): nothing a retry would change.
+      logger.warn('WhatsApp message not answered', { orgId: number.orgId, numberId: number.id, wamid: message.id, code: error.code, reason: error.message });
+      return;
+    }
+    if (!progress.sent) await deps.whatsapp.releaseInbound(number.orgId, number.id, message.id);
+    throw error;
+  }
+}
+
+/** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
+async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, known: string | undefined): Promise<StoredSession | undefined> {
+  const current = known ? await deps.sessions.get(number.orgId, known) : undefined;
+  if (current && (await expireIfIdle(deps, current)).state === 'OPEN') return current;
+  return openCustomerSession(deps, number, customer);
+}
+
+async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
+  const agent = await deps.agents.get(number.orgId, number.agentId);
+  if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
+    logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
+    return undefined;
+  }
+  const now = deps.clock.now();
+  const session: StoredSession = {
+    id: newId(),
+    orgId: number.orgId,
+    agentId: agent.id,
+    type: 'CHAT',
+    direction: 'INBOUND',
+    platform: 'WHATSAPP',
+    state: 'OPEN',
+    metadata: {
+      sessionVariables: {},
+      whatsapp: { numberId: number.id, phoneNumberId: number.phoneNumberId, customerWaId: customer.waId, ...(customer.name ? { customerName: customer.name } : {}) },
+    },
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    lastActivityAt: now.toISOString(),
+    messageCount: 0,
+    nextSeq: 1,
+  };
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
+  return session;
+}
+
+/** Why a turn cannot go to the customer's last session: it is gone, expired (now) or closed. */
+const sessionOver = new Set(['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SESSION']);
+
+/**
+ * One turn of the turn engine, in the customer's last session (the turn's own reads find it open, or expire it)
+ * or a new one; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own.
+ */
+async function converse(
+  deps: WhatsappConversationDeps,
+  number: SealedWhatsappNumber,
+  customer: { waId: string; name?: string | undefined },
+  knownSession: string | undefined,
+  content: string,
+  inbound: Record<string, string>,
+  outbox: Outbox,
+): Promise<void> {
+  const input = { content, stream: false, metadata: { whatsapp: inbound } };
+  const prepareIn = async (session: StoredSession | undefined) => session && prepareTurn(deps, number.orgId, session.id, input);
+  let turn;
+  try {
+    turn = knownSession ? await prepareTurn(deps, number.orgId, knownSession, input) : await prepareIn(await openCustomerSession(deps, number, customer));
+  } catch (error) {
+    if (!(error instanceof AppError && sessionOver.has(error.code))) throw error;
+    turn = await prepareIn(await openCustomerSession(deps, number, customer));
+  }
+  if (!turn) return;
+  const session = turn.session;
+  let pending = '';
+  const flush = () => {
+    outbox.send(pending);
+    pending = '';
+  };
+  const result = await runTurn(deps, turn, { delta: (_id, text) => (pending += text), failed: () => undefined, boundary: flush });
+  flush();
+  const reply = result.messages.at(-1);
+  if (reply) await outbox.record(session, reply.id, result.replySeq);
+}
+
+/** A message the agent cannot read: recorded as the user's (with its type), answered with the number's reply. */
+async function answerUnsupported(deps: WhatsappConversationDeps, session: StoredSession, number: SealedWhatsappNumber, inbound: Record<string, string>, outbox: Outbox): Promise<void> {
+  const now = deps.clock.now();
+  const at = now.toISOString();
+  const text = number.unsupportedMessageReply ?? defaultUnsupportedReply;
+  const user: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content: `[${inbound.type}]`, metadata: { whatsapp: inbound }, createdAt: at };
+  const reply: Message = { id: newMessageId(), sessionId: session.id, role: 'ASSISTANT', content: text, metadata: { status: 'COMPLETED', unsupportedMessage: true }, createdAt: at };
+  let current: StoredSession | undefined = session;
+  while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at, expiresAt: expiryEpochSeconds(deps, now.getTime()) })) === 'conflict') {
+    current = await deps.sessions.get(session.orgId, session.id);
+  }
+  if (!current) return;
+  outbox.send(text);
+  await outbox.record(session, reply.id, current.nextSeq + 1);
+}
+
+/**
+ * The WhatsApp messages of one reply, sent one after another in order (each part of a long text, each utterance),
+ * each retried with backoff; what happened to each is recorded on the reply's `metadata.whatsapp.sends`.
+ */
+class Outbox {
+  private chain = Promise.resolve();
+  private readonly sends: WhatsappSend[] = [];
+  private accessToken: Promise<string> | undefined;
+
+  private readonly deps: WhatsappConversationDeps;
+  private readonly number: SealedWhatsappNumber;
+  private readonly to: string;
+  private readonly windowEndsAt: number;
+  private readonly progress: { sent: boolean };
+
+  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: string, windowEndsAt: number, progress: { sent: boolean }) {
+    this.deps = deps;
+    this.number = number;
+    this.to = to;
+    this.windowEndsAt = windowEndsAt;
+    this.progress = progress;
+  }
+
+  send(text: string): void {
+    for (const part of splitForWhatsapp(text, whatsappTextLimit)) this.chain = this.chain.then(() => this.sendPart(part));
+  }
+
+  /** Waits for the sends, then writes them on the reply (message `seq` of the session, checked by its id). */
+  async record(session: StoredSession, messageId: string, seq: number): Promise<void> {
+    await this.chain;
+    if (this.sends.length === 0) return;
+    await this.deps.whatsapp.recordSends({ orgId: session.orgId, sessionId: session.id, seq, messageId, numberId: this.number.id }, this.sends, this.deps.clock.now().getTime());
+  }
+
+  private async sendPart(body: string): Promise<void> {
+    const now = () => this.deps.clock.now();
+    if (now().getTime() > this.windowEndsAt) {
+      this.sends.push({
+        chars: body.length,
+        status: 'refused',
+        attempts: 0,
+        updatedAt: now().toISOString(),
+        error: { code: 'WHATSAPP_WINDOW_CLOSED', message: 'More than 24 hours since the customer\'s message: WhatsApp allows only template messages, which this platform does not send.' },
+      });
+      return;
+    }
+    this.accessToken ??= this.deps.whatsapp.openSecret(this.number, 'accessToken');
+    const accessToken = await this.accessToken;
+    const delays = this.deps.config.WHATSAPP_SEND_RETRY_MS;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const { wamid } = await this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body });
+        this.progress.sent = true;
+        this.sends.push({ wamid, chars: body.length, status: 'sent', attempts: attempt, updatedAt: now().toISOString() });
+        return;
+      } catch (error) {
+        const failure = error instanceof WhatsappSendError ? error : new WhatsappSendError('WHATSAPP_SEND_FAILED', (error as Error).message, true);
+        const delay = delays[attempt - 1];
+        if (!failure.retryable || delay === undefined) {
+          logger.error('WhatsApp send failed', { orgId: this.number.orgId, numberId: this.number.id, attempts: attempt, code: failure.code, reason: failure.message });
+          this.sends.push({ chars: body.length, status: 'failed', attempts: attempt, updatedAt: now().toISOString(), error: { code: failure.code, message: failure.message } });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay * (1 - Math.random() * 0.2)));
+      }
+    }
+  }
+}
+
+/** A status notification (sent, delivered, read, failed), recorded on the reply it belongs to; statuses only move forward. */
+async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification, sent: { sessionId: string; seq: number; index: number } | undefined): Promise<void> {
+  if (!(deliveryStatuses as readonly string[]).includes(status.status)) return;
+  if (!sent) {
+    logger.warn('WhatsApp status of a message this platform did not send; ignored', { orgId: number.orgId, numberId: number.id, wamid: status.id });
+    return;
+  }
+  const metaError = status.errors?.[0];
+  const error = metaError ? { code: `META_${metaError.code ?? 'ERROR'}`, message: metaError.message ?? metaError.title ?? 'Meta reported a failure.' } : undefined;
+  const at = new Date(Number(status.timestamp) * 1000).toISOString();
+  await deps.whatsapp.advanceSend(number.orgId, sent, status.status as DeliveryStatus, at, error);
+}

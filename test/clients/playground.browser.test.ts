@@ -1,0 +1,152 @@
+/**
+ * The playground in a real browser: Playwright driving Debian's Chromium (installed by scripts/ensure-chromium.sh
+ * when missing; never a browser download) against the local runtime. A screenshot per step is kept in
+ * test-results/playground/. Where Chromium cannot be had, the test fails saying why; SKIP_BROWSER_TESTS=1 skips it
+ * knowingly, and says so.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type TestApi } from '../support/api.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+
+const repoRoot = resolve(import.meta.dirname, '../..');
+const artefacts = resolve(repoRoot, 'test-results/playground');
+const skip = process.env.SKIP_BROWSER_TESTS === '1';
+if (skip) console.warn('SKIP_BROWSER_TESTS=1: the playground browser test is skipped, so the playground is NOT tested in a browser.');
+
+/** Chromium's path, installing Debian's package when missing; throws with the script's reason when it cannot. */
+function chromiumPath(): string {
+  try {
+    return execFileSync('bash', [resolve(repoRoot, 'scripts/ensure-chromium.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 }).trim();
+  } catch (error) {
+    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
+    throw new Error(`Chromium is not available, so the playground cannot be tested in a browser: ${stderr || (error as Error).message}`);
+  }
+}
+
+/** expect.poll gives up after 1 s by default; a page under a loaded test run needs longer. */
+const patience = { timeout: 15_000 };
+
+let api: TestApi;
+let browser: Browser;
+let toolServer: Server;
+let toolBase: string;
+
+describe.skipIf(skip)('the playground in Chromium', () => {
+  beforeAll(async () => {
+    const executablePath = chromiumPath();
+    mkdirSync(artefacts, { recursive: true });
+    toolServer = createServer((request, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ city: decodeURIComponent(request.url?.split('/').pop() ?? ''), tempC: 21 }));
+    });
+    toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
+    // Queues and the stream poller: `session.ended` goes out once the session's analysis is done.
+    api = await startApi({ EVENT_STREAM_POLL_MS: '50' }, { streamPoller: true, queues: true });
+    // Root in a container has no user namespace for Chromium's sandbox.
+    browser = await chromium.launch({ executablePath, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
+  }, 660_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await api?.close();
+    if (toolServer) await closeServer(toolServer);
+  });
+
+  let step = 0;
+  const snapshot = async (page: Page, name: string) => {
+    step += 1;
+    await page.screenshot({ path: resolve(artefacts, `${String(step).padStart(2, '0')}-${name}.png`), fullPage: true });
+  };
+
+  it('creates an agent with a tool, streams a reply, shows the tool call and the session ending', async () => {
+    const { key } = await api.newOrg();
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+    page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
+
+    await page.goto(`${api.baseUrl}/playground`);
+    await snapshot(page, 'loaded');
+
+    await page.getByLabel('Key (kept in this tab').fill(key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await expect.poll(() => page.locator('#key-status').textContent(), patience).toBe('Key accepted.');
+    expect(page.url()).not.toContain(key);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([key]);
+    await snapshot(page, 'key');
+
+    await page.getByLabel('Name', { exact: true }).fill('Weather agent');
+    await page.getByLabel('Tool name').fill('get_weather');
+    await page.getByLabel('Tool URL').fill(`${toolBase}/weather/{{city}}`);
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    const agentButton = page.getByRole('button', { name: 'Weather agent (1 tool)' });
+    await expect.poll(() => agentButton.getAttribute('aria-pressed'), patience).toBe('true');
+    await snapshot(page, 'agent-created');
+
+    await page.getByRole('button', { name: 'Open a session' }).click();
+    await expect.poll(() => page.locator('#session-status').textContent(), patience).toMatch(/is OPEN\.$/);
+
+    await page.getByLabel('Message').fill('Hello from the browser');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const reply = page.locator('#transcript li.assistant').first();
+    await expect.poll(() => reply.locator('.timings').count(), patience).toBe(1);
+    expect(await reply.textContent()).toContain('You said: "Hello from the browser"');
+    // Shown as it streamed: one update of the page per word.
+    expect(Number(await reply.getAttribute('data-deltas'))).toBeGreaterThan(5);
+    const firstTokenMs = Number(await reply.getAttribute('data-first-token-ms'));
+    expect(firstTokenMs).toBeGreaterThan(0);
+    await snapshot(page, 'streamed-reply');
+
+    await page.getByLabel('Message').fill('Please run get_weather with {"city": "Paris"}');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const toolCall = page.locator('#transcript li.tool-call');
+    await expect.poll(() => toolCall.textContent(), patience).toMatch(/^Tool call get_weather\({"city":"Paris"}\) → SUCCESS/);
+    await expect.poll(() => page.locator('#transcript li.assistant').nth(1).textContent(), patience).toContain('The get_weather tool returned: {"city":"Paris","tempC":21}');
+    await snapshot(page, 'tool-call');
+
+    // A first turn also loads the chat function's module (a cold start); this one shows the warm time.
+    await page.getByLabel('Message').fill('Hello again');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const warmReply = page.locator('#transcript li.assistant').nth(2);
+    await expect.poll(() => warmReply.locator('.timings').count(), patience).toBe(1);
+    const warmFirstTokenMs = Number(await warmReply.getAttribute('data-first-token-ms'));
+
+    await page.getByRole('button', { name: 'Close the session' }).click();
+    await expect.poll(() => page.locator('#events li[data-type="session.ended"]').count(), { timeout: 30_000 }).toBe(1);
+    await expect.poll(() => page.locator('#analysis').textContent(), { timeout: 30_000 }).toContain('"status": "COMPLETED"');
+    await snapshot(page, 'session-ended');
+
+    expect(failures).toEqual([]);
+    const timings = { sendToFirstTokenMs: { firstTurn: firstTokenMs, warm: warmFirstTokenMs } };
+    writeFileSync(resolve(artefacts, 'timings.json'), `${JSON.stringify(timings, null, 2)}\n`);
+    console.log(`playground: send to first token on screen, built-in model: first turn ${firstTokenMs} ms, warm ${warmFirstTokenMs} ms`);
+  }, 120_000);
+
+  it('renders the API reference from /openapi.json, loading nothing from elsewhere', async () => {
+    const page = await browser.newPage();
+    const loadedFromElsewhere: string[] = [];
+    const blocked: string[] = [];
+    const errors: string[] = [];
+    const elsewhere = (url: string) => !url.startsWith(api.baseUrl) && !url.startsWith('data:');
+    page.on('requestfinished', (request) => {
+      if (elsewhere(request.url())) loadedFromElsewhere.push(request.url());
+    });
+    page.on('requestfailed', (request) => {
+      if (elsewhere(request.url())) blocked.push(new URL(request.url()).host);
+    });
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`${api.baseUrl}/docs`);
+    await expect.poll(() => page.getByRole('heading', { name: 'Agent Platform API' }).count(), patience).toBeGreaterThan(0);
+    await expect.poll(() => page.getByText('/v2/chat/agents', { exact: true }).count(), patience).toBeGreaterThan(0);
+    await snapshot(page, 'docs');
+    expect(errors).toEqual([]);
+    expect(loadedFromElsewhere).toEqual([]);
+    // Scalar asks for its web fonts before it applies `withDefaultFonts: false`; the page's policy refuses them.
+    expect([...new Set(blocked)].filter((host) => host !== 'fonts.scalar.com')).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,287 @@
+/**
+ * The local runtime as a user runs it: `node infra/local/main.ts` and `node infra/local/keys-cli.ts` in child
+ * processes, each on a temporary DATA_DIR with its own persisted DynamoDB Local.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../infra/local/free-port.ts';
+import {
+  call,
+  childEnv,
+  isRunning,
+  killGroup,
+  spawnInGroup,
+  startServer,
+  stopEverything,
+  stopServer,
+  tempDataDir,
+  waitForExit,
+  waitForDynamoDbLocalToEnd,
+  waitForGroupToEnd,
+  type RunningServer,
+} from '../../support/local-process.ts';
+
+const keysScript = join('infra', 'local', 'keys-cli.ts');
+
+const agentBody = { fullName: 'Persistent Agent', description: 'survives restarts', role: 'You are helpful.' };
+
+/** A key one character away from `key`, so it can never equal it by chance. */
+function withLastCharacterChanged(key: string): string {
+  return `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
+}
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+async function runKeysCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawnInGroup([keysScript, ...args], env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const closed = new Promise<void>((resolveClose) => child.once('close', () => resolveClose()));
+  const exit = await waitForExit(child, 60_000);
+  if (exit === 'timeout') {
+    killGroup(child, 'SIGKILL');
+    throw new Error(`keys CLI did not finish within 60 s; stderr: ${stderr}`);
+  }
+  await closed;
+  return { code: exit.code, stdout, stderr };
+}
+
+afterAll(stopEverything, 30_000);
+
+describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
+  let dataDir: string;
+  let secretsKey: string;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
+  const initKey = randomBytes(30).toString('base64url');
+  let cliKey: string;
+  let agentId: string;
+  let server: RunningServer | undefined;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    port = await freePort();
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey });
+  });
+
+  afterAll(async () => {
+    if (server && isRunning(server.child)) await stopServer(server);
+  }, 30_000);
+
+  it('keys CLI with nothing running prints exactly one JSON line and exits 0', async () => {
+    // Prepare
+    expect(initKey).toHaveLength(40);
+    const cliEnv = childEnv({ DATA_DIR: dataDir });
+
+    // Act
+    const result = await runKeysCli(['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read'], cliEnv);
+
+    // Assess
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.endsWith('\n')).toBe(true);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    const printed = JSON.parse(lines[0] as string);
+    expect(Object.keys(printed).sort()).toEqual(['id', 'key', 'name', 'orgId', 'scopes']);
+    expect(printed).toEqual({ id: expect.any(String), orgId: 'acme', name: 'ci', scopes: ['agents:read'], key: expect.stringMatching(/^apk_[A-Za-z0-9_-]{32,}$/) });
+    expect(existsSync(join(dataDir, 'running.json'))).toBe(false);
+    cliKey = printed.key;
+  }, 90_000);
+
+  it('serves the API with INIT_API_KEY holding every scope, and the key made before the start', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).toContain('acme');
+    const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([]);
+    const created = await call(server, 'POST', '/v2/chat/agents', { key: initKey, body: agentBody });
+    expect(created.status).toBe(201);
+    expect(created.body.orgId).toBe('acme');
+    agentId = created.body.id;
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'init']);
+    expect(keys.text).not.toContain(initKey);
+
+    const viaCliKey = await call(server, 'GET', '/v1/chat/agents', { key: cliKey });
+    expect(viaCliKey.status).toBe(200);
+    expect(viaCliKey.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
+    expect((await call(server, 'POST', '/v2/chat/agents', { key: cliKey, body: agentBody })).status).toBe(403);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: withLastCharacterChanged(initKey) })).status).toBe(401);
+    // The key that seals this DATA_DIR's secrets at rest, readable by its owner only.
+    expect(statSync(join(dataDir, 'secrets.key')).mode & 0o777).toBe(0o600);
+    secretsKey = readFileSync(join(dataDir, 'secrets.key'), 'utf8');
+  }, 120_000);
+
+  it('keys CLI while the server runs issues a key the server accepts at once', async () => {
+    // Prepare
+    expect(server && isRunning(server.child)).toBe(true);
+    const running = server as RunningServer;
+
+    // Act
+    const result = await runKeysCli(
+      ['create', '--org', 'acme', '--name', 'deploy', '--scopes', 'agents:read,agents:write'],
+      childEnv({ DATA_DIR: dataDir }),
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trimEnd().split('\n')).toHaveLength(1);
+    const printed = JSON.parse(result.stdout);
+    expect(printed).toMatchObject({ orgId: 'acme', name: 'deploy', scopes: ['agents:read', 'agents:write'] });
+    const listed = await call(running, 'GET', '/v1/chat/agents', { key: printed.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
+    expect(isRunning(running.child)).toBe(true);
+  }, 90_000);
+
+  it('keys CLI subscription set (the manual billing provider) changes the subscription the server answers with', async () => {
+    // Prepare
+    expect(server && isRunning(server.child)).toBe(true);
+    const running = server as RunningServer;
+
+    // Act
+    const result = await runKeysCli(['subscription', 'set', '--org', 'acme', '--status', 'past_due', '--plan', 'pro'], childEnv({ DATA_DIR: dataDir }));
+    const refused = await runKeysCli(['subscription', 'set', '--org', 'acme', '--status', 'frozen'], childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: 'past_due', currentPlan: 'pro' });
+    const shown = await call(running, 'GET', '/v1/chat/subscription', { key: initKey });
+    expect(shown.body).toMatchObject({ status: 'past_due', currentPlan: 'pro' });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/--status must be one of active, past_due, canceled, paused/);
+  }, 60_000);
+
+  it.each([
+    ['no arguments', []],
+    ['an unknown command', ['delete', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read']],
+    ['a missing --name and --scopes', ['create', '--org', 'acme']],
+    ['a missing option value', ['create', '--org', 'acme', '--name', 'ci', '--scopes']],
+    ['an unknown option', ['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read', '--bogus', '1']],
+  ])('keys CLI with %s exits non-zero with the usage on stderr and nothing on stdout', async (_label, args) => {
+    // Act
+    const result = await runKeysCli(args, childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    expect(result.code).not.toBe(0);
+    expect(result.code).not.toBeNull();
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/usage: .*create --org ID --name NAME --scopes/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 30_000);
+
+  it('keys CLI refuses an unknown scope and a bad org id without printing a key', async () => {
+    // Act
+    const badScope = await runKeysCli(['create', '--org', 'acme', '--name', 'x', '--scopes', 'agents:read,root'], childEnv({ DATA_DIR: dataDir }));
+    const badOrg = await runKeysCli(['create', '--org', 'a c/me', '--name', 'x', '--scopes', 'agents:read'], childEnv({ DATA_DIR: dataDir }));
+
+    // Assess
+    for (const result of [badScope, badOrg]) {
+      expect(result.code).not.toBe(0);
+      expect(result.stdout).toBe('');
+      expect(result.stderr.length).toBeGreaterThan(0);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(badScope.stderr).toContain('scopes');
+    expect(badOrg.stderr).toContain('--org');
+    const keys = await call(server as RunningServer, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.body.pagination.total).toBe(3);
+  }, 30_000);
+
+  it('stops with exit code 0 within 10 s on SIGTERM, DynamoDB Local included', async () => {
+    // Prepare
+    const running = server as RunningServer;
+
+    // Act
+    const exit = await stopServer(running);
+
+    // Assess
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(await waitForGroupToEnd(running.child, 5_000)).toBe(true);
+    expect(await waitForDynamoDbLocalToEnd(dataDir, 5_000)).toBe(true);
+    expect(existsSync(join(dataDir, 'running.json'))).toBe(false);
+    await expect(fetch(`${running.baseUrl}/health`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+  }, 30_000);
+
+  it('starts again on the same DATA_DIR with the data and keys intact', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).toMatch(/already registered/);
+    expect(server.output().stdout).not.toMatch(/apk_/);
+    const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([expect.objectContaining({ id: agentId, orgId: 'acme', fullName: agentBody.fullName })]);
+    expect((await call(server, 'GET', `/v1/chat/agents/${agentId}`, { key: cliKey })).status).toBe(200);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
+    expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'deploy', 'init']);
+    expect(readFileSync(join(dataDir, 'secrets.key'), 'utf8')).toBe(secretsKey);
+
+    // Assess: it still stops cleanly after a restart.
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});
+
+describe('first start without INIT_*', () => {
+  let dataDir: string;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
+  let printedKey: string;
+  let server: RunningServer | undefined;
+
+  beforeAll(async () => {
+    dataDir = tempDataDir();
+    port = await freePort();
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+  });
+
+  afterAll(async () => {
+    if (server && isRunning(server.child)) await stopServer(server);
+  }, 30_000);
+
+  it('prints a full-access key once', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    const printed = server.output().stdout.match(/apk_[A-Za-z0-9_-]+/g) ?? [];
+    expect(printed).toHaveLength(1);
+    printedKey = printed[0] as string;
+    expect(printedKey.length).toBeGreaterThanOrEqual(36);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: printedKey })).status).toBe(200);
+    expect((await call(server, 'POST', '/v2/chat/agents', { key: printedKey, body: agentBody })).status).toBe(201);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: printedKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.pagination.total).toBe(1);
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
+  it('does not print a new key on the next start, and the first key still works', async () => {
+    // Act
+    server = await startServer(env, port);
+
+    // Assess
+    expect(server.output().stdout).not.toMatch(/apk_/);
+    const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: printedKey });
+    expect(keys.status).toBe(200);
+    expect(keys.body.pagination.total).toBe(1);
+    expect(keys.body.data[0].orgId).toBe(server.output().stdout.match(/Organization ([0-9a-f-]{36})/)?.[1]);
+    expect((await call(server, 'GET', '/v1/chat/agents', { key: printedKey })).body.pagination.total).toBe(1);
+    expect(await stopServer(server)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});

@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { expect } from 'vitest';
+import { eventually } from './eventually.ts';
+import type { TestApi } from './api.ts';
+import { listenOnLoopback } from './loopback-server.ts';
+import type { Receipt, Receiver } from './webhook-receiver.ts';
+
+/** A Twilio account of a test organization: any SID and token; the simulator signs with the token it is given. */
+export function twilioAccount() {
+  return { accountSid: `AC${randomBytes(16).toString('hex')}`, authToken: randomBytes(16).toString('hex') };
+}
+
+/** A number no other test imports: numbers are unique worldwide. */
+export const uniqueNumber = (): string => `+1999${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
+
+/** A weather API the agent's tool calls. */
+export async function startWeatherApi(): Promise<{ url: string; server: Server }> {
+  const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"tempC":21}'));
+  const port = await listenOnLoopback(server);
+  return { url: `http://127.0.0.1:${port}/weather`, server };
+}
+
+/** A `get_weather` API tool calling `url`; `extra` adds fields (a `preExecutionMessage`). Its id. */
+export async function createWeatherTool(api: TestApi, key: string, url: string, extra: object = {}): Promise<string> {
+  const tool = await api.request('POST', '/v1/chat/tools', {
+    key,
+    body: {
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      type: 'API_TOOL',
+      ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      apiTool: { url, method: 'GET' },
+      ...extra,
+    },
+  });
+  expect(tool.status, tool.text).toBe(201);
+  return tool.body.id;
+}
+
+export interface VoiceOrg {
+  key: string;
+  orgId: string;
+  account: ReturnType<typeof twilioAccount>;
+  agentId: string;
+  phoneNumberId: string;
+  phoneNumber: string;
+  webhookPath: string;
+}
+
+/**
+ * An organization ready to call: Twilio credentials, a voice agent (with a weather tool when `toolUrl` is given),
+ * an imported number, and a webhook endpoint receiving session events.
+ */
+export async function voiceOrg(api: TestApi, receiver: Receiver, receiverUrl: string, options: { toolUrl?: string; agent?: object } = {}): Promise<VoiceOrg> {
+  const { key, orgId } = await api.newOrg();
+  const account = twilioAccount();
+  const credentials = await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: account });
+  expect(credentials.status, credentials.text).toBe(200);
+  const tools = options.toolUrl ? [{ toolId: await createWeatherTool(api, key, options.toolUrl) }] : [];
+  const agent = await api.request('POST', '/v2/chat/agents', {
+    key,
+    body: { fullName: 'Vox', description: 'Phone agent', role: 'You answer the phone for {{company}}.', voiceEnabled: true, voicePipelineMode: 'pipeline', tools, ...options.agent },
+  });
+  expect(agent.status, agent.text).toBe(201);
+  const phoneNumber = uniqueNumber();
+  const number = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: phoneNumber, label: 'Main line', agentId: agent.body.id } });
+  expect(number.status, number.text).toBe(201);
+  const webhookPath = `/ok/${crypto.randomUUID()}`;
+  const endpoint = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + webhookPath, events: ['*'] } });
+  expect(endpoint.status, endpoint.text).toBe(201);
+  receiver.secrets.set(webhookPath, [endpoint.body.secret]);
+  return { key, orgId, account, agentId: agent.body.id, phoneNumberId: number.body.id, phoneNumber, webhookPath };
+}
+
+/** The session events one organization's endpoint received, once `session.ended` is in and a moment more. */
+export async function sessionEvents(receiver: Receiver, path: string, sessionId: string, settleMs = 500): Promise<Receipt[]> {
+  const forSession = () => receiver.for(path).filter((receipt) => receipt.body.id === sessionId || receipt.body.data?.sessionId === sessionId);
+  await eventually(forSession, (found) => found.some((receipt) => receipt.body.eventType === 'session.ended'), 25_000);
+  await new Promise((resolve) => setTimeout(resolve, settleMs));
+  return [...new Map(forSession().map((receipt) => [receipt.webhookId, receipt])).values()];
+}
+
+/** Posts form fields to a carrier route as Twilio does, with the given `X-Twilio-Signature` (or none). */
+export function postAsTwilio(url: string, params: Record<string, string>, signature?: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(signature === undefined ? {} : { 'x-twilio-signature': signature }) },
+    body: new URLSearchParams(params).toString(),
+  });
+}
