@@ -61,9 +61,12 @@ async function send(key: string, sessionId: string, content: string) {
   return reply.body as { userMessage: { id: string }; assistantMessage: { id: string; content: string } };
 }
 
-/** The deliveries of one endpoint, one per event (by webhook-id), once `session.ended` has come and a moment more. */
-async function eventsAt(path: string, settleMs = 300): Promise<Receipt[]> {
-  await eventually(() => receiver.for(path), (found) => found.some((receipt) => receipt.body.eventType === 'session.ended'));
+/**
+ * The deliveries of one endpoint, one per event (by webhook-id), once every type of `awaited` has come (deliveries
+ * need not arrive in order) and a moment more, for a repeat to show.
+ */
+async function eventsAt(path: string, awaited: readonly string[], settleMs = 300): Promise<Receipt[]> {
+  await eventually(() => receiver.for(path), (found) => awaited.every((type) => found.some((receipt) => receipt.body.eventType === type)));
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   const receipts = receiver.for(path);
   for (const receipt of receipts) expect(receipt.verified).toBe(true);
@@ -109,7 +112,7 @@ function expectedAnalysis(lastUserMessageId: string, ending: string, lastReply =
 
 /** The session's events at the endpoint: exactly one `session.ended`, valid, after everything else about the end. */
 async function expectOneEnded(path: string, sessionId: string, closed: boolean) {
-  const events = await eventsAt(path);
+  const events = await eventsAt(path, closed ? ['session.ended', 'session.closed'] : ['session.ended']);
   const ended = ofType(events, 'session.ended');
   expect(ended).toHaveLength(1);
   expect(ofType(events, 'session.closed')).toHaveLength(closed ? 1 : 0);
