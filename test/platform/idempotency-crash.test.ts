@@ -62,7 +62,9 @@ async function createThroughCrash(path: string, body: unknown, marker: string): 
 
   const restarted = await startChild();
   try {
-    return await post(restarted.baseUrl, path, idempotencyKey, body);
+    // Read whole before the process is killed: the headers may come before the body does.
+    const retry = await post(restarted.baseUrl, path, idempotencyKey, body);
+    return new Response(await retry.arrayBuffer(), { status: retry.status, headers: retry.headers });
   } finally {
     killGroup(restarted.child, 'SIGKILL');
     await waitForExit(restarted.child, 10_000);
