@@ -17,6 +17,14 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { whatsappNumberRoutes } from './whatsapp-numbers/routes.ts';
 import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
 import type { RouteGroup } from '../shared/platform/http/route.ts';
+import type { NamedComponents } from '../shared/platform/http/openapi.ts';
+import { agentSchema } from '../shared/agents/agent-schemas.ts';
+import { analysisResultSchema } from '../shared/analysis/analysis-schemas.ts';
+import { apiKeySchema } from '../shared/identity/api-key-schemas.ts';
+import { modelSchema } from '../shared/agents/model-schemas.ts';
+import { messageSchema, sessionSchema } from '../shared/conversations/session-schemas.ts';
+import { toolSchema } from '../shared/agents/tool-schemas.ts';
+import { webhookDeliverySchema, webhookEndpointSchema } from '../shared/webhooks/webhook-schemas.ts';
 
 /** Every endpoint group of the API: the CDK stack deploys these and the local runtime serves these. */
 export const routeGroups: readonly RouteGroup[] = [
@@ -39,3 +47,16 @@ export const routeGroups: readonly RouteGroup[] = [
   whatsappWebhookRoutes,
   callCampaignRoutes,
 ];
+
+/** Resources many responses share, named in /openapi.json so that the description and the typed client refer to them by name. */
+export const namedComponents: NamedComponents = {
+  Agent: agentSchema,
+  Tool: toolSchema,
+  Model: modelSchema,
+  ApiKey: apiKeySchema,
+  Session: sessionSchema,
+  Message: messageSchema,
+  AnalysisResult: analysisResultSchema,
+  WebhookEndpoint: webhookEndpointSchema,
+  WebhookDelivery: webhookDeliverySchema,
+};

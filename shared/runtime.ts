@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createJwtVerifier } from './identity/jwt.ts';
-import type { Principal } from './platform/http/principal.ts';
+import { createAuthenticator } from './identity/authenticate.ts';
+import type { Authenticator, Principal } from './platform/http/principal.ts';
 import { parseConfig, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { createModelCatalog, type ModelCatalog } from './agents/model-catalog.ts';
@@ -52,7 +53,7 @@ export interface Runtime {
   analytics: AnalyticsStore;
   checkRequestRate?: (principal: Principal) => Promise<RequestRateCheck>;
   knowledge: DynamoKnowledgeStore;
-  verifyJwt: (token: string) => Promise<Principal>;
+  authenticator: Authenticator;
 }
 
 export function createRuntime(config: Config): Runtime {
@@ -66,13 +67,14 @@ function runtimeOf(config: Config): Runtime {
   const table = config.TABLE_NAME;
   // One cipher for every store, so they share its cache of data keys.
   const secrets = secretCipherFromConfig(config);
+  const apiKeys = new DynamoApiKeyStore(client, table);
   return {
     config,
     documentClient: client,
     clock: systemClock,
     catalog: createModelCatalog(config),
     orgs: new DynamoOrgStore(client, table),
-    apiKeys: new DynamoApiKeyStore(client, table),
+    apiKeys,
     agents: new DynamoAgentStore(client, table),
     tools: new DynamoToolStore(client, table, secrets),
     idempotency: new DynamoIdempotencyStore(client, table, config.IDEMPOTENCY_TTL_SECONDS),
@@ -85,7 +87,7 @@ function runtimeOf(config: Config): Runtime {
     rateLimiter: new RateLimiter(new DynamoRateLimitStore(client, table)),
     analytics: new DynamoAnalyticsStore(client, table),
     knowledge: new DynamoKnowledgeStore(client, table),
-    verifyJwt: createJwtVerifier(config),
+    authenticator: createAuthenticator({ apiKeys, clock: systemClock, verifyJwt: createJwtVerifier(config) }),
   };
 }
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { RawBody } from '../../shared/platform/http/handler.ts';
-import { buildOpenApiDocument } from '../../shared/platform/http/openapi.ts';
+import { buildOpenApiDocument, type NamedComponents } from '../../shared/platform/http/openapi.ts';
 import type { RouteGroup } from '../../shared/platform/http/route.ts';
 import type { assetNames } from './routes.ts';
 
@@ -92,13 +92,13 @@ const playgroundPage = page(
 );
 
 /** The implementations of the developer routes of the edge group. */
-export function developerPages(groups: readonly RouteGroup[]) {
+export function developerPages(groups: readonly RouteGroup[], namedComponents: NamedComponents) {
   const html = (key: string, body: string, headers: RequestHeaders) =>
     respond(prepare(key, () => body), 'text/html; charset=utf-8', headers, 'no-cache', { 'content-security-policy': pageSecurity });
   return {
     // Built on the first request, then served from memory for the life of the process.
     openApiDocument: async ({ headers }: { headers: RequestHeaders }) =>
-      respond(prepare('openapi.json', () => JSON.stringify(buildOpenApiDocument(groups))), 'application/json; charset=utf-8', headers, 'public, max-age=300'),
+      respond(prepare('openapi.json', () => JSON.stringify(buildOpenApiDocument(groups, namedComponents))), 'application/json; charset=utf-8', headers, 'public, max-age=300'),
     apiReference: async ({ headers }: { headers: RequestHeaders }) => html('docs', referencePage, headers),
     playground: async ({ headers }: { headers: RequestHeaders }) => html('playground', playgroundPage, headers),
     changelog: async ({ headers }: { headers: RequestHeaders }) =>

@@ -2,18 +2,12 @@ import { UnauthorizedError } from '../platform/errors.ts';
 import type { ApiKeyStore } from './ports.ts';
 import type { Clock } from '../platform/clock.ts';
 import { hashApiKey, hashesEqual } from './api-key-secret.ts';
-import type { Principal } from '../platform/http/principal.ts';
+import type { Authentication, Authenticator, Principal, RememberedKey } from '../platform/http/principal.ts';
 
 export interface AuthDeps {
   apiKeys: ApiKeyStore;
   clock: Clock;
   verifyJwt: (token: string) => Promise<Principal>;
-}
-
-export interface Authentication {
-  principal: Principal;
-  /** Bookkeeping started alongside the request (lastUsedAt); await it before the invocation ends. */
-  pending?: Promise<void>;
 }
 
 /** lastUsedAt is written at most once a minute per key and process, in parallel with the request itself. */
@@ -26,19 +20,13 @@ const lastUseWrittenAt = new Map<string, number>();
  */
 const organizationOfKey = new Map<string, RememberedKey>();
 
-/** What never changes about a key: its organization, its id and its own rate limit. */
-interface RememberedKey {
-  orgId: string;
-  keyId: string;
-  rateLimit?: Principal['rateLimit'];
-}
 const maxRememberedKeys = 10_000;
 
 /**
  * The organization a request's API key belongs to, if this process has seen the key before: lets a route start
  * its reads while `authenticate` confirms the key. Not a credential check.
  */
-export function rememberedOrganization(headers: Record<string, string | undefined>): RememberedKey | undefined {
+function rememberedOrganization(headers: Readonly<Record<string, string | undefined>>): RememberedKey | undefined {
   const apiKey = headers['x-api-key']?.trim();
   return apiKey ? organizationOfKey.get(hashApiKey(apiKey)) : undefined;
 }
@@ -47,7 +35,7 @@ export function rememberedOrganization(headers: Record<string, string | undefine
  * Resolves the caller from `x-api-key` or `Authorization: Bearer`. The key wins when both are sent, so a
  * server-side caller cannot be shadowed by a stray browser token.
  */
-export async function authenticate(deps: AuthDeps, headers: Record<string, string | undefined>): Promise<Authentication> {
+async function authenticate(deps: AuthDeps, headers: Readonly<Record<string, string | undefined>>): Promise<Authentication> {
   const apiKey = headers['x-api-key'];
   if (apiKey !== undefined) return authenticateApiKey(deps, apiKey.trim());
   const authorization = headers.authorization;
@@ -77,4 +65,12 @@ async function authenticateApiKey(deps: AuthDeps, key: string): Promise<Authenti
   if (last !== undefined && now.getTime() - last < lastUseWriteIntervalMs) return { principal };
   lastUseWrittenAt.set(identity.keyId, now.getTime());
   return { principal, pending: deps.apiKeys.recordUse(identity.orgId, identity.keyId, now.toISOString()) };
+}
+
+/** The pipeline's authenticator: API keys from the store (lastUsedAt written alongside), tokens by `verifyJwt`. */
+export function createAuthenticator(deps: AuthDeps): Authenticator {
+  return {
+    authenticate: (headers) => authenticate(deps, headers),
+    rememberedOrganization,
+  };
 }

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { routeGroups } from '../../functions/route-groups.ts';
+import { namedComponents, routeGroups } from '../../functions/route-groups.ts';
 import { buildOpenApiDocument } from '../../shared/platform/http/openapi.ts';
 import { pathMatcher } from '../../shared/platform/http/route.ts';
 
@@ -9,7 +9,7 @@ import { pathMatcher } from '../../shared/platform/http/route.ts';
  * that /openapi.json describes (its status listed for the route, its body valid against the schema there). A
  * handler that answers a field, a status or an error code its declaration does not list fails the test that saw it.
  */
-const document = buildOpenApiDocument(routeGroups);
+const document = buildOpenApiDocument(routeGroups, namedComponents);
 const documentId = 'https://api.invalid/openapi.json';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });

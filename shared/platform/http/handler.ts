@@ -4,8 +4,7 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { authenticate, rememberedOrganization, type AuthDeps } from '../../identity/authenticate.ts';
-import type { Principal } from './principal.ts';
+import type { Authenticator, Principal } from './principal.ts';
 import { grants, type Scope } from './scopes.ts';
 import {
   ForbiddenError,
@@ -68,7 +67,8 @@ export type RouteImplementations<Routes extends Record<string, RouteDefinition>,
   [Operation in keyof Routes]: (input: RouteInput<Routes[Operation], Deps>) => Promise<unknown>;
 };
 
-export interface PipelineDeps extends AuthDeps {
+export interface PipelineDeps {
+  authenticator: Authenticator;
   idempotency: IdempotencyStore;
   config: { MAX_BODY_BYTES: number };
   /** The request's rate limits (docs/usage-and-billing.md#rate-limits); without it, every request is admitted. */
@@ -235,21 +235,22 @@ function noRouteError(
 }
 
 /** Authenticates the request's credential and checks that it holds the scope; bookkeeping goes to `pending`. */
-async function verifyCredential(deps: AuthDeps, headers: Record<string, string | undefined>, scope: Scope, pending: Promise<unknown>[]): Promise<Principal> {
-  const authentication = await authenticate(deps, headers);
+async function verifyCredential(authenticator: Authenticator, headers: Readonly<Record<string, string | undefined>>, scope: Scope, pending: Promise<unknown>[]): Promise<Principal> {
+  const authentication = await authenticator.authenticate(headers);
   if (authentication.pending) pending.push(authentication.pending);
   if (!grants(authentication.principal.scopes, scope)) throw new ForbiddenError(`This credential lacks the ${scope} scope.`);
   return authentication.principal;
 }
 
-const authorize = (deps: () => AuthDeps): Middleware => ({
+const authorize = (deps: () => PipelineDeps): Middleware => ({
   before: async (request) => {
     const state = request.internal.api;
     const scope = state.route?.scope;
     if (!scope || scope === 'public') return;
     const headers = request.event.headers ?? {};
-    const verify = () => verifyCredential(deps(), headers, scope, state.pending);
-    const remembered = state.route?.overlapAuthentication ? rememberedOrganization(headers) : undefined;
+    const { authenticator } = deps();
+    const verify = () => verifyCredential(authenticator, headers, scope, state.pending);
+    const remembered = state.route?.overlapAuthentication ? authenticator.rememberedOrganization(headers) : undefined;
     if (!remembered) {
       state.principal = await verify();
       return;
@@ -438,11 +439,11 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
     });
 }
 
-async function reauthorize(state: ApiState, deps: AuthDeps, headers: Readonly<Record<string, string | undefined>>): Promise<void> {
+async function reauthorize(state: ApiState, authenticator: Authenticator, headers: Readonly<Record<string, string | undefined>>): Promise<void> {
   const scope = state.route?.scope;
   if (!scope || scope === 'public' || !state.principal) return;
   const pending: Promise<unknown>[] = [];
-  const principal = await verifyCredential(deps, headers, scope, pending);
+  const principal = await verifyCredential(authenticator, headers, scope, pending);
   await Promise.allSettled(pending);
   if (principal.orgId !== state.principal.orgId) throw new ForbiddenError('This credential now belongs to another organization.');
 }
@@ -501,7 +502,7 @@ async function dispatch<Deps extends PipelineDeps>(
     rawBody,
     rawQueryString,
     headers: requestHeaders,
-    reauthorize: () => reauthorize(state, deps(), requestHeaders),
+    reauthorize: () => reauthorize(state, deps().authenticator, requestHeaders),
     sealResponse: responseSealer(state, deps()),
     streamIdempotency: streamIdempotency(state, deps()),
   });

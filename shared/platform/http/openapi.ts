@@ -1,12 +1,5 @@
 import * as z from 'zod';
 import { scopes } from './scopes.ts';
-import { agentSchema } from '../../agents/agent-schemas.ts';
-import { analysisResultSchema } from '../../analysis/analysis-schemas.ts';
-import { apiKeySchema } from '../../identity/api-key-schemas.ts';
-import { modelSchema } from '../../agents/model-schemas.ts';
-import { messageSchema, sessionSchema } from '../../conversations/session-schemas.ts';
-import { toolSchema } from '../../agents/tool-schemas.ts';
-import { webhookDeliverySchema, webhookEndpointSchema } from '../../webhooks/webhook-schemas.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';
 import type { RouteDefinition, RouteGroup } from './route.ts';
 
@@ -17,18 +10,8 @@ type JsonSchema = Record<string, unknown>;
 type Document = Record<string, unknown> & { paths: Record<string, Record<string, Operation>> };
 type Operation = Record<string, unknown> & { responses: Record<string, JsonSchema> };
 
-/** Resources many responses share, named so that the description and the typed client refer to them by name. */
-const namedSchemas: Record<string, z.ZodType> = {
-  Agent: agentSchema,
-  Tool: toolSchema,
-  Model: modelSchema,
-  ApiKey: apiKeySchema,
-  Session: sessionSchema,
-  Message: messageSchema,
-  AnalysisResult: analysisResultSchema,
-  WebhookEndpoint: webhookEndpointSchema,
-  WebhookDelivery: webhookDeliverySchema,
-};
+/** Resources many responses share, by name: the description and the typed client refer to them by that name. */
+export type NamedComponents = Readonly<Record<string, z.ZodType>>;
 
 const errorEnvelopeSchema = {
   type: 'object',
@@ -111,7 +94,7 @@ const pascal = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
  * clients send them (`io: 'input'`: defaults optional, transforms described by their input), responses as the API
  * writes them (`io: 'output'`: objects closed, so an undeclared field fails the contract check).
  */
-function componentsOf(routes: { operation: string; route: RouteDefinition }[]) {
+function componentsOf(routes: { operation: string; route: RouteDefinition }[], namedComponents: NamedComponents) {
   const names = new Map<z.ZodType, string>();
   const outputs = z.registry<{ id: string }>();
   const inputs = z.registry<{ id: string }>();
@@ -122,7 +105,7 @@ function componentsOf(routes: { operation: string; route: RouteDefinition }[]) {
     registry.add(schema, { id: fallback });
     return fallback;
   };
-  for (const [id, schema] of Object.entries(namedSchemas)) name(outputs, schema, id);
+  for (const [id, schema] of Object.entries(namedComponents)) name(outputs, schema, id);
   const refs = routes.map(({ operation, route }) => ({
     response: route.response && name(outputs, route.response, `${pascal(operation)}Response`),
     events: route.events && name(outputs, route.events, `${pascal(operation)}Event`),
@@ -229,9 +212,9 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
 }
 
 /** The OpenAPI 3.1 description of the documented routes, generated from their declarations (docs/openapi.md). */
-export function buildOpenApiDocument(groups: readonly RouteGroup[]): Document {
+export function buildOpenApiDocument(groups: readonly RouteGroup[], namedComponents: NamedComponents): Document {
   const routes = documentedRoutes(groups);
-  const { refs, schemas } = componentsOf(routes);
+  const { refs, schemas } = componentsOf(routes, namedComponents);
   const paths: Document['paths'] = {};
   routes.forEach(({ operation, route }, index) => {
     paths[route.path] ??= {};
