@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { scopes } from './scopes.ts';
 import { agentSchema } from '../../agents/agent-schemas.ts';
-import { analysisResultSchema } from '../../analysis/analysis-schemas.ts';
+import { analysisResultSchema } from '../../conversations/analysis-result-schemas.ts';
 import { apiKeySchema } from '../../identity/api-key-schemas.ts';
 import { modelSchema } from '../../agents/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../../conversations/session-schemas.ts';
