@@ -14,7 +14,8 @@ import { closeSession, createSession } from '../shared/conversations/sessions.ts
 import { estimateTokens, transcriptTokenBudget } from '../shared/conversations/transcript.ts';
 import { analysisPrompt } from '../shared/analysis/structured-analysis.ts';
 import { builtinAnalysis } from '../shared/analysis/builtin-analysis.ts';
-import type { AnalysisJob, AnalysisOutput } from '../shared/analysis/ports.ts';
+import type { AnalysisOutput } from '../shared/analysis/ports.ts';
+import type { AnalysisJob } from '../shared/conversations/ports.ts';
 import type { StoredSession } from '../shared/conversations/ports.ts';
 import type { Message } from '../shared/conversations/session-schemas.ts';
 

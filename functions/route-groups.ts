@@ -19,7 +19,7 @@ import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
 import type { RouteGroup } from '../shared/platform/http/route.ts';
 import type { NamedComponents } from '../shared/platform/http/openapi.ts';
 import { agentSchema } from '../shared/agents/agent-schemas.ts';
-import { analysisResultSchema } from '../shared/analysis/analysis-schemas.ts';
+import { analysisResultSchema } from '../shared/conversations/analysis-result-schemas.ts';
 import { apiKeySchema } from '../shared/identity/api-key-schemas.ts';
 import { modelSchema } from '../shared/agents/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../shared/conversations/session-schemas.ts';

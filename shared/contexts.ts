@@ -53,20 +53,20 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'agents',
     layer: 5,
-    purpose: 'Agents, tools (and their executors), models and their providers, the voice catalogue.',
-    surface: ['agent-schemas.ts', 'agent-store.ts', 'agents.ts', 'api-tool-executor.ts', 'function-tool-executor.ts', 'model-catalog.ts', 'model-providers.ts', 'model-schemas.ts', 'models.ts', 'placeholders.ts', 'ports.ts', 'tool-schemas.ts', 'tool-store.ts', 'tools.ts', 'voices.ts'],
+    purpose: 'Agents and their analysis configuration, tools (and their executors), models and their providers, the voice catalogue.',
+    surface: ['agent-schemas.ts', 'agent-store.ts', 'agents.ts', 'analysis-config-schemas.ts', 'api-tool-executor.ts', 'function-tool-executor.ts', 'model-catalog.ts', 'model-providers.ts', 'model-schemas.ts', 'models.ts', 'placeholders.ts', 'ports.ts', 'tool-schemas.ts', 'tool-store.ts', 'tools.ts', 'voices.ts'],
   },
   {
     name: 'conversations',
     layer: 6,
-    purpose: 'Sessions, turns, transcripts, and the conversation composition root (models, tools, knowledge for a turn).',
-    surface: ['conversation-runtime.ts', 'ports.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
+    purpose: 'Sessions (with the analysis result they hold and the analysis job an ended one hands over), turns, transcripts, and the conversation composition root (models, tools, knowledge for a turn).',
+    surface: ['analysis-result-schemas.ts', 'conversation-runtime.ts', 'ports.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
   },
   {
     name: 'analysis',
     layer: 7,
-    purpose: 'Post-session analysis: the built-in and structured analyzers, the analysis queue.',
-    surface: ['analysis-runtime.ts', 'analysis-schemas.ts', 'analysis.ts', 'builtin-analysis.ts', 'ports.ts', 'structured-analysis.ts'],
+    purpose: 'Post-session analysis: what a model is asked for, the built-in and structured analyzers, the analysis queue.',
+    surface: ['analysis-runtime.ts', 'analysis.ts', 'builtin-analysis.ts', 'ports.ts', 'structured-analysis.ts'],
   },
   {
     name: 'voice',
@@ -102,13 +102,6 @@ export interface LayerException {
 }
 
 export const exceptions: readonly LayerException[] = [
-  { from: 'shared/agents/agent-schemas.ts', to: 'shared/analysis/analysis-schemas.ts', why: "an agent carries its analysis configuration, whose shape analysis owns" },
-  { from: 'shared/agents/agents.ts', to: 'shared/analysis/analysis-schemas.ts', why: "an agent's analysis configuration is checked by analysis's rules when the agent is saved" },
-  { from: 'shared/conversations/ports.ts', to: 'shared/analysis/analysis-schemas.ts', why: "a stored session holds its analysis result and the configuration it was asked with" },
-  { from: 'shared/conversations/ports.ts', to: 'shared/analysis/ports.ts', why: "the session store claims analysis jobs in the transaction that ends the session" },
-  { from: 'shared/conversations/session-schemas.ts', to: 'shared/analysis/analysis-schemas.ts', why: "the API's session shows its analysis" },
-  { from: 'shared/conversations/session-store.ts', to: 'shared/analysis/ports.ts', why: "the session store claims analysis jobs in the transaction that ends the session" },
-  { from: 'shared/conversations/session-store.ts', to: 'shared/analysis/analysis-schemas.ts', why: "a stored session holds its analysis result" },
   { from: 'shared/events/events.ts', to: 'shared/billing/billing-schemas.ts', why: "type only: the payload of quota events" },
   { from: 'shared/events/events.ts', to: 'shared/conversations/session-schemas.ts', why: "type only: the payload of session events" },
   { from: 'shared/events/from-stream.ts', to: 'shared/conversations/session-schemas.ts', why: "type only: session events read back from the table's stream" },

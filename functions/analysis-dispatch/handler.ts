@@ -4,7 +4,8 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { parseConfig } from '../../shared/platform/config.ts';
 import { dispatchAnalysisJobs } from '../../shared/analysis/analysis.ts';
 import { logger } from '../../shared/platform/logger.ts';
-import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
+import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
+import type { AnalysisJob } from '../../shared/conversations/ports.ts';
 import { scheduledQueueFrom } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
 
 let deps: Parameters<typeof dispatchAnalysisJobs>[0] | undefined;

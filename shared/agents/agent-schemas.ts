@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { analysisConfigSchema, type AnalysisConfig } from '../analysis/analysis-schemas.ts';
+import { analysisConfigSchema, type AnalysisConfig } from './analysis-config-schemas.ts';
 import { ttsProviders } from './voices.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 

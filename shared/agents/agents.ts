@@ -3,7 +3,7 @@ import { voiceCatalog } from './voices.ts';
 import type { ModelCatalog } from './model-catalog.ts';
 import type { AgentStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
-import { analysisConfigProblems } from '../analysis/analysis-schemas.ts';
+import { analysisConfigProblems } from './analysis-config-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { ModelType } from './model-schemas.ts';

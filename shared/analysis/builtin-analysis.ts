@@ -1,5 +1,6 @@
 import type { AnalysisInput, AnalysisOutput } from './ports.ts';
-import { otherIntent, type AnalysisResult, type ExtractedValue, type ExtractionField } from './analysis-schemas.ts';
+import { otherIntent, type ExtractionField } from '../agents/analysis-config-schemas.ts';
+import type { AnalysisResult, ExtractedValue } from '../conversations/analysis-result-schemas.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { TranscriptLine } from '../conversations/transcript.ts';
 

@@ -1,21 +1,10 @@
 /** The ports of the analysis context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
-import type { AnalysisConfig, AnalysisResult } from './analysis-schemas.ts';
+import type { AnalysisConfig } from '../agents/analysis-config-schemas.ts';
+import type { AnalysisResult } from '../conversations/analysis-result-schemas.ts';
+import type { AnalysisJob } from '../conversations/ports.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { Transcript } from '../conversations/transcript.ts';
 import type { ScheduledQueue } from '../platform/ports.ts';
-
-/**
- * A request to analyse an ended session: written with the end (`initial`) or by a re-run (`rerun`), in the
- * session's partition; the table stream hands it to the analysis queue (docs/analysis.md).
- */
-export interface AnalysisJob {
-  jobId: string;
-  orgId: string;
-  sessionId: string;
-  purpose: 'initial' | 'rerun';
-  /** The moment the deadline counts from: when the end was recorded, or when the re-run was asked for. */
-  deadlineFrom: string;
-}
 
 /** A job on the analysis queue: run it, or (initial jobs only) make sure `session.ended` has left by its deadline. */
 export interface AnalysisQueueMessage {

@@ -2,7 +2,8 @@ import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { generateText, NoObjectGeneratedError, Output, type ModelMessage } from 'ai';
 import { renderTranscript } from '../conversations/transcript.ts';
 import type { AnalysisInput, AnalysisOutput, Analyzer } from './ports.ts';
-import { analysisOutputSchema, otherIntent, type AnalysisConfig } from './analysis-schemas.ts';
+import { analysisOutputSchema } from './analysis-schemas.ts';
+import { otherIntent, type AnalysisConfig } from '../agents/analysis-config-schemas.ts';
 
 /** The model's answer failed the schema, and so did its one repair. */
 export class InvalidAnalysisOutputError extends Error {

@@ -1,11 +1,24 @@
 /** The ports of the conversations context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
-import type { AnalysisResult } from '../analysis/analysis-schemas.ts';
-import type { AnalysisJob } from '../analysis/ports.ts';
+import type { AnalysisResult } from './analysis-result-schemas.ts';
 import type { Message, Session, SessionState } from './session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
+
+/**
+ * The follow-up work an ended session hands over: a request to analyse it, written with the end (`initial`) or by a
+ * re-run (`rerun`), in the session's partition; the table stream hands it to the analysis queue (docs/analysis.md).
+ * Declared here because the session store writes it in the transaction that ends the session.
+ */
+export interface AnalysisJob {
+  jobId: string;
+  orgId: string;
+  sessionId: string;
+  purpose: 'initial' | 'rerun';
+  /** The moment the deadline counts from: when the end was recorded, or when the re-run was asked for. */
+  deadlineFrom: string;
+}
 
 /** A session as stored: the record plus the turn bookkeeping that never leaves the store and the domain. */
 export interface StoredSession extends Session {

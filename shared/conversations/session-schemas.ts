@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { analysisResultSchema, type AnalysisResult } from '../analysis/analysis-schemas.ts';
+import { analysisResultSchema, type AnalysisResult } from './analysis-result-schemas.ts';
 import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 

@@ -8,10 +8,9 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
-import type { AnalysisJob } from '../analysis/ports.ts';
-import type { SessionFilter, SessionPageRequest, SessionStore, StoredSession, TurnContext } from './ports.ts';
+import type { AnalysisJob, SessionFilter, SessionPageRequest, SessionStore, StoredSession, TurnContext } from './ports.ts';
 import type { IdempotencyCompletion, SecretCipher } from '../platform/ports.ts';
-import type { AnalysisResult } from '../analysis/analysis-schemas.ts';
+import type { AnalysisResult } from './analysis-result-schemas.ts';
 import type { Message, Session } from './session-schemas.ts';
 import { toAgent } from '../agents/agent-store.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { analysisResultSchema } from '../analysis/analysis-schemas.ts';
+import { analysisResultSchema } from '../conversations/analysis-result-schemas.ts';
 import { campaignProgress, campaignStatuses } from '../campaigns/campaign-schemas.ts';
 
 /**

@@ -3,14 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { boundedTranscript, estimateTokens, renderTranscript, transcriptTokenBudget } from '../../shared/conversations/transcript.ts';
 import { builtinAnalysis } from '../../shared/analysis/builtin-analysis.ts';
 import { analysisPrompt } from '../../shared/analysis/structured-analysis.ts';
-import {
-  analysisConfigSchema,
-  analysisOutputSchema,
-  analysisResultSchema,
-  extractedDataSchema,
-  type AnalysisConfig,
-  type ExtractionField,
-} from '../../shared/analysis/analysis-schemas.ts';
+import { analysisOutputSchema, extractedDataSchema } from '../../shared/analysis/analysis-schemas.ts';
+import { analysisConfigSchema, type AnalysisConfig, type ExtractionField } from '../../shared/agents/analysis-config-schemas.ts';
+import { analysisResultSchema } from '../../shared/conversations/analysis-result-schemas.ts';
 import type { Message } from '../../shared/conversations/session-schemas.ts';
 
 const fieldName = fc.stringMatching(/^[a-z][a-z0-9_]{0,15}$/);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelId } from '../../shared/agents/model-catalog.ts';
-import type { AnalysisJob, AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
+import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
+import type { AnalysisJob } from '../../shared/conversations/ports.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { startOpenAIStub, type ChatRequestBody, type OpenAIStub, type StubAnswer } from '../support/openai-stub.ts';
 import { Receiver, type Receipt } from '../support/webhook-receiver.ts';
