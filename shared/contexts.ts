@@ -115,7 +115,6 @@ export const exceptions: readonly LayerException[] = [
   { from: 'shared/knowledge/knowledge-runtime.ts', to: 'shared/agents/model-catalog.ts', why: "embedding and reranking models are in the one model catalogue" },
   { from: 'shared/knowledge/knowledge-runtime.ts', to: 'shared/agents/model-providers.ts', why: "embedders come from the model providers" },
   { from: 'shared/knowledge/knowledge.ts', to: 'shared/agents/model-catalog.ts', why: "a knowledge store names its embedding model from the one model catalogue" },
-  { from: 'shared/knowledge/knowledge.ts', to: 'shared/agents/ports.ts', why: "type only: deleting a knowledge store detaches it from the agents that use it" },
   { from: 'shared/platform/http/handler.ts', to: 'shared/identity/authenticate.ts', why: "the HTTP pipeline authenticates every request (could become an injected dependency)" },
   { from: 'shared/platform/http/openapi.ts', to: 'shared/agents/agent-schemas.ts', why: "the OpenAPI builder names the shared components" },
   { from: 'shared/platform/http/openapi.ts', to: 'shared/analysis/analysis-schemas.ts', why: "the OpenAPI builder names the shared components" },
