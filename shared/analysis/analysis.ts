@@ -1,14 +1,14 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Config } from '../platform/config.ts';
 import { InvalidSessionError } from '../platform/errors.ts';
-import type { ModelCatalog } from '../agents/model-catalog.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import type { AgentStore } from '../agents/ports.ts';
 import type { AnalysisJob, AnalysisQueue, AnalysisQueueMessage, Analyzer } from './ports.ts';
 import type { SessionStore, StoredSession } from '../conversations/ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig, AnalysisResult } from './analysis-schemas.ts';
-import type { Model } from '../agents/model-schemas.ts';
+import type { Model } from '../models/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';

@@ -6,7 +6,7 @@ import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from './hy
 import { uploadKey, type DocumentUploads } from './document-uploads.ts';
 import type { IndexSnapshots } from './index-snapshots.ts';
 import { logger } from '../platform/logger.ts';
-import type { ModelCatalog } from '../agents/model-catalog.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 import type { PortRanges } from '../platform/net/egress-guard.ts';
 import type { SealResponse } from '../platform/ports.ts';

@@ -3,7 +3,7 @@ import { scopes } from './scopes.ts';
 import { agentSchema } from '../../agents/agent-schemas.ts';
 import { analysisResultSchema } from '../../analysis/analysis-schemas.ts';
 import { apiKeySchema } from '../../identity/api-key-schemas.ts';
-import { modelSchema } from '../../agents/model-schemas.ts';
+import { modelSchema } from '../../models/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../../conversations/session-schemas.ts';
 import { toolSchema } from '../../agents/tool-schemas.ts';
 import { webhookDeliverySchema, webhookEndpointSchema } from '../../webhooks/webhook-schemas.ts';
