@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { embedMany } from 'ai';
-import { builtinEmbedders, builtinEmbeddingModel, builtinEmbeddingModelId, embedWords } from '../shared/knowledge/builtin-embedder.ts';
+import { builtinEmbedders, builtinEmbeddingModel, builtinEmbeddingModelId, embedWords } from '../shared/models/builtin-embedder.ts';
 import { chunkText, indexedText, type TextChunk } from '../shared/knowledge/chunker.ts';
 import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk, type SearchableIndex } from '../shared/knowledge/hybrid-retrieval.ts';
 import { LocalFlatVectorStore } from '../shared/knowledge/local-flat-index.ts';

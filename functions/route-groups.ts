@@ -21,7 +21,7 @@ import type { NamedComponents } from '../shared/platform/http/openapi.ts';
 import { agentSchema } from '../shared/agents/agent-schemas.ts';
 import { analysisResultSchema } from '../shared/conversations/analysis-result-schemas.ts';
 import { apiKeySchema } from '../shared/identity/api-key-schemas.ts';
-import { modelSchema } from '../shared/agents/model-schemas.ts';
+import { modelSchema } from '../shared/models/model-schemas.ts';
 import { messageSchema, sessionSchema } from '../shared/conversations/session-schemas.ts';
 import { toolSchema } from '../shared/agents/tool-schemas.ts';
 import { webhookDeliverySchema, webhookEndpointSchema } from '../shared/webhooks/webhook-schemas.ts';

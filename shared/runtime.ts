@@ -4,7 +4,7 @@ import { createAuthenticator } from './identity/authenticate.ts';
 import type { Authenticator, Principal } from './platform/http/principal.ts';
 import { parseConfig, type Config } from './platform/config.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
-import { createModelCatalog, type ModelCatalog } from './agents/model-catalog.ts';
+import { createModelCatalog, type ModelCatalog } from './models/model-catalog.ts';
 import { createPlanCatalog, type PlanCatalog } from './billing/plans.ts';
 import { RateLimiter } from './billing/rate-limit.ts';
 import { checkRequestRate, type RequestRateCheck } from './billing/request-limits.ts';

@@ -1,7 +1,7 @@
-import { listModels } from '../../shared/agents/models.ts';
+import { listModels } from '../../shared/models/models.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { listVoices } from '../../shared/agents/voices.ts';
+import { listVoices } from '../../shared/models/voices.ts';
 import { modelRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(

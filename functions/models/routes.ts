@@ -1,6 +1,6 @@
-import { listModelsQuery, modelPage } from '../../shared/agents/model-schemas.ts';
+import { listModelsQuery, modelPage } from '../../shared/models/model-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
-import { listVoicesQuery, voiceList } from '../../shared/agents/voices.ts';
+import { listVoicesQuery, voiceList } from '../../shared/models/voices.ts';
 
 export const modelRoutes = defineRouteGroup({
   name: 'models',

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { analysisConfigSchema, type AnalysisConfig } from './analysis-config-schemas.ts';
-import { ttsProviders } from './voices.ts';
+import { ttsProviders } from '../models/voices.ts';
 import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxToolsPerAgent = 32;

@@ -1,12 +1,12 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
-import { voiceCatalog } from './voices.ts';
-import type { ModelCatalog } from './model-catalog.ts';
+import { voiceCatalog } from '../models/voices.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import type { AgentStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { analysisConfigProblems } from './analysis-config-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
-import type { ModelType } from './model-schemas.ts';
+import type { ModelType } from '../models/model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { assertKnowledgeStoreExists } from '../knowledge/knowledge.ts';

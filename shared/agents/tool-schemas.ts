@@ -1,11 +1,10 @@
 import * as z from 'zod';
 import { instant, jsonRecord, optionalText, pageOf, paginationQuery, requiredText, sortQuery } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
+import { endConversationTool } from '../models/prompt-conventions.ts';
 
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-/** The model-visible name of the built-in tool that lets an agent end the conversation (shared/conversations/turn.ts). */
-export const endConversationTool = 'end_conversation';
 
 /** Names of the platform's built-in tools, which customer tools cannot shadow. */
 export const reservedToolNames: ReadonlySet<string> = new Set([endConversationTool]);

@@ -1,6 +1,6 @@
 import type { AnalysisDeps } from './analysis.ts';
 import { builtinAnalysis } from './builtin-analysis.ts';
-import { createLanguageModel } from '../agents/model-providers.ts';
+import { createLanguageModel } from '../models/model-providers.ts';
 import { structuredAnalyzer } from './structured-analysis.ts';
 import type { Analyzer } from './ports.ts';
 import { runtime, type Runtime } from '../runtime.ts';

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Config } from '../platform/config.ts';
 import { InvalidSessionError } from '../platform/errors.ts';
-import type { ModelCatalog } from '../agents/model-catalog.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import type { AgentStore } from '../agents/ports.ts';
 import type { AnalysisQueue, AnalysisQueueMessage, Analyzer } from './ports.ts';
 import type { AnalysisJob, SessionStore, StoredSession } from '../conversations/ports.ts';
@@ -9,7 +9,7 @@ import type { SealResponse } from '../platform/ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig } from '../agents/analysis-config-schemas.ts';
 import type { AnalysisResult } from '../conversations/analysis-result-schemas.ts';
-import type { Model } from '../agents/model-schemas.ts';
+import type { Model } from '../models/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { events } from '../events/events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';

@@ -7,7 +7,7 @@ import {
   SessionExpiredError,
   SessionNotFoundError,
 } from '../platform/errors.ts';
-import type { ModelCatalog } from '../agents/model-catalog.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from './session-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';

@@ -2,9 +2,10 @@ import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Messa
 import { Ajv, type ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
-import type { Model } from '../agents/model-schemas.ts';
+import type { Model } from '../models/model-schemas.ts';
 import type { Message, SendMessageInput, ToolCallRecord } from './session-schemas.ts';
-import { endConversationTool, type ExecutableTool, type Tool } from '../agents/tool-schemas.ts';
+import type { ExecutableTool, Tool } from '../agents/tool-schemas.ts';
+import { endConversationTool } from '../models/prompt-conventions.ts';
 import type { ToolStore } from '../agents/ports.ts';
 import type { StoredSession, TurnContext } from './ports.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';

@@ -3,7 +3,7 @@
  * asked for. A query must embed with the very same embedder, or its vector means nothing to the index.
  */
 import type { EmbeddingModelV4 } from '@ai-sdk/provider';
-import { builtinEmbedders } from './builtin-embedder.ts';
+import { builtinEmbedders } from '../models/builtin-embedder.ts';
 
 export interface Embedder {
   modelId: string;

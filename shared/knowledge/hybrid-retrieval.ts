@@ -3,7 +3,7 @@ import { embed, rerank } from 'ai';
 import MiniSearch from 'minisearch';
 import type { RetrievedChunk } from './knowledge-schemas.ts';
 import { stemmer } from 'stemmer';
-import { contentWords, isStopWord } from './reranker.ts';
+import { contentWords, isStopWord } from '../models/reranker.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 
 /** One chunk as the retrieval sees it: its vector key and what a citation shows. */

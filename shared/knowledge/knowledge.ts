@@ -6,10 +6,9 @@ import { Bm25Index, searchIndex, vectorWeightFor, type IndexedChunk } from './hy
 import { uploadKey, type DocumentUploads } from './document-uploads.ts';
 import type { IndexSnapshots } from './index-snapshots.ts';
 import { logger } from '../platform/logger.ts';
-import type { ModelCatalog } from '../agents/model-catalog.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import { VectorIndexNotFoundError, vectorLimits, type VectorStore } from './vector-store.ts';
 import type { PortRanges } from '../platform/net/egress-guard.ts';
-import type { AgentStore } from '../agents/ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type {
@@ -47,10 +46,19 @@ export type IngestionMessage =
   | { kind: 'store.delete'; orgId: string; storeId: string; indexName: string }
   | { kind: 'store.reindex'; orgId: string; storeId: string; indexName: string };
 
+/**
+ * The agents of an organization as far as knowledge sees them: the store each answers from, so that a store in use
+ * is not deleted. Declared here so that knowledge does not depend on the agents context, whose store satisfies it
+ * (shared/runtime.ts wires it as `agents`).
+ */
+export interface KnowledgeStoreUsers {
+  list(orgId: string): Promise<readonly { id: string; knowledgeStoreId?: string | undefined }[]>;
+}
+
 /** Knowledge reads the organization's plan and stock (AdmissionDeps): documents are held to its `knowledge_chunks` quota. */
 export interface KnowledgeDeps extends AdmissionDeps {
   knowledge: DynamoKnowledgeStore;
-  agents: AgentStore;
+  agents: KnowledgeStoreUsers;
   vectors: VectorStore;
   /** BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval). */
   snapshots: IndexSnapshots;

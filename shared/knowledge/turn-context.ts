@@ -1,20 +1,10 @@
 import type { RetrievedChunk } from './knowledge-schemas.ts';
+import { knowledgeContextMessage } from '../models/prompt-conventions.ts';
 
-/** Starts the system message that carries a turn's retrieved chunks to the model. */
-export const knowledgeContextHeading = 'Knowledge excerpts retrieved for this message. Answer from them when they are relevant, and cite them as [n]:';
-
-/** The chunks as the model sees them: `[n] <document> › <heading path>` (`, page <p>` for a PDF), then the text, excerpts apart by a blank line. */
+/** The chunks as the model sees them, each cited as `<document> › <heading path>` (`, page <p>` for a PDF). */
 export function knowledgeContext(chunks: readonly RetrievedChunk[]): string {
-  const excerpts = chunks.map((chunk, index) => {
-    const source = [chunk.documentName, ...chunk.headingPath].join(' › ') + (chunk.page === undefined ? '' : `, page ${chunk.page}`);
-    return `[${index + 1}] ${source}\n${chunk.text.replace(/\n{2,}/g, '\n')}`;
-  });
-  return [knowledgeContextHeading, ...excerpts].join('\n\n');
+  return knowledgeContextMessage(chunks.map((chunk) => ({ source: citedSource(chunk), text: chunk.text })));
 }
 
-/** The first excerpt of such a message: its source line and text. */
-export function firstExcerpt(context: string): { source: string; text: string } | undefined {
-  if (!context.startsWith(knowledgeContextHeading)) return undefined;
-  const match = /\n\n\[1\] ([^\n]*)\n([^]*?)(?=\n\n\[2\] |$)/.exec(context);
-  return match ? { source: match[1]!, text: match[2]! } : undefined;
-}
+const citedSource = (chunk: RetrievedChunk): string =>
+  [chunk.documentName, ...chunk.headingPath].join(' › ') + (chunk.page === undefined ? '' : `, page ${chunk.page}`);

@@ -30,7 +30,7 @@ import {
 } from './voice-schemas.ts';
 import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from './conversation-relay.ts';
 import { isValidTwilioSignature } from './twilio-signature.ts';
-import type { TtsProvider } from '../agents/voices.ts';
+import type { TtsProvider } from '../models/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../campaigns/campaign-attempts.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelId } from '../../shared/agents/model-catalog.ts';
+import { modelId } from '../../shared/models/model-catalog.ts';
 import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
 import type { AnalysisJob } from '../../shared/conversations/ports.ts';
 import { startApi, type TestApi } from '../support/api.ts';

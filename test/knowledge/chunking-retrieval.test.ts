@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { embedMany } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { builtinEmbedders, builtinEmbeddingModel, embedText, embedWords } from '../../shared/knowledge/builtin-embedder.ts';
+import { builtinEmbedders, builtinEmbeddingModel, embedText, embedWords } from '../../shared/models/builtin-embedder.ts';
 import { chunkText } from '../../shared/knowledge/chunker.ts';
 import { scoreFusion } from '../../shared/knowledge/hybrid-retrieval.ts';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeGroups } from '../../functions/route-groups.ts';
-import { builtinModels, modelId } from '../../shared/agents/model-catalog.ts';
+import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
 import { expectError, startApi, type ApiResponse, type TestApi } from '../support/api.ts';
 
 let api: TestApi;

@@ -15,7 +15,7 @@
  * as the service does. Requests are recorded.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { embedText } from '../../shared/knowledge/builtin-embedder.ts';
+import { embedText } from '../../shared/models/builtin-embedder.ts';
 import { listenOnLoopback } from './loopback-server.ts';
 
 export interface BedrockStubOptions {

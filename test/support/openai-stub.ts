@@ -27,7 +27,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { embedText } from '../../shared/knowledge/builtin-embedder.ts';
+import { embedText } from '../../shared/models/builtin-embedder.ts';
 
 export interface StubToolCall {
   name: string;

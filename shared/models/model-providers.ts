@@ -27,8 +27,8 @@ import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/o
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
 import type { Model } from './model-schemas.ts';
-import { builtinEmbeddingModel } from '../knowledge/builtin-embedder.ts';
-import { builtinRerankingModel } from '../knowledge/reranker.ts';
+import { builtinEmbeddingModel } from './builtin-embedder.ts';
+import { builtinRerankingModel } from './reranker.ts';
 import { builtinModelName, createBuiltinModel } from './builtin-model.ts';
 
 type ProviderConfig = Pick<Config, 'AWS_REGION' | 'OPENAI_COMPATIBLE_BASE_URL' | 'OPENAI_COMPATIBLE_API_KEY'>;

@@ -1,9 +1,9 @@
 import { jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../shared/platform/config.ts';
-import { builtinModels, modelId } from '../../shared/agents/model-catalog.ts';
-import { createLanguageModel } from '../../shared/agents/model-providers.ts';
-import type { Model, ModelProvider, ModelType } from '../../shared/agents/model-schemas.ts';
+import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
+import { createLanguageModel } from '../../shared/models/model-providers.ts';
+import type { Model, ModelProvider, ModelType } from '../../shared/models/model-schemas.ts';
 import { startOpenAIStub, stubText, type OpenAIStub, type OpenAIStubOptions } from '../support/openai-stub.ts';
 
 const catalogModel = (provider: ModelProvider, name: string, type: ModelType = 'LLM'): Model => ({

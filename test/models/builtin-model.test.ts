@@ -1,6 +1,6 @@
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { createBuiltinModel, farewellText, firstJsonObject, isGoodbye } from '../../shared/agents/builtin-model.ts';
+import { createBuiltinModel, farewellText, firstJsonObject, isGoodbye } from '../../shared/models/builtin-model.ts';
 
 const objectSchema = jsonSchema<Record<string, unknown>>({ type: 'object', additionalProperties: true });
 

@@ -23,7 +23,7 @@
  *     `end_conversation` with `{"reason":"user said goodbye"}`. A message that also names a tool and carries a
  *     JSON object is a tool call (a) instead.
  *
- * (d) **Knowledge.** If a system message carries retrieved knowledge excerpts (`shared/knowledge/turn-context.ts`),
+ * (d) **Knowledge.** If a system message carries retrieved knowledge excerpts (`prompt-conventions.ts`),
  *     it answers from the first one: `According to <source> [1]: <text>`, the excerpt's text cut to its first
  *     300 characters (with `…` when cut). Example: `According to Refund policy › Deadlines [1]: Refunds are …`.
  *
@@ -36,7 +36,6 @@
  * delta as one output token, and each whitespace-separated word of the conversation as one input token. Tool
  * call ids are random (`call_<32 hex>`), as real providers' are, because tools receive them as Idempotency-Key.
  */
-import { firstExcerpt } from '../knowledge/turn-context.ts';
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -50,7 +49,7 @@ import type {
   LanguageModelV4ToolResultPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
-import { endConversationTool } from './tool-schemas.ts';
+import { endConversationTool, firstExcerpt } from './prompt-conventions.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';

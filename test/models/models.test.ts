@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtinModels, modelId } from '../../shared/agents/model-catalog.ts';
+import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 
 let api: TestApi;
