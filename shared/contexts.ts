@@ -35,8 +35,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'events',
     layer: 2,
-    purpose: 'Domain events: the event envelope, the transactional outbox, the per-organization event log, the bus and the stream reader.',
-    surface: ['bus.ts', 'events.ts', 'from-stream.ts', 'outbox.ts', 'per-organization.ts', 'ports.ts'],
+    purpose: 'Domain events: the event and its flat and envelope builders (each context declares its own events with them), the transactional outbox, the per-organization event log, the bus.',
+    surface: ['bus.ts', 'events.ts', 'outbox.ts', 'per-organization.ts', 'ports.ts'],
   },
   {
     name: 'billing',
@@ -59,8 +59,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'conversations',
     layer: 6,
-    purpose: 'Sessions, turns, transcripts, and the conversation composition root (models, tools, knowledge for a turn).',
-    surface: ['conversation-runtime.ts', 'ports.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
+    purpose: 'Sessions, turns, transcripts, their events (session.*, message.added), and the conversation composition root (models, tools, knowledge for a turn).',
+    surface: ['conversation-runtime.ts', 'ports.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
   },
   {
     name: 'analysis',
@@ -89,8 +89,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'webhooks',
     layer: 9,
-    purpose: 'What leaves the platform: the event catalogue, webhook endpoints and deliveries, the SSE event stream.',
-    surface: ['event-stream-schemas.ts', 'event-stream.ts', 'webhook-delivery.ts', 'webhook-runtime.ts', 'webhook-schemas.ts', 'webhooks.ts'],
+    purpose: "What leaves the platform: the event catalogue, the events of the table's stream (for the bus and the event log), webhook endpoints and deliveries, the SSE event stream.",
+    surface: ['event-stream-schemas.ts', 'event-stream.ts', 'table-stream-events.ts', 'webhook-delivery.ts', 'webhook-runtime.ts', 'webhook-schemas.ts', 'webhooks.ts'],
   },
 ];
 
@@ -109,9 +109,6 @@ export const exceptions: readonly LayerException[] = [
   { from: 'shared/conversations/session-schemas.ts', to: 'shared/analysis/analysis-schemas.ts', why: "the API's session shows its analysis" },
   { from: 'shared/conversations/session-store.ts', to: 'shared/analysis/ports.ts', why: "the session store claims analysis jobs in the transaction that ends the session" },
   { from: 'shared/conversations/session-store.ts', to: 'shared/analysis/analysis-schemas.ts', why: "a stored session holds its analysis result" },
-  { from: 'shared/events/events.ts', to: 'shared/billing/billing-schemas.ts', why: "type only: the payload of quota events" },
-  { from: 'shared/events/events.ts', to: 'shared/conversations/session-schemas.ts', why: "type only: the payload of session events" },
-  { from: 'shared/events/from-stream.ts', to: 'shared/conversations/session-schemas.ts', why: "type only: session events read back from the table's stream" },
   { from: 'shared/knowledge/knowledge-runtime.ts', to: 'shared/agents/model-catalog.ts', why: "embedding and reranking models are in the one model catalogue" },
   { from: 'shared/knowledge/knowledge-runtime.ts', to: 'shared/agents/model-providers.ts', why: "embedders come from the model providers" },
   { from: 'shared/knowledge/knowledge.ts', to: 'shared/agents/model-catalog.ts', why: "a knowledge store names its embedding model from the one model catalogue" },

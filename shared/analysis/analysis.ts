@@ -10,7 +10,7 @@ import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig, AnalysisResult } from './analysis-schemas.ts';
 import type { Model } from '../agents/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { sessionEvents } from '../conversations/session-events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';
 import { boundedTranscript } from '../conversations/transcript.ts';
 
@@ -102,7 +102,7 @@ export async function handleAnalysisMessage(
 async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJob, analysis: AnalysisResult): Promise<AnalysisOutcome> {
   const updated = { ...session, analysis, updatedAt: nextUpdatedAt(deps.clock, session.updatedAt) };
   if (session.endedEventId === undefined) {
-    const sent = await deps.sessions.completeAnalysis(session, analysis, job.jobId, events.sessionEnded(updated), updated.updatedAt);
+    const sent = await deps.sessions.completeAnalysis(session, analysis, job.jobId, sessionEvents.sessionEnded(updated), updated.updatedAt);
     if (sent) return 'sent-ended';
     // Someone else sent `session.ended` meanwhile; a re-run's result still replaces theirs.
     if (job.purpose === 'initial') return 'already-done';
@@ -110,7 +110,7 @@ async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJo
     if (!current) return 'no-session';
     return store(deps, current, job, analysis);
   }
-  const replaced = await deps.sessions.replaceAnalysis(session, analysis, job.jobId, events.analysisReplaced(updated), updated.updatedAt);
+  const replaced = await deps.sessions.replaceAnalysis(session, analysis, job.jobId, sessionEvents.analysisReplaced(updated), updated.updatedAt);
   return replaced ? 'replaced' : 'already-done';
 }
 

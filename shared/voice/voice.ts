@@ -35,7 +35,7 @@ import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../campaigns/campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { sessionEvents } from '../conversations/session-events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 import { histories, queueTurn } from '../conversations/turn-state.ts';
@@ -325,12 +325,12 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
       recordingStatusCallback: recordingCallbackUrl(deps, orgId, session.id),
     }));
   } catch (error) {
-    await deps.voice.recordCarrierCall(session, undefined, events.sessionCreated(session));
+    await deps.voice.recordCarrierCall(session, undefined, sessionEvents.sessionCreated(session));
     await endCall(deps, orgId, session.id, 'FAILED');
     throw error;
   }
   const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
-  await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
+  await deps.voice.recordCarrierCall(announced, callSid, sessionEvents.sessionCreated(announced));
   await scheduleBackstop(deps, orgId, session.id, longestOutboundCallSeconds(deps, outbound.ttl));
   return { sessionId: session.id };
 }
@@ -450,7 +450,7 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
     startedAt: session.createdAt,
     answeredAt: session.createdAt,
   };
-  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)])) {
+  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [sessionEvents.sessionCreated(session)])) {
     await Promise.all([scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds), holdSlotForInboundCall(deps, owner.orgId, session.id)]);
   }
   return twimlFor(deps, agent, owner.orgId, session.id);
