@@ -3,7 +3,6 @@ import type { SealResponse } from '../platform/ports.ts';
 import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from './campaign-schemas.ts';
 import { listAudience, type ContactStoreDeps } from './contact-store.ts';
 import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from './campaign-store.ts';
-import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { contactTimezone, type Contact } from './contacts.ts';
@@ -12,7 +11,7 @@ import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { callLine, type VoiceDeps } from '../voice/voice.ts';
 import { paginate } from '../platform/schemas/common.ts';
 
-export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps {
+export interface CampaignDeps extends VoiceDeps {
   campaigns: DynamoCampaignStore;
   documentClient: ContactStoreDeps['documentClient'];
   config: VoiceDeps['config'] & ContactStoreDeps['config'];
