@@ -30,6 +30,9 @@ import { DynamoRateLimitStore } from './billing/rate-limit-store.ts';
 import { DynamoToolStore } from './agents/tool-store.ts';
 import { DynamoUsageStore } from './billing/usage-store.ts';
 import { DynamoWebhookStore } from './webhooks/webhook-store.ts';
+import { DynamoCampaignStore } from './campaigns/campaign-store.ts';
+import { settleCampaignAttempt } from './campaigns/campaign-attempts.ts';
+import type { CampaignCallEnded } from './voice/ports.ts';
 
 /** Everything a handler needs, built once per process from configuration. */
 export interface Runtime {
@@ -97,4 +100,13 @@ let processRuntime: Runtime | undefined;
 export function runtime(): Runtime {
   processRuntime ??= createRuntime(parseConfig());
   return processRuntime;
+}
+
+/**
+ * What the voice runtime is told when a campaign's call ends: campaigns settles the attempt. Campaigns sits above
+ * voice (it places its calls through voice), so the two meet here, where every context is known.
+ */
+export function campaignAttemptSettler(base: Pick<Runtime, 'documentClient' | 'config'>): CampaignCallEnded {
+  const campaigns = new DynamoCampaignStore(base.documentClient, base.config.TABLE_NAME);
+  return (end) => settleCampaignAttempt({ campaigns }, end);
 }

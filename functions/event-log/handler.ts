@@ -2,7 +2,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { eventStreamSettings, logEvents } from '../../shared/webhooks/event-stream.ts';
-import { eventsOfItem } from '../../shared/events/from-stream.ts';
+import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
 

@@ -3,7 +3,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { parseConfig } from '../../shared/platform/config.ts';
 import { eventBusFrom, type EventBus } from '../../shared/events/bus.ts';
-import { eventsOfItem } from '../../shared/events/from-stream.ts';
+import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { logger } from '../../shared/platform/logger.ts';
 
 let bus: EventBus | undefined;

@@ -11,7 +11,7 @@ import type { AnalysisConfig } from '../agents/analysis-config-schemas.ts';
 import type { AnalysisResult } from '../conversations/analysis-result-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { sessionEvents } from '../conversations/session-events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';
 import { boundedTranscript } from '../conversations/transcript.ts';
 
@@ -103,7 +103,7 @@ export async function handleAnalysisMessage(
 async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJob, analysis: AnalysisResult): Promise<AnalysisOutcome> {
   const updated = { ...session, analysis, updatedAt: nextUpdatedAt(deps.clock, session.updatedAt) };
   if (session.endedEventId === undefined) {
-    const sent = await deps.sessions.completeAnalysis(session, analysis, job.jobId, events.sessionEnded(updated), updated.updatedAt);
+    const sent = await deps.sessions.completeAnalysis(session, analysis, job.jobId, sessionEvents.sessionEnded(updated), updated.updatedAt);
     if (sent) return 'sent-ended';
     // Someone else sent `session.ended` meanwhile; a re-run's result still replaces theirs.
     if (job.purpose === 'initial') return 'already-done';
@@ -111,7 +111,7 @@ async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJo
     if (!current) return 'no-session';
     return store(deps, current, job, analysis);
   }
-  const replaced = await deps.sessions.replaceAnalysis(session, analysis, job.jobId, events.analysisReplaced(updated), updated.updatedAt);
+  const replaced = await deps.sessions.replaceAnalysis(session, analysis, job.jobId, sessionEvents.analysisReplaced(updated), updated.updatedAt);
   return replaced ? 'replaced' : 'already-done';
 }
 

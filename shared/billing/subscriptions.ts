@@ -3,7 +3,7 @@ import { ConcurrentModificationError, InvalidSubscriptionTransitionError } from 
 import type { BillingProvider, ProviderChange, StoredSubscription, SubscriptionStore } from './ports.ts';
 import type { Subscription, SubscriptionStatus } from './billing-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { billingEvents } from './billing-events.ts';
 import { initialPlanId, type PlanCatalog } from './plans.ts';
 import { bucketBounds } from './usage.ts';
 
@@ -76,7 +76,7 @@ export async function changeSubscription(deps: SubscriptionDeps, orgId: string, 
     const next = nextSubscription(deps, current, change, now);
     if (!next) return publicSubscription(current, now);
     if (deps.billing && isProviderChange(change)) await deps.billing.apply(current, change);
-    const event = events.subscriptionUpdated(orgId, next.updatedAt, { subscriptionId: next.subscriptionId, status: next.status, currentPlan: next.currentPlan });
+    const event = billingEvents.subscriptionUpdated(orgId, next.updatedAt, { subscriptionId: next.subscriptionId, status: next.status, currentPlan: next.currentPlan });
     if (await deps.subscriptions.replace(stored, next, event)) return publicSubscription(next, now);
   }
   throw new ConcurrentModificationError('The subscription changed while this request changed it; retry.');

@@ -2,7 +2,7 @@ import type { RollupMessage, UsageStore } from './ports.ts';
 import type { ScheduledQueue } from '../platform/ports.ts';
 import { quotaMetrics, type QuotaMetric } from './billing-schemas.ts';
 import type { Clock } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { billingEvents } from './billing-events.ts';
 import { currentPeriod } from './subscriptions.ts';
 import { bucketOf } from './usage.ts';
 
@@ -56,7 +56,7 @@ export async function handleRollup(deps: RollupDeps, message: RollupMessage): Pr
     outcome = (await deps.usage.completeRollup(message.orgId, message.notBefore)) ? 'unchanged' : 'duplicate';
   } else {
     const period = currentPeriod(now);
-    const event = events.usageUpdated(message.orgId, now.toISOString(), { period: { start: period.start.toISOString(), end: period.end.toISOString() }, metrics });
+    const event = billingEvents.usageUpdated(message.orgId, now.toISOString(), { period: { start: period.start.toISOString(), end: period.end.toISOString() }, metrics });
     const sent = await deps.usage.completeRollup(message.orgId, message.notBefore, { at: now.getTime(), metrics: reported, event });
     outcome = sent ? 'sent' : 'duplicate';
   }

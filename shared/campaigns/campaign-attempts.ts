@@ -1,22 +1,10 @@
 import { v5 as uuidv5 } from 'uuid';
 import { logger } from '../platform/logger.ts';
 import type { AttemptOutcome, CampaignContactState } from './campaign-schemas.ts';
-import type { EndedReason, Session } from '../conversations/session-schemas.ts';
+import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { DynamoCampaignStore, StoredCampaign } from './campaign-store.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
-import type { Clock } from '../platform/clock.ts';
-
-/** A campaign dial's session says which campaign, contact and attempt it is (`metadata.campaign`). */
-export interface CampaignCallTag {
-  campaignId: string;
-  contactId: string;
-  attempt: number;
-}
-
-export interface CampaignSettleDeps {
-  campaigns: DynamoCampaignStore;
-  clock: Clock;
-}
+import type { CampaignCallEnd, CampaignCallTag } from '../voice/ports.ts';
 
 const attemptSessionNamespace = '2c4f7a1e-93b5-4d0c-8e6a-5b1d7c9f3a24';
 
@@ -66,26 +54,19 @@ export function nextStepAfter(
   return { state: 'PENDING', nextAttemptAt: opening };
 }
 
-export function campaignTagOf(metadata: Record<string, unknown>): CampaignCallTag | undefined {
-  const tag = metadata.campaign as Partial<CampaignCallTag> | undefined;
-  if (!tag || typeof tag.campaignId !== 'string' || typeof tag.contactId !== 'string' || typeof tag.attempt !== 'number') return undefined;
-  return { campaignId: tag.campaignId, contactId: tag.contactId, attempt: tag.attempt };
-}
-
 /**
- * A campaign's call ended: its attempt's outcome is recorded and its call slot freed, once (a second settling of
- * the same attempt changes nothing). Other sessions are left alone.
+ * A campaign's call ended (voice tells it: `CampaignCallEnded`): its attempt's outcome is recorded and its call
+ * slot freed, once (a second settling of the same attempt changes nothing).
  */
-export async function settleCampaignAttempt(deps: CampaignSettleDeps, session: Pick<Session, 'orgId' | 'metadata' | 'endedReason'>): Promise<void> {
-  const tag = campaignTagOf(session.metadata);
-  if (!tag) return;
-  const campaign = await deps.campaigns.get(session.orgId, tag.campaignId);
+export async function settleCampaignAttempt(deps: { campaigns: DynamoCampaignStore }, end: CampaignCallEnd): Promise<void> {
+  const { orgId, campaign: tag } = end;
+  const campaign = await deps.campaigns.get(orgId, tag.campaignId);
   if (!campaign) return;
-  const outcome = outcomeOf(session.endedReason);
+  const outcome = outcomeOf(end.endedReason);
   const retries = outcome !== 'ANSWERED' && campaign.retry.on.includes(outcome) && tag.attempt < campaign.retry.maxAttempts;
   // The contact's zone matters only for a retry's window.
-  const row = retries ? await deps.campaigns.getContact(session.orgId, tag.campaignId, tag.contactId) : undefined;
-  const next = nextStepAfter(campaign, tag.attempt, outcome, row?.timezone ?? 'UTC', deps.clock.now().getTime());
-  const settled = await deps.campaigns.settle({ orgId: session.orgId, campaignId: tag.campaignId, contactId: tag.contactId }, tag.attempt, outcome, next);
+  const row = retries ? await deps.campaigns.getContact(orgId, tag.campaignId, tag.contactId) : undefined;
+  const next = nextStepAfter(campaign, tag.attempt, outcome, row?.timezone ?? 'UTC', end.at.getTime());
+  const settled = await deps.campaigns.settle({ orgId, campaignId: tag.campaignId, contactId: tag.contactId }, tag.attempt, outcome, next);
   if (settled) logger.info('campaign attempt settled', { campaignId: tag.campaignId, contactId: tag.contactId, attempt: tag.attempt, outcome, next: next.state });
 }

@@ -1,9 +1,10 @@
 import type { DispatchDeps, DispatchMessage } from './campaign-dispatcher.ts';
+import { DynamoCampaignStore } from './campaign-store.ts';
 import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
 import type { Runtime } from '../runtime.ts';
 import { voiceRuntime, type VoiceRuntime } from '../voice/voice-runtime.ts';
 
-/** The voice runtime plus the campaign dispatch queue: campaign routes and the dispatcher. */
+/** The voice runtime plus the campaigns and their dispatch queue: campaign routes and the dispatcher. */
 export type CampaignRuntime = VoiceRuntime & DispatchDeps;
 
 let processCampaignRuntime: CampaignRuntime | undefined;
@@ -23,7 +24,7 @@ function dispatchQueueFrom(config: Runtime['config']): DispatchDeps['dispatchQue
 export function campaignRuntime(): CampaignRuntime {
   if (!processCampaignRuntime) {
     const base = voiceRuntime();
-    processCampaignRuntime = { ...base, dispatchQueue: dispatchQueueFrom(base.config) };
+    processCampaignRuntime = { ...base, campaigns: new DynamoCampaignStore(base.documentClient, base.config.TABLE_NAME), dispatchQueue: dispatchQueueFrom(base.config) };
   }
   return processCampaignRuntime;
 }

@@ -3,16 +3,15 @@ import type { SealResponse } from '../platform/ports.ts';
 import { campaignLimits, type Campaign, type CampaignCall, type CampaignContactState, type CampaignProgress, type CampaignStatus, type CreateCampaignInput } from './campaign-schemas.ts';
 import { listAudience, type ContactStoreDeps } from './contact-store.ts';
 import { counterOf, type CampaignContactRow, type DynamoCampaignStore, type StoredCampaign } from './campaign-store.ts';
-import type { CampaignSettleDeps } from './campaign-attempts.ts';
 import { nextWindowOpening } from './campaign-windows.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { contactTimezone, type Contact } from './contacts.ts';
-import { events } from '../events/events.ts';
+import { campaignEvents } from './campaign-events.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { callLine, type VoiceDeps } from '../voice/voice.ts';
 import { paginate } from '../platform/schemas/common.ts';
 
-export interface CampaignDeps extends VoiceDeps, CampaignSettleDeps {
+export interface CampaignDeps extends VoiceDeps {
   campaigns: DynamoCampaignStore;
   documentClient: ContactStoreDeps['documentClient'];
   config: VoiceDeps['config'] & ContactStoreDeps['config'];
@@ -74,7 +73,7 @@ export async function moveCampaign(
   if (!from.includes(campaign.status)) throw refuse(campaign.status);
   const updatedAt = nextUpdatedAt(deps.clock, campaign.updatedAt);
   const progress = extra.progress ?? campaign.progress;
-  const event = events.campaignUpdated(campaign.orgId, updatedAt, { campaignId: campaign.id, name: campaign.name, status: to, previousStatus: campaign.status, progress });
+  const event = campaignEvents.campaignUpdated(campaign.orgId, updatedAt, { campaignId: campaign.id, name: campaign.name, status: to, previousStatus: campaign.status, progress });
   if (!(await deps.campaigns.transition(campaign, from, to, updatedAt, event, extra))) {
     throw refuse((await requireCampaign(deps, campaign.orgId, campaign.id)).status);
   }

@@ -15,7 +15,7 @@ import type { SessionStore, StoredSession } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';
-import { events } from '../events/events.ts';
+import { sessionEvents } from './session-events.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
@@ -58,7 +58,7 @@ export async function createSession(
     nextSeq: 1,
   };
   const created = publicSession(session);
-  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], sealResponse?.(created));
+  await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], sealResponse?.(created));
   // What the first turn would read is known now; a turn in this process then needs one read round trip.
   const sessionKey = `${orgId}/${session.id}`;
   agentOfSession.set(sessionKey, agent.id);
@@ -165,7 +165,7 @@ export async function endSession(
   delete ended.activeUntil;
   // The analysis job is written with the end; its result goes out as `session.ended` (shared/analysis/analysis.ts).
   const job = { jobId: uuidv7(), orgId: session.orgId, sessionId: session.id, purpose: 'initial' as const, deadlineFrom: ended.updatedAt };
-  return (await deps.sessions.end(session, ended, events.sessionLeftOpen(ended), job, options)) ? ended : undefined;
+  return (await deps.sessions.end(session, ended, sessionEvents.sessionLeftOpen(ended), job, options)) ? ended : undefined;
 }
 
 /** Idle: OPEN, no activity within the window, and no running turn holding it (see `holdForTurn`). */

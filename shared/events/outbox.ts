@@ -18,3 +18,9 @@ export function outboxPut(tableName: string, partition: string, event: DomainEve
     },
   };
 }
+
+/** The event an outbox item records, read back from the table (its stream), without the item's own fields. */
+export function recordedEvent(item: Record<string, unknown>): DomainEvent {
+  const { eventId, type, orgId, createdAt, payload } = item as unknown as DomainEvent;
+  return { eventId, type, orgId, createdAt, payload };
+}

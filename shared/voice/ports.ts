@@ -1,5 +1,6 @@
 /** The ports of the voice context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { StoredSession } from '../conversations/ports.ts';
+import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
 import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 
@@ -51,6 +52,29 @@ export interface RecordingStore {
 export interface RelayConnections {
   send(connectionId: string, message: Record<string, unknown>): Promise<void>;
 }
+
+/** A campaign dial's session says which campaign, contact and attempt it is (`metadata.campaign`). */
+export interface CampaignCallTag {
+  campaignId: string;
+  contactId: string;
+  attempt: number;
+}
+
+/** The end of a campaign's call, as voice tells it to whoever placed the call. */
+export interface CampaignCallEnd {
+  orgId: string;
+  campaign: CampaignCallTag;
+  /** Why the call ended: the attempt's outcome follows from it. */
+  endedReason: EndedReason | undefined;
+  /** When the end is handled, on the caller's clock (a retry is timed from it; tests move that clock). */
+  at: Date;
+}
+
+/**
+ * Told each time a campaign's call is reported ended, a repeated report included (campaigns settles the attempt,
+ * once; wired by the composition root, since campaigns sits above voice).
+ */
+export type CampaignCallEnded = (end: CampaignCallEnd) => Promise<void>;
 
 export interface StoredPhoneNumber extends PhoneNumber {
   orgId: string;

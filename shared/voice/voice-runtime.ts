@@ -1,9 +1,8 @@
 import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
-import type { CallBackstop, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
-import { runtime, type Runtime } from '../runtime.ts';
+import type { CallBackstop, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import { campaignAttemptSettler, runtime, type Runtime } from '../runtime.ts';
 import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './call-slot-store.ts';
-import { DynamoCampaignStore } from '../campaigns/campaign-store.ts';
 import { DynamoVoiceStore } from './voice-store.ts';
 import { schedulerBackstop } from './call-backstop.ts';
 import { relayConnections } from './relay-connections.ts';
@@ -17,7 +16,7 @@ export interface VoiceRuntime extends Runtime {
   recordings: RecordingStore;
   backstop: CallBackstop;
   /** A campaign call's end settles its attempt (docs/campaigns.md#exactly-once). */
-  campaigns: DynamoCampaignStore;
+  campaignCallEnded: CampaignCallEnded;
   /** The plan's concurrent calls, held one slot per call (docs/voice.md#call-slots). */
   callSlots: DynamoCallSlots;
 }
@@ -36,7 +35,7 @@ const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime =>
   telephony: new TwilioRestClient(base.config.TWILIO_API_BASE_URL),
   recordings: recordingsFrom(base.config),
   backstop: backstopFrom(base.config),
-  campaigns: new DynamoCampaignStore(base.documentClient, base.config.TABLE_NAME),
+  campaignCallEnded: campaignAttemptSettler(base),
   callSlots: new DynamoCallSlots(base.documentClient, base.config.TABLE_NAME),
 });
 

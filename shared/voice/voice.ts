@@ -15,7 +15,7 @@ import {
 } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../conversations/ports.ts';
-import type { CallBackstop, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
+import type { CallBackstop, CampaignCallEnded, CampaignCallTag, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import {
@@ -33,18 +33,19 @@ import { isValidTwilioSignature } from './twilio-signature.ts';
 import type { TtsProvider } from '../models/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
-import { settleCampaignAttempt, type CampaignCallTag, type CampaignSettleDeps } from '../campaigns/campaign-attempts.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { sessionEvents } from '../conversations/session-events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 import { histories, queueTurn } from '../conversations/turn-state.ts';
 
-export interface VoiceDeps extends SessionDeps, CampaignSettleDeps, CallSlotDeps {
+export interface VoiceDeps extends SessionDeps, CallSlotDeps {
   voice: VoiceStore;
   telephony: Telephony;
   recordings: RecordingStore;
   backstop: CallBackstop;
+  /** A campaign's call ended: its campaign settles the attempt (docs/campaigns.md#exactly-once). */
+  campaignCallEnded: CampaignCallEnded;
   config: SessionDeps['config'] & CallSlotDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL'>;
 }
 
@@ -325,12 +326,12 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
       recordingStatusCallback: recordingCallbackUrl(deps, orgId, session.id),
     }));
   } catch (error) {
-    await deps.voice.recordCarrierCall(session, undefined, events.sessionCreated(session));
+    await deps.voice.recordCarrierCall(session, undefined, sessionEvents.sessionCreated(session));
     await endCall(deps, orgId, session.id, 'FAILED');
     throw error;
   }
   const announced = { ...session, metadata: { ...session.metadata, roomName: callSid } };
-  await deps.voice.recordCarrierCall(announced, callSid, events.sessionCreated(announced));
+  await deps.voice.recordCarrierCall(announced, callSid, sessionEvents.sessionCreated(announced));
   await scheduleBackstop(deps, orgId, session.id, longestOutboundCallSeconds(deps, outbound.ttl));
   return { sessionId: session.id };
 }
@@ -450,7 +451,7 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
     startedAt: session.createdAt,
     answeredAt: session.createdAt,
   };
-  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [events.sessionCreated(session)])) {
+  if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [sessionEvents.sessionCreated(session)])) {
     await Promise.all([scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds), holdSlotForInboundCall(deps, owner.orgId, session.id)]);
   }
   return twimlFor(deps, agent, owner.orgId, session.id);
@@ -541,7 +542,18 @@ export async function endCall(deps: VoiceDeps, orgId: string, sessionId: string,
 
 /** What follows the end of a call, each idempotent: its slot is freed and a campaign's attempt settled. */
 export async function afterCallEnded(deps: VoiceDeps, session: StoredSession): Promise<void> {
-  await Promise.all([releaseCallSlot(deps, session.orgId, session.id), settleCampaignAttempt(deps, session)]);
+  const campaign = campaignTagOf(session.metadata);
+  await Promise.all([
+    releaseCallSlot(deps, session.orgId, session.id),
+    campaign && deps.campaignCallEnded({ orgId: session.orgId, campaign, endedReason: session.endedReason, at: deps.clock.now() }),
+  ]);
+}
+
+/** The campaign dial a session was placed for (`placeOutboundCall` wrote it), if any. */
+function campaignTagOf(metadata: Record<string, unknown>): CampaignCallTag | undefined {
+  const tag = metadata.campaign as Partial<CampaignCallTag> | undefined;
+  if (!tag || typeof tag.campaignId !== 'string' || typeof tag.contactId !== 'string' || typeof tag.attempt !== 'number') return undefined;
+  return { campaignId: tag.campaignId, contactId: tag.contactId, attempt: tag.attempt };
 }
 
 // ---- The conversation (ConversationRelay over the WebSocket API) ----------------------------------------------

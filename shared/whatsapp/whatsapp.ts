@@ -26,7 +26,7 @@ import { WhatsappSendError, type WhatsappMessaging } from './graph-client.ts';
 import { isValidMetaSignature } from './meta-signature.ts';
 import { splitForWhatsapp } from './split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
-import { events } from '../events/events.ts';
+import { sessionEvents } from '../conversations/session-events.ts';
 import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
 import { newMessageId, prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 
@@ -305,7 +305,7 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     messageCount: 0,
     nextSeq: 1,
   };
-  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [events.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
   return session;
 }
 

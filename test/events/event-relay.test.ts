@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../shared/events/events.ts';
 import { localEventBus } from '../../shared/events/bus.ts';
 import { eventSchemas, type EventType } from '../../shared/webhooks/event-catalog.ts';
-import { eventsOfItem } from '../../shared/events/from-stream.ts';
+import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 
 let api: TestApi;

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { posix, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { contexts, exceptions } from '../../shared/contexts.ts';
+import { contexts } from '../../shared/contexts.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 /** The composition root that wires every context's store; the context roots (`*-runtime.ts`) build on it. */
@@ -65,15 +65,8 @@ describe('shared/ by bounded context', () => {
     const to = contextOf(edge.to);
     return from && to && from !== to && to.layer >= from.layer;
   });
-  const allowed = new Set(exceptions.map((exception) => `${exception.from} -> ${exception.to}`));
-
-  it('points every import between contexts down the layers, bar the listed exceptions', () => {
-    expect(upward.map(edgeId).filter((id) => !allowed.has(id))).toEqual([]);
-  });
-
-  it('lists no exception that no longer occurs (the list only shrinks)', () => {
-    const occurring = new Set(upward.map(edgeId));
-    expect([...allowed].filter((id) => !occurring.has(id))).toEqual([]);
+  it('points every import between contexts down the layers', () => {
+    expect(upward.map(edgeId)).toEqual([]);
   });
 
   it('reaches a context from outside only through its public surface', () => {
@@ -84,6 +77,16 @@ describe('shared/ by bounded context', () => {
       return !to.surface.includes(inContext(edge.to));
     });
     expect(bypassing.map(edgeId)).toEqual([]);
+  });
+
+  it('keeps each surface to the files something outside the context imports', () => {
+    const usedFromOutside = new Set(
+      edges
+        .filter((edge) => !edge.from.startsWith('test/') && edge.from !== root && edge.from !== declaration && contextOf(edge.to) && contextOf(edge.from) !== contextOf(edge.to))
+        .map((edge) => edge.to),
+    );
+    const unused = contexts.flatMap((context) => context.surface.map((file) => `shared/${context.name}/${file}`)).filter((file) => !usedFromOutside.has(file));
+    expect(unused).toEqual([]);
   });
 
   it('lets only composition roots, functions/, infra/, bench/ and tests use shared/runtime.ts', () => {
@@ -126,9 +129,11 @@ describe('shared/ by bounded context', () => {
     expect(circles).toEqual([]);
   });
 
-  it('is described in docs/layout.md: every context with its layer, every exception counted', () => {
+  it('is described in docs/layout.md: every context with its layer, purpose and surface', () => {
     const doc = readFileSync(resolve(repoRoot, 'docs/layout.md'), 'utf8');
-    for (const context of contexts) expect(doc, context.name).toContain(`| ${context.layer} | \`shared/${context.name}/\` |`);
-    expect(doc).toContain(`(${exceptions.length} edges in \`shared/contexts.ts\``);
+    for (const context of contexts) {
+      expect(doc, context.name).toContain(`| ${context.layer} | \`shared/${context.name}/\` | ${context.purpose} |`);
+      expect(doc, context.name).toContain(`| \`${context.name}\` | ${context.surface.map((file) => `\`${file}\``).join(', ')} |`);
+    }
   });
 });
