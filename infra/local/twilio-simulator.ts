@@ -120,9 +120,10 @@ export interface InteractiveCallee {
 
 /**
  * A local Twilio that speaks Twilio's wire protocol: the REST calls the platform makes (create a call, hang it
- * up, recordings, and the numbers of `twilio-numbers.ts`), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
+ * up), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
  * WebSocket protocol (`setup`, `prompt`, `interrupt`, `dtmf` out; `text`, `end` in) against the relay URL of the
  * call's TwiML. Any account SID is accepted; each call's callbacks are signed with the token it was created with.
+ * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`.
  */
 export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
   const host = options.host ?? '127.0.0.1';
@@ -330,8 +331,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', `http://${host}`);
-    const text = await readText(request);
-    const body = new URLSearchParams(text);
+    const body = new URLSearchParams(await readText(request));
     const accountResource = /^\/2010-04-01\/Accounts\/([^/]+)\/((?:Available|Incoming)PhoneNumbers.*)$/.exec(url.pathname);
     if (accountResource) {
       const [user, authToken] = basicCredentials(request);

@@ -539,7 +539,7 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
   const number = await deps.voice.getPhoneNumber(owner.orgId, owner.phoneNumberId);
   const callSid = params.CallSid;
   if (!number?.agentId || !callSid) return rejectTwiml();
-  const record = number.record_inbound_calls === true;
+  const record = number.record_inbound_calls;
   let agent: Agent;
   try {
     agent = await callableAgent(deps, owner.orgId, number.agentId);
