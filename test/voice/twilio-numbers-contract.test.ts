@@ -2,11 +2,13 @@
  * The number requests of our Twilio client, field by field against the official `twilio` package's for the same
  * operations (method, URL, query, form, Basic auth, content type), and Twilio's documented answers
  * (test/fixtures/twilio/, each with its source) read by our client. Offline: both clients are given a stand-in for
- * the network that records what they would send.
+ * the network that records what they would send. Then the official client against the Twilio simulator: what it
+ * understands of Twilio, it understands of the simulator.
  */
 import { readFileSync } from 'node:fs';
 import twilio from 'twilio';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTwilioSimulator, type TwilioSimulator } from '../../infra/local/twilio-simulator.ts';
 import { PhoneNumberUnavailableError } from '../../shared/platform/errors.ts';
 import { conversationRelayTwiml } from '../../shared/voice/conversation-relay.ts';
 import type { AvailableNumberSearch, CarrierNumber, NumberRouting } from '../../shared/voice/ports.ts';
@@ -205,5 +207,62 @@ describe("Twilio's documented answers, read by our client", () => {
     const buying = ourClient(example, status).client.buyNumber(credentials, { phoneNumber: '+18089251571' }, routing);
     await expect(buying).rejects.toBeInstanceOf(PhoneNumberUnavailableError);
     await expect(ourClient(example, status).client.buyNumber(credentials, { phoneNumber: '+18089251571' }, routing)).rejects.toThrow('PhoneNumber is not available (Twilio error 21422)');
+  });
+});
+
+describe('the Twilio simulator, to the official client', () => {
+  let simulator: TwilioSimulator;
+  beforeAll(async () => {
+    simulator = await startTwilioSimulator();
+  });
+  afterAll(() => simulator.stop());
+
+  /** The official client over real HTTP, its requests for api.twilio.com sent to the simulator. */
+  const officialAt = (account: { accountSid: string; authToken: string }, resourcesOf = account.accountSid) => {
+    const http = new twilio.RequestClient();
+    const httpClient = { request: (options: { uri: string }) => http.request({ ...options, uri: options.uri.replace('https://api.twilio.com', simulator.baseUrl) } as never) };
+    return twilio(account.accountSid, account.authToken, { httpClient: httpClient as never }).api.v2010.accounts(resourcesOf);
+  };
+  const account = () => ({ accountSid: `AC${crypto.randomUUID().replaceAll('-', '')}`, authToken: crypto.randomUUID().replaceAll('-', '') });
+
+  it('searches, buys, routes, reads and releases a number as the client expects of Twilio', async () => {
+    // Prepare
+    const owner = account();
+    const api = officialAt(owner);
+
+    // Act
+    const [offered] = await api.availablePhoneNumbers('US').local.list({ areaCode: 415, voiceEnabled: true, limit: 1 });
+    const bought = await api.incomingPhoneNumbers.create({ phoneNumber: offered!.phoneNumber, voiceUrl: 'https://example.com/voice' });
+    const routed = await api.incomingPhoneNumbers(bought.sid).update({ voiceUrl: 'https://example.com/twilio/voice', statusCallback: 'https://example.com/twilio/voice/status' });
+    const found = await api.incomingPhoneNumbers.list({ phoneNumber: offered!.phoneNumber });
+    const removed = await api.incomingPhoneNumbers(bought.sid).remove();
+    const afterwards = await api.incomingPhoneNumbers(bought.sid).fetch().catch((error: unknown) => error);
+
+    // Assess
+    expect(offered).toMatchObject({ locality: 'San Francisco', region: 'CA', isoCountry: 'US', addressRequirements: 'none' });
+    expect(offered!.phoneNumber).toMatch(/^\+1415\d{7}$/);
+    expect(bought).toMatchObject({ accountSid: owner.accountSid, phoneNumber: offered!.phoneNumber, voiceUrl: 'https://example.com/voice', voiceMethod: 'POST' });
+    expect(bought.sid).toMatch(/^PN[0-9a-f]{32}$/);
+    expect(bought.dateCreated).toBeInstanceOf(Date);
+    expect(routed).toMatchObject({ voiceUrl: 'https://example.com/twilio/voice', statusCallback: 'https://example.com/twilio/voice/status', statusCallbackMethod: 'POST' });
+    expect(found.map((number) => number.sid)).toEqual([bought.sid]);
+    expect(removed).toBe(true);
+    expect(afterwards).toMatchObject({ status: 404, code: 20404 });
+  });
+
+  it("answers Twilio's errors: a number no longer for sale (21422), an area code without numbers (21452), another account's number (20404), a wrong account (20003)", async () => {
+    const [first, second] = [account(), account()];
+    const [offered] = await officialAt(first).availablePhoneNumbers('US').local.list({ areaCode: 808, limit: 1 });
+    const bought = await officialAt(second).incomingPhoneNumbers.create({ phoneNumber: offered!.phoneNumber });
+
+    const taken = await officialAt(first).incomingPhoneNumbers.create({ phoneNumber: offered!.phoneNumber }).catch((error: unknown) => error);
+    const soldOut = await officialAt(first).incomingPhoneNumbers.create({ areaCode: '533' }).catch((error: unknown) => error);
+    const notYours = await officialAt(first).incomingPhoneNumbers(bought.sid).fetch().catch((error: unknown) => error);
+    const wrongAccount = await officialAt(first, second.accountSid).incomingPhoneNumbers.list().catch((error: unknown) => error);
+
+    expect(taken).toMatchObject({ status: 400, code: 21422, message: 'PhoneNumber is not available', moreInfo: 'https://www.twilio.com/docs/errors/21422' });
+    expect(soldOut).toMatchObject({ status: 400, code: 21452 });
+    expect(notYours).toMatchObject({ status: 404, code: 20404 });
+    expect(wrongAccount).toMatchObject({ status: 401, code: 20003 });
   });
 });
