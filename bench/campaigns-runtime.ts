@@ -72,7 +72,7 @@ async function campaignOrg(count: number, firstArea: number) {
   const { orgId, call } = await benchOrganization(deps, baseUrl);
   await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
   const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
-  const number = await call('POST', '/api/v1/phone-numbers', { phone_number: `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}` });
+  const number = await call('POST', '/api/v1/phone-numbers/buy', { area_code: '415' });
   // Busy (60s), no answer (70s) and failing (80s) callees, 30 an area code.
   const numbers = Array.from({ length: count }, (_, index) => `+1${firstArea + Math.floor(index / 30)}55501${60 + (index % 30)}`);
   const imported = await importContacts(deps, orgId, ['phoneNumber,name,tags', ...numbers.map((phone, index) => `${phone},Contact ${index},bench`)].join('\n'));

@@ -44,7 +44,7 @@ const deps = runtime();
 const { orgId, call } = await benchOrganization(deps, baseUrl);
 await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
 const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
-const number = await call('POST', '/api/v1/phone-numbers', { phone_number: '+15557000000' });
+const number = await call('POST', '/api/v1/phone-numbers/buy', { area_code: '415' });
 
 interface Timed {
   sessionId: string;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
+import { createNumberInventory, twilioError, type SimulatedNumber } from './twilio-numbers.ts';
 
 /**
  * What a simulated callee does once it answers: each step says a line (a final `prompt`), presses a key (`dtmf`),
@@ -71,6 +72,8 @@ interface SimulatedCall {
   timer?: NodeJS.Timeout | undefined;
   finished: boolean;
   relayEndReported?: boolean;
+  /** How the recording was started: the call's REST request (`OutboundAPI`) or its TwiML's `<Start><Recording>`. */
+  recordingSource?: 'OutboundAPI' | 'StartCallRecordingTwiML';
   /** A carrier that loses every report after the answer (the backstop's case). */
   silent?: boolean;
   /** What the callee heard: each reply's tokens joined, and the replies in order. */
@@ -84,8 +87,15 @@ export interface TwilioSimulator {
   setScript(number: string, script: CalleeScript): void;
   /** A callee driven from outside (`npm run call`): lines in, the agent's tokens out. */
   attachCallee(number: string, callee: InteractiveCallee): void;
-  /** Places an inbound call to `to`, as Twilio does when someone dials an imported number. */
-  dialIn(options: { from: string; to: string; voiceUrl: string; accountSid: string; authToken: string; script?: CalleeScript }): Promise<string>;
+  /**
+   * Someone dials `to`, a number of an account here: Twilio asks the number's voice URL (signed with the account's
+   * token) what to do, and tells its status callback when the call ends.
+   */
+  dialIn(options: { from: string; to: string; script?: CalleeScript }): Promise<string>;
+  /** A number an account has already (bought in Twilio's console, or ported in): it answers Twilio's demo until routed. */
+  addIncomingNumber(options: { accountSid: string; authToken: string; phoneNumber: string; voiceApplicationSid?: string; trunkSid?: string }): SimulatedNumber;
+  /** The number as Twilio keeps it (its voice URL, status callback, …), in whichever account has it; undefined once released. */
+  incomingNumber(phoneNumber: string): SimulatedNumber | undefined;
   callbacks: SentCallback[];
   /** The replies each call's callee heard, by call SID. */
   heard(callSid: string): string[];
@@ -113,6 +123,7 @@ export interface InteractiveCallee {
  * up), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
  * WebSocket protocol (`setup`, `prompt`, `interrupt`, `dtmf` out; `text`, `end` in) against the relay URL of the
  * call's TwiML. Any account SID is accepted; each call's callbacks are signed with the token it was created with.
+ * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`.
  */
 export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
   const host = options.host ?? '127.0.0.1';
@@ -123,6 +134,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const callbacks: SentCallback[] = [];
   const recordings = new Map<string, { callSid: string; accountSid: string; audio: Buffer; deleted: boolean }>();
   const created: { sid: string; to: string; createdAt: number }[] = [];
+  const numbers = createNumberInventory();
   let live = 0;
   let peak = 0;
 
@@ -157,9 +169,11 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const report = async (call: SimulatedCall, status: string) => {
     call.status = status;
     if (!call.statusCallback || call.silent) return;
+    // A number's status callback hears only the end of an inbound call.
+    if (call.direction === 'inbound' && !finalStatuses.includes(status)) return;
     call.sequence += 1;
     const params = { ...baseParams(call), CallbackSource: 'call-progress-events', SequenceNumber: String(call.sequence), Timestamp: new Date().toUTCString() };
-    if (['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(status)) {
+    if (finalStatuses.includes(status)) {
       const duration = call.answeredAt ? Math.round((Date.now() - call.answeredAt) / 1000) : 0;
       Object.assign(params, { CallDuration: String(duration), Duration: String(Math.ceil(duration / 60)) });
     }
@@ -196,7 +210,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       RecordingStatus: 'completed',
       RecordingDuration: String(duration),
       RecordingChannels: '1',
-      RecordingSource: 'OutboundAPI',
+      RecordingSource: call.recordingSource ?? 'OutboundAPI',
     });
   };
 
@@ -318,6 +332,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', `http://${host}`);
     const body = new URLSearchParams(await readText(request));
+    const accountResource = /^\/2010-04-01\/Accounts\/([^/]+)\/((?:Available|Incoming)PhoneNumbers.*)$/.exec(url.pathname);
+    if (accountResource) {
+      const [user, authToken] = basicCredentials(request);
+      if (user !== decodeURIComponent(accountResource[1] as string) || !authToken) return twilioError(response, 401, 20003, 'Authenticate');
+      const form = request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ? body : undefined;
+      numbers.handle({ method: request.method ?? 'GET', resource: accountResource[2] as string, query: url.searchParams, form, accountSid: user, authToken }, response);
+      return;
+    }
     const recordingMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.(mp3|json)$/.exec(url.pathname);
     if (recordingMatch) {
       const recording = recordings.get(recordingMatch[2] as string);
@@ -421,28 +443,37 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         peak = live;
       },
     },
+    addIncomingNumber: (options) => numbers.add(options),
+    incomingNumber: (phoneNumber) => numbers.byPhoneNumber(phoneNumber),
     async dialIn(dial) {
+      const number = numbers.byPhoneNumber(dial.to);
+      if (!number) throw new Error(`${dial.to} is no number of any account of the simulator`);
+      // The simulator runs no TwiML application or SIP trunk: a number routed to one cannot be dialled here.
+      if (number.voiceApplicationSid || number.trunkSid || number.voiceMethod !== 'POST') throw new Error(`${dial.to} is not routed to a voice URL by POST`);
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,
-        accountSid: dial.accountSid,
-        authToken: dial.authToken,
+        accountSid: number.accountSid,
+        authToken: numbers.tokenOf(number.accountSid) as string,
         from: dial.from,
         to: dial.to,
         direction: 'inbound',
         status: 'ringing',
+        statusCallback: number.statusCallback || undefined,
         timeLimitSeconds: 0,
         sequence: -1,
         finished: false,
         heard: [],
       };
       calls.set(call.sid, call);
-      const twiml = await post(call, dial.voiceUrl, { ...baseParams(call), CallerName: '' });
+      const twiml = await post(call, number.voiceUrl, { ...baseParams(call), CallerName: '' });
       call.twiml = twiml;
       call.relayUrl = attribute(twiml, 'ConversationRelay', 'url');
       call.actionUrl = attribute(twiml, 'Connect', 'action');
+      call.recordingCallback = attribute(twiml, 'Recording', 'recordingStatusCallback');
+      if (call.recordingCallback) call.recordingSource = 'StartCallRecordingTwiML';
       if (!call.relayUrl) {
         call.finished = true;
-        call.status = /<Reject/.test(twiml) ? 'busy' : 'failed';
+        await report(call, /<Reject/.test(twiml) ? 'busy' : 'failed');
         return call.sid;
       }
       call.status = 'in-progress';
@@ -460,6 +491,8 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     },
   };
 }
+
+const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 
 function attribute(twiml: string, element: string, name: string): string | undefined {
   const tag = new RegExp(`<${element}\\b[^>]*>`).exec(twiml)?.[0];

@@ -31,12 +31,14 @@ export interface RelaySettings {
   /** The TTS provider as ConversationRelay names it (`Google`, `Amazon`, `ElevenLabs`, …) and its voice. */
   ttsProvider?: string | undefined;
   voice?: string | undefined;
+  /** Records the call (`<Start><Recording>`) and tells this URL when the recording is ready. */
+  recordingStatusCallback?: string | undefined;
 }
 
 const escapeXml = (value: string): string =>
   value.replace(/[<>&"']/g, (character) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[character] as string);
 
-/** The TwiML that connects a call to our WebSocket API: `<Connect><ConversationRelay …/></Connect>`. */
+/** The TwiML that connects a call to our WebSocket API: `<Connect><ConversationRelay …/></Connect>`, recording it first if asked. */
 export function conversationRelayTwiml(settings: RelaySettings): string {
   const attributes: Record<string, string> = {
     url: settings.url,
@@ -50,7 +52,10 @@ export function conversationRelayTwiml(settings: RelaySettings): string {
   const rendered = Object.entries(attributes)
     .map(([name, value]) => `${name}="${escapeXml(value)}"`)
     .join(' ');
-  return `<?xml version="1.0" encoding="UTF-8"?><Response><Connect><ConversationRelay ${rendered}/></Connect></Response>`;
+  const recording = settings.recordingStatusCallback
+    ? `<Start><Recording recordingStatusCallback="${escapeXml(settings.recordingStatusCallback)}" recordingStatusCallbackEvent="completed"/></Start>`
+    : '';
+  return `<?xml version="1.0" encoding="UTF-8"?><Response>${recording}<Connect><ConversationRelay ${rendered}/></Connect></Response>`;
 }
 
 /** An inbound call we cannot take: the carrier says so and hangs up. */
