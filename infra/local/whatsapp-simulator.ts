@@ -259,12 +259,15 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
 /**
  * WhatsApp on this machine: the simulator, wired through the variables the handlers read on AWS too (call before
  * they read their configuration). `apiBaseUrl` is where its webhooks go; tools and webhooks cannot reach it.
+ * Addresses the environment names already win: with WHATSAPP_GRAPH_API_URL set (the real Graph API, or another
+ * test double) no simulator starts, and a set PUBLIC_BASE_URL (the tunnel Meta posts to) is kept.
  */
-export async function startLocalWhatsapp(apiBaseUrl: string, env: NodeJS.ProcessEnv = process.env, options: { port?: number | undefined } = {}): Promise<WhatsappSimulator> {
+export async function startLocalWhatsapp(apiBaseUrl: string, env: NodeJS.ProcessEnv = process.env, options: { port?: number | undefined } = {}): Promise<WhatsappSimulator | undefined> {
+  env.PUBLIC_BASE_URL ??= apiBaseUrl;
+  if (env.WHATSAPP_GRAPH_API_URL) return undefined;
   const simulator = await startWhatsappSimulator({ apiBaseUrl, port: options.port });
   denyEgressTo(simulator.port, env);
   env.WHATSAPP_GRAPH_API_URL = simulator.graphApiUrl;
-  env.PUBLIC_BASE_URL = apiBaseUrl;
   return simulator;
 }
 
