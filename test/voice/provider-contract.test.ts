@@ -86,13 +86,16 @@ describe("ConversationRelay's documented messages", () => {
   });
 });
 
+/** A fixture's parameter sets, each a plain form of names and values as Twilio posts them. */
+const parameterSets = (sets: readonly object[]): Record<string, string>[] => sets.map((set) => Object.fromEntries(Object.entries(set).map(([name, value]) => [name, String(value)])));
+
 describe("Twilio's documented status callbacks", () => {
   const fill = (params: Record<string, string>, accountSid: string, callSid: string) =>
     Object.fromEntries(Object.entries(params).map(([name, value]) => [name, value.replace('{AccountSid}', accountSid).replace('{CallSid}', callSid)]));
 
   it.each([
-    ['initiated, ringing, in-progress, then completed after 12 s', 'HANGUP_CALLEE', statusCallbacks.answeredThenCompleted],
-    ['busy', 'BUSY', statusCallbacks.busy],
+    ['initiated, ringing, in-progress, then completed after 12 s', 'HANGUP_CALLEE', parameterSets(statusCallbacks.answeredThenCompleted)],
+    ['busy', 'BUSY', parameterSets(statusCallbacks.busy)],
   ] as const)('%s: every documented parameter is signed and verified, and the call ends once as %s', async (_, endedReason, sequence) => {
     // Prepare: a call whose callee stays silent, so that only the documented callbacks end it.
     const org = await voiceOrg(api, receiver, receiverUrl);
