@@ -258,7 +258,7 @@ function customerOf(message: InboundWhatsappMessage, contacts: readonly WebhookC
 }
 
 /** CloudWatch metric of the notification parts Meta got its 200 for and the platform does not act on. */
-export const unhandledNotificationsMetric = 'WhatsappNotificationsUnhandled';
+const unhandledNotificationsMetric = 'WhatsappNotificationsUnhandled';
 
 /** A notification (or a part of it) acknowledged and not acted on: never silent, a warning and a count. */
 function unhandledNotification(reason: string, fields: Record<string, unknown>): void {
