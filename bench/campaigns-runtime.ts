@@ -65,7 +65,11 @@ const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}
 const voice = await startLocalVoice(baseUrl, process.env, { queues });
 await preload();
 const deps = campaignRuntime();
-const simulator = voice.simulator;
+const simulator =
+  voice.simulator ??
+  (() => {
+    throw new Error('The bench measures campaigns against the Twilio simulator: unset TWILIO_API_BASE_URL.');
+  })();
 
 /** An organization ready to call, with `count` contacts on callees that end without a conversation. */
 async function campaignOrg(count: number, firstArea: number) {

@@ -64,6 +64,9 @@ interface SimulatedCall {
   timeLimitSeconds: number;
   relayUrl?: string | undefined;
   actionUrl?: string | undefined;
+  /** What the TwiML's `<ConversationRelay>` turned on: key presses are sent only then, partial prompts only then. */
+  dtmfDetection?: boolean;
+  partialPrompts?: boolean;
   /** The TwiML the call runs (given at creation, or answered by the voice webhook). */
   twiml?: string | undefined;
   answeredAt?: number | undefined;
@@ -101,6 +104,8 @@ export interface TwilioSimulator {
   heard(callSid: string): string[];
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
+  /** Sends a message, as given, on a call's live ConversationRelay socket (contract tests send Twilio's own examples). */
+  sendToRelay(callSid: string, message: string): void;
   /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
   recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
   /** Every outbound call created, in order: the carrier's own record of what was dialled. */
@@ -123,6 +128,9 @@ export interface InteractiveCallee {
  * up), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
  * WebSocket protocol (`setup`, `prompt`, `interrupt`, `dtmf` out; `text`, `end` in) against the relay URL of the
  * call's TwiML. Any account SID is accepted; each call's callbacks are signed with the token it was created with.
+ * No more forgiving than Twilio: inline TwiML over 4,000 characters is refused (error 32018), a key press reaches
+ * the relay only when the TwiML set `dtmfDetection="true"`, partial prompts (`last: false`) come only with
+ * `partialPrompts="true"`, and an interrupt's duration is a string, as Twilio's page shows it.
  * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`.
  */
 export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
@@ -234,6 +242,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const send = (message: Record<string, unknown>) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
     };
+    /** What the callee says: with `partialPrompts`, the words so far as they are recognised, then the whole. */
+    const say = (line: string) => {
+      if (call.partialPrompts) {
+        const words = line.split(' ');
+        for (let count = 1; count < words.length; count += 1) send({ type: 'prompt', voicePrompt: words.slice(0, count).join(' '), lang: 'en-US', last: false });
+      }
+      send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+    };
     const waitForReply = () =>
       new Promise<void>((resolveReply) => {
         replyDone = resolveReply;
@@ -250,7 +266,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         tokensThisReply += 1;
         if (interruptAfter !== undefined && tokensThisReply >= interruptAfter) {
           // The callee talks over the agent: the relay reports what had been spoken so far.
-          send({ type: 'interrupt', utteranceUntilInterrupt: reply, durationUntilInterruptMs: 400 });
+          send({ type: 'interrupt', utteranceUntilInterrupt: reply, durationUntilInterruptMs: '400' });
         }
         if (message.last) finishReply();
       } else if (message.type === 'end') {
@@ -286,17 +302,19 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       if (callee) {
         callee.onConnected((line) => {
           if (line === null) void finish(call, 'completed');
-          else send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+          else say(line);
         });
         return;
       }
       for (const step of script.steps) {
         if (call.finished || socket.readyState !== WebSocket.OPEN) return;
+        // A key pressed on a call without DTMF detection reaches nobody: Twilio sends nothing, and nothing answers.
+        if ('dtmf' in step && !call.dtmfDetection) continue;
         const replied = waitForReply();
         if ('dtmf' in step) send({ type: 'dtmf', digit: step.dtmf });
         else {
           if ('interruptAfterTokens' in step) interruptAfter = step.interruptAfterTokens;
-          send({ type: 'prompt', voicePrompt: step.say, lang: 'en-US', last: true });
+          say(step.say);
         }
         await replied;
       }
@@ -361,6 +379,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     if (user !== decodeURIComponent(account) || !authToken) return json(response, 401, { code: 20003, message: 'Authenticate', status: 401 });
     if (createMatch) {
       const twiml = body.get('Twiml') ?? '';
+      if (twiml.length > inlineTwimlLimit) {
+        return json(response, 400, {
+          code: 32018,
+          message: `Twiml size exceeded maximum allowed value of ${inlineTwimlLimit} characters`,
+          more_info: 'https://www.twilio.com/docs/errors/32018',
+          status: 400,
+        });
+      }
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,
         accountSid: user,
@@ -372,8 +398,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         statusCallback: body.get('StatusCallback') ?? undefined,
         recordingCallback: body.get('Record') === 'true' ? (body.get('RecordingStatusCallback') ?? undefined) : undefined,
         timeLimitSeconds: Number(body.get('TimeLimit') ?? 14_400),
-        relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
-        actionUrl: attribute(twiml, 'Connect', 'action'),
+        ...relayOf(twiml),
         twiml,
         sequence: -1,
         finished: false,
@@ -435,6 +460,11 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
     twimlOf: (callSid) => calls.get(callSid)?.twiml,
+    sendToRelay: (callSid, message) => {
+      const socket = calls.get(callSid)?.socket;
+      if (socket?.readyState !== WebSocket.OPEN) throw new Error(`Call ${callSid} has no live relay`);
+      socket.send(message);
+    },
     outboundCalls: () => [...created],
     liveCalls: {
       current: () => live,
@@ -467,8 +497,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       calls.set(call.sid, call);
       const twiml = await post(call, number.voiceUrl, { ...baseParams(call), CallerName: '' });
       call.twiml = twiml;
-      call.relayUrl = attribute(twiml, 'ConversationRelay', 'url');
-      call.actionUrl = attribute(twiml, 'Connect', 'action');
+      Object.assign(call, relayOf(twiml));
       call.recordingCallback = attribute(twiml, 'Recording', 'recordingStatusCallback');
       if (call.recordingCallback) call.recordingSource = 'StartCallRecordingTwiML';
       if (!call.relayUrl) {
@@ -493,6 +522,19 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
 }
 
 const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
+
+/** Twilio's limit of the `Twiml` parameter of a call it is asked to create (error 32018). */
+export const inlineTwimlLimit = 4000;
+
+/** The relay a TwiML document connects to: its URL, the `<Connect>` action, and what it turned on. */
+function relayOf(twiml: string): Pick<SimulatedCall, 'relayUrl' | 'actionUrl' | 'dtmfDetection' | 'partialPrompts'> {
+  return {
+    relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
+    actionUrl: attribute(twiml, 'Connect', 'action'),
+    dtmfDetection: attribute(twiml, 'ConversationRelay', 'dtmfDetection') === 'true',
+    partialPrompts: attribute(twiml, 'ConversationRelay', 'partialPrompts') === 'true',
+  };
+}
 
 function attribute(twiml: string, element: string, name: string): string | undefined {
   const tag = new RegExp(`<${element}\\b[^>]*>`).exec(twiml)?.[0];

@@ -285,6 +285,8 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
     language: agent.language ?? 'en-US',
     interruptible: true,
     welcomeGreetingInterruptible: agent.welcomeAllowInterruptions ?? true,
+    // A key press is a user message the agent answers (docs/voice.md#call-flow); Twilio sends none unless asked.
+    dtmfDetection: true,
     welcomeGreeting: agent.voice?.welcomeMessage || undefined,
     ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
     voice: agent.voice?.voiceId,

@@ -170,7 +170,7 @@ describe("our Twilio number requests are the official client's", () => {
     const callback = 'https://api.example.com/twilio/calls/org/session/recording';
     const reference = new twilio.twiml.VoiceResponse();
     reference.start().recording({ recordingStatusCallback: callback, recordingStatusCallbackEvent: ['completed'] });
-    const ours = conversationRelayTwiml({ url: 'wss://relay.example.com', language: 'en-US', interruptible: true, welcomeGreetingInterruptible: true, recordingStatusCallback: callback });
+    const ours = conversationRelayTwiml({ url: 'wss://relay.example.com', language: 'en-US', interruptible: true, welcomeGreetingInterruptible: true, dtmfDetection: true, recordingStatusCallback: callback });
     expect(ours).toContain(reference.toString().replace(/^<\?xml[^>]*>\s*<Response>/, '').replace(/<\/Response>$/, ''));
     expect(ours.indexOf('<Start>')).toBeLessThan(ours.indexOf('<Connect>'));
   });
