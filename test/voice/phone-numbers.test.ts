@@ -139,7 +139,7 @@ describe('numbers at Twilio', () => {
     const { key } = await twilioOrg(['voice:read']);
     const { key: withoutTwilio } = await api.newOrg(['voice:read']);
 
-    expectError(await search(key, '?areaCode=415'), 400, 'VALIDATION_ERROR');
+    expectError(await search(key, '?areaCode=415'), 400, 'VALIDATION_ERROR', 'areaCode');
     expectError(await search(key, '?area_code=41'), 400, 'VALIDATION_ERROR', 'area_code');
     expectError(await search(key, '?contains=4'), 400, 'VALIDATION_ERROR', 'contains');
     expectError(await search(key, '?type=premium'), 400, 'VALIDATION_ERROR', 'type');
