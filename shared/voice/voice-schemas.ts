@@ -67,30 +67,37 @@ export type AvailableNumberType = (typeof availableNumberTypes)[number];
 
 /**
  * Twilio's search filters (AvailablePhoneNumbers), in snake_case. Strict: a filter spelled wrong would otherwise
- * be dropped and the search answered with numbers from anywhere.
+ * be dropped and the search answered with numbers from anywhere; it is named in the 400's details.
  */
+const searchFilters = {
+  country: z.string().trim().regex(/^[A-Za-z]{2}$/, { error: 'must be an ISO 3166-1 alpha-2 country code such as US' }).transform((code) => code.toUpperCase()).default('US'),
+  type: z.enum(availableNumberTypes).default('local'),
+  area_code: areaCode.optional(),
+  /** Digits, letters (as on a keypad) and `*` (any one digit), at least two: Twilio's `Contains`. */
+  contains: z.string().trim().regex(/^[0-9A-Za-z*]{2,16}$/, { error: 'must be 2–16 digits, letters or *' }).optional(),
+  region: z.string().trim().regex(/^[A-Za-z]{2}$/, { error: 'must be a two-letter state or province such as CA' }).transform((code) => code.toUpperCase()).optional(),
+  postal_code: z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9 -]{0,11}$/, { error: 'must be a postal code' }).optional(),
+  locality: z.string().trim().min(1).max(64).optional(),
+  near_number: e164.optional(),
+  /** Miles around `near_number` (Twilio's default is 25). */
+  distance: z.string().trim().regex(/^\d{1,3}$/, { error: 'must be a whole number of miles' }).transform(Number).pipe(z.number().max(500, { error: 'must be at most 500' })).optional(),
+  size: z
+    .string()
+    .optional()
+    .transform((raw) => {
+      const parsed = raw !== undefined && /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+      return Number.isSafeInteger(parsed) ? Math.min(Math.max(parsed, 1), 50) : 20;
+    }),
+};
+
 export const searchAvailableNumbersQuery = z
-  .strictObject({
-    country: z.string().trim().regex(/^[A-Za-z]{2}$/, { error: 'must be an ISO 3166-1 alpha-2 country code such as US' }).transform((code) => code.toUpperCase()).default('US'),
-    type: z.enum(availableNumberTypes).default('local'),
-    area_code: areaCode.optional(),
-    /** Digits, letters (as on a keypad) and `*` (any one digit), at least two: Twilio's `Contains`. */
-    contains: z.string().trim().regex(/^[0-9A-Za-z*]{2,16}$/, { error: 'must be 2–16 digits, letters or *' }).optional(),
-    region: z.string().trim().regex(/^[A-Za-z]{2}$/, { error: 'must be a two-letter state or province such as CA' }).transform((code) => code.toUpperCase()).optional(),
-    postal_code: z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9 -]{0,11}$/, { error: 'must be a postal code' }).optional(),
-    locality: z.string().trim().min(1).max(64).optional(),
-    near_number: e164.optional(),
-    /** Miles around `near_number` (Twilio's default is 25). */
-    distance: z.string().trim().regex(/^\d{1,3}$/, { error: 'must be a whole number of miles' }).transform(Number).pipe(z.number().max(500, { error: 'must be at most 500' })).optional(),
-    size: z
-      .string()
-      .optional()
-      .transform((raw) => {
-        const parsed = raw !== undefined && /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-        return Number.isSafeInteger(parsed) ? Math.min(Math.max(parsed, 1), 50) : 20;
-      }),
-  })
-  .refine((query) => query.distance === undefined || query.near_number !== undefined, { error: 'distance needs near_number', path: ['distance'] });
+  .looseObject(searchFilters)
+  .superRefine((query, context) => {
+    for (const name of Object.keys(query)) {
+      if (!(name in searchFilters)) context.addIssue({ code: 'custom', path: [name], message: 'is not a search filter (they are snake_case, such as area_code)' });
+    }
+    if (query.distance !== undefined && query.near_number === undefined) context.addIssue({ code: 'custom', path: ['distance'], message: 'needs near_number' });
+  });
 
 export const twilioCredentialsBody = z.strictObject({
   accountSid: z.string().trim().regex(/^AC[0-9a-f]{32}$/, { error: 'must be a Twilio account SID (AC followed by 32 hex characters)' }),

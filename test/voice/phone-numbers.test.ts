@@ -2,6 +2,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { phoneNumberRoutes } from '../../functions/phone-numbers/routes.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { TelephonyUnavailableError } from '../../shared/platform/errors.ts';
+import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { numberAtTwilio, twilioAccount, uniqueNumber } from '../support/voice.ts';
@@ -139,7 +141,7 @@ describe('numbers at Twilio', () => {
     const { key } = await twilioOrg(['voice:read']);
     const { key: withoutTwilio } = await api.newOrg(['voice:read']);
 
-    expectError(await search(key, '?areaCode=415'), 400, 'VALIDATION_ERROR');
+    expectError(await search(key, '?areaCode=415'), 400, 'VALIDATION_ERROR', 'areaCode');
     expectError(await search(key, '?area_code=41'), 400, 'VALIDATION_ERROR', 'area_code');
     expectError(await search(key, '?contains=4'), 400, 'VALIDATION_ERROR', 'contains');
     expectError(await search(key, '?type=premium'), 400, 'VALIDATION_ERROR', 'type');
@@ -261,6 +263,40 @@ describe('numbers at Twilio', () => {
     expect(simulator().incomingNumber(released.body.phone_number)).toBeUndefined();
     expect(simulator().incomingNumber(alreadyGone.body.phone_number)).toBeUndefined();
     expect((await api.request('GET', '/api/v1/phone-numbers', { key: org.key })).body.items).toEqual([]);
+  });
+
+  it('leave nothing half done: a routing Twilio refuses undoes the import, a purchase that cannot be recorded is released', async () => {
+    // Prepare: Twilio fails the routing once; then the table fails to record a number once.
+    const org = await twilioOrg();
+    const phoneNumber = numberAtTwilio(api, org.account);
+    const { telephony, voice } = voiceRuntime();
+    const routeNumber = telephony.routeNumber;
+    const createPhoneNumber = voice.createPhoneNumber;
+
+    // Act
+    telephony.routeNumber = async () => {
+      throw new TelephonyUnavailableError('Twilio answered 503: Service Unavailable; retry.');
+    };
+    const refused = await api.request('POST', '/api/v1/phone-numbers', { key: org.key, body: { phone_number: phoneNumber } }).finally(() => {
+      telephony.routeNumber = routeNumber;
+    });
+    const retried = await api.request('POST', '/api/v1/phone-numbers', { key: org.key, body: { phone_number: phoneNumber } });
+    let bought: string | undefined;
+    voice.createPhoneNumber = async (number) => {
+      bought = number.phone_number;
+      throw new Error('the table is unavailable');
+    };
+    const unrecorded = await buy(org.key, { area_code: '312' }).finally(() => {
+      voice.createPhoneNumber = createPhoneNumber;
+    });
+
+    // Assess
+    expectError(refused, 502, 'TELEPHONY_UNAVAILABLE');
+    expect(retried.status, retried.text).toBe(201);
+    expect(unrecorded.status).toBe(500);
+    expect(bought).toMatch(/^\+1312\d{7}$/);
+    expect(simulator().incomingNumber(bought as string)).toBeUndefined();
+    expect((await api.request('GET', '/api/v1/phone-numbers', { key: org.key })).body.items.map((number: { phone_number: string }) => number.phone_number)).toEqual([phoneNumber]);
   });
 
   it('record inbound calls when asked, changed by PATCH', async () => {
