@@ -48,7 +48,7 @@ describe('plans', () => {
     expect(response.status).toBe(200);
     const plans = listPlansResponse.parse(response.body).data;
     expect(plans.map((plan) => plan.id)).toEqual(['free', 'pro', 'enterprise']);
-    expect(plans[0]).toEqual({ id: 'free', ...freePlan });
+    expect(plans[0]).toEqual({ id: 'free', ...freePlan, meteredMetrics: [] });
     expect(plans[2]?.quotas.chat_messages).toBeNull();
   });
 });
