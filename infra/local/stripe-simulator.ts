@@ -48,6 +48,11 @@ export interface StripeSimulator {
   loseResponses(path: string, count: number): void;
   /** Sends a signed event to the webhook URL; resolves with the platform's answer status. */
   sendEvent(type: string, object: StripeObject, previousAttributes?: StripeObject): Promise<number>;
+  /**
+   * Sets the account up for paid plans as a user sets up theirs: a monthly price each, a meter per metric billed by
+   * use (its event name the metric's) and a metered price on it. Returns STRIPE_PRICES for them.
+   */
+  seedPlans(plans: readonly { id: string; name: string; meteredMetrics: readonly string[] }[]): Record<string, { price: string; metered: Record<string, string> }>;
   stop(): Promise<void>;
 }
 
@@ -180,6 +185,24 @@ export async function startStripeSimulator(options: { webhookUrl?: string | unde
         .reduce((sum, event) => sum + Number(asRecord(event.payload).value), 0),
     loseResponses: (path, count) => lostResponses.set(path, count),
     sendEvent,
+    seedPlans: (plans) => {
+      const meterOf = (metric: string) =>
+        [...meters.values()].find((meter) => meter.event_name === metric) ?? createMeter({ display_name: metric, event_name: metric, default_aggregation: { formula: 'sum' } });
+      return Object.fromEntries(
+        plans.map((plan) => [
+          plan.id,
+          {
+            price: String(createPrice({ currency: 'usd', unit_amount: '2900', recurring: { interval: 'month' }, product_data: { name: plan.name } }).id),
+            metered: Object.fromEntries(
+              plan.meteredMetrics.map((metric) => [
+                metric,
+                String(createPrice({ currency: 'usd', unit_amount: '1', recurring: { interval: 'month', usage_type: 'metered', meter: meterOf(metric).id }, product_data: { name: `${plan.name}: ${metric}` } }).id),
+              ]),
+            ),
+          },
+        ]),
+      );
+    },
     stop: () => new Promise((closed) => server.close(() => closed())),
   };
 
@@ -577,6 +600,22 @@ export async function startStripeSimulator(options: { webhookUrl?: string | unde
     return event;
   }
 
+  /** What a meter summed for a customer over [start_time, end_time): one summary for the whole range. */
+  function meterEventSummaries(meter: StripeObject, params: StripeObject): StripeObject {
+    allowOnly(params, ['customer', 'start_time', 'end_time', 'value_grouping_window', 'limit', 'starting_after', 'ending_before', 'expand']);
+    for (const field of ['customer', 'start_time', 'end_time'] as const) if (params[field] === undefined) throw parameterMissing(field);
+    const [start, end] = [Number(params.start_time), Number(params.end_time)];
+    const aggregated = meterEvents
+      .filter((event) => event.event_name === meter.event_name && asRecord(event.payload).stripe_customer_id === params.customer && Number(event.timestamp) >= start && Number(event.timestamp) < end)
+      .reduce((sum, event) => sum + Number(asRecord(event.payload).value), 0);
+    return {
+      object: 'list',
+      data: [{ id: newId('mtrusg'), object: 'billing.meter_event_summary', aggregated_value: aggregated, start_time: start, end_time: end, meter: meter.id, livemode: false }],
+      has_more: false,
+      url: `/v1/billing/meters/${String(meter.id)}/event_summaries`,
+    };
+  }
+
   // --- Routing ---------------------------------------------------------------------------------------------
 
   type Route = { method: string; pattern: RegExp; run: (params: StripeObject, match: RegExpExecArray) => StripeObject };
@@ -594,6 +633,8 @@ export async function startStripeSimulator(options: { webhookUrl?: string | unde
     { method: 'POST', pattern: /^\/v1\/prices$/, run: (params) => createPrice(params) },
     { method: 'GET', pattern: /^\/v1\/prices\/([\w-]+)$/, run: (_params, match) => byId(prices, 'price')(match) },
     { method: 'POST', pattern: /^\/v1\/billing\/meters$/, run: (params) => createMeter(params) },
+    { method: 'GET', pattern: /^\/v1\/billing\/meters$/, run: () => ({ object: 'list', data: [...meters.values()], has_more: false, url: '/v1/billing/meters' }) },
+    { method: 'GET', pattern: /^\/v1\/billing\/meters\/([\w-]+)\/event_summaries$/, run: (params, match) => meterEventSummaries(byId(meters, 'billing.meter')(match), params) },
     { method: 'POST', pattern: /^\/v1\/billing\/meter_events$/, run: (params) => createMeterEvent(params) },
     {
       method: 'POST',

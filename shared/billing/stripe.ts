@@ -166,9 +166,17 @@ export class StripeBillingProvider implements BillingProvider {
     return { providerCustomerId: customerId, providerSubscriptionId: created.id };
   }
 
-  /** Ends it now: usage billed by use so far is invoiced at once, the unused time of the flat price credited. */
+  /**
+   * Ends it now: usage billed by use so far is invoiced at once, the unused time of the flat price credited. One
+   * Stripe no longer has (deleted in its dashboard, its event lost) has ended already.
+   */
   private async cancel(subscriptionId: string): Promise<void> {
-    await this.stripe.subscriptions.cancel(subscriptionId, { invoice_now: true, prorate: true });
+    try {
+      await this.stripe.subscriptions.cancel(subscriptionId, { invoice_now: true, prorate: true });
+    } catch (error) {
+      if (!(error instanceof Stripe.errors.StripeInvalidRequestError && error.code === 'resource_missing')) throw error;
+      logger.warn('the Stripe subscription to cancel does not exist any more', { subscription: subscriptionId });
+    }
   }
 }
 

@@ -211,6 +211,7 @@ describe('Stripe adapter against the simulator', () => {
     const link = await provider.apply(subscription, { kind: 'changePlan', plan: 'enterprise' });
     const changed = held();
     await provider.apply(subscription, { kind: 'cancel' });
+    const unknownToStripe = await provider.apply({ ...subscription, providerSubscriptionId: 'sub_deleted_in_dashboard' }, { kind: 'cancel' });
 
     // Assess
     expect(paused.pause_collection?.behavior).toBe('void');
@@ -219,6 +220,7 @@ describe('Stripe adapter against the simulator', () => {
     expect(changed.items.data.map((item) => item.price.id)).toEqual([enterprise.id]);
     expect(changed.metadata).toEqual({ orgId: 'org-1', plan: 'enterprise' });
     expect(held().status).toBe('canceled');
+    expect(unknownToStripe).toBeUndefined();
     expect(simulator.requests.find((request) => request.method === 'DELETE' && request.path === `/v1/subscriptions/${created.id}`)?.params).toEqual({ invoice_now: 'true', prorate: 'true' });
   });
 });

@@ -113,6 +113,10 @@ describe('Stripe simulator: billing meters', () => {
     expect(Object.keys(event).filter((key) => key !== 'lastResponse').sort()).toEqual(Object.keys(meterEventCreate.response).sort());
     expect(event).toMatchObject({ object: 'billing.meter_event', event_name: 'ai_search_api', identifier: 'identifier_123', payload: { value: '25', stripe_customer_id: customer.id } });
     expect(simulator.meteredTotal(customer.id, 'ai_search_api')).toBe(25);
+    const [meter] = (await stripe.billing.meters.list()).data.filter((candidate) => candidate.event_name === 'ai_search_api');
+    const now = Math.floor(Date.now() / 1000);
+    const summaries = await stripe.billing.meters.listEventSummaries(String(meter?.id), { customer: customer.id, start_time: now - 3600, end_time: now + 60 });
+    expect(summaries.data.map((summary) => summary.aggregated_value)).toEqual([25]);
   });
 
   it('accepts invalid events as Stripe does (200), never counts them, and reports each with Stripe’s code; refuses a reused identifier', async () => {
