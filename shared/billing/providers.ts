@@ -28,6 +28,7 @@ export function meterEventSinkFrom(config: Config): MeterEventSink | undefined {
   if (config.BILLING_PROVIDER === 'manual') return undefined;
   let sink: Promise<MeterEventSink> | undefined;
   const load = async () => {
+    if (!config.STRIPE_SECRET_KEY) throw new Error('Invalid configuration: BILLING_PROVIDER=stripe needs STRIPE_SECRET_KEY');
     const { StripeMeterEvents, stripeClient } = await import('./stripe.ts');
     return new StripeMeterEvents(stripeClient(config));
   };

@@ -193,9 +193,12 @@ export class StripeMeterEvents implements MeterEventSink {
 
   async send(event: MeterEvent): Promise<void> {
     try {
-      await this.stripe.billing.meterEvents.create(
-        { event_name: event.eventName, payload: { stripe_customer_id: event.customerId, value: String(event.value) }, identifier: event.identifier, timestamp: event.timestamp },
-        { idempotencyKey: event.identifier },
+      // Stripe out of reach is UPSTREAM_UNAVAILABLE where a request waits on it (a plan change reports usage first).
+      await withStripeErrors(() =>
+        this.stripe.billing.meterEvents.create(
+          { event_name: event.eventName, payload: { stripe_customer_id: event.customerId, value: String(event.value) }, identifier: event.identifier, timestamp: event.timestamp },
+          { idempotencyKey: event.identifier },
+        ),
       );
     } catch (error) {
       // Refused for good (Stripe says not to retry a 4xx): kept in the log and counted, so that it is seen, not retried forever.
