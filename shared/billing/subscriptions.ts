@@ -133,7 +133,8 @@ function isProviderChange(change: SubscriptionChange): change is ProviderChange 
 /** The changes after which other usage, or none, is billed by use. */
 const changesWhatIsBilled = (change: SubscriptionChange) => change.kind === 'changePlan' || change.kind === 'cancel' || change.kind === 'link' || change.kind === 'set';
 
-const providerStateOf = (subscription: StoredSubscription) => `${subscription.providerSubscriptionId ?? ''} ${subscription.status} ${subscription.currentPlan}`;
+/** What the provider's answer depends on: its subscription and the plan (a status changed meanwhile by a payment does not). */
+const providerStateOf = (subscription: StoredSubscription) => `${subscription.providerSubscriptionId ?? ''} ${subscription.currentPlan}`;
 
 /** The provider's subscription a change left the organization with: `stripe` bills while one is linked. */
 function withLink(subscription: StoredSubscription, link: ProviderLink): StoredSubscription {
