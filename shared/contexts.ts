@@ -42,7 +42,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'billing',
     layer: 3,
     purpose: 'Usage, plans, subscriptions and their provider (Stripe), quotas and admission, rate limits, analytics.',
-    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-schemas.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
+    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-schemas.ts', 'plans.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
   },
   {
     name: 'models',

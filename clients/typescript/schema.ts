@@ -140,8 +140,12 @@ export interface paths {
   "/v1/chat/subscription": {
     /** The organization subscription: status, plan, current period */
     get: operations["getSubscription"];
-    /** Change the plan (a canceled subscription starts anew on it) */
+    /** Change the plan (a canceled subscription starts anew on it); with Stripe, a paid plan needs a card on file (else use a checkout) */
     patch: operations["changePlan"];
+  };
+  "/v1/chat/subscription/checkout": {
+    /** Start paying for a plan: a Stripe Checkout page where the customer enters a card; the plan applies once Stripe confirms the payment */
+    post: operations["startCheckout"];
   };
   "/v1/chat/subscription/pause": {
     /** Pause the subscription: consuming operations answer 403 until resumed */
@@ -1007,6 +1011,8 @@ export interface components {
           concurrentCalls: number | null;
           requestsPerSecond: number;
           burst: number;
+          /** @default [] */
+          meteredMetrics: ("chat_messages" | "voice_seconds")[];
         })[];
     };
     GetSubscriptionResponse: {
@@ -1026,6 +1032,14 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+    };
+    StartCheckoutResponse: {
+      id: string;
+      /** Format: uri */
+      url: string;
+      plan: string;
+      /** Format: date-time */
+      expiresAt: string;
     };
     OverviewResponse: {
       /** Format: date-time */
@@ -1651,6 +1665,13 @@ export interface components {
     };
     ChangePlanBody: {
       plan: string;
+    };
+    StartCheckoutBody: {
+      plan: string;
+      /** Format: uri */
+      successUrl: string;
+      /** Format: uri */
+      cancelUrl: string;
     };
     ImportPhoneNumberBody: {
       phone_number: string;
@@ -6082,7 +6103,7 @@ export interface operations {
       };
     };
   };
-  /** Change the plan (a canceled subscription starts anew on it) */
+  /** Change the plan (a canceled subscription starts anew on it); with Stripe, a paid plan needs a card on file (else use a checkout) */
   changePlan: {
     requestBody: {
       content: {
@@ -6094,6 +6115,171 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description Payment required: a payment method is missing or was declined: PAYMENT_METHOD_REQUIRED, PAYMENT_FAILED */
+      402: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYMENT_METHOD_REQUIRED" | "PAYMENT_FAILED";
+              /** @constant */
+              status?: 402;
+            };
+          });
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: UNKNOWN_PLAN */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNKNOWN_PLAN";
+              /** @constant */
+              status?: 422;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Start paying for a plan: a Stripe Checkout page where the customer enters a card; the plan applies once Stripe confirms the payment */
+  startCheckout: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartCheckoutBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["StartCheckoutResponse"];
         };
       };
       /** @description The request is invalid: VALIDATION_ERROR */
@@ -6135,13 +6321,13 @@ export interface operations {
           };
         };
       };
-      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, CHECKOUT_NOT_NEEDED, CONCURRENT_MODIFICATION */
       409: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "CHECKOUT_NOT_NEEDED" | "CONCURRENT_MODIFICATION";
               /** @constant */
               status?: 409;
             };

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/platform/http/principal.ts';
+import { createPlanCatalog, initialPlanId } from '../../shared/billing/plans.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -49,11 +50,22 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
 );
 // Stripe's stand-in, before the handlers read their configuration: the Stripe adapter talks to it, and its
 // signed events reach the webhook route.
-const stripe = await startStripeSimulator({ webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`, webhookSecret: process.env.STRIPE_WEBHOOK_SECRET });
+const stripe = await startStripeSimulator({
+  webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`,
+  webhookSecret: process.env.STRIPE_WEBHOOK_SECRET,
+  secretKey: process.env.STRIPE_SECRET_KEY,
+});
 denyEgressTo(stripe.url);
+const stripeSimulated = !process.env.STRIPE_API_URL;
 process.env.STRIPE_API_URL ??= stripe.url;
 process.env.STRIPE_WEBHOOK_SECRET ??= stripe.webhookSecret;
-process.env.STRIPE_SECRET_KEY ??= 'sk_test_local';
+process.env.STRIPE_SECRET_KEY ??= stripe.secretKey;
+// BILLING_PROVIDER=stripe against the simulator: its account gets each paid plan's prices (and meters), so that a
+// checkout works at once; STRIPE_PRICES, when set, names prices of an account of your own.
+if (stripeSimulated && process.env.BILLING_PROVIDER === 'stripe' && !process.env.STRIPE_PRICES) {
+  const paidPlans = createPlanCatalog(process.env).list().filter((plan) => plan.id !== initialPlanId);
+  process.env.STRIPE_PRICES = JSON.stringify(stripe.seedPlans(paidPlans));
+}
 // Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
@@ -122,6 +134,7 @@ server.listen(port, host, () => {
       ? `WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`
       : `WhatsApp Graph API at WHATSAPP_GRAPH_API_URL=${process.env.WHATSAPP_GRAPH_API_URL} (preset: no simulator)`,
   );
+  if (stripeSimulated) console.log(`Stripe simulator on ${stripe.url}, billing ${process.env.BILLING_PROVIDER ?? 'manual'} (docs/usage-and-billing.md#the-stripe-simulator)`);
 });
 
 /** How long requests under way may take to finish once a stop signal came. */

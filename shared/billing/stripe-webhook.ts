@@ -1,9 +1,10 @@
 import Stripe from 'stripe';
 import { orgIdPattern } from '../platform/http/principal.ts';
-import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError } from '../platform/errors.ts';
+import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError, UnknownPlanError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
 import type { OrgStore } from '../identity/ports.ts';
+import type { StoredSubscription } from './ports.ts';
 import { stripeClient } from './stripe.ts';
 
 export interface StripeWebhookDeps extends SubscriptionDeps {
@@ -11,7 +12,7 @@ export interface StripeWebhookDeps extends SubscriptionDeps {
   config: { STRIPE_WEBHOOK_SECRET?: string | undefined; STRIPE_SECRET_KEY?: string | undefined; STRIPE_API_URL?: string | undefined };
 }
 
-/** The Stripe events that move a subscription, and how. */
+/** The Stripe events that move a subscription, and how (a paid checkout links the subscription it made: `linkOf`). */
 const changes: Record<string, SubscriptionChange> = {
   'invoice.payment_failed': { kind: 'paymentFailed' },
   'invoice.paid': { kind: 'paymentSucceeded' },
@@ -28,9 +29,10 @@ const toleranceSeconds = 300;
 /**
  * `POST /v1/billing/stripe/webhook`: verifies `Stripe-Signature` over the raw body with the official library
  * (HMAC-SHA256, signed at most 5 minutes before or after now), then applies the event to the subscription of the
- * organization named in the Stripe object's metadata (`orgId`, set when the subscription was linked; signed, so it
- * cannot be forged). Events that change nothing, that the status does not allow, or that name an organization this
- * deployment does not have, are acknowledged with `applied: false`: Stripe retries only failures.
+ * organization named in the Stripe object's metadata (`orgId`, set on the checkout and the subscriptions the platform
+ * makes; signed, so it cannot be forged). Events that change nothing, that the status does not allow, that are about
+ * a subscription the organization no longer has, or that name an organization this deployment does not have, are
+ * acknowledged with `applied: false`: Stripe retries only failures.
  */
 export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: string, signature: string | undefined): Promise<{ received: true; applied: boolean }> {
   const secret = deps.config.STRIPE_WEBHOOK_SECRET;
@@ -47,8 +49,10 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
   if (signedAtSeconds(signature ?? '') - Math.floor(now / 1000) > toleranceSeconds) {
     throw new InvalidSignatureError('The Stripe-Signature header does not verify: Timestamp outside the tolerance zone');
   }
-  const change = event.type === 'customer.subscription.updated' ? collectionPauseChange(event) : changes[event.type];
-  const orgId = orgOf(event.data.object as unknown as Record<string, unknown>);
+  const object = event.data.object as unknown as Record<string, unknown>;
+  const change =
+    event.type === 'checkout.session.completed' ? linkOf(object) : event.type === 'customer.subscription.updated' ? collectionPauseChange(event) : changes[event.type];
+  const orgId = orgOf(object);
   if (!change || !orgId) {
     logger.info('stripe event ignored', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
@@ -59,19 +63,65 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
     logger.warn('stripe event names an unknown organization', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
+  // Once the platform keeps the organization's Stripe customer, only the linked subscription moves it: the events of
+  // one it replaced or ended (a move to a free plan cancels it) arrive after.
+  const named = change.kind === 'link' ? change.providerSubscriptionId : subscriptionOf(object);
+  if (change.kind === 'link' && named === stored?.providerSubscriptionId) {
+    logger.info('stripe checkout already linked', { eventId: event.id, orgId, subscription: named });
+    return { received: true, applied: false };
+  }
+  if (change.kind !== 'link' && stored?.providerCustomerId && named && named !== stored.providerSubscriptionId) {
+    logger.info('stripe event of a subscription that is not the linked one ignored', { eventId: event.id, type: event.type, orgId, subscription: named });
+    return { received: true, applied: false };
+  }
   // Stripe's report of a pause this platform made (or of one already seen) moves nothing.
   if ((change.kind === 'pause' && stored?.status === 'paused') || (change.kind === 'resume' && (stored?.status ?? 'active') === 'active')) {
     logger.info('stripe event matches the subscription already', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
   try {
+    // Stripe made this change: it is not told of it again.
     await changeSubscription({ ...deps, billing: undefined }, orgId, change);
-    return { received: true, applied: true };
   } catch (error) {
-    if (!(error instanceof InvalidSubscriptionTransitionError)) throw error;
+    if (!(error instanceof InvalidSubscriptionTransitionError) && !(error instanceof UnknownPlanError)) throw error;
     logger.warn('stripe event does not apply to the subscription', { eventId: event.id, type: event.type, orgId, reason: error.message });
     return { received: true, applied: false };
   }
+  if (change.kind === 'link' && stored) await cancelReplaced(deps, stored, change.providerSubscriptionId);
+  return { received: true, applied: true };
+}
+
+/**
+ * Two checkouts paid one after the other (both opened before either was paid): the later subscription is the
+ * organization's, and the one it replaced is canceled, so that the customer does not pay twice.
+ */
+async function cancelReplaced(deps: StripeWebhookDeps, previous: StoredSubscription, linked: string): Promise<void> {
+  if (!deps.billing || !previous.providerSubscriptionId || previous.status === 'canceled' || previous.providerSubscriptionId === linked) return;
+  try {
+    await deps.billing.apply(previous, { kind: 'cancel' });
+  } catch (error) {
+    logger.error('a Stripe subscription replaced by a paid checkout could not be canceled; cancel it in Stripe', {
+      orgId: previous.orgId,
+      subscription: previous.providerSubscriptionId,
+      reason: (error as Error).message,
+    });
+  }
+}
+
+/** A paid Checkout Session in subscription mode, made by `startCheckout`: its plan, customer and subscription. */
+function linkOf(session: Record<string, unknown>): SubscriptionChange | undefined {
+  const plan = (session.metadata as Record<string, string> | undefined)?.plan;
+  const { customer, subscription } = session;
+  if (session.mode !== 'subscription' || session.status !== 'complete' || !plan || typeof customer !== 'string' || typeof subscription !== 'string') return undefined;
+  return { kind: 'link', plan, providerCustomerId: customer, providerSubscriptionId: subscription };
+}
+
+/** The Stripe subscription an event is about: the subscription itself, or the one an invoice bills. */
+function subscriptionOf(object: Record<string, unknown>): string | undefined {
+  if (object.object === 'subscription') return typeof object.id === 'string' ? object.id : undefined;
+  const parent = object.parent as { subscription_details?: { subscription?: unknown } } | undefined;
+  const named = parent?.subscription_details?.subscription ?? object.subscription;
+  return typeof named === 'string' ? named : undefined;
 }
 
 /**

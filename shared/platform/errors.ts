@@ -172,6 +172,21 @@ export class UnknownPlanError extends AppError {
   readonly code = 'UNKNOWN_PLAN';
 }
 
+/** A paid plan needs a payment method on file with the billing provider; a Checkout collects one. */
+export class PaymentMethodRequiredError extends AppError {
+  readonly code = 'PAYMENT_METHOD_REQUIRED';
+}
+
+/** The billing provider declined the payment (the card on file was declined); nothing changed. */
+export class PaymentFailedError extends AppError {
+  readonly code = 'PAYMENT_FAILED';
+}
+
+/** Nothing to pay through a Checkout: the plan is free, the deployment bills manually, or a paid subscription runs. */
+export class CheckoutNotNeededError extends AppError {
+  readonly code = 'CHECKOUT_NOT_NEEDED';
+}
+
 /** A refusal the client may retry after `retryAfterSeconds` (sent as `Retry-After`). */
 abstract class RetryLaterError extends AppError {
   readonly retryAfterSeconds: number;

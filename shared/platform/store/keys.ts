@@ -68,6 +68,8 @@ export const keys = {
   usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
   /** When `usage.updated` was last sent for the organization, and what it said. */
   usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
+  /** How far usage was accounted for the billing provider's meters, and the meter report being sent. */
+  usageMetering: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#METERED' }),
   /** A rate-limit bucket: `org` for the organization, `key#<keyId>` for an API key with its own limit. */
   rateLimit: (orgId: string, bucket: string) => ({ pk: `ORG#${orgId}#RL#${bucket}`, sk: '#RL' }),
   /** Analytics aggregates: one item per agent per day and per hour (`DAY#2026-11-25#AGENT#<id>`, `HOUR#2026-11-25T11#AGENT#<id>`). */
