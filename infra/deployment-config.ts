@@ -24,7 +24,6 @@ const bedrockModelId = z
   .regex(/^[a-z0-9-]+\.[A-Za-z0-9][A-Za-z0-9.:_-]*$/, 'must be a Bedrock model id (anthropic.claude-…) or a cross-region inference profile id (us.anthropic.claude-…)');
 const modelName = z.string().regex(/^[^,\s]+$/, 'must be a model name without commas or spaces');
 const providerAndName = z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name, e.g. bedrock/anthropic.claude-3-5-haiku-20241022-v1:0');
-const seconds = z.number().int().positive();
 const arnOf = (service: string, resource: string, example: string) =>
   z.string().regex(new RegExp(`^arn:aws[a-z-]*:${service}:${resource}$`), `must be ${example}`);
 
@@ -89,7 +88,7 @@ export const deploymentConfigSchema = z.strictObject({
   twilio: z.strictObject({ apiBaseUrl: z.url().optional(), ringTimeoutSeconds: z.number().optional(), backstopGraceSeconds: z.number().optional() }).default({}),
   whatsapp: z.strictObject({ graphApiUrl: z.url().optional(), sendRetryMs: z.array(z.number()).optional() }).default({}),
   webhooks: z
-    .strictObject({ retryScheduleSeconds: z.array(seconds).optional(), timeoutMs: z.number().optional(), deliveryRetentionDays: z.number().optional() })
+    .strictObject({ retryScheduleSeconds: z.array(z.number()).optional(), timeoutMs: z.number().optional(), deliveryRetentionDays: z.number().optional() })
     .default({}),
   eventStream: z
     .strictObject({
@@ -171,13 +170,16 @@ export const settingKeys = {
   WHATSAPP_SEND_RETRY_MS: 'whatsapp.sendRetryMs',
 } as const satisfies Record<DeploymentSettingName, string>;
 
+/** Where a secret in use is: the secret the file names, or one the stack makes. */
+export type SecretSource = { arn: string } | 'create';
+
 /** What the checked file gives the functions: each deployment setting it sets, and the secrets in use. */
 export interface Deployment {
   config: DeploymentConfig;
   /** The value of each deployment setting the file sets, as the functions read it from their environment. */
   settings: Partial<Record<SettingName, string>>;
   /** Each secret setting the configured features use: the ARN the file names, or `create` for one the stack makes. */
-  secrets: Partial<Record<SecretSettingName, { arn: string } | 'create'>>;
+  secrets: Partial<Record<SecretSettingName, SecretSource>>;
 }
 
 export class DeploymentConfigError extends Error {

@@ -24,7 +24,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { NagSuppressions } from 'cdk-nag';
+import { NagSuppressions, type NagPackSuppression } from 'cdk-nag';
 import { Construct, type IConstruct } from 'constructs';
 import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
@@ -36,7 +36,7 @@ import { metricsNamespace, queueRefusalsMetric } from '../shared/platform/metric
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
-import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment } from './deployment-config.ts';
+import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -647,7 +647,7 @@ export class AgentPlatformStack extends Stack {
     // (docs/deploy.md#secrets). Kept when the stack goes: the value was put by hand.
     const secrets = new Map<SecretSettingName, secretsmanager.ISecret>();
     const createdSecrets: secretsmanager.CfnSecret[] = [];
-    for (const [name, source] of Object.entries(deployment.secrets) as [SecretSettingName, Deployment['secrets'][SecretSettingName]][]) {
+    for (const [name, source] of Object.entries(deployment.secrets) as [SecretSettingName, SecretSource][]) {
       const id = `Secret-${name}`;
       if (source === 'create') {
         const secret = new secretsmanager.CfnSecret(this, id, { description: `agent-platform: ${name} (put its value once: docs/deploy.md#secrets)` });
@@ -656,7 +656,7 @@ export class AgentPlatformStack extends Stack {
         secrets.set(name, secretsmanager.Secret.fromSecretCompleteArn(this, `${id}-Ref`, secret.ref));
         new CfnOutput(this, `${name.replaceAll('_', '')}SecretArn`, { value: secret.ref, description: `The secret to put ${name} in` });
       } else {
-        secrets.set(name, secretsmanager.Secret.fromSecretCompleteArn(this, id, source?.arn as string));
+        secrets.set(name, secretsmanager.Secret.fromSecretCompleteArn(this, id, source.arn));
       }
     }
 
@@ -713,8 +713,8 @@ function suppressNagFindings(stack: {
   deployment: Deployment;
 }): void {
   // Without Bedrock models, rerank models or secrets to make, those grants and secrets do not exist.
-  const suppress = (constructs: IConstruct[], ...rest: Parameters<typeof NagSuppressions.addResourceSuppressions> extends [unknown, ...infer Rest] ? Rest : never) => {
-    if (constructs.length > 0) NagSuppressions.addResourceSuppressions(constructs, ...rest);
+  const suppress = (constructs: IConstruct[], suppressions: NagPackSuppression[], applyToChildren = false) => {
+    if (constructs.length > 0) NagSuppressions.addResourceSuppressions(constructs, suppressions, applyToChildren);
   };
   const inFunction =
     'Every route authenticates in its function, before anything else: an x-api-key looked up by its SHA-256 (strongly consistent, so a deleted key fails at once) or a bearer JWT verified against the JWKS (docs/auth.md); an API Gateway authorizer would only duplicate that with other error shapes.';
