@@ -99,6 +99,7 @@ describe("a local execution environment's variables", () => {
   const local = {
     PATH: '/usr/bin',
     AWS_ENDPOINT_URL_BEDROCK_RUNTIME: 'http://127.0.0.1:9',
+    AWS_REGION: 'us-east-1',
     TABLE_NAME: 'agent-platform',
     STRIPE_SECRET_KEY: 'sk_test_local',
     STRIPE_WEBHOOK_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:111122223333:secret:hook-AbCdEf',
@@ -106,15 +107,17 @@ describe("a local execution environment's variables", () => {
     WHATSAPP_INBOUND_QUEUE_URL: 'http://127.0.0.1:9/queue',
   };
 
-  it('hold the settings its function reads, either form of a secret, and every variable that is no setting', () => {
+  it('hold the settings its function reads, either form of a secret, what Lambda sets, and every variable that is no setting', () => {
     expect(functionEnvironment(settingsOf('usage'), local)).toEqual({
       PATH: '/usr/bin',
       AWS_ENDPOINT_URL_BEDROCK_RUNTIME: 'http://127.0.0.1:9',
+      AWS_REGION: 'us-east-1',
       TABLE_NAME: 'agent-platform',
       STRIPE_SECRET_KEY: 'sk_test_local',
       STRIPE_WEBHOOK_SECRET_ARN: local.STRIPE_WEBHOOK_SECRET_ARN,
     });
-    expect(functionEnvironment(settingsOf('event-relay'), local)).toEqual({ PATH: '/usr/bin', AWS_ENDPOINT_URL_BEDROCK_RUNTIME: 'http://127.0.0.1:9' });
+    // The relay reads no AWS_REGION itself, but Lambda gives it to every function (its SDK clients read it).
+    expect(functionEnvironment(settingsOf('event-relay'), local)).toEqual({ PATH: '/usr/bin', AWS_ENDPOINT_URL_BEDROCK_RUNTIME: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1' });
     expect(functionEnvironment(undefined, local)).toEqual(local);
   });
 });
