@@ -41,7 +41,7 @@ process.env.KNOWLEDGE_VECTOR_DIR ??= join(dataDir, 'vectors');
 // The campaign dispatcher ticks every 5 s here (every minute on AWS), so that a campaign started now starts soon.
 process.env.CAMPAIGN_TICK_SECONDS ??= '5';
 // Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, dataDir: join(dataDir, 'queues') }).catch(
+const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, routeGroups, dataDir: join(dataDir, 'queues') }).catch(
   async (error: Error) => {
     console.error(`Cannot start the local SQS emulator: ${error.message}`);
     await database.stop();

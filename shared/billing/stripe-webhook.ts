@@ -2,6 +2,8 @@ import Stripe from 'stripe';
 import { orgIdPattern } from '../platform/http/principal.ts';
 import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundError, UnknownPlanError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
+import type { Config } from '../platform/config.ts';
+import { secretSetting } from '../platform/secrets/secret-settings.ts';
 import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
 import type { OrgStore } from '../identity/ports.ts';
 import type { StoredSubscription } from './ports.ts';
@@ -9,7 +11,7 @@ import { stripeClient } from './stripe.ts';
 
 export interface StripeWebhookDeps extends SubscriptionDeps {
   orgs: Pick<OrgStore, 'get'>;
-  config: { STRIPE_WEBHOOK_SECRET?: string | undefined; STRIPE_SECRET_KEY?: string | undefined; STRIPE_API_URL?: string | undefined };
+  config: Pick<Config, 'AWS_REGION' | 'SECRETS_MANAGER_ENDPOINT' | 'STRIPE_WEBHOOK_SECRET' | 'STRIPE_WEBHOOK_SECRET_ARN' | 'STRIPE_SECRET_KEY' | 'STRIPE_API_URL'>;
 }
 
 /** The Stripe events that move a subscription, and how (a paid checkout links the subscription it made: `linkOf`). */
@@ -35,7 +37,8 @@ const toleranceSeconds = 300;
  * acknowledged with `applied: false`: Stripe retries only failures.
  */
 export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: string, signature: string | undefined): Promise<{ received: true; applied: boolean }> {
-  const secret = deps.config.STRIPE_WEBHOOK_SECRET;
+  // On AWS from its secret (cached 5 minutes): a rotated signing secret is used without a redeploy.
+  const secret = await secretSetting(deps.config, 'STRIPE_WEBHOOK_SECRET');
   if (!secret) throw new NotFoundError('This deployment takes no Stripe webhooks.');
   stripe ??= stripeClient(deps.config);
   const now = deps.clock.now().getTime();

@@ -183,16 +183,24 @@ async function startQueues(
   beforeConsumers: (queues: LocalQueues) => Promise<void>,
   campaignTicker: boolean,
 ): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
-  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }, { startCampaignTicker }] = await Promise.all([
+  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }, { startCampaignTicker }, { routeGroups }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
     import('../../infra/local/queue-poller.ts'),
     import('../../functions/consumers.ts'),
     import('../../infra/local/campaign-ticker.ts'),
+    import('../../functions/route-groups.ts'),
   ]);
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
-  const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  // A fixture's consumers stand alone: the route groups' queues only come with the platform's consumers.
+  const queues = await startLocalQueues({
+    consumers,
+    rules,
+    streamConsumers: tableStreamConsumers,
+    ...(consumers === queueConsumers ? { routeGroups } : {}),
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+  });
   const uploads = consumers === queueConsumers ? await (await import('../../infra/local/s3-upload-gateway.ts')).startLocalUploads(queues) : undefined;
   await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
