@@ -73,7 +73,8 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
   beforeAll(async () => {
     dataDir = tempDataDir();
     port = await freePort();
-    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey });
+    // DEBUG, and a campaign tick every second, to see what an idle instance logs at which level.
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey, POWERTOOLS_LOG_LEVEL: 'DEBUG', CAMPAIGN_TICK_SECONDS: '1' });
   });
 
   afterAll(async () => {
@@ -224,6 +225,21 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(messages.status, messages.text).toBe(200);
     expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Hello there');
   }, 120_000);
+
+  it('logs the campaign ticks that dispatch nothing at DEBUG, not INFO (they came every 5 s)', async () => {
+    // Prepare: an organization without campaigns.
+    const running = server as RunningServer;
+    // Whole lines only: the last one may still be arriving.
+    const tickLines = () => running.output().stdout.split('\n').slice(0, -1).filter((line) => line.includes('"message":"campaign tick"'));
+
+    // Act: a few ticks go by.
+    const deadline = Date.now() + 30_000;
+    while (tickLines().length < 3 && Date.now() < deadline) await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+
+    // Assess
+    expect(tickLines().length).toBeGreaterThanOrEqual(3);
+    for (const line of tickLines()) expect(JSON.parse(line)).toMatchObject({ level: 'DEBUG', campaigns: 0 });
+  }, 60_000);
 
   it('keys CLI subscription set (the manual billing provider) changes the subscription the server answers with', async () => {
     // Prepare
