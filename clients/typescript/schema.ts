@@ -413,6 +413,7 @@ export interface components {
       provider: "builtin" | "bedrock" | "openai-compatible";
       name: string;
       isDefault: boolean;
+      acceptsImages: boolean;
     };
     ApiKey: {
       /** Format: uuid */
