@@ -2,6 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateComm
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
 import type { StoredSession } from '../conversations/ports.ts';
+import type { Message } from '../conversations/session-schemas.ts';
 import type { SecretCipher, SecretContext } from '../platform/ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from './whatsapp-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
@@ -100,18 +101,28 @@ export class DynamoWhatsappStore {
     return result.Item?.sessionId as string | undefined;
   }
 
-  /** The customer's new session and the pointer to it, in one transaction. */
-  async openCustomerSession(session: StoredSession, expiresAt: number, events: DomainEvent[], customer: { numberId: string; waId: string }): Promise<void> {
+  /**
+   * The customer's new session and the pointer to it, in one transaction; a session a template starts comes with
+   * its first message, the template's, and the `OUTBOUND#<wamid>` item its statuses find it by.
+   */
+  async openCustomerSession(
+    session: StoredSession,
+    expiresAt: number,
+    events: DomainEvent[],
+    customer: { numberId: string; waId: string },
+    template?: { message: Message; wamid: string },
+  ): Promise<void> {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
-          ...sessionCreationWrites(this.tableName, session, expiresAt, events),
+          ...sessionCreationWrites(this.tableName, session, expiresAt, events, template ? [template.message] : []),
           {
             Put: {
               TableName: this.tableName,
               Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.waId), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
             },
           },
+          ...(template ? [{ Put: { TableName: this.tableName, Item: this.outboundItem(session.orgId, customer.numberId, template.wamid, { sessionId: session.id, seq: 1, index: 0 }, Date.parse(session.createdAt)) } }] : []),
         ],
       }),
     );
@@ -140,7 +151,6 @@ export class DynamoWhatsappStore {
    * for each accepted message which reply and part it is (for its status notifications).
    */
   async recordSends(target: { orgId: string; sessionId: string; seq: number; messageId: string; numberId: string }, sends: WhatsappSend[], nowMs: number): Promise<void> {
-    const expiresAt = Math.floor(nowMs / 1000) + outboundRetentionSeconds;
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -154,16 +164,7 @@ export class DynamoWhatsappStore {
             },
           },
           ...sends.flatMap((send, index) =>
-            send.wamid
-              ? [
-                  {
-                    Put: {
-                      TableName: this.tableName,
-                      Item: { ...keys.whatsappOutbound(target.orgId, target.numberId, send.wamid), entity: 'whatsappOutbound', sessionId: target.sessionId, seq: target.seq, index, expiresAt },
-                    },
-                  },
-                ]
-              : [],
+            send.wamid ? [{ Put: { TableName: this.tableName, Item: this.outboundItem(target.orgId, target.numberId, send.wamid, { sessionId: target.sessionId, seq: target.seq, index }, nowMs) } }] : [],
           ),
         ],
       }),
@@ -190,6 +191,11 @@ export class DynamoWhatsappStore {
         }),
       ),
     );
+  }
+
+  /** Which reply and part a sent message is, for its status notifications (kept 30 days). */
+  private outboundItem(orgId: string, numberId: string, wamid: string, at: { sessionId: string; seq: number; index: number }, nowMs: number): Record<string, unknown> {
+    return { ...keys.whatsappOutbound(orgId, numberId, wamid), entity: 'whatsappOutbound', ...at, expiresAt: Math.floor(nowMs / 1000) + outboundRetentionSeconds };
   }
 
   private async seal(orgId: string, numberId: string, secrets: Partial<WhatsappSecrets>): Promise<Partial<Record<SecretName, string>>> {

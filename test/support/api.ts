@@ -87,14 +87,16 @@ export async function startApi(
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-  // Calls (recordings and backstops when the queues run): set up before the consumers' environments start.
+  // Calls (recordings and backstops when the queues run) and WhatsApp (media when the queues run): set up before the
+  // consumers' environments start.
   let voice: LocalVoice | undefined;
-  const startVoice = async (local?: LocalQueues) => {
+  let whatsapp: WhatsappSimulator | undefined;
+  const startChannels = async (local?: LocalQueues) => {
     if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+    if (options.whatsapp) whatsapp = await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env, { queues: local });
   };
-  const whatsapp = options.whatsapp ? await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env) : undefined;
-  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice, options.campaignTicker === true) : undefined;
-  if (!queues) await startVoice();
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startChannels, options.campaignTicker === true) : undefined;
+  if (!queues) await startChannels();
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined

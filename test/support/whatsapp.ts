@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import type { TestApi } from './api.ts';
@@ -58,4 +59,21 @@ export async function messagesOf(api: TestApi, org: WhatsappOrg, sessionId: stri
   const listed = await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=100`, { key: org.key });
   expect(listed.status, listed.text).toBe(200);
   return listed.body.data;
+}
+
+/**
+ * One of Meta's documented payloads kept in test/whatsapp/fixtures/meta/ (each file names its source), with its
+ * placeholders filled: every string equal to a key becomes its value (of any type), and every occurrence of a key
+ * inside a longer string its text.
+ */
+export function metaFixture(name: string, fill: Record<string, unknown> = {}): any {
+  const { payload } = JSON.parse(readFileSync(new URL(`../whatsapp/fixtures/meta/${name}.json`, import.meta.url), 'utf8')) as { payload: unknown };
+  const keys = Object.keys(fill).sort((a, b) => b.length - a.length);
+  const filled = (value: unknown): unknown => {
+    if (typeof value === 'string') return Object.hasOwn(fill, value) ? fill[value] : keys.reduce((text, key) => text.split(key).join(String(fill[key])), value);
+    if (Array.isArray(value)) return value.map(filled);
+    if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, filled(item)]));
+    return value;
+  };
+  return filled(payload);
 }
