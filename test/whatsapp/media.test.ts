@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelId } from '../../shared/models/model-catalog.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
@@ -205,3 +209,34 @@ describe("Meta's documented media notifications", () => {
     expect(messages[0]).toMatchObject({ content, metadata: { whatsapp: { media: { id, stored: true } } } });
   });
 });
+
+describe('npm run whatsapp', () => {
+  it('sends a file from the terminal as an image message with its caption, and prints the agent\'s answer', async () => {
+    const org = await whatsappOrg(api);
+    const customer = uniqueCustomer();
+    const dataDir = mkdtempSync(join(tmpdir(), 'whatsapp-cli-'));
+    const photo = join(dataDir, 'scratch.jpg');
+    writeFileSync(photo, jpeg);
+    // What a running `npm start` announces for the commands that attach to it.
+    writeFileSync(join(dataDir, 'running.json'), JSON.stringify({ pid: process.pid, dynamodbEndpoint: '', tableName: '', whatsappSimulator: simulator().baseUrl }));
+    const cli = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'infra/local/whatsapp-cli.ts', '--number', org.phoneNumberId, '--from', customer], {
+      cwd: resolve(import.meta.dirname, '../..'),
+      env: { ...process.env, DATA_DIR: dataDir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      cli.stdin.write(`/image ${photo} Is this covered?\n`);
+      const answered = await eventually(() => output, (text) => text.includes('agent> '), 20_000);
+      expect(answered).toContain(`agent> I received your image (image/jpeg, ${jpeg.length} bytes) with the text "[image: Is this covered?]".`);
+      const { messages } = await transcriptOf(org, customer);
+      expect(messages[0].metadata.whatsapp.media).toMatchObject({ mimeType: 'image/jpeg', bytes: jpeg.length, caption: 'Is this covered?', stored: true });
+    } finally {
+      cli.stdin.end();
+      cli.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
