@@ -182,9 +182,10 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
 
   /** What Meta learns from a message notification it sends: the customer wrote, so the window is open from then. */
   const noteCustomerMessages = (phoneNumberId: string, body: string) => {
-    const value = (parse(body) as { entry?: { changes?: { value?: { messages?: { from?: string; timestamp?: string }[] } }[] }[] } | undefined)?.entry;
-    for (const message of value?.flatMap((entry) => entry.changes ?? []).flatMap((change) => change.value?.messages ?? []) ?? []) {
-      if (!message.from) continue;
+    const list = (value: unknown): Record<string, any>[] => (Array.isArray(value) ? value.filter((item) => typeof item === 'object' && item !== null) : []);
+    const entries = list((parse(body) as { entry?: unknown } | undefined)?.entry);
+    for (const message of entries.flatMap((entry) => list(entry.changes)).flatMap((change) => list(change.value?.messages))) {
+      if (typeof message.from !== 'string') continue;
       const at = Number(message.timestamp) * 1000;
       const key = `${phoneNumberId}/${message.from}`;
       if (Number.isFinite(at) && at > (lastCustomerMessage.get(key) ?? 0)) lastCustomerMessage.set(key, at);

@@ -1,15 +1,6 @@
 import { GetObjectCommand, HeadObjectCommand, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-
-/** Where WhatsApp customers' media are kept: one object per media, `<org>/<session>/<media id>`. */
-export interface WhatsappMediaStore {
-  put(key: string, body: Uint8Array, contentType: string): Promise<void>;
-  exists(key: string): Promise<boolean>;
-  signedUrl(key: string, expiresInSeconds: number): Promise<string>;
-}
-
-/** The object key of a customer's media: under the organization and the session its message is in. */
-export const mediaKey = (orgId: string, sessionId: string, mediaId: string): string => `${orgId}/${sessionId}/${mediaId}`;
+import type { WhatsappMediaStore } from './media-store.ts';
 
 /**
  * The media bucket in S3. Locally `endpoint` is fauxqs's (the SQS emulator also speaks S3), path-style, with

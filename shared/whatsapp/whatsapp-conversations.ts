@@ -21,7 +21,7 @@ import { sessionEvents } from '../conversations/session-events.ts';
 import { expiryEpochSeconds } from '../conversations/sessions.ts';
 import { newMessageId } from '../conversations/turn.ts';
 import { GraphApiError, withRetries, type WhatsappMessaging } from './graph-client.ts';
-import { mediaKey, type WhatsappMediaStore } from './s3-media.ts';
+import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
 import type { StartConversationInput, WhatsappTemplate } from './whatsapp-schemas.ts';
 import { customerServiceWindowMs, type WhatsappDeps } from './whatsapp.ts';
 

@@ -26,7 +26,7 @@ import {
 import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
 import { GraphApiError, windowClosedMetaCode, withRetries, type WhatsappMessaging } from './graph-client.ts';
 import { readMedia, transcriptionModel, type MediaReadingDeps, type ReadMedia } from './inbound-media.ts';
-import { mediaKey, type WhatsappMediaStore } from './s3-media.ts';
+import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
 import { isValidMetaSignature } from './meta-signature.ts';
 import { splitForWhatsapp } from './split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
