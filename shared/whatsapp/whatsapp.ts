@@ -439,9 +439,11 @@ class Outbox {
       this.sends.push({ chars: body.length, status: 'refused', attempts: 0, updatedAt: now().toISOString(), error: { code: 'WHATSAPP_WINDOW_CLOSED', message: windowClosedMessage } });
       return;
     }
+    // A token that cannot be opened fails the message before anything is sent: the queue retries it.
+    const accessToken = await this.accessToken();
     let send: Pick<WhatsappSend, 'wamid' | 'status' | 'attempts' | 'error'>;
     try {
-      const { wamid, attempts } = await withRetries(this.deps, () => this.accessToken().then((accessToken) => this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body })));
+      const { wamid, attempts } = await withRetries(this.deps, () => this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body }));
       this.progress.sent = true;
       send = { wamid, status: 'sent', attempts };
     } catch (error) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { simulatorDefaults, startWhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import { GraphApiError, GraphApiMessaging } from '../../shared/whatsapp/graph-client.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { metaFixture } from '../support/whatsapp.ts';
@@ -143,3 +144,29 @@ describe("the Graph API client against Meta's documented payloads", () => {
     expect(unavailable).toMatchObject({ code: 'WHATSAPP_UNAVAILABLE', retryable: true });
   });
 });
+
+describe('the WhatsApp simulator, as strict as Graph', () => {
+  it("serves a customer's media to the number's token only, through a URL that expires after 5 minutes", async () => {
+    const simulator = await startWhatsappSimulator({ apiBaseUrl: 'http://127.0.0.1:9' });
+    try {
+      const client = new GraphApiMessaging(simulator.graphApiUrl);
+      const { id, sha256 } = simulator.uploadMedia('1055501', { body: jpeg, mimeType: 'image/jpeg' });
+      const request = { phoneNumberId: '1055501', accessToken: simulatorDefaults.accessToken, mediaId: id, maxBytes: 5 * 1024 * 1024 };
+
+      const media = await client.downloadMedia(request);
+      expect({ ...media, body: Buffer.from(media.body) }).toEqual({ body: jpeg, mimeType: 'image/jpeg', sha256 });
+      await expect(client.downloadMedia({ ...request, accessToken: 'EAA-someone-else' })).rejects.toMatchObject({ code: 'WHATSAPP_CREDENTIALS_REJECTED' });
+      await expect(client.downloadMedia({ ...request, phoneNumberId: '1055502' })).rejects.toMatchObject({ code: 'WHATSAPP_MEDIA_UNAVAILABLE', retryable: false });
+
+      const lookup = await fetch(`${simulator.graphApiUrl}/${id}`, { headers: { authorization: `Bearer ${simulatorDefaults.accessToken}` } });
+      const { url } = (await lookup.json()) as { url: string };
+      expect((await fetch(url)).status).toBe(401);
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 5 * 60 * 1000 + 1000 });
+      expect((await fetch(url, { headers: { authorization: `Bearer ${simulatorDefaults.accessToken}` } })).status).toBe(404);
+    } finally {
+      vi.useRealTimers();
+      await simulator.stop();
+    }
+  });
+});
+
