@@ -33,7 +33,11 @@ const queues = await startLocalQueues({ consumers, rules: [] });
 const { server, preload } = createLocalServer(routeGroups);
 await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
 const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-const simulator = await startLocalWhatsapp(baseUrl, process.env);
+const simulator =
+  (await startLocalWhatsapp(baseUrl, process.env)) ??
+  (() => {
+    throw new Error('The bench measures replies against the WhatsApp simulator: unset WHATSAPP_GRAPH_API_URL.');
+  })();
 await preload();
 const pollers = startQueuePollers({ queues, consumers });
 

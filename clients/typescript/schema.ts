@@ -166,15 +166,23 @@ export interface paths {
   "/api/v1/phone-numbers": {
     /** The organization's phone numbers (oldest first, at most `size`) */
     get: operations["listPhoneNumbers"];
-    /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+    /** Import a number of the organization's Twilio account, optionally with the agent that answers it; Twilio routes its calls here */
     post: operations["importPhoneNumber"];
+  };
+  "/api/v1/phone-numbers/available": {
+    /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
+    get: operations["searchAvailablePhoneNumbers"];
+  };
+  "/api/v1/phone-numbers/buy": {
+    /** Buy a number (one a search found, or any in an area code) in the organization's Twilio account, routed here */
+    post: operations["buyPhoneNumber"];
   };
   "/api/v1/phone-numbers/{phone_number_id}": {
     /** Get a phone number */
     get: operations["getPhoneNumber"];
-    /** Remove a phone number (it can then be imported again, by any organization) */
+    /** Remove a phone number (it can then be imported again, by any organization); `release=true` also gives it back to Twilio */
     delete: operations["deletePhoneNumber"];
-    /** Change a phone number's label or inbound agent (null removes it) */
+    /** Change a phone number's label or inbound agent (null removes it), or whether its inbound calls are recorded */
     patch: operations["updatePhoneNumber"];
   };
   "/api/v1/phone-numbers/{phone_number_id}/calls/start": {
@@ -1118,8 +1126,25 @@ export interface components {
       label?: string;
       /** Format: uuid */
       agentId?: string;
+      record_inbound_calls: boolean;
       createdAt: string;
       updatedAt: string;
+    };
+    SearchAvailablePhoneNumbersResponse: {
+      items: {
+          phone_number: string;
+          friendly_name: string;
+          iso_country: string;
+          locality?: string;
+          region?: string;
+          postal_code?: string;
+          address_requirements: string;
+          capabilities: {
+            voice: boolean;
+            sms: boolean;
+            mms: boolean;
+          };
+        }[];
     };
     StartCallResponse: {
       /** Format: uuid */
@@ -1652,10 +1677,22 @@ export interface components {
       label?: string;
       /** Format: uuid */
       agentId?: string;
+      /** @default false */
+      record_inbound_calls?: boolean;
+    };
+    BuyPhoneNumberBody: {
+      phone_number?: string;
+      area_code?: string;
+      label?: string;
+      /** Format: uuid */
+      agentId?: string;
+      /** @default false */
+      record_inbound_calls?: boolean;
     };
     UpdatePhoneNumberBody: {
       label?: string | null;
       agentId?: string | null;
+      record_inbound_calls?: boolean;
     };
     StartCallBody: {
       to_phone_number: string;
@@ -6804,7 +6841,7 @@ export interface operations {
       };
     };
   };
-  /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+  /** Import a number of the organization's Twilio account, optionally with the agent that answers it; Twilio routes its calls here */
   importPhoneNumber: {
     parameters: {
       header?: {
@@ -6915,6 +6952,19 @@ export interface operations {
           };
         };
       };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, PHONE_NUMBER_NOT_IN_ACCOUNT, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "PHONE_NUMBER_NOT_IN_ACCOUNT" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
       /** @description Error: RATE_LIMITED */
       429: {
         content: {
@@ -6937,6 +6987,326 @@ export interface operations {
               code?: "GENERIC_ERROR";
               /** @constant */
               status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
+  searchAvailablePhoneNumbers: {
+    parameters: {
+      query?: {
+        country?: string;
+        type?: "local" | "mobile" | "toll_free";
+        area_code?: string;
+        contains?: string;
+        region?: string;
+        postal_code?: string;
+        locality?: string;
+        near_number?: string;
+        distance?: string;
+        size?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SearchAvailablePhoneNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Buy a number (one a search found, or any in an area code) in the organization's Twilio account, routed here */
+  buyPhoneNumber: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["BuyPhoneNumberBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PHONE_NUMBER_TAKEN, PHONE_NUMBER_UNAVAILABLE */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "PHONE_NUMBER_TAKEN" | "PHONE_NUMBER_UNAVAILABLE";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
             };
           };
         };
@@ -7050,9 +7420,12 @@ export interface operations {
       };
     };
   };
-  /** Remove a phone number (it can then be imported again, by any organization) */
+  /** Remove a phone number (it can then be imported again, by any organization); `release=true` also gives it back to Twilio */
   deletePhoneNumber: {
     parameters: {
+      query?: {
+        release?: "true" | "false";
+      };
       path: {
         phone_number_id: string;
       };
@@ -7061,6 +7434,19 @@ export interface operations {
       /** @description No content */
       204: {
         content: never;
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
       };
       /** @description No valid credential: UNAUTHORIZED */
       401: {
@@ -7101,6 +7487,19 @@ export interface operations {
           };
         };
       };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
       /** @description Error: RATE_LIMITED */
       429: {
         content: {
@@ -7127,6 +7526,19 @@ export interface operations {
           };
         };
       };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
       /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
       503: {
         content: {
@@ -7142,7 +7554,7 @@ export interface operations {
       };
     };
   };
-  /** Change a phone number's label or inbound agent (null removes it) */
+  /** Change a phone number's label or inbound agent (null removes it), or whether its inbound calls are recorded */
   updatePhoneNumber: {
     parameters: {
       path: {

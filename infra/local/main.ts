@@ -106,14 +106,22 @@ const forgetInstance = announceRunningInstance(dataDir, {
   pid: process.pid,
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
-  twilioSimulator: voice.simulator.baseUrl,
-  whatsappSimulator: whatsapp.baseUrl,
+  twilioSimulator: voice.simulator?.baseUrl,
+  whatsappSimulator: whatsapp?.baseUrl,
 });
 server.listen(port, host, () => {
   console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
   console.log(describeLoopbackEgress(process.env));
-  console.log(`Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`);
-  console.log(`WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`);
+  console.log(
+    voice.simulator
+      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`
+      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}`,
+  );
+  console.log(
+    whatsapp
+      ? `WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`
+      : `WhatsApp Graph API at WHATSAPP_GRAPH_API_URL=${process.env.WHATSAPP_GRAPH_API_URL} (preset: no simulator)`,
+  );
 });
 
 /** How long requests under way may take to finish once a stop signal came. */
@@ -139,7 +147,7 @@ async function shutdown(signal: string): Promise<void> {
   await queues.stop();
   await stripe.stop();
   await voice.stop();
-  await whatsapp.stop();
+  await whatsapp?.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();

@@ -42,7 +42,9 @@ export const simulatorTemplates: readonly ApprovedTemplate[] = [
 /** A message the platform sent through the simulated Graph API. */
 export interface OutboundWhatsapp {
   phoneNumberId: string;
+  /** The customer it went to: the phone number of `to`, or the business-scoped user id of `recipient`. */
   to: string;
+  addressedBy: 'to' | 'recipient';
   type: 'text' | 'template';
   /** The text, or the template's body with its parameters filled in. */
   body: string;
@@ -74,8 +76,13 @@ export interface CustomerFile {
 
 export interface CustomerMessage {
   phoneNumberId: string;
-  from: string;
+  /** The customer's phone number (`wa_id`, `from`); leave it out for a user who shares only their BSUID. */
+  from?: string;
+  /** The customer's business-scoped user id (`user_id`, `from_user_id`), such as `US.13491208655302741918`. */
+  userId?: string;
   name?: string;
+  /** The customer's WhatsApp username, when they adopted one. */
+  username?: string;
   text?: string;
   /**
    * `text` by default; `image`, `audio`, `video`, `document` and `sticker` carry a file (`file`, or a small sample
@@ -157,7 +164,10 @@ const mediaTypes = new Set(Object.keys(sampleFiles));
  * 131047, as Meta does), `GET /{version}/{media-id}` and the media URL it gives (bearer token, 5 minutes), and
  * webhook notifications of customer messages (text and media) and delivery statuses, signed with
  * `X-Hub-Signature-256` under the number's app secret, posted to `<apiBaseUrl>/whatsapp/webhook/<phone number id>`.
- * `npm run whatsapp` chats through its WebSocket `/simulator/customer?number=<phone number id>&wa_id=<customer>`.
+ * As Meta does, its notifications write every character outside ASCII as a `\uXXXX` escape (the signature covers
+ * the escaped text), customers may be known by their business-scoped user id alone (no `wa_id`, no `from`), and a
+ * send is addressed by `to` (a phone number) or `recipient` (a BSUID), anything else refused. `npm run whatsapp`
+ * chats through its WebSocket `/simulator/customer?number=<phone number id>&wa_id=<customer>` (or `&user_id=<BSUID>`).
  */
 export async function startWhatsappSimulator(options: { apiBaseUrl: string; host?: string; port?: number }): Promise<WhatsappSimulator> {
   const host = options.host ?? '127.0.0.1';
@@ -166,13 +176,13 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
   const failures = new Map<string, { count: number; status: number }>();
   const downloadFailures = { count: 0, status: 500 };
   const media = new Map<string, StoredMedia>();
-  /** When each customer last wrote to each number (`<phone number id>/<wa_id>`, epoch ms): the window opens there. */
+  /** When each customer last wrote to each number (`<phone number id>/<wa_id or BSUID>`, epoch ms): the window opens there. */
   const lastCustomerMessage = new Map<string, number>();
   const sent: OutboundWhatsapp[] = [];
   const attempts: WhatsappSimulator['attempts'] = [];
   const mediaRequests: WhatsappSimulator['mediaRequests'] = [];
   const notifications: PostedNotification[] = [];
-  /** Terminal customers by `<phone number id>/<wa_id>`: they receive what the platform sends them. */
+  /** Terminal customers by `<phone number id>/<wa_id, or BSUID without one>`: they receive what the platform sends them. */
   const customers = new Map<string, Set<WebSocket>>();
   const urlKey = randomBytes(32);
 
@@ -185,10 +195,13 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     const list = (value: unknown): Record<string, any>[] => (Array.isArray(value) ? value.filter((item) => typeof item === 'object' && item !== null) : []);
     const entries = list((parse(body) as { entry?: unknown } | undefined)?.entry);
     for (const message of entries.flatMap((entry) => list(entry.changes)).flatMap((change) => list(change.value?.messages))) {
-      if (typeof message.from !== 'string') continue;
       const at = Number(message.timestamp) * 1000;
-      const key = `${phoneNumberId}/${message.from}`;
-      if (Number.isFinite(at) && at > (lastCustomerMessage.get(key) ?? 0)) lastCustomerMessage.set(key, at);
+      // The window is the customer's, whichever way a send addresses them: their phone number or their BSUID.
+      for (const customer of [message.from, message.from_user_id]) {
+        if (typeof customer !== 'string') continue;
+        const key = `${phoneNumberId}/${customer}`;
+        if (Number.isFinite(at) && at > (lastCustomerMessage.get(key) ?? 0)) lastCustomerMessage.set(key, at);
+      }
     }
   };
 
@@ -212,8 +225,11 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     return posted;
   };
 
+  /** Phone numbers and BSUIDs of the customers who gave both, either way: Meta's contact book. */
+  const knownUsers = new Map<string, string>();
+
   const envelope = (phoneNumberId: string, value: Record<string, unknown>) =>
-    JSON.stringify({
+    escapeUnicode(JSON.stringify({
       object: 'whatsapp_business_account',
       entry: [
         {
@@ -221,7 +237,7 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
           changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550000000', phone_number_id: phoneNumberId }, ...value } }],
         },
       ],
-    });
+    }));
 
   /** A customer's file, uploaded as Meta uploads it: its media id, with the hash and type the notification carries. */
   const upload = (phoneNumberId: string, file: CustomerFile): { id: string; sha256: string } => {
@@ -234,6 +250,12 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
   const notificationOf = (message: CustomerMessage): { body: string; wamid: string; mediaId?: string | undefined } => {
     const wamid = message.id ?? newWamid();
     const type = message.type ?? 'text';
+    if (!message.from && !message.userId) throw new Error('A customer has a phone number, a business-scoped user id, or both');
+    if (message.from && message.userId) {
+      knownUsers.set(message.from, message.userId);
+      knownUsers.set(message.userId, message.from);
+    }
+    const profile = { name: message.name ?? 'Local customer', ...(message.username ? { username: message.username } : {}) };
     let content: Record<string, unknown>;
     let mediaId: string | undefined;
     if (type === 'text') content = { text: { body: message.text ?? '' } };
@@ -253,8 +275,17 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       content = { [type]: described };
     } else content = { [type]: type === 'location' ? { latitude: 52.37, longitude: 4.89 } : {} };
     const body = envelope(message.phoneNumberId, {
-      contacts: [{ profile: { name: message.name ?? 'Local customer' }, wa_id: message.from }],
-      messages: [{ from: message.from, id: wamid, timestamp: String(message.timestamp ?? Math.floor(Date.now() / 1000)), type, ...content }],
+      contacts: [{ profile, ...(message.from ? { wa_id: message.from } : {}), ...(message.userId ? { user_id: message.userId } : {}) }],
+      messages: [
+        {
+          ...(message.from ? { from: message.from } : {}),
+          ...(message.userId ? { from_user_id: message.userId } : {}),
+          id: wamid,
+          timestamp: String(message.timestamp ?? Math.floor(Date.now() / 1000)),
+          type,
+          ...content,
+        },
+      ],
     });
     return { body, wamid, mediaId };
   };
@@ -267,8 +298,13 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       status === 'failed'
         ? { errors: [{ code: failure.code, title: failure.title, message: failure.message, error_data: { details: failure.details }, href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/' }] }
         : {};
+    // A send to a phone number names it (and the user's BSUID when known); a send to a BSUID names only that.
+    const recipient =
+      message.addressedBy === 'to'
+        ? { recipient_id: message.to, ...(knownUsers.has(message.to) ? { recipient_user_id: knownUsers.get(message.to) } : {}) }
+        : { recipient_user_id: message.to };
     const body = envelope(message.phoneNumberId, {
-      statuses: [{ id: wamid, status, timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: message.to, ...errors }],
+      statuses: [{ id: wamid, status, timestamp: String(Math.floor(Date.now() / 1000)), ...recipient, ...errors }],
     });
     return post(message.phoneNumberId, body, sign(message.phoneNumberId, body));
   };
@@ -353,9 +389,18 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
 
   async function sendMessage(request: IncomingMessage, response: ServerResponse, phoneNumberId: string): Promise<void> {
     const payload = parse(await readText(request)) as
-      | { messaging_product?: string; to?: string; type?: string; text?: { body?: string }; template?: { name?: unknown; language?: { code?: unknown }; components?: unknown } }
+      | {
+          messaging_product?: string;
+          to?: string;
+          recipient?: string;
+          type?: string;
+          text?: { body?: string };
+          template?: { name?: unknown; language?: { code?: unknown }; components?: unknown };
+        }
       | undefined;
-    const to = payload?.to ?? '';
+    // `to` takes a phone number and wins over `recipient`, which takes a business-scoped user id.
+    const addressedBy = payload?.to !== undefined ? 'to' : 'recipient';
+    const to = payload?.to ?? payload?.recipient ?? '';
     const type = payload?.type ?? '';
     const answer = (status: number, send: () => void) => {
       attempts.push({ phoneNumberId, to, type, status });
@@ -365,9 +410,10 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       return answer(401, () => graphError(response, 401, 190, 'Invalid OAuth access token - Cannot parse access token'));
     }
     const body = payload?.text?.body;
+    const addressed = addressedBy === 'to' ? phoneNumber.test(to) : businessScopedUserId.test(to);
     const isText = type === 'text' && typeof body === 'string' && body.length > 0 && body.length <= whatsappTextLimit;
     const isTemplate = type === 'template' && typeof payload?.template === 'object' && payload.template !== null;
-    if (payload?.messaging_product !== 'whatsapp' || !to || !(isText || isTemplate)) {
+    if (payload?.messaging_product !== 'whatsapp' || !addressed || !(isText || isTemplate)) {
       return answer(400, () => graphError(response, 400, 100, '(#100) Invalid parameter'));
     }
     const refusal = isTemplate ? templateRefusal(payload.template!) : undefined;
@@ -381,6 +427,7 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     const message: OutboundWhatsapp = {
       phoneNumberId,
       to,
+      addressedBy,
       type: template ? 'template' : 'text',
       body: template ? renderTemplate(template) : (body as string),
       ...(template ? { template } : {}),
@@ -389,9 +436,8 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       atMonotonic: performance.now(),
     };
     sent.push(message);
-    answer(200, () =>
-      json(response, 200, { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: to }], messages: [{ id: message.wamid, ...(template ? { message_status: 'accepted' } : {}) }] }),
-    );
+    const contact = addressedBy === 'to' ? { input: to, wa_id: to } : { input: to, user_id: to };
+    answer(200, () => json(response, 200, { messaging_product: 'whatsapp', contacts: [contact], messages: [{ id: message.wamid, ...(template ? { message_status: 'accepted' } : {}) }] }));
     // Outside the window Meta takes the free-form message, then reports it failed (131047) instead of delivering it.
     const windowClosed = !template && Date.now() - (lastCustomerMessage.get(`${phoneNumberId}/${to}`) ?? Number.NEGATIVE_INFINITY) > customerServiceWindowMs;
     if (!windowClosed) for (const socket of customers.get(`${phoneNumberId}/${to}`) ?? []) socket.send(JSON.stringify({ type: 'message', text: message.body }));
@@ -475,13 +521,16 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
   server.on('upgrade', (request, socket, head) => {
     const url = new URL(request.url ?? '/', 'http://simulator');
     const number = url.searchParams.get('number');
-    const waId = url.searchParams.get('wa_id');
-    if (url.pathname !== '/simulator/customer' || !number || !waId) {
+    const userId = url.searchParams.get('user_id') ?? undefined;
+    const waId = url.searchParams.get('wa_id') ?? undefined;
+    const customer = userId ?? waId;
+    if (url.pathname !== '/simulator/customer' || !number || !customer) {
       socket.destroy();
       return;
     }
     sockets.handleUpgrade(request, socket, head, (client) => {
-      const key = `${number}/${waId}`;
+      // What the platform sends to the customer arrives addressed to their phone number, or to their BSUID alone.
+      const key = `${number}/${waId ?? userId}`;
       const attached = customers.get(key) ?? new Set();
       attached.add(client);
       customers.set(key, attached);
@@ -489,10 +538,11 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       client.on('message', async (data) => {
         const said = parse(data.toString()) as { type?: string; text?: string; media?: string; file?: string; mimeType?: string; filename?: string; caption?: string } | undefined;
         if (said?.type !== 'say') return;
+        const sender = { ...(waId ? { from: waId } : {}), ...(userId ? { userId } : {}) };
         const file = said.file && said.mimeType ? { body: Buffer.from(said.file, 'base64'), mimeType: said.mimeType, ...(said.filename ? { filename: said.filename } : {}) } : undefined;
         const message: CustomerMessage = said.media
-          ? { phoneNumberId: number, from: waId, type: said.media, ...(file ? { file } : {}), ...(said.caption ? { caption: said.caption } : {}) }
-          : { phoneNumberId: number, from: waId, text: said.text ?? '' };
+          ? { phoneNumberId: number, ...sender, type: said.media, ...(file ? { file } : {}), ...(said.caption ? { caption: said.caption } : {}) }
+          : { phoneNumberId: number, ...sender, text: said.text ?? '' };
         const posted = await simulator.customerSays(message);
         client.send(JSON.stringify({ type: 'posted', status: posted.status, wamid: posted.wamid }));
       });
@@ -514,17 +564,16 @@ export const localMediaBucket = 'whatsapp-media';
 /**
  * WhatsApp on this machine: the simulator, wired through the variables the handlers read on AWS too (call before
  * they read their configuration). `apiBaseUrl` is where its webhooks go; tools and webhooks cannot reach it. With
- * the queues, customers' media are copied to a bucket of the emulator's S3.
+ * the queues, customers' media are copied to a bucket of the emulator's S3. Addresses the environment names already
+ * win: with WHATSAPP_GRAPH_API_URL set (the real Graph API, or another test double) no simulator starts (the media
+ * bucket is still the emulator's), and a set PUBLIC_BASE_URL (the tunnel Meta posts to) is kept.
  */
 export async function startLocalWhatsapp(
   apiBaseUrl: string,
   env: NodeJS.ProcessEnv = process.env,
   options: { port?: number | undefined; queues?: Pick<LocalQueues, 'endpoint' | 'region'> | undefined } = {},
-): Promise<WhatsappSimulator> {
-  const simulator = await startWhatsappSimulator({ apiBaseUrl, port: options.port });
-  denyEgressTo(simulator.port, env);
-  env.WHATSAPP_GRAPH_API_URL = simulator.graphApiUrl;
-  env.PUBLIC_BASE_URL = apiBaseUrl;
+): Promise<WhatsappSimulator | undefined> {
+  env.PUBLIC_BASE_URL ??= apiBaseUrl;
   if (options.queues) {
     env.S3_ENDPOINT = options.queues.endpoint;
     env.WHATSAPP_MEDIA_BUCKET = localMediaBucket;
@@ -534,7 +583,24 @@ export async function startLocalWhatsapp(
     });
     s3.destroy();
   }
+  if (env.WHATSAPP_GRAPH_API_URL) return undefined;
+  const simulator = await startWhatsappSimulator({ apiBaseUrl, port: options.port });
+  denyEgressTo(simulator.port, env);
+  env.WHATSAPP_GRAPH_API_URL = simulator.graphApiUrl;
   return simulator;
+}
+
+/** What a phone number in `to` looks like (digits, a leading `+` allowed), and a business-scoped user id (`US.1349…`, `US.ENT.1181…`). */
+const phoneNumber = /^\+?\d{6,20}$/;
+const businessScopedUserId = /^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$/;
+
+/**
+ * JSON as Meta writes its notifications: every character outside ASCII as a `\uXXXX` escape with lowercase hex
+ * (surrogate pairs for emoji), which is the text the signature is computed over
+ * (https://developers.facebook.com/docs/graph-api/webhooks/getting-started#validate-payloads).
+ */
+export function escapeUnicode(json: string): string {
+  return json.replace(/[^\x00-\x7f]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function parse(text: string): unknown {

@@ -47,15 +47,21 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
   if (signedAtSeconds(signature ?? '') - Math.floor(now / 1000) > toleranceSeconds) {
     throw new InvalidSignatureError('The Stripe-Signature header does not verify: Timestamp outside the tolerance zone');
   }
-  const change = changes[event.type];
+  const change = event.type === 'customer.subscription.updated' ? collectionPauseChange(event) : changes[event.type];
   const orgId = orgOf(event.data.object as unknown as Record<string, unknown>);
   if (!change || !orgId) {
     logger.info('stripe event ignored', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
   // A linked subscription is stored, and API-key organizations have their item: with neither, the organization is not ours.
-  if (!(await deps.subscriptions.get(orgId)) && !(await deps.orgs.get(orgId))) {
+  const stored = await deps.subscriptions.get(orgId);
+  if (!stored && !(await deps.orgs.get(orgId))) {
     logger.warn('stripe event names an unknown organization', { eventId: event.id, type: event.type, orgId });
+    return { received: true, applied: false };
+  }
+  // Stripe's report of a pause this platform made (or of one already seen) moves nothing.
+  if ((change.kind === 'pause' && stored?.status === 'paused') || (change.kind === 'resume' && (stored?.status ?? 'active') === 'active')) {
+    logger.info('stripe event matches the subscription already', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
   try {
@@ -66,6 +72,17 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
     logger.warn('stripe event does not apply to the subscription', { eventId: event.id, type: event.type, orgId, reason: error.message });
     return { received: true, applied: false };
   }
+}
+
+/**
+ * A pause of collection (`pause_collection`: how this platform pauses, and how Stripe's dashboard does) begun or
+ * ended: Stripe reports it as `customer.subscription.updated` with the attribute in `previous_attributes`, never as
+ * `.paused`/`.resumed` (those follow a status of `paused`). Any other update moves nothing here.
+ */
+function collectionPauseChange(event: Stripe.Event): SubscriptionChange | undefined {
+  const previous = (event.data as { previous_attributes?: Record<string, unknown> }).previous_attributes;
+  if (!previous || !('pause_collection' in previous)) return undefined;
+  return (event.data.object as { pause_collection?: unknown }).pause_collection ? { kind: 'pause' } : { kind: 'resume' };
 }
 
 /** The `t=` of a verified `Stripe-Signature` header, read as Stripe's library reads it. */

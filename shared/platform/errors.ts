@@ -255,6 +255,21 @@ export class TelephonyUnavailableError extends AppError {
   readonly code = 'TELEPHONY_UNAVAILABLE';
 }
 
+/** The carrier refused a request about numbers for a reason the caller can correct (its message is passed on). */
+export class TelephonyRequestRejectedError extends AppError {
+  readonly code = 'TELEPHONY_REQUEST_REJECTED';
+}
+
+/** The number to buy is no longer for sale (another buyer took it), or its area code has none left. */
+export class PhoneNumberUnavailableError extends AppError {
+  readonly code = 'PHONE_NUMBER_UNAVAILABLE';
+}
+
+/** A number to import is not in the organization's carrier account. */
+export class PhoneNumberNotInAccountError extends AppError {
+  readonly code = 'PHONE_NUMBER_NOT_IN_ACCOUNT';
+}
+
 /** A request claiming to come from a provider (carrier, billing) whose signature does not verify (or is missing, or too old). */
 export class InvalidSignatureError extends AppError {
   readonly code = 'INVALID_SIGNATURE';

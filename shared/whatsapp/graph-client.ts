@@ -12,7 +12,13 @@ export class GraphApiError extends Error {
   }
 }
 
-/** Meta's id of a message it accepted, and the WhatsApp id it resolved the recipient's number to. */
+/** Whom a message goes to: the customer's phone number when Meta shared it, their business-scoped user id otherwise. */
+export interface WhatsappRecipient {
+  waId?: string | undefined;
+  userId?: string | undefined;
+}
+
+/** Meta's id of a message it accepted, and the WhatsApp id it resolved the recipient's number to (a send `to` a phone number). */
 export interface SentMessage {
   wamid: string;
   waId?: string | undefined;
@@ -29,14 +35,24 @@ export interface DownloadedMedia {
 /** The Graph API of the WhatsApp Cloud API (`GraphApiMessaging`). */
 export interface WhatsappMessaging {
   /** Sends one text message from the business number to the customer; Meta's message id (wamid). */
-  sendText(request: { phoneNumberId: string; accessToken: string; to: string; body: string }): Promise<SentMessage>;
+  sendText(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; body: string }): Promise<SentMessage>;
   /** Sends an approved template (`type: "template"`), which Meta delivers whatever the customer-service window. */
-  sendTemplate(request: { phoneNumberId: string; accessToken: string; to: string; template: WhatsappTemplate }): Promise<SentMessage>;
+  sendTemplate(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; template: WhatsappTemplate }): Promise<SentMessage>;
   /**
    * A customer's media: `GET /{media-id}` gives its URL (valid 5 minutes), then the URL gives its bytes, both with
    * the bearer token. Refused with `WHATSAPP_MEDIA_TOO_LARGE` past `maxBytes`, before or while downloading.
    */
   downloadMedia(request: { phoneNumberId: string; accessToken: string; mediaId: string; maxBytes: number }): Promise<DownloadedMedia>;
+}
+
+/**
+ * The addressing fields of a `/messages` body, as Meta documents them: `to` with a phone number (Meta's advice when
+ * there is one), `recipient` with a business-scoped user id for a user whose number is not shared.
+ */
+export function addressOf(recipient: WhatsappRecipient): { to: string } | { recipient: string } {
+  if (recipient.waId) return { to: recipient.waId };
+  if (recipient.userId) return { recipient: recipient.userId };
+  throw new Error('A WhatsApp message needs a phone number or a business-scoped user id to go to.');
 }
 
 /** Meta's error codes a later attempt can get past: throttling and temporary unavailability. */
@@ -64,11 +80,11 @@ export class GraphApiMessaging implements WhatsappMessaging {
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 
-  sendText(request: { phoneNumberId: string; accessToken: string; to: string; body: string }): Promise<SentMessage> {
+  sendText(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; body: string }): Promise<SentMessage> {
     return this.send(request, { type: 'text', text: { preview_url: false, body: request.body } });
   }
 
-  sendTemplate(request: { phoneNumberId: string; accessToken: string; to: string; template: WhatsappTemplate }): Promise<SentMessage> {
+  sendTemplate(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; template: WhatsappTemplate }): Promise<SentMessage> {
     return this.send(request, { type: 'template', template: request.template });
   }
 
@@ -103,11 +119,11 @@ export class GraphApiMessaging implements WhatsappMessaging {
     return { body: Buffer.concat(chunks), mimeType, sha256: typeof media.sha256 === 'string' ? media.sha256 : '' };
   }
 
-  private async send(request: { phoneNumberId: string; accessToken: string; to: string }, message: Record<string, unknown>): Promise<SentMessage> {
+  private async send(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient }, message: Record<string, unknown>): Promise<SentMessage> {
     const { response, parsed, text } = await this.call(`${this.baseUrl}/${encodeURIComponent(request.phoneNumberId)}/messages`, {
       method: 'POST',
       headers: { authorization: `Bearer ${request.accessToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', to: request.to, ...message }),
+      body: JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', ...addressOf(request.to), ...message }),
       signal: AbortSignal.timeout(requestTimeoutMs),
     });
     const answer = parsed as { messages?: { id?: unknown }[]; contacts?: { wa_id?: unknown }[] } | undefined;

@@ -22,7 +22,7 @@ import { expiryEpochSeconds } from '../conversations/sessions.ts';
 import { newMessageId } from '../conversations/turn.ts';
 import { GraphApiError, withRetries, type WhatsappMessaging } from './graph-client.ts';
 import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
-import type { StartConversationInput, WhatsappTemplate } from './whatsapp-schemas.ts';
+import { customerKey, type StartConversationInput, type WhatsappTemplate } from './whatsapp-schemas.ts';
 import { customerServiceWindowMs, type WhatsappDeps } from './whatsapp.ts';
 
 /** What business-initiated conversations and media downloads need besides the numbers: the Graph API, admission and the media bucket. */
@@ -37,7 +37,8 @@ export interface WhatsappOutboundDeps extends WhatsappDeps, AdmissionDeps {
  * (WhatsApp takes nothing else from a business outside the 24-hour window). Its parameters are filled from the
  * session variables; Meta's refusal is the answer, and nothing is kept of a conversation Meta refused. Once Meta
  * accepts it, an OUTBOUND session holds the template message and waits 24 hours for the customer's reply, which
- * the agent then answers in it.
+ * the agent then answers in it. The session is keyed by the phone number the template went to: the reply names it
+ * beside the customer's BSUID, and is matched by either (`sessionKeysOf`).
  */
 export async function startConversation(deps: WhatsappOutboundDeps, orgId: string, numberId: string, input: StartConversationInput): Promise<{ sessionId: string; wamid: string; to: string }> {
   const number = await deps.whatsapp.getNumber(orgId, numberId);
@@ -51,7 +52,7 @@ export async function startConversation(deps: WhatsappOutboundDeps, orgId: strin
   const accessToken = await deps.whatsapp.openSecret(number, 'accessToken');
   let sent: { wamid: string; waId?: string | undefined; attempts: number };
   try {
-    sent = await withRetries(deps, () => deps.messaging.sendTemplate({ phoneNumberId: number.phoneNumberId, accessToken, to: input.to, template }));
+    sent = await withRetries(deps, () => deps.messaging.sendTemplate({ phoneNumberId: number.phoneNumberId, accessToken, to: { waId: input.to }, template }));
   } catch (error) {
     throw refusalOf(error);
   }
@@ -86,7 +87,7 @@ export async function startConversation(deps: WhatsappOutboundDeps, orgId: strin
     messageCount: 1,
     nextSeq: 2,
   };
-  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, activeUntil), [sessionEvents.sessionCreated(session)], { numberId: number.id, waId }, { message, wamid: sent.wamid });
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, activeUntil), [sessionEvents.sessionCreated(session)], { numberId: number.id, customerKey: customerKey({ waId }) }, { message, wamid: sent.wamid });
   return { sessionId, wamid: sent.wamid, to: waId };
 }
 

@@ -96,9 +96,20 @@ export class DynamoWhatsappStore {
     return this.cipher.open(number.sealed[name], secretContext(number.orgId, number.id, name));
   }
 
-  async customerSession(orgId: string, numberId: string, waId: string): Promise<string | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, waId), ConsistentRead: true }));
-    return result.Item?.sessionId as string | undefined;
+  /**
+   * The customer's last session with this number, the newest of those their keys point to: their BSUID, or their
+   * phone number without one, and their phone number too when a message names both (a conversation a template
+   * started is keyed by the phone number it went to, and the reply names the BSUID as well).
+   */
+  async customerSession(orgId: string, numberId: string, customerKeys: readonly string[]): Promise<string | undefined> {
+    const items = await Promise.all(
+      [...new Set(customerKeys)].map(async (customerKey) => {
+        const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, customerKey), ConsistentRead: true }));
+        return result.Item as { sessionId: string; updatedAt: string } | undefined;
+      }),
+    );
+    const newest = items.reduce<{ sessionId: string; updatedAt: string } | undefined>((found, item) => (item && (!found || item.updatedAt > found.updatedAt) ? item : found), undefined);
+    return newest?.sessionId;
   }
 
   /**
@@ -109,7 +120,7 @@ export class DynamoWhatsappStore {
     session: StoredSession,
     expiresAt: number,
     events: DomainEvent[],
-    customer: { numberId: string; waId: string },
+    customer: { numberId: string; customerKey: string },
     template?: { message: Message; wamid: string },
   ): Promise<void> {
     await this.client.send(
@@ -119,7 +130,7 @@ export class DynamoWhatsappStore {
           {
             Put: {
               TableName: this.tableName,
-              Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.waId), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
+              Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.customerKey), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
             },
           },
           ...(template ? [{ Put: { TableName: this.tableName, Item: this.outboundItem(session.orgId, customer.numberId, template.wamid, { sessionId: session.id, seq: 1, index: 0 }, Date.parse(session.createdAt)) } }] : []),

@@ -2,17 +2,23 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
+import { countMetric } from '../platform/metrics.ts';
 import type { StoredSession } from '../conversations/ports.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { Message } from '../conversations/session-schemas.ts';
 import {
+  customerKey,
   defaultUnsupportedReply,
   deliveryStatuses,
   isMediaKind,
   webhookChangeValue,
+  webhookMessage,
   webhookNotification,
+  webhookStatus,
   whatsappTextLimit,
   type CreateWhatsappNumberInput,
+  type WebhookContact,
+  type WhatsappCustomer,
   type DeliveryStatus,
   type InboundWhatsappMessage,
   type MediaKind,
@@ -24,7 +30,7 @@ import {
   type WhatsappSend,
 } from './whatsapp-schemas.ts';
 import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
-import { GraphApiError, windowClosedMetaCode, withRetries, type WhatsappMessaging } from './graph-client.ts';
+import { GraphApiError, windowClosedMetaCode, withRetries, type WhatsappMessaging, type WhatsappRecipient } from './graph-client.ts';
 import { readMedia, transcriptionModel, type MediaReadingDeps, type ReadMedia } from './inbound-media.ts';
 import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
 import { isValidMetaSignature } from './meta-signature.ts';
@@ -202,8 +208,15 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
   const verified = new Map<string, SealedWhatsappNumber | undefined>([[phoneNumberId, number]]);
   const queued: WhatsappQueueMessage[] = [];
   for (const change of notification.data.entry.flatMap((entry) => entry.changes)) {
-    const value = change.field === 'messages' ? webhookChangeValue.safeParse(change.value) : undefined;
-    if (!value?.success) continue;
+    if (change.field !== 'messages') {
+      unhandledNotification('field not handled', { phoneNumberId, field: change.field });
+      continue;
+    }
+    const value = webhookChangeValue.safeParse(change.value);
+    if (!value.success) {
+      unhandledNotification('change not understood', { phoneNumberId });
+      continue;
+    }
     const target = value.data.metadata.phone_number_id;
     if (!verified.has(target)) {
       const verdict = await verifiedBody(deps, target, rawBody, signature);
@@ -211,17 +224,51 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
     }
     const owner = verified.get(target);
     if (!owner) {
-      logger.warn('WhatsApp change for a number not verified by this notification; dropped', { phoneNumberId: target });
+      unhandledNotification('number not verified by this notification', { phoneNumberId: target });
       continue;
     }
-    const names = new Map((value.data.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
-    for (const message of value.data.messages ?? []) {
-      const name = names.get(message.from);
-      queued.push({ kind: 'message', orgId: owner.orgId, numberId: owner.id, customer: { waId: message.from, ...(name ? { name } : {}) }, message });
+    const where = { orgId: owner.orgId, numberId: owner.id };
+    for (const raw of value.data.messages ?? []) {
+      const message = webhookMessage.safeParse(raw);
+      const customer = message.success ? customerOf(message.data, value.data.contacts ?? []) : undefined;
+      if (!message.success || !customer) {
+        unhandledNotification(message.success ? 'message names no sender' : 'message not understood', { ...where, wamid: (raw as { id?: unknown } | undefined)?.id });
+        continue;
+      }
+      queued.push({ kind: 'message', ...where, customer, message: message.data });
     }
-    for (const status of value.data.statuses ?? []) queued.push({ kind: 'status', orgId: owner.orgId, numberId: owner.id, status });
+    for (const raw of value.data.statuses ?? []) {
+      const status = webhookStatus.safeParse(raw);
+      if (status.success) queued.push({ kind: 'status', ...where, status: status.data });
+      else unhandledNotification('status not understood', { ...where, wamid: (raw as { id?: unknown } | undefined)?.id });
+    }
+    for (const error of value.data.errors ?? []) unhandledNotification('error reported by Meta', { ...where, error });
   }
   if (queued.length) await deps.inbound.enqueue(queued);
+}
+
+/**
+ * The sender of a message, by its own ids and the contact that names them (the same phone number or BSUID, or
+ * the only contact): phone number and BSUID as given, at least one, with the profile's name and username.
+ */
+function customerOf(message: InboundWhatsappMessage, contacts: readonly WebhookContact[]): WhatsappCustomer | undefined {
+  const contact =
+    contacts.find((candidate) => (candidate.user_id !== undefined && candidate.user_id === message.from_user_id) || (candidate.wa_id !== undefined && candidate.wa_id === message.from)) ??
+    (contacts.length === 1 ? contacts[0] : undefined);
+  const waId = message.from ?? contact?.wa_id;
+  const userId = message.from_user_id ?? contact?.user_id;
+  if (waId === undefined && userId === undefined) return undefined;
+  const { name, username } = contact?.profile ?? {};
+  return { ...(waId ? { waId } : {}), ...(userId ? { userId } : {}), ...(name ? { name } : {}), ...(username ? { username } : {}) };
+}
+
+/** CloudWatch metric of the notification parts Meta got its 200 for and the platform does not act on. */
+const unhandledNotificationsMetric = 'WhatsappNotificationsUnhandled';
+
+/** A notification (or a part of it) acknowledged and not acted on: never silent, a warning and a count. */
+function unhandledNotification(reason: string, fields: Record<string, unknown>): void {
+  logger.warn(`WhatsApp notification acknowledged, not handled: ${reason}`, { reason, ...fields });
+  countMetric(unhandledNotificationsMetric, 1, { reason, ...fields });
 }
 
 // ---- Handling queued notifications ---------------------------------------------------------------------------
@@ -230,6 +277,7 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
   if (queued.kind === 'status') {
     const [number, sent] = await Promise.all([deps.whatsapp.getNumber(queued.orgId, queued.numberId), deps.whatsapp.outbound(queued.orgId, queued.numberId, queued.status.id)]);
     if (number) await recordStatus(deps, number, queued.status, sent);
+    else unhandledNotification('number disconnected since', { orgId: queued.orgId, numberId: queued.numberId, wamid: queued.status.id });
     return;
   }
   // One round trip: the number, the claim on the message id, and the customer's last session.
@@ -237,13 +285,22 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
   const [number, claimed, knownSession] = await Promise.all([
     deps.whatsapp.getNumber(orgId, numberId),
     deps.whatsapp.claimInbound(orgId, numberId, message.id, deps.clock.now().getTime()),
-    deps.whatsapp.customerSession(orgId, numberId, customer.waId),
+    deps.whatsapp.customerSession(orgId, numberId, sessionKeysOf(customer)),
   ]);
   if (!number) {
-    logger.warn('WhatsApp message for a number disconnected since; dropped', { orgId, numberId });
+    unhandledNotification('number disconnected since', { orgId, numberId, wamid: message.id });
     return;
   }
   if (claimed) await answerMessage(deps, number, customer, message, knownSession);
+}
+
+/**
+ * Where the customer's last session may be found: under their key (their BSUID, or their phone number), and under
+ * their phone number too when the message names both, for a conversation a template started: it went `to` the
+ * phone number, which is all the business knew of the customer then.
+ */
+function sessionKeysOf(customer: WhatsappCustomer): string[] {
+  return customer.userId && customer.waId ? [customerKey(customer), customer.waId] : [customerKey(customer)];
 }
 
 /**
@@ -253,14 +310,14 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
 async function answerMessage(
   deps: WhatsappConversationDeps,
   number: SealedWhatsappNumber,
-  customer: { waId: string; name?: string | undefined },
+  customer: WhatsappCustomer,
   message: InboundWhatsappMessage,
   knownSession: string | undefined,
 ): Promise<void> {
   const progress = { sent: false };
   try {
     const windowEndsAt = Number(message.timestamp) * 1000 + customerServiceWindowMs;
-    const outbox = new Outbox(deps, number, customer.waId, windowEndsAt, progress);
+    const outbox = new Outbox(deps, number, customer, windowEndsAt, progress);
     const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
     if (message.type === 'text' && message.text?.body.trim()) await converse(deps, number, customer, knownSession, message.text.body, inbound, outbox);
     else if (isMediaKind(message.type)) {
@@ -290,13 +347,13 @@ async function sttModelFor(deps: WhatsappConversationDeps, number: SealedWhatsap
 }
 
 /** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
-async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, known: string | undefined): Promise<StoredSession | undefined> {
+async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer, known: string | undefined): Promise<StoredSession | undefined> {
   const current = known ? await deps.sessions.get(number.orgId, known) : undefined;
   if (current && (await expireIfIdle(deps, current)).state === 'OPEN') return current;
   return openCustomerSession(deps, number, customer);
 }
 
-async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
+async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer): Promise<StoredSession | undefined> {
   const agent = await deps.agents.get(number.orgId, number.agentId);
   if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
     logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
@@ -313,7 +370,14 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     state: 'OPEN',
     metadata: {
       sessionVariables: {},
-      whatsapp: { numberId: number.id, phoneNumberId: number.phoneNumberId, customerWaId: customer.waId, ...(customer.name ? { customerName: customer.name } : {}) },
+      whatsapp: {
+        numberId: number.id,
+        phoneNumberId: number.phoneNumberId,
+        ...(customer.waId ? { customerWaId: customer.waId } : {}),
+        ...(customer.userId ? { customerUserId: customer.userId } : {}),
+        ...(customer.name ? { customerName: customer.name } : {}),
+        ...(customer.username ? { customerUsername: customer.username } : {}),
+      },
     },
     createdAt: now.toISOString(),
     updatedAt: now.toISOString(),
@@ -321,7 +385,7 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     messageCount: 0,
     nextSeq: 1,
   };
-  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], { numberId: number.id, customerKey: customerKey(customer) });
   return session;
 }
 
@@ -336,7 +400,7 @@ const sessionOver = new Set(['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SE
 async function converse(
   deps: WhatsappConversationDeps,
   number: SealedWhatsappNumber,
-  customer: { waId: string; name?: string | undefined },
+  customer: WhatsappCustomer,
   knownSession: string | undefined,
   content: string,
   inbound: Record<string, unknown>,
@@ -403,11 +467,11 @@ class Outbox {
 
   private readonly deps: WhatsappConversationDeps;
   private readonly number: SealedWhatsappNumber;
-  private readonly to: string;
+  private readonly to: WhatsappRecipient;
   private readonly windowEndsAt: number;
   private readonly progress: { sent: boolean };
 
-  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: string, windowEndsAt: number, progress: { sent: boolean }) {
+  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: WhatsappRecipient, windowEndsAt: number, progress: { sent: boolean }) {
     this.deps = deps;
     this.number = number;
     this.to = to;
@@ -466,7 +530,7 @@ const windowClosedMessage =
 async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification, sent: { sessionId: string; seq: number; index: number } | undefined): Promise<void> {
   if (!(deliveryStatuses as readonly string[]).includes(status.status)) return;
   if (!sent) {
-    logger.warn('WhatsApp status of a message this platform did not send; ignored', { orgId: number.orgId, numberId: number.id, wamid: status.id });
+    unhandledNotification('status of a message this platform did not send', { orgId: number.orgId, numberId: number.id, wamid: status.id });
     return;
   }
   const metaError = status.errors?.[0];

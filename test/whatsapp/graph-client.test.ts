@@ -6,7 +6,7 @@ import { GraphApiError, GraphApiMessaging } from '../../shared/whatsapp/graph-cl
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { metaFixture } from '../support/whatsapp.ts';
 
-/** A Graph API double answering with Meta's documented payloads (test/whatsapp/fixtures/meta/), recording each request. */
+/** A Graph API double answering with Meta's documented payloads (test/fixtures/meta/), recording each request. */
 interface FakeGraph {
   baseUrl: string;
   requests: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[];
@@ -97,7 +97,7 @@ describe("the Graph API client against Meta's documented payloads", () => {
     const template = { name: 'order_update', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: 'A-1001' }] }] };
 
     // Act
-    const sent = await new GraphApiMessaging(baseUrl).sendTemplate({ phoneNumberId: '106540352242922', accessToken: token, to: '+16505551234', template });
+    const sent = await new GraphApiMessaging(baseUrl).sendTemplate({ phoneNumberId: '106540352242922', accessToken: token, to: { waId: '+16505551234' }, template });
 
     // Assess
     expect(sent).toEqual({ wamid: 'wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA', waId: '16505551234' });
@@ -108,13 +108,34 @@ describe("the Graph API client against Meta's documented payloads", () => {
     );
   });
 
+  it('addresses a customer known only by their business-scoped user id by `recipient`, and one with a phone number by `to` alone', async () => {
+    // Prepare
+    const { baseUrl, requests } = await fakeGraph(({ body }) => {
+      const sent = JSON.parse(body) as { to?: string; recipient?: string };
+      const contact = sent.to ? { input: sent.to, wa_id: sent.to } : { input: sent.recipient, user_id: sent.recipient };
+      return { status: 200, body: JSON.stringify({ messaging_product: 'whatsapp', contacts: [contact], messages: [{ id: 'wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA' }] }) };
+    });
+    const client = new GraphApiMessaging(baseUrl);
+
+    // Act
+    await client.sendTemplate({ phoneNumberId: '1', accessToken: token, to: { userId: 'US.13491208655302741918' }, template: { name: 'hello_world', language: { code: 'en_US' } } });
+    await client.sendText({ phoneNumberId: '1', accessToken: token, to: { waId: '16505551234', userId: 'US.13491208655302741918' }, body: 'Hello' });
+
+    // Assess
+    const [template, text] = requests.map((request) => JSON.parse(request.body) as Record<string, unknown>);
+    expect(template).toMatchObject({ recipient: 'US.13491208655302741918', type: 'template' });
+    expect(template).not.toHaveProperty('to');
+    expect(text).toMatchObject({ to: '16505551234', type: 'text' });
+    expect(text).not.toHaveProperty('recipient');
+  });
+
   it("reads Meta's template error as a refusal no retry gets past, with Meta's code and details in the message", async () => {
     // Prepare
     const { baseUrl } = await fakeGraph(() => ({ status: 400, body: JSON.stringify(metaFixture('error-template-name-does-not-exist', { TEMPLATE_NAME: 'order_updat', LANGUAGE_AND_LOCALE_CODE: 'en_US' })) }));
 
     // Act
     const refused = await new GraphApiMessaging(baseUrl)
-      .sendTemplate({ phoneNumberId: '1', accessToken: token, to: '16505551234', template: { name: 'order_updat', language: { code: 'en_US' } } })
+      .sendTemplate({ phoneNumberId: '1', accessToken: token, to: { waId: '16505551234' }, template: { name: 'order_updat', language: { code: 'en_US' } } })
       .catch((error: unknown) => error);
 
     // Assess
@@ -132,7 +153,7 @@ describe("the Graph API client against Meta's documented payloads", () => {
         : { status, body: JSON.stringify({ error: { message: 'Something went wrong', code: 131000 } }) },
     );
     const client = new GraphApiMessaging(baseUrl);
-    const send = () => client.sendText({ phoneNumberId: '1', accessToken: token, to: '16505551234', body: 'Hello' }).catch((error: unknown) => error);
+    const send = () => client.sendText({ phoneNumberId: '1', accessToken: token, to: { waId: '16505551234' }, body: 'Hello' }).catch((error: unknown) => error);
 
     // Act
     const windowClosed = await send();

@@ -7,7 +7,7 @@ import { modelId } from '../../shared/models/model-catalog.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { startOpenAIStub, stubText, type OpenAIStub } from '../support/openai-stub.ts';
-import { customerSessions, messagesOf, metaFixture, repliesTo, uniqueCustomer, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
+import { customerSessions, messagesOf, metaFixture, repliesTo, uniqueCustomer, uniqueUserId, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 let provider: OpenAIStub;
@@ -77,6 +77,27 @@ describe("a WhatsApp customer's media", () => {
     expectError(await api.request('GET', `/v1/chat/sessions/${session.id}/media/999999`, { key: org.key }), 404, 'NOT_FOUND');
     const other = await api.newOrg();
     expectError(await api.request('GET', `/v1/chat/sessions/${session.id}/media/${said.mediaId}`, { key: other.key }), 404, 'SESSION_NOT_FOUND');
+  });
+
+  it('reads the media of a customer known only by their business-scoped user id, and answers them by `recipient`', async () => {
+    const org = await whatsappOrg(api);
+    const userId = uniqueUserId();
+    const voice = Buffer.concat([Buffer.from('OggS'), Buffer.alloc(900, 2)]);
+    const said = await simulator().customerSays({ phoneNumberId: org.phoneNumberId, userId, username: '@ana', type: 'audio', file: { body: voice, mimeType: 'audio/ogg; codecs=opus' } });
+
+    const words = `Please move my booking to Friday (${voice.length} bytes, voice-note.ogg)`;
+    expect(await repliesTo(simulator(), org, userId, 1)).toEqual([`You said: "[voice note] ${words}". I am the built-in offline model; connect a provider model for real answers.`]);
+    expect(simulator().sent.filter((message) => message.to === userId).map((message) => message.addressedBy)).toEqual(['recipient']);
+    const [session] = await eventually(
+      async () => (await api.request('GET', '/v1/chat/chat/sessions?platform=WHATSAPP&limit=100', { key: org.key })).body.data as any[],
+      (found) => found.length === 1,
+    );
+    expect(session.metadata.whatsapp).toEqual({ numberId: org.numberId, phoneNumberId: org.phoneNumberId, customerUserId: userId, customerName: 'Local customer', customerUsername: '@ana' });
+    // Inside the window Meta keeps for the BSUID: the reply is delivered, not failed with 131047.
+    const messages = await eventually(() => messagesOf(api, org, session.id), (found) => found.at(-1)?.metadata.whatsapp?.sends?.[0]?.status === 'delivered');
+    expect(messages[0]).toMatchObject({ content: `[voice note] ${words}`, metadata: { whatsapp: { type: 'audio', media: { id: said.mediaId, stored: true, transcribedBy: 'openai-compatible/whisper-1' } } } });
+    const link = await api.request('GET', `/v1/chat/sessions/${session.id}/media/${said.mediaId}`, { key: org.key });
+    expect(Buffer.from(await (await fetch(link.headers.get('location')!)).arrayBuffer())).toEqual(voice);
   });
 
   it('passes the image to a model that accepts images, and only its placeholder to one that does not', async () => {
@@ -232,6 +253,31 @@ describe('npm run whatsapp', () => {
       expect(answered).toContain(`agent> I received your image (image/jpeg, ${jpeg.length} bytes) with the text "[image: Is this covered?]".`);
       const { messages } = await transcriptOf(org, customer);
       expect(messages[0].metadata.whatsapp.media).toMatchObject({ mimeType: 'image/jpeg', bytes: jpeg.length, caption: 'Is this covered?', stored: true });
+    } finally {
+      cli.stdin.end();
+      cli.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('makes you a user who shares only their business-scoped user id with --user-id, and sends a sample file of a type', async () => {
+    const org = await whatsappOrg(api);
+    const userId = uniqueUserId();
+    const dataDir = mkdtempSync(join(tmpdir(), 'whatsapp-cli-'));
+    writeFileSync(join(dataDir, 'running.json'), JSON.stringify({ pid: process.pid, dynamodbEndpoint: '', tableName: '', whatsappSimulator: simulator().baseUrl }));
+    const cli = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'infra/local/whatsapp-cli.ts', '--number', org.phoneNumberId, '--user-id', userId], {
+      cwd: resolve(import.meta.dirname, '../..'),
+      env: { ...process.env, DATA_DIR: dataDir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let output = '';
+    cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      cli.stdin.write('/document The sample\n');
+      const answered = await eventually(() => output, (text) => text.includes('agent> '), 20_000);
+      expect(answered).toContain(`You are WhatsApp user ${userId}`);
+      expect(answered).toContain('agent> You said: "[document: sample.txt — The sample]".');
+      expect(simulator().sent.filter((message) => message.to === userId).map((message) => message.addressedBy)).toEqual(['recipient']);
     } finally {
       cli.stdin.end();
       cli.kill();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { customerSessions, messagesOf, repliesTo, uniqueCustomer, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
+import { customerSessions, messagesOf, repliesTo, uniqueCustomer, uniqueUserId, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 
@@ -64,6 +64,38 @@ describe('starting a WhatsApp conversation with a template', () => {
       ['USER', 'Where is it now?'],
       ['ASSISTANT', echo('Where is it now?')],
     ]);
+  });
+
+  it("continues the template's session when the reply names the customer's business-scoped user id beside their number, though they had a session under it", async () => {
+    const org = await whatsappOrg(api);
+    const customer = uniqueCustomer();
+    const userId = uniqueUserId();
+    // The customer wrote before: Meta named them by both ids, and their session is keyed by the BSUID.
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, userId, text: 'Is my order ready?' });
+    await repliesTo(simulator(), org, customer, 1);
+    const [earlier] = await eventually(() => customerSessions(api, org, customer), (found) => found.length === 1);
+
+    const started = await start(org, { to: customer, template: orderUpdate, sessionVariables: { customerName: 'Ana', orderId: 'A-1002' } });
+    expect(started.status, started.text).toBe(201);
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, userId, text: 'Thanks, when does it arrive?' });
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, userId, text: 'And can I change the address?' });
+
+    expect(await repliesTo(simulator(), org, customer, 4)).toEqual([
+      echo('Is my order ready?'),
+      'Hi Ana, your order A-1002 has shipped.',
+      echo('Thanks, when does it arrive?'),
+      echo('And can I change the address?'),
+    ]);
+    expect(simulator().sent.filter((message) => message.to === customer).map((message) => message.addressedBy)).toEqual(['to', 'to', 'to', 'to']);
+    const transcript = await eventually(() => messagesOf(api, org, started.body.sessionId), (found) => found.length === 5);
+    expect(transcript.map((message) => message.content)).toEqual([
+      '[template order_update (en_US): Ana, A-1002]',
+      'Thanks, when does it arrive?',
+      echo('Thanks, when does it arrive?'),
+      'And can I change the address?',
+      echo('And can I change the address?'),
+    ]);
+    expect((await messagesOf(api, org, earlier.id)).map((message) => message.content)).toEqual(['Is my order ready?', echo('Is my order ready?')]);
   });
 
   it('fills a named parameter without text from the session variable of its name, and answers with another agent when asked', async () => {

@@ -112,7 +112,7 @@ export const keys = {
   /** Cross-tenant, like the phone-number claim: which organization owns Meta's phone number id (webhook routing, uniqueness). */
   whatsappNumberClaim: (phoneNumberId: string) => ({ pk: `WAPHONE#${phoneNumberId}`, sk: '#WAPHONE' }),
   /** The session a customer's messages to a number go to, while it is open. */
-  whatsappCustomer: (orgId: string, numberId: string, waId: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `CUSTOMER#${waId}` }),
+  whatsappCustomer: (orgId: string, numberId: string, customerKey: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `CUSTOMER#${customerKey}` }),
   /** An inbound message taken (by Meta's id): a redelivery finds it and is not answered again. */
   whatsappInbound: (orgId: string, numberId: string, wamid: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `INBOUND#${wamid}` }),
   /** Which reply an outbound message belongs to, for its status notifications. */
