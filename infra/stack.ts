@@ -6,8 +6,6 @@ import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration, WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -29,10 +27,10 @@ import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduled
 import { routeGroups } from '../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
-import { metricsNamespace, queueRefusalsMetric } from '../shared/platform/metrics.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
+import { OperationsStack } from './operations.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -101,11 +99,15 @@ export interface AgentPlatformStackProps extends StackProps {
   certificateArn?: string;
   /** A WAFv2 web ACL (scope CLOUDFRONT) for the distribution. */
   webAclArn?: string;
+  /** Subscribed by e-mail to the operations topic, where every alarm goes (docs/deploy.md#dashboards-and-alarms). */
+  alarmEmail?: string | undefined;
 }
 
 export class AgentPlatformStack extends Stack {
   /** The function of each route group and stream consumer, by name. */
   readonly functions = new Map<string, NodejsFunction>();
+  /** The alarms and the dashboard (a nested stack). */
+  readonly operations: OperationsStack;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps = {}) {
     super(scope, id, props);
@@ -130,31 +132,16 @@ export class AgentPlatformStack extends Stack {
     // The table and each of its indexes by name: no wildcard.
     const tableResources = [table.tableArn, ...tableDefinition.globalSecondaryIndexes.map((index) => `${table.tableArn}/index/${index.indexName}`)];
 
-    // Whatever lands in a dead-letter queue needs a person: each raises an alarm on this topic (subscribe to it).
+    // Every alarm of the stack notifies this topic (infra/operations.ts; subscribe to it, or set alarmEmail).
     const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms', enforceSSL: true });
-    const deadLetterQueue = (scope: Construct, id: string, what: string, fifo = false): sqs.Queue => {
+    // Whatever lands in a dead-letter queue needs a person: each raises an alarm (infra/operations.ts).
+    const deadLetterQueues: { name: string; queue: sqs.Queue; what: string }[] = [];
+    const deadLetterQueue = (scope: Construct, id: string, name: string, what: string, fifo = false): sqs.Queue => {
       // A FIFO queue's dead-letter queue must be FIFO too.
       const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true, ...(fifo ? { fifo: true } : {}) });
-      const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
-        alarmDescription: `${what} landed in a dead-letter queue`,
-        metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cloudwatch.Stats.MAXIMUM }),
-        threshold: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      alarm.addAlarmAction(new cloudwatchActions.SnsAction(alarms));
+      deadLetterQueues.push({ name, queue, what });
       return queue;
     };
-    // A message a queue refused is not in any dead-letter queue: its sender counts it (shared/platform/queue/sqs-sender.ts).
-    new cloudwatch.Alarm(this, 'QueueRefusalsAlarm', {
-      alarmDescription: 'A queue refused a message the platform sent (see the error logs beside the metric)',
-      metric: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: queueRefusalsMetric, period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }).addAlarmAction(new cloudwatchActions.SnsAction(alarms));
 
     // The platform's queues, each with a dead-letter queue for messages that keep failing their consumer.
     const queues = new Map<string, sqs.Queue>();
@@ -162,7 +149,7 @@ export class AgentPlatformStack extends Stack {
       let queue = queues.get(definition.name);
       if (!queue) {
         const queueScope = new Construct(this, `Queue-${definition.name}`);
-        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
+        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', definition.name, `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
         queue = new sqs.Queue(queueScope, 'Queue', {
           // A FIFO queue's senders give each message its group and deduplication id (no content-based deduplication).
           ...(definition.fifo ? { fifo: true } : {}),
@@ -201,6 +188,8 @@ export class AgentPlatformStack extends Stack {
         accessLogFormat: apigateway.AccessLogFormat.jsonWithStandardFields(),
         // Errors only, and never request or response bodies: they carry credentials and conversations.
         loggingLevel: apigateway.MethodLoggingLevel.ERROR,
+        // X-Ray: the stage's segment, the function's beneath (the HTTP API has no X-Ray integration).
+        tracingEnabled: true,
         dataTraceEnabled: false,
         throttlingRateLimit: stageThrottle.rateLimit,
         throttlingBurstLimit: stageThrottle.burstLimit,
@@ -272,6 +261,7 @@ export class AgentPlatformStack extends Stack {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
         assets: group.assets,
+        traced: true,
         timeout: Duration.seconds(functionTimeoutSeconds(group)),
         environment: {
           TABLE_NAME: table.tableName,
@@ -328,7 +318,7 @@ export class AgentPlatformStack extends Stack {
     // Domain events, relayed from the table's stream; customers route them with EventBridge rules of their own.
     const eventBus = new events.EventBus(this, 'Events');
     // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
-    const streamFailures = deadLetterQueue(this, 'StreamFailures', 'A table stream batch a consumer kept failing');
+    const streamFailures = deadLetterQueue(this, 'StreamFailures', 'table-stream', 'A table stream batch a consumer kept failing');
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
       const fn = bundledFunction(consumerScope, consumer.entry, {
@@ -357,7 +347,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     // Each rule sends the events it matches to a queue; EventBridge retries a failed send for 24 hours.
-    const ruleFailures = deadLetterQueue(this, 'EventRuleFailures', 'An event EventBridge could not send to its target for 24 hours');
+    const ruleFailures = deadLetterQueue(this, 'EventRuleFailures', 'event-rules', 'An event EventBridge could not send to its target for 24 hours');
     for (const rule of eventRules) {
       new events.Rule(this, `Rule-${rule.name}`, {
         eventBus,
@@ -498,6 +488,7 @@ export class AgentPlatformStack extends Stack {
     // Calls (docs/voice.md): ConversationRelay's WebSocket API and its function, the recordings bucket, and the
     // role EventBridge Scheduler sends each call's backstop with.
     const relayFunction = bundledFunction(new Construct(this, voiceRelayRoutes.name), voiceRelayRoutes.entry, {
+      traced: true,
       // A prompt's turn streams its tokens through the management API; the integration's answer does not wait for it.
       timeout: streamingTurnTimeout.plus(Duration.seconds(20)),
       environment: { TABLE_NAME: table.tableName, TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()), PUBLIC_BASE_URL: publicBaseUrl },
@@ -657,6 +648,9 @@ export class AgentPlatformStack extends Stack {
     });
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
+    const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as NodejsFunction);
+    const operations = (this.operations = new OperationsStack(this, 'Operations', { alarmTopic: alarms, alarmEmail: props.alarmEmail, functions: this.functions, tracedFunctions: traced, httpApi, streamingApi, table, deadLetterQueues }));
+    new CfnOutput(this, 'DashboardName', { value: operations.dashboard.dashboardName, description: 'The CloudWatch dashboard of the platform (docs/deploy.md#dashboards-and-alarms)' });
     suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, props });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
@@ -665,7 +659,7 @@ export class AgentPlatformStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
-    new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Subscribe to be told when anything lands in a dead-letter queue' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Every alarm of the stack notifies this topic (docs/deploy.md#dashboards-and-alarms)' });
     new CfnOutput(this, 'EventBusName', { value: eventBus.eventBusName, description: 'Domain events (source agent-platform) for your own EventBridge rules' });
   }
 }
@@ -883,7 +877,13 @@ function copyAssets(directory: string) {
 function bundledFunction(
   scope: Construct,
   entry: string,
-  options: { timeout: Duration; environment: Record<string, string>; assets?: string | undefined },
+  options: {
+    timeout: Duration;
+    environment: Record<string, string>;
+    assets?: string | undefined;
+    /** On the request path: X-Ray active tracing, and Powertools Tracer (shared/platform/tracing.ts) told so. */
+    traced?: boolean;
+  },
 ): NodejsFunction {
   // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
   // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
@@ -900,7 +900,13 @@ function bundledFunction(
     memorySize: 1024,
     timeout: options.timeout,
     logGroup,
-    environment: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'agent-platform', ...options.environment },
+    environment: {
+      NODE_OPTIONS: '--enable-source-maps',
+      POWERTOOLS_SERVICE_NAME: 'agent-platform',
+      ...(options.traced ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
+      ...options.environment,
+    },
+    ...(options.traced ? { tracing: lambda.Tracing.ACTIVE } : {}),
     bundling: {
       format: lambdaBundling.format as OutputFormat,
       minify: lambdaBundling.minify,
