@@ -73,8 +73,9 @@ function addOperations(scope: Construct, stackName: string, props: OperationsPro
   if (props.alarmEmail) props.alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(props.alarmEmail));
   const notify = new cloudwatchActions.SnsAction(props.alarmTopic);
   const alarms: cloudwatch.Alarm[] = [];
+  // Named after the stack, so the notification says which deployment and what at a glance.
   const alarm = (id: string, options: cloudwatch.AlarmProps): cloudwatch.Alarm => {
-    const created = new cloudwatch.Alarm(scope, id, { treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING, ...options });
+    const created = new cloudwatch.Alarm(scope, id, { alarmName: `${stackName}-${id}`, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING, ...options });
     created.addAlarmAction(notify);
     created.addOkAction(notify);
     alarms.push(created);
@@ -215,7 +216,7 @@ function apiMetrics(props: Pick<OperationsProps, 'httpApi' | 'streamingApi'>) {
   return { httpRequests, streamingRequests, serverErrorPercent };
 }
 
-/** Throttled reads and writes of the table and of each of its indexes (6 metrics: within an alarm's 10). */
+/** Throttled reads and writes of the table and of each of its indexes: two metrics each, within an alarm's 10. */
 function tableThrottleEvents(table: dynamodb.TableV2): cloudwatch.MathExpression {
   const indexes = [undefined, ...tableDefinition.globalSecondaryIndexes.map((index) => index.indexName)];
   const usingMetrics: Record<string, cloudwatch.IMetric> = {};
