@@ -1,6 +1,7 @@
 /**
- * Keeps the docs from drifting away from the code: the route table and scope list of docs/auth.md, and the error
- * code table of docs/api-conventions.md, are compared with what the code declares.
+ * Keeps the docs from drifting away from the code: the route table and scope list of docs/auth.md, the error
+ * code table of docs/api-conventions.md, and the metrics and alarm thresholds of docs/deploy.md, are compared with
+ * what the code declares.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -9,6 +10,7 @@ import { routeGroups } from '../functions/route-groups.ts';
 import { scopes } from '../shared/platform/http/scopes.ts';
 import * as errors from '../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../shared/platform/http/error-envelope.ts';
+import { alarmThresholds, platformMetrics } from '../infra/operations.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const read = (path: string): string => readFileSync(resolve(repoRoot, path), 'utf8');
@@ -125,5 +127,24 @@ describe('docs/api-conventions.md', () => {
     const planned = tableRows(section(conventionsDoc, '## Planned error codes')).map(([code = '']) => code);
     expect(planned.length).toBeGreaterThan(0);
     expect(planned.filter((code) => documented.has(code))).toEqual([]);
+  });
+});
+
+describe('docs/deploy.md', () => {
+  const operations = section(read('docs/deploy.md'), '## Dashboards and alarms');
+
+  it("lists exactly the platform's metrics, each with its unit", () => {
+    const documented = new Map(
+      tableRows(section(operations, "### The platform's metrics")).flatMap(([names = '', unit = '']) => names.split(', ').map((name) => [name, unit] as const)),
+    );
+    expect([...documented.keys()].sort()).toEqual(platformMetrics.map((metric) => metric.name).sort());
+    for (const metric of platformMetrics) expect(documented.get(metric.name), metric.name).toBe(metric.unit);
+  });
+
+  it("states the alarms' thresholds as the stack sets them", () => {
+    const alarms = section(operations, '### Being told');
+    expect(alarms).toContain(`more than ${alarmThresholds.serverErrorPercent}% of requests`);
+    expect(alarms).toContain(`at least ${alarmThresholds.minimumRequests} requests`);
+    expect(alarms).toContain(`above ${alarmThresholds.turnOverheadP99Ms} ms`);
   });
 });
