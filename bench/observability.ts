@@ -43,7 +43,7 @@ async function bundle(outDir: string, name: string, source: { entry: string } | 
   const file = join(outDir, name, 'index.mjs');
   await build({
     ...lambdaBundling,
-    ...('entry' in source ? { entryPoints: [join(repoRoot, source.entry)] } : { stdin: { contents: source.contents, resolveDir: repoRoot, loader: 'ts' } }),
+    ...('entry' in source ? { entryPoints: [join(repoRoot, source.entry)] } : { stdin: { contents: source.contents, resolveDir: import.meta.dirname, loader: 'ts' } }),
     outfile: file,
     absWorkingDir: repoRoot,
     plugins: [without(replaced)],
@@ -88,11 +88,11 @@ const functions = [
 ];
 
 /** What every function loads anyway: the logger and the DynamoDB client (with node:http and node:https). */
-const base = "import { logger } from './shared/platform/logger.ts'; import { createDocumentClient } from './shared/platform/store/dynamo.ts'; logger.debug('init', { client: typeof createDocumentClient });";
+const base = "import { logger } from '../shared/platform/logger.ts'; import { createDocumentClient } from '../shared/platform/store/dynamo.ts'; logger.debug('init', { client: typeof createDocumentClient });";
 const probes = {
   base,
-  metrics: `${base} import { emfMetrics, flushMetrics } from './shared/platform/metrics.ts'; emfMetrics.add({ name: 'Init', unit: 'Count', description: '' }, 1); flushMetrics();`,
-  tracing: `${base} import { startTracing } from './shared/platform/tracing.ts'; await startTracing(() => import('@aws-lambda-powertools/tracer'));`,
+  metrics: `${base} import { emfMetrics, flushMetrics } from '../shared/platform/metrics.ts'; emfMetrics.add({ name: 'Init', unit: 'Count', description: '' }, 1); flushMetrics();`,
+  tracing: `${base} import { startTracing } from '../shared/platform/tracing.ts'; await startTracing(() => import('@aws-lambda-powertools/tracer'));`,
 };
 /** What a function the stack traces has in its environment (Lambda sets the first two). */
 const tracedEnvironment = { AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x', AWS_LAMBDA_FUNCTION_NAME: 'bench', POWERTOOLS_TRACE_ENABLED: 'true' };
