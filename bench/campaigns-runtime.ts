@@ -65,14 +65,18 @@ const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}
 const voice = await startLocalVoice(baseUrl, process.env, { queues });
 await preload();
 const deps = campaignRuntime();
-const simulator = voice.simulator;
+const simulator =
+  voice.simulator ??
+  (() => {
+    throw new Error('The bench measures campaigns against the Twilio simulator: unset TWILIO_API_BASE_URL.');
+  })();
 
 /** An organization ready to call, with `count` contacts on callees that end without a conversation. */
 async function campaignOrg(count: number, firstArea: number) {
   const { orgId, call } = await benchOrganization(deps, baseUrl);
   await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
   const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
-  const number = await call('POST', '/api/v1/phone-numbers', { phone_number: `+1555${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}` });
+  const number = await call('POST', '/api/v1/phone-numbers/buy', { area_code: '415' });
   // Busy (60s), no answer (70s) and failing (80s) callees, 30 an area code.
   const numbers = Array.from({ length: count }, (_, index) => `+1${firstArea + Math.floor(index / 30)}55501${60 + (index % 30)}`);
   const imported = await importContacts(deps, orgId, ['phoneNumber,name,tags', ...numbers.map((phone, index) => `${phone},Contact ${index},bench`)].join('\n'));

@@ -36,6 +36,11 @@ const { server, preload } = createLocalServer(routeGroups);
 await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
 const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 const voice = await startLocalVoice(baseUrl, process.env, { queues });
+const simulator =
+  voice.simulator ??
+  (() => {
+    throw new Error('The bench measures calls against the Twilio simulator: unset TWILIO_API_BASE_URL.');
+  })();
 await preload();
 const poller = startStreamPoller({ endpoint: database.endpoint, tableName: database.tableName, consumers: tableStreamConsumers.filter((consumer) => consumer.name === 'analysis-dispatch'), idleDelayMs: 25 });
 const pollers = startQueuePollers({ queues, consumers });
@@ -44,7 +49,7 @@ const deps = runtime();
 const { orgId, call } = await benchOrganization(deps, baseUrl);
 await call('PUT', '/v1/chat/telephony/twilio', { accountSid: `AC${'0'.repeat(32)}`, authToken: 'f'.repeat(32) });
 const agent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Bench', voiceEnabled: true, voicePipelineMode: 'pipeline' });
-const number = await call('POST', '/api/v1/phone-numbers', { phone_number: '+15557000000' });
+const number = await call('POST', '/api/v1/phone-numbers/buy', { area_code: '415' });
 
 interface Timed {
   sessionId: string;
@@ -67,7 +72,7 @@ function converse(to: string, lines: string[]): Promise<Timed> {
       awaitingFirst = true;
       say(lines[index++] as string);
     };
-    voice.simulator.attachCallee(to, {
+    simulator.attachCallee(to, {
       onConnected: (speak) => {
         say = speak;
         next();

@@ -29,11 +29,16 @@ export interface WhatsappBenchResult {
 const database = { endpoint: process.env.BENCH_DYNAMODB_ENDPOINT as string, tableName: process.env.TABLE_NAME as string };
 useLocalDatabase(database);
 const consumers = queueConsumers.filter((consumer) => consumer.name === 'whatsapp-inbound');
-const queues = await startLocalQueues({ consumers, rules: [] });
+// The webhook route finds the inbound queue through its own declaration (queueUrls), as on AWS.
+const queues = await startLocalQueues({ consumers, rules: [], routeGroups });
 const { server, preload } = createLocalServer(routeGroups);
 await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
 const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-const simulator = await startLocalWhatsapp(baseUrl, process.env);
+const simulator =
+  (await startLocalWhatsapp(baseUrl, process.env)) ??
+  (() => {
+    throw new Error('The bench measures replies against the WhatsApp simulator: unset WHATSAPP_GRAPH_API_URL.');
+  })();
 await preload();
 const pollers = startQueuePollers({ queues, consumers });
 

@@ -282,7 +282,6 @@ export const queueConsumers: readonly QueueConsumer[] = [
     queue: whatsappInboundQueue,
     batchSize: 10,
     timeoutSeconds: whatsappInboundTimeoutSeconds,
-    queueUrlVariable: 'WHATSAPP_INBOUND_QUEUE_URL',
     invokesModels: true,
     // Opens the numbers' access tokens (to send) and the agents' tools' signing secrets.
     opensSecrets: true,

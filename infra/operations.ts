@@ -12,17 +12,21 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { analysisMetrics } from '../shared/analysis/analysis-metrics.ts';
+import { billingMetrics } from '../shared/billing/billing-metrics.ts';
 import { conversationMetrics } from '../shared/conversations/conversation-metrics.ts';
 import { metricsNamespace, metricsService, queueRefusalsMetric } from '../shared/platform/metrics.ts';
 import type { MetricDefinition } from '../shared/platform/ports.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { webhookMetrics } from '../shared/webhooks/webhook-metrics.ts';
+import { whatsappMetrics } from '../shared/whatsapp/whatsapp-metrics.ts';
 
 /** Every metric the platform records itself (namespace AgentPlatform): each is on the dashboard and in docs/deploy.md. */
 export const platformMetrics: readonly MetricDefinition[] = [
   ...Object.values(conversationMetrics),
   ...Object.values(analysisMetrics),
   ...Object.values(webhookMetrics),
+  ...Object.values(whatsappMetrics),
+  ...Object.values(billingMetrics),
   queueRefusalsMetric,
 ];
 
@@ -67,7 +71,7 @@ export class OperationsStack extends NestedStack {
 /**
  * What an operator watches on day one (docs/deploy.md#dashboards-and-alarms): alarms on the operations topic for
  * the API's 5xx rate, the p99 turn overhead, Lambda and DynamoDB throttles, every dead-letter queue's depth,
- * analyses past their deadline, each function's errors and refused queue messages; and one dashboard.
+ * analyses past their deadline, each function's errors, refused queue messages and meter events; and one dashboard.
  */
 function addOperations(scope: Construct, stackName: string, props: OperationsProps): { dashboard: cloudwatch.Dashboard; alarms: cloudwatch.Alarm[] } {
   if (props.alarmEmail) props.alarmTopic.addSubscription(new snsSubscriptions.EmailSubscription(props.alarmEmail));
@@ -125,6 +129,11 @@ function addOperations(scope: Construct, stackName: string, props: OperationsPro
     metric: platformMetric(queueRefusalsMetric, cloudwatch.Stats.SUM),
     ...atLeastOnce,
   });
+  alarm('MeterEventsRefused', {
+    alarmDescription: 'Stripe refused a usage event for good: that usage is not billed (see the error logs beside the metric)',
+    metric: platformMetric(billingMetrics.meterEventsRefused, cloudwatch.Stats.SUM),
+    ...atLeastOnce,
+  });
 
   const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard', {
     dashboardName: `${stackName}-operations`,
@@ -159,6 +168,9 @@ function addOperations(scope: Construct, stackName: string, props: OperationsPro
       right: [platformMetric(analysisMetrics.endedLatency, 'p50'), platformMetric(analysisMetrics.endedLatency, 'p99')],
     }),
     graph('Webhooks', [sum(webhookMetrics.delivered), sum(webhookMetrics.attemptsFailed), sum(webhookMetrics.deadLettered)]),
+  );
+  dashboard.addWidgets(
+    graph('Providers: what is acknowledged and not acted on', [sum(whatsappMetrics.unhandledNotifications), sum(billingMetrics.meterEventsRefused)], { width: 24, height: 4 }),
   );
   const functions = [...props.functions];
   dashboard.addWidgets(

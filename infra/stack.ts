@@ -19,17 +19,21 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3vectors from 'aws-cdk-lib/aws-s3vectors';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { NagSuppressions } from 'cdk-nag';
-import { Construct } from 'constructs';
+import { NagSuppressions, type NagPackSuppression } from 'cdk-nag';
+import { Construct, type IConstruct } from 'constructs';
 import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
+import { settingsOf } from '../functions/settings.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
+import { secretArnVariable, settingSources, type SecretSettingName, type SettingName } from '../shared/platform/config.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
+import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
 import { OperationsStack } from './operations.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -91,16 +95,11 @@ const string = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.Att
 
 export interface AgentPlatformStackProps extends StackProps {
   /**
-   * A custom domain for the base address, with an ACM certificate for it in us-east-1 (CloudFront's region): viewers
-   * then need TLS 1.2 or newer. Without them the distribution keeps its *.cloudfront.net name, whose certificate
-   * CloudFront also serves over TLS 1.0.
+   * The checked deployment configuration (infra/deployment-config.ts; the defaults without one). Its custom domain
+   * (with an ACM certificate in us-east-1, CloudFront's region) makes viewers use TLS 1.2 or newer; without it the
+   * distribution keeps its *.cloudfront.net name, whose certificate CloudFront also serves over TLS 1.0.
    */
-  domainName?: string;
-  certificateArn?: string;
-  /** A WAFv2 web ACL (scope CLOUDFRONT) for the distribution. */
-  webAclArn?: string;
-  /** Subscribed by e-mail to the operations topic, where every alarm goes (docs/deploy.md#dashboards-and-alarms). */
-  alarmEmail?: string | undefined;
+  deployment?: Deployment;
 }
 
 export class AgentPlatformStack extends Stack {
@@ -111,7 +110,11 @@ export class AgentPlatformStack extends Stack {
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps = {}) {
     super(scope, id, props);
-    if (Boolean(props.domainName) !== Boolean(props.certificateArn)) throw new Error('domainName and certificateArn go together.');
+    const deployment = props.deployment ?? checkDeploymentConfig({});
+    const { domain, webAclArn } = deployment.config;
+    const logRetention = deployment.config.logRetentionDays as logs.RetentionDays;
+    // The value of each `stack` setting (config.ts), filled in as the resources are made; given to the functions last.
+    const stackSettings: Partial<Record<SettingName, string>> = { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) };
 
     const table = new dynamodb.TableV2(this, 'Table', {
       partitionKey: string(tableDefinition.partitionKey),
@@ -129,6 +132,7 @@ export class AgentPlatformStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
+    stackSettings.TABLE_NAME = table.tableName;
     // The table and each of its indexes by name: no wildcard.
     const tableResources = [table.tableArn, ...tableDefinition.globalSecondaryIndexes.map((index) => `${table.tableArn}/index/${index.indexName}`)];
 
@@ -162,8 +166,18 @@ export class AgentPlatformStack extends Stack {
       }
       return queue;
     };
-    const queueUrlEnvironment = (urls: Record<string, QueueDefinition> = {}): Record<string, string> =>
-      Object.fromEntries(Object.entries(urls).map(([variable, definition]) => [variable, queueFor(definition).queueUrl]));
+    // Each queue-URL setting names one queue, whoever sends to it.
+    const queueVariables: [string, QueueDefinition][] = [
+      ...routeGroups.flatMap((group) => Object.entries(group.queueUrls ?? {})),
+      ...tableStreamConsumers.flatMap((consumer) => Object.entries(consumer.queueUrls ?? {})),
+      ...queueConsumers.flatMap((consumer) => [...(consumer.queueUrlVariable ? [[consumer.queueUrlVariable, consumer.queue] as [string, QueueDefinition]] : []), ...Object.entries(consumer.sendsTo ?? {})]),
+    ];
+    for (const [variable, definition] of queueVariables) {
+      const known = stackSettings[variable as SettingName];
+      const url = queueFor(definition).queueUrl;
+      if (known && known !== url) throw new Error(`${variable} names two queues in functions/consumers.ts and the route groups`);
+      stackSettings[variable as SettingName] = url;
+    }
 
     const httpApi = new apigwv2.HttpApi(this, 'HttpApi', { apiName: 'agent-platform' });
     const routes: apigwv2.HttpRoute[] = [];
@@ -173,7 +187,7 @@ export class AgentPlatformStack extends Stack {
 
     // HTTP API cannot stream a Lambda response, so streaming groups are served by a REST API with response
     // streaming instead, and CloudFront puts both behind one base address (docs/streaming.md).
-    const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    const accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: logRetention });
     const streamingApi = new apigateway.RestApi(this, 'StreamingApi', {
       restApiName: 'agent-platform-streaming',
       description: 'The streaming routes of the agent platform (Lambda response streaming); reached through CloudFront',
@@ -206,26 +220,22 @@ export class AgentPlatformStack extends Stack {
     // StreamingApiUrl below replaces the REST API's automatic `Endpoint` output.
     streamingApi.node.tryRemoveChild('Endpoint');
 
+    // Bedrock: the configured models only (LLMs, embeddings, rerank), none when none is configured.
+    const { bedrock } = deployment.config.models;
+    const bedrockModels = bedrockModelResources([...bedrock.llms, ...bedrock.embeddings, ...bedrock.rerank], this);
     const modelInvokers: lambda.Function[] = [];
     // Turns and knowledge queries rerank with Bedrock's Rerank API when a store names a rerank model; the action has
     // no resource type (the rerank model itself is authorised by InvokeModel).
     const rerankers: lambda.Function[] = [];
     const grantRerank = (fn: lambda.Function) => {
+      if (bedrock.rerank.length === 0) return;
       rerankers.push(fn);
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['bedrock:Rerank'], resources: ['*'] }));
     };
     const grantModelInvocation = (fn: lambda.Function) => {
+      if (bedrockModels.length === 0) return;
       modelInvokers.push(fn);
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: bedrockInvokeActions,
-          resources: [
-            `arn:${this.partition}:bedrock:*::foundation-model/*`,
-            `arn:${this.partition}:bedrock:*:${this.account}:inference-profile/*`,
-            `arn:${this.partition}:bedrock:*:${this.account}:application-inference-profile/*`,
-          ],
-        }),
-      );
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: bedrockInvokeActions, resources: bedrockModels }));
     };
 
     // Secrets at rest (docs/security.md#secrets-at-rest): the functions that create or rotate secrets may only make
@@ -236,10 +246,10 @@ export class AgentPlatformStack extends Stack {
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    stackSettings.SECRETS_KMS_KEY_ID = secretsKey.keyArn;
     const grantSecretsKey = (fn: lambda.Function, access: { seals?: boolean | undefined; opens?: boolean | undefined }) => {
       if (access.seals) secretsKey.grant(fn, 'kms:GenerateDataKey');
       if (access.opens) secretsKey.grantDecrypt(fn);
-      if (access.seals || access.opens) fn.addEnvironment('SECRETS_KMS_KEY_ID', secretsKey.keyArn);
     };
 
     // Knowledge stores' vectors (docs/knowledge.md): one S3 Vectors index per store in this bucket. Readers may only
@@ -254,8 +264,8 @@ export class AgentPlatformStack extends Stack {
       if (access !== 'query') actions.push('s3vectors:DeleteVectors');
       if (access === 'ingest') actions.push('s3vectors:PutVectors', 's3vectors:CreateIndex', 's3vectors:DeleteIndex', 's3vectors:GetIndex');
       fn.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [`${vectorBucket.attrVectorBucketArn}/index/*`] }));
-      fn.addEnvironment('S3_VECTORS_BUCKET', Fn.select(1, Fn.split('/', vectorBucket.attrVectorBucketArn)));
     };
+    stackSettings.S3_VECTORS_BUCKET = Fn.select(1, Fn.split('/', vectorBucket.attrVectorBucketArn));
 
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
@@ -263,11 +273,7 @@ export class AgentPlatformStack extends Stack {
         assets: group.assets,
         traced: true,
         timeout: Duration.seconds(functionTimeoutSeconds(group)),
-        environment: {
-          TABLE_NAME: table.tableName,
-          ...(group.runsTurns ? { TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()) } : {}),
-          ...queueUrlEnvironment(group.queueUrls),
-        },
+        logRetention,
       });
       for (const definition of Object.values(group.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       fn.addToRolePolicy(
@@ -317,18 +323,12 @@ export class AgentPlatformStack extends Stack {
 
     // Domain events, relayed from the table's stream; customers route them with EventBridge rules of their own.
     const eventBus = new events.EventBus(this, 'Events');
+    stackSettings.EVENT_BUS_NAME = eventBus.eventBusName;
     // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
     const streamFailures = deadLetterQueue(this, 'StreamFailures', 'table-stream', 'A table stream batch a consumer kept failing');
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
-      const fn = bundledFunction(consumerScope, consumer.entry, {
-        timeout: Duration.seconds(60),
-        environment: {
-          TABLE_NAME: table.tableName,
-          ...(consumer.publishesEvents ? { EVENT_BUS_NAME: eventBus.eventBusName } : {}),
-          ...queueUrlEnvironment(consumer.queueUrls),
-        },
-      });
+      const fn = bundledFunction(consumerScope, consumer.entry, { timeout: Duration.seconds(60), logRetention });
       for (const definition of Object.values(consumer.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
       if (consumer.worksOnTable) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
@@ -359,14 +359,7 @@ export class AgentPlatformStack extends Stack {
     // Queue consumers report partial batch failures, so one failing message does not send its whole batch back.
     for (const consumer of queueConsumers) {
       const queue = queueFor(consumer.queue);
-      const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, {
-        timeout: Duration.seconds(consumer.timeoutSeconds),
-        environment: {
-          TABLE_NAME: table.tableName,
-          ...(consumer.queueUrlVariable ? { [consumer.queueUrlVariable]: queue.queueUrl } : {}),
-          ...queueUrlEnvironment(consumer.sendsTo),
-        },
-      });
+      const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, { timeout: Duration.seconds(consumer.timeoutSeconds), logRetention });
       if (consumer.worksOnTable !== false) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       for (const definition of Object.values(consumer.sendsTo ?? {})) queueFor(definition).grantSendMessages(fn);
@@ -380,10 +373,7 @@ export class AgentPlatformStack extends Stack {
 
     // Scheduled functions (the knowledge sweeper): an EventBridge rule on a rate; a missed run is made up by the next.
     for (const scheduled of scheduledFunctions) {
-      const fn = bundledFunction(new Construct(this, scheduled.name), scheduled.entry, {
-        timeout: Duration.seconds(scheduled.timeoutSeconds),
-        environment: { TABLE_NAME: table.tableName },
-      });
+      const fn = bundledFunction(new Construct(this, scheduled.name), scheduled.entry, { timeout: Duration.seconds(scheduled.timeoutSeconds), logRetention });
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       new events.Rule(this, `Schedule-${scheduled.name}`, {
         description: scheduled.description,
@@ -465,14 +455,14 @@ export class AgentPlatformStack extends Stack {
       enableLogging: true,
       logBucket: distributionLogs,
       logFilePrefix: 'cloudfront/',
-      ...(props.domainName && props.certificateArn
+      ...(domain
         ? {
-            domainNames: [props.domainName],
-            certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
+            domainNames: [domain.name],
+            certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', domain.certificateArn),
             minimumProtocolVersion: cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
           }
         : {}),
-      ...(props.webAclArn ? { webAclId: props.webAclArn } : {}),
+      ...(webAclArn ? { webAclId: webAclArn } : {}),
       defaultBehavior: {
         origin: new origins.HttpOrigin(Fn.select(2, Fn.split('/', httpApi.apiEndpoint)), {
           protocolPolicy: cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
@@ -482,7 +472,8 @@ export class AgentPlatformStack extends Stack {
       additionalBehaviors: Object.fromEntries(streamingPatterns.map((pattern) => [pattern, { origin: streamingOrigin, ...noCache }])),
     });
 
-    const publicBaseUrl = `https://${props.domainName ?? distribution.distributionDomainName}`;
+    const publicBaseUrl = `https://${domain?.name ?? distribution.distributionDomainName}`;
+    stackSettings.PUBLIC_BASE_URL = publicBaseUrl;
     new CfnOutput(this, 'ApiBaseUrl', { value: publicBaseUrl, description: 'The public base address' });
 
     // Calls (docs/voice.md): ConversationRelay's WebSocket API and its function, the recordings bucket, and the
@@ -491,7 +482,7 @@ export class AgentPlatformStack extends Stack {
       traced: true,
       // A prompt's turn streams its tokens through the management API; the integration's answer does not wait for it.
       timeout: streamingTurnTimeout.plus(Duration.seconds(20)),
-      environment: { TABLE_NAME: table.tableName, TURN_TIMEOUT_SECONDS: String(streamingTurnTimeout.toSeconds()), PUBLIC_BASE_URL: publicBaseUrl },
+      logRetention,
     });
     relayFunction.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
     grantModelInvocation(relayFunction);
@@ -515,8 +506,8 @@ export class AgentPlatformStack extends Stack {
       accessLogSettings: { destination: new apigwv2.LogGroupLogDestination(accessLogs) },
     });
     relayStage.grantManagementApiAccess(relayFunction);
-    relayFunction.addEnvironment('VOICE_RELAY_URL', relayStage.url);
-    relayFunction.addEnvironment('VOICE_RELAY_MANAGEMENT_ENDPOINT', relayStage.callbackUrl);
+    stackSettings.VOICE_RELAY_URL = relayStage.url;
+    stackSettings.VOICE_RELAY_MANAGEMENT_ENDPOINT = relayStage.callbackUrl;
 
     const recordings = new s3.Bucket(this, 'Recordings', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
@@ -533,11 +524,11 @@ export class AgentPlatformStack extends Stack {
     });
     const backstopQueue = queueFor(callBackstopQueue);
     backstopQueue.grantSendMessages(schedulerRole);
+    stackSettings.RECORDINGS_BUCKET = recordings.bucketName;
+    stackSettings.CALL_BACKSTOP_QUEUE_ARN = backstopQueue.queueArn;
+    stackSettings.SCHEDULER_ROLE_ARN = schedulerRole.roleArn;
     const backstopSchedulers: lambda.Function[] = [];
     const recordingReaders: lambda.Function[] = [];
-    for (const group of routeGroups) {
-      if (group.namesPublicUrl) (this.functions.get(group.name) as NodejsFunction).addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
-    }
     // The route groups that work with calls, and the campaign dispatcher, which places them (and schedules their backstops).
     const telephonyUnits = [
       ...routeGroups.flatMap((group) => (group.telephony ? [{ name: group.name, telephony: group.telephony }] : [])),
@@ -545,16 +536,11 @@ export class AgentPlatformStack extends Stack {
     ];
     for (const group of telephonyUnits) {
       const fn = this.functions.get(group.name) as NodejsFunction;
-      fn.addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
-      fn.addEnvironment('VOICE_RELAY_URL', relayStage.url);
-      fn.addEnvironment('RECORDINGS_BUCKET', recordings.bucketName);
       const objects = recordings.arnForObjects('*');
       if (group.telephony.recordings === 'write') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [objects] }));
       if (group.telephony.recordings === 'read') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [objects] }));
       if (group.telephony.recordings) recordingReaders.push(fn);
       if (group.telephony.schedulesBackstops) {
-        fn.addEnvironment('CALL_BACKSTOP_QUEUE_ARN', backstopQueue.queueArn);
-        fn.addEnvironment('SCHEDULER_ROLE_ARN', schedulerRole.roleArn);
         fn.addToRolePolicy(
           new iam.PolicyStatement({ actions: ['scheduler:CreateSchedule'], resources: [`arn:${this.partition}:scheduler:${this.region}:${this.account}:schedule/default/call-*`] }),
         );
@@ -581,8 +567,8 @@ export class AgentPlatformStack extends Stack {
       lifecycleRules: [{ expiration: Duration.days(30), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    stackSettings.KNOWLEDGE_SNAPSHOT_BUCKET = knowledgeSnapshots.bucketName;
     for (const [fn, access] of knowledgeAccess) {
-      fn.addEnvironment('KNOWLEDGE_SNAPSHOT_BUCKET', knowledgeSnapshots.bucketName);
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [knowledgeSnapshots.bucketArn] }));
       const objectActions = access === 'ingest' ? ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'] : ['s3:GetObject', 's3:PutObject'];
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: objectActions, resources: [knowledgeSnapshots.arnForObjects('ks-*')] }));
@@ -607,20 +593,19 @@ export class AgentPlatformStack extends Stack {
     // `eventBridgeEnabled`, which adds a custom-resource function with a managed policy.
     (documentUploads.node.defaultChild as s3.CfnBucket).notificationConfiguration = { eventBridgeConfiguration: { eventBridgeEnabled: true } };
     const uploadObjects = documentUploads.arnForObjects(`${uploadEventRule.keyPrefix}*`);
+    stackSettings.KNOWLEDGE_UPLOAD_BUCKET = documentUploads.bucketName;
     const uploadUsers: lambda.Function[] = [];
     for (const group of routeGroups) {
       if (!group.usesKnowledge) continue;
       // Presigning a POST needs no call to S3, but S3 accepts the upload only if the signer may put the object.
       const fn = this.functions.get(group.name)!;
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [uploadObjects] }));
-      fn.addEnvironment('KNOWLEDGE_UPLOAD_BUCKET', documentUploads.bucketName);
       uploadUsers.push(fn);
     }
     for (const consumer of queueConsumers) {
       if (!consumer.readsUploads) continue;
       const fn = this.functions.get(consumer.name)!;
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject', 's3:DeleteObject'], resources: [uploadObjects] }));
-      fn.addEnvironment('KNOWLEDGE_UPLOAD_BUCKET', documentUploads.bucketName);
       uploadUsers.push(fn);
     }
     new events.Rule(this, `Rule-${uploadEventRule.name}`, {
@@ -647,11 +632,56 @@ export class AgentPlatformStack extends Stack {
       target: { arn: campaignDispatch.queueArn, roleArn: tickRole.roleArn, input: JSON.stringify({ kind: 'campaign.tick' }) },
     });
 
+    // Secret settings in use: the secret the file names, or one made here with no value, to be given one once
+    // (docs/deploy.md#secrets). Kept when the stack goes: the value was put by hand.
+    const secrets = new Map<SecretSettingName, secretsmanager.ISecret>();
+    const createdSecrets: secretsmanager.CfnSecret[] = [];
+    for (const [name, source] of Object.entries(deployment.secrets) as [SecretSettingName, SecretSource][]) {
+      const id = `Secret-${name}`;
+      if (source === 'create') {
+        const secret = new secretsmanager.CfnSecret(this, id, { description: `agent-platform: ${name} (put its value once: docs/deploy.md#secrets)` });
+        secret.applyRemovalPolicy(RemovalPolicy.RETAIN);
+        createdSecrets.push(secret);
+        secrets.set(name, secretsmanager.Secret.fromSecretCompleteArn(this, `${id}-Ref`, secret.ref));
+        new CfnOutput(this, `${name.replaceAll('_', '')}SecretArn`, { value: secret.ref, description: `The secret to put ${name} in` });
+      } else {
+        secrets.set(name, secretsmanager.Secret.fromSecretCompleteArn(this, id, source.arn));
+      }
+    }
+
+    // Each function gets exactly the settings functions/settings.ts declares for it, from where config.ts says they
+    // come: the deployment file, this stack's resources, a secret (its ARN, and the right to read it alone).
+    for (const [name, fn] of this.functions) {
+      for (const setting of settingsOf(name)) {
+        const source = settingSources[setting];
+        if (source === 'deployment' && deployment.settings[setting] !== undefined) fn.addEnvironment(setting, deployment.settings[setting]);
+        if (source === 'stack') {
+          const value = stackSettings[setting];
+          if (value === undefined) throw new Error(`The stack has no value for ${setting}, which ${name} reads (functions/settings.ts)`);
+          fn.addEnvironment(setting, value);
+        }
+        const secret = source === 'secret' ? secrets.get(setting as SecretSettingName) : undefined;
+        if (secret) {
+          fn.addEnvironment(secretArnVariable(setting as SecretSettingName), secret.secretArn);
+          secret.grantRead(fn);
+        }
+      }
+    }
+
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
     const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as NodejsFunction);
-    const operations = (this.operations = new OperationsStack(this, 'Operations', { alarmTopic: alarms, alarmEmail: props.alarmEmail, functions: this.functions, tracedFunctions: traced, httpApi, streamingApi, table, deadLetterQueues }));
+    const operations = (this.operations = new OperationsStack(this, 'Operations', {
+      alarmTopic: alarms,
+      alarmEmail: deployment.config.alarmEmail,
+      functions: this.functions,
+      tracedFunctions: traced,
+      httpApi,
+      streamingApi,
+      table,
+      deadLetterQueues,
+    }));
     new CfnOutput(this, 'DashboardName', { value: operations.dashboard.dashboardName, description: 'The CloudWatch dashboard of the platform (docs/deploy.md#dashboards-and-alarms)' });
-    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, props });
+    suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, createdSecrets, deployment });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
@@ -680,8 +710,13 @@ function suppressNagFindings(stack: {
   rerankers: lambda.Function[];
   knowledgeVectorUsers: lambda.Function[];
   uploadUsers: lambda.Function[];
-  props: AgentPlatformStackProps;
+  createdSecrets: secretsmanager.CfnSecret[];
+  deployment: Deployment;
 }): void {
+  // Without Bedrock models, rerank models or secrets to make, those grants and secrets do not exist.
+  const suppress = (constructs: IConstruct[], suppressions: NagPackSuppression[], applyToChildren = false) => {
+    if (constructs.length > 0) NagSuppressions.addResourceSuppressions(constructs, suppressions, applyToChildren);
+  };
   const inFunction =
     'Every route authenticates in its function, before anything else: an x-api-key looked up by its SHA-256 (strongly consistent, so a deleted key fails at once) or a bearer JWT verified against the JWKS (docs/auth.md); an API Gateway authorizer would only duplicate that with other error shapes.';
   NagSuppressions.addResourceSuppressions(
@@ -723,12 +758,12 @@ function suppressNagFindings(stack: {
       reason: 'A global API for organizations anywhere; restricting countries is a customer policy, which a web ACL (webAclArn) can apply.',
     },
   ]);
-  if (!stack.props.webAclArn) {
+  if (!stack.deployment.config.webAclArn) {
     NagSuppressions.addResourceSuppressions(stack.distribution, [
       { id: 'AwsSolutions-CFR2', reason: 'The web ACL is a deployment option (webAclArn): rules and their cost are the operator\'s choice; throttling and authentication apply without it.' },
     ]);
   }
-  if (!stack.props.certificateArn) {
+  if (!stack.deployment.config.domain) {
     NagSuppressions.addResourceSuppressions(stack.distribution, [
       {
         id: 'AwsSolutions-CFR4',
@@ -745,18 +780,24 @@ function suppressNagFindings(stack: {
       reason: 'A dead-letter queue itself (of the table stream consumers, or of the EventBridge rule targets), named by an event source mapping or a rule target rather than a redrive policy, so the rule cannot see it; it raises an alarm on its first message.',
     },
   ]);
-  NagSuppressions.addResourceSuppressions(
+  suppress(
     stack.modelInvokers.map((fn) => fn.role as iam.Role),
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'Models are deployment configuration (BEDROCK_MODELS) chosen per agent at run time, in any region Bedrock routes an inference profile to; only the functions that run turns or analyses get these two invoke actions (test/infra/stack.test.ts).',
-        appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile|application-inference-profile)\\/\\*$/g' }],
+        reason: 'Each configured model is named (models.bedrock of the deployment file); a cross-region inference profile (us.…, eu.…) sends a request to its model in whichever region of its geography Bedrock picks, so that model is granted in every region, as Bedrock\'s user guide prescribes for inference profiles. Only the functions that run turns, analyses or embeddings get it (test/infra/deployment.test.ts).',
+        appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*::foundation-model\\/[^*]+$/g' }],
       },
     ],
     true,
   );
-  NagSuppressions.addResourceSuppressions(
+  suppress(stack.createdSecrets, [
+    {
+      id: 'AwsSolutions-SMG4',
+      reason: 'These hold third-party API keys (the OpenAI-compatible provider, Stripe): a new key is made at the provider, so no rotation function can make one; the operator puts it with put-secret-value and every function reads it within 5 minutes (docs/deploy.md#secrets).',
+    },
+  ]);
+  suppress(
     stack.rerankers.map((fn) => fn.role as iam.Role),
     [
       {
@@ -843,6 +884,26 @@ function suppressVoiceNagFindings(voice: {
   );
 }
 
+/**
+ * What invoking the configured Bedrock models needs, and no more: a model id (`anthropic.claude-…`) is the foundation
+ * model in the stack's region; a cross-region inference profile (`us.anthropic.claude-…`) is the profile, plus its
+ * model in whichever region the profile routes a request to (Bedrock user guide, "Prerequisites for inference
+ * profiles": the profile and the foundation model in each destination region).
+ */
+function bedrockModelResources(modelIds: readonly string[], stack: Stack): string[] {
+  const resources = new Set<string>();
+  for (const id of modelIds) {
+    const geography = inferenceProfileGeographies.find((prefix) => id.startsWith(`${prefix}.`));
+    if (!geography) {
+      resources.add(`arn:${stack.partition}:bedrock:${stack.region}::foundation-model/${id}`);
+      continue;
+    }
+    resources.add(`arn:${stack.partition}:bedrock:${stack.region}:${stack.account}:inference-profile/${id}`);
+    resources.add(`arn:${stack.partition}:bedrock:*::foundation-model/${id.slice(geography.length + 1)}`);
+  }
+  return [...resources];
+}
+
 /** The REST API resource of a route path, created segment by segment (`{id}` becomes a path-parameter resource). */
 function resourceFor(root: apigateway.IResource, routePath: string): apigateway.IResource {
   return routePath
@@ -879,7 +940,7 @@ function bundledFunction(
   entry: string,
   options: {
     timeout: Duration;
-    environment: Record<string, string>;
+    logRetention: logs.RetentionDays;
     assets?: string | undefined;
     /** On the request path: X-Ray active tracing, and Powertools Tracer (shared/platform/tracing.ts) told so. */
     traced?: boolean;
@@ -887,7 +948,7 @@ function bundledFunction(
 ): NodejsFunction {
   // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
   // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
-  const logGroup = new logs.LogGroup(scope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH });
+  const logGroup = new logs.LogGroup(scope, 'Logs', { retention: options.logRetention });
   const role = new iam.Role(scope, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
   logGroup.grantWrite(role);
   return new NodejsFunction(scope, 'Function', {
@@ -900,11 +961,11 @@ function bundledFunction(
     memorySize: 1024,
     timeout: options.timeout,
     logGroup,
+    // Settings come later, each function its own (functions/settings.ts).
     environment: {
       NODE_OPTIONS: '--enable-source-maps',
       POWERTOOLS_SERVICE_NAME: 'agent-platform',
       ...(options.traced ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
-      ...options.environment,
     },
     ...(options.traced ? { tracing: lambda.Tracing.ACTIVE } : {}),
     bundling: {

@@ -24,7 +24,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'platform',
     layer: 0,
     purpose: 'The kernel every context uses and that knows no context: HTTP pipeline, route declarations with their scopes and the principal they hand over, OpenAPI builder, table access and key helpers, idempotency, queues, secrets, egress guard, errors, configuration, logging, metrics, tracing, clock.',
-    surface: ['clock.ts', 'config.ts', 'csv-records.ts', 'errors.ts', 'http/error-envelope.ts', 'http/handler.ts', 'http/openapi.ts', 'http/principal.ts', 'http/route.ts', 'http/scopes.ts', 'invocation.ts', 'logger.ts', 'metrics.ts', 'net/egress-guard.ts', 'net/standard-webhooks.ts', 'page-cursor.ts', 'ports.ts', 'queue/queue-definition.ts', 'queue/queue-message.ts', 'queue/sqs-scheduled-queue.ts', 'queue/sqs-sender.ts', 'schemas/common.ts', 'schemas/storable-json.ts', 'secrets/envelope-cipher.ts', 'secrets/secret-cipher.ts', 'store/claimed-item.ts', 'store/dynamo.ts', 'store/idempotency-store.ts', 'store/items.ts', 'store/keys.ts', 'store/query-all.ts', 'store/replace-fields.ts', 'store/table.ts', 'tracing.ts'],
+    surface: ['clock.ts', 'config.ts', 'csv-records.ts', 'errors.ts', 'http/error-envelope.ts', 'http/handler.ts', 'http/openapi.ts', 'http/principal.ts', 'http/route.ts', 'http/scopes.ts', 'invocation.ts', 'logger.ts', 'metrics.ts', 'net/egress-guard.ts', 'net/standard-webhooks.ts', 'page-cursor.ts', 'ports.ts', 'queue/queue-definition.ts', 'queue/queue-message.ts', 'queue/sqs-scheduled-queue.ts', 'queue/sqs-sender.ts', 'schemas/common.ts', 'schemas/storable-json.ts', 'secrets/envelope-cipher.ts', 'secrets/secret-cipher.ts', 'secrets/secret-settings.ts', 'store/claimed-item.ts', 'store/dynamo.ts', 'store/idempotency-store.ts', 'store/items.ts', 'store/keys.ts', 'store/query-all.ts', 'store/replace-fields.ts', 'store/table.ts', 'tracing.ts'],
   },
   {
     name: 'identity',
@@ -42,7 +42,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'billing',
     layer: 3,
     purpose: 'Usage, plans, subscriptions and their provider (Stripe), quotas and admission, rate limits, analytics.',
-    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-schemas.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
+    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-metrics.ts', 'billing-schemas.ts', 'plans.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
   },
   {
     name: 'models',
@@ -84,7 +84,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'whatsapp',
     layer: 8,
     purpose: 'WhatsApp channels: Meta Graph client, signatures, inbound queue, replies.',
-    surface: ['meta-signature.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
+    surface: ['meta-signature.ts', 'whatsapp-metrics.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
   },
   {
     name: 'campaigns',

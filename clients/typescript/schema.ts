@@ -140,8 +140,12 @@ export interface paths {
   "/v1/chat/subscription": {
     /** The organization subscription: status, plan, current period */
     get: operations["getSubscription"];
-    /** Change the plan (a canceled subscription starts anew on it) */
+    /** Change the plan (a canceled subscription starts anew on it); with Stripe, a paid plan needs a card on file (else use a checkout) */
     patch: operations["changePlan"];
+  };
+  "/v1/chat/subscription/checkout": {
+    /** Start paying for a plan: a Stripe Checkout page where the customer enters a card; the plan applies once Stripe confirms the payment */
+    post: operations["startCheckout"];
   };
   "/v1/chat/subscription/pause": {
     /** Pause the subscription: consuming operations answer 403 until resumed */
@@ -166,15 +170,23 @@ export interface paths {
   "/api/v1/phone-numbers": {
     /** The organization's phone numbers (oldest first, at most `size`) */
     get: operations["listPhoneNumbers"];
-    /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+    /** Import a number of the organization's Twilio account, optionally with the agent that answers it; Twilio routes its calls here */
     post: operations["importPhoneNumber"];
+  };
+  "/api/v1/phone-numbers/available": {
+    /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
+    get: operations["searchAvailablePhoneNumbers"];
+  };
+  "/api/v1/phone-numbers/buy": {
+    /** Buy a number (one a search found, or any in an area code) in the organization's Twilio account, routed here */
+    post: operations["buyPhoneNumber"];
   };
   "/api/v1/phone-numbers/{phone_number_id}": {
     /** Get a phone number */
     get: operations["getPhoneNumber"];
-    /** Remove a phone number (it can then be imported again, by any organization) */
+    /** Remove a phone number (it can then be imported again, by any organization); `release=true` also gives it back to Twilio */
     delete: operations["deletePhoneNumber"];
-    /** Change a phone number's label or inbound agent (null removes it) */
+    /** Change a phone number's label or inbound agent (null removes it), or whether its inbound calls are recorded */
     patch: operations["updatePhoneNumber"];
   };
   "/api/v1/phone-numbers/{phone_number_id}/calls/start": {
@@ -999,6 +1011,8 @@ export interface components {
           concurrentCalls: number | null;
           requestsPerSecond: number;
           burst: number;
+          /** @default [] */
+          meteredMetrics: ("chat_messages" | "voice_seconds")[];
         })[];
     };
     GetSubscriptionResponse: {
@@ -1018,6 +1032,14 @@ export interface components {
       createdAt: string;
       /** Format: date-time */
       updatedAt: string;
+    };
+    StartCheckoutResponse: {
+      id: string;
+      /** Format: uri */
+      url: string;
+      plan: string;
+      /** Format: date-time */
+      expiresAt: string;
     };
     OverviewResponse: {
       /** Format: date-time */
@@ -1109,8 +1131,25 @@ export interface components {
       label?: string;
       /** Format: uuid */
       agentId?: string;
+      record_inbound_calls: boolean;
       createdAt: string;
       updatedAt: string;
+    };
+    SearchAvailablePhoneNumbersResponse: {
+      items: {
+          phone_number: string;
+          friendly_name: string;
+          iso_country: string;
+          locality?: string;
+          region?: string;
+          postal_code?: string;
+          address_requirements: string;
+          capabilities: {
+            voice: boolean;
+            sms: boolean;
+            mms: boolean;
+          };
+        }[];
     };
     StartCallResponse: {
       /** Format: uuid */
@@ -1627,6 +1666,13 @@ export interface components {
     ChangePlanBody: {
       plan: string;
     };
+    StartCheckoutBody: {
+      plan: string;
+      /** Format: uri */
+      successUrl: string;
+      /** Format: uri */
+      cancelUrl: string;
+    };
     ImportPhoneNumberBody: {
       phone_number: string;
       /**
@@ -1637,10 +1683,22 @@ export interface components {
       label?: string;
       /** Format: uuid */
       agentId?: string;
+      /** @default false */
+      record_inbound_calls?: boolean;
+    };
+    BuyPhoneNumberBody: {
+      phone_number?: string;
+      area_code?: string;
+      label?: string;
+      /** Format: uuid */
+      agentId?: string;
+      /** @default false */
+      record_inbound_calls?: boolean;
     };
     UpdatePhoneNumberBody: {
       label?: string | null;
       agentId?: string | null;
+      record_inbound_calls?: boolean;
     };
     StartCallBody: {
       to_phone_number: string;
@@ -6045,7 +6103,7 @@ export interface operations {
       };
     };
   };
-  /** Change the plan (a canceled subscription starts anew on it) */
+  /** Change the plan (a canceled subscription starts anew on it); with Stripe, a paid plan needs a card on file (else use a checkout) */
   changePlan: {
     requestBody: {
       content: {
@@ -6057,6 +6115,171 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["GetSubscriptionResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description Payment required: a payment method is missing or was declined: PAYMENT_METHOD_REQUIRED, PAYMENT_FAILED */
+      402: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYMENT_METHOD_REQUIRED" | "PAYMENT_FAILED";
+              /** @constant */
+              status?: 402;
+            };
+          });
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: UNKNOWN_PLAN */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNKNOWN_PLAN";
+              /** @constant */
+              status?: 422;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Start paying for a plan: a Stripe Checkout page where the customer enters a card; the plan applies once Stripe confirms the payment */
+  startCheckout: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartCheckoutBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["StartCheckoutResponse"];
         };
       };
       /** @description The request is invalid: VALIDATION_ERROR */
@@ -6098,13 +6321,13 @@ export interface operations {
           };
         };
       };
-      /** @description Conflicts with the current state: INVALID_SUBSCRIPTION_TRANSITION, CONCURRENT_MODIFICATION */
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, CHECKOUT_NOT_NEEDED, CONCURRENT_MODIFICATION */
       409: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "INVALID_SUBSCRIPTION_TRANSITION" | "CONCURRENT_MODIFICATION";
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "CHECKOUT_NOT_NEEDED" | "CONCURRENT_MODIFICATION";
               /** @constant */
               status?: 409;
             };
@@ -6762,7 +6985,7 @@ export interface operations {
       };
     };
   };
-  /** Import a number the organization owns at its carrier, optionally with the agent that answers it */
+  /** Import a number of the organization's Twilio account, optionally with the agent that answers it; Twilio routes its calls here */
   importPhoneNumber: {
     parameters: {
       header?: {
@@ -6873,6 +7096,19 @@ export interface operations {
           };
         };
       };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, PHONE_NUMBER_NOT_IN_ACCOUNT, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "PHONE_NUMBER_NOT_IN_ACCOUNT" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
       /** @description Error: RATE_LIMITED */
       429: {
         content: {
@@ -6895,6 +7131,326 @@ export interface operations {
               code?: "GENERIC_ERROR";
               /** @constant */
               status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
+  searchAvailablePhoneNumbers: {
+    parameters: {
+      query?: {
+        country?: string;
+        type?: "local" | "mobile" | "toll_free";
+        area_code?: string;
+        contains?: string;
+        region?: string;
+        postal_code?: string;
+        locality?: string;
+        near_number?: string;
+        distance?: string;
+        size?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SearchAvailablePhoneNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Buy a number (one a search found, or any in an area code) in the organization's Twilio account, routed here */
+  buyPhoneNumber: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["BuyPhoneNumberBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, PHONE_NUMBER_TAKEN, PHONE_NUMBER_UNAVAILABLE */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "PHONE_NUMBER_TAKEN" | "PHONE_NUMBER_UNAVAILABLE";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
             };
           };
         };
@@ -7008,9 +7564,12 @@ export interface operations {
       };
     };
   };
-  /** Remove a phone number (it can then be imported again, by any organization) */
+  /** Remove a phone number (it can then be imported again, by any organization); `release=true` also gives it back to Twilio */
   deletePhoneNumber: {
     parameters: {
+      query?: {
+        release?: "true" | "false";
+      };
       path: {
         phone_number_id: string;
       };
@@ -7019,6 +7578,19 @@ export interface operations {
       /** @description No content */
       204: {
         content: never;
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
       };
       /** @description No valid credential: UNAUTHORIZED */
       401: {
@@ -7059,6 +7631,19 @@ export interface operations {
           };
         };
       };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
       /** @description Error: RATE_LIMITED */
       429: {
         content: {
@@ -7085,6 +7670,19 @@ export interface operations {
           };
         };
       };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
       /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
       503: {
         content: {
@@ -7100,7 +7698,7 @@ export interface operations {
       };
     };
   };
-  /** Change a phone number's label or inbound agent (null removes it) */
+  /** Change a phone number's label or inbound agent (null removes it), or whether its inbound calls are recorded */
   updatePhoneNumber: {
     parameters: {
       path: {

@@ -1,4 +1,4 @@
-import { handleInboundCall, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/voice/voice.ts';
+import { handleInboundCall, handleInboundStatusCallback, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/voice/voice.ts';
 import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 import { carrierCallbackRoutes } from './routes.ts';
@@ -21,6 +21,10 @@ export const handler = createHttpHandler(
       return twiml(emptyTwiml);
     },
     inboundCall: async ({ deps, body, headers, rawQueryString }) => twiml(await handleInboundCall(deps, body, signedWith(headers, rawQueryString))),
+    inboundStatus: async ({ deps, body, headers, rawQueryString }) => {
+      await handleInboundStatusCallback(deps, body, signedWith(headers, rawQueryString));
+      return twiml(emptyTwiml);
+    },
   },
   voiceRuntime,
 );

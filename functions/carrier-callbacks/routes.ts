@@ -70,5 +70,16 @@ export const carrierCallbackRoutes = defineRouteGroup({
       bodyFormat: 'form',
       response: twiml,
     },
+    inboundStatus: {
+      method: 'POST',
+      path: '/twilio/voice/status',
+      internal: true,
+      scope: 'public',
+      summary: "The status callback of imported numbers: Twilio tells the end of each inbound call",
+      successStatus: 200,
+      body: carrierForm,
+      bodyFormat: 'form',
+      response: twiml,
+    },
   },
 });

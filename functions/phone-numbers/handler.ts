@@ -1,4 +1,5 @@
 import {
+  buyPhoneNumber,
   deletePhoneNumber,
   deleteTwilioCredentials,
   getPhoneNumber,
@@ -7,6 +8,7 @@ import {
   listPhoneNumbers,
   putTwilioCredentials,
   recordingLink,
+  searchAvailablePhoneNumbers,
   startOutboundCall,
   updatePhoneNumber,
 } from '../../shared/voice/voice.ts';
@@ -19,9 +21,11 @@ export const handler = createHttpHandler(
   {
     listPhoneNumbers: ({ deps, principal, query }) => listPhoneNumbers(deps, principal.orgId, query.size),
     importPhoneNumber: ({ deps, principal, body }) => importPhoneNumber(deps, principal.orgId, body),
+    searchAvailablePhoneNumbers: ({ deps, principal, query }) => searchAvailablePhoneNumbers(deps, principal.orgId, query),
+    buyPhoneNumber: ({ deps, principal, body }) => buyPhoneNumber(deps, principal.orgId, body),
     getPhoneNumber: ({ deps, principal, params }) => getPhoneNumber(deps, principal.orgId, params.phone_number_id),
     updatePhoneNumber: ({ deps, principal, params, body }) => updatePhoneNumber(deps, principal.orgId, params.phone_number_id, body),
-    deletePhoneNumber: ({ deps, principal, params }) => deletePhoneNumber(deps, principal.orgId, params.phone_number_id),
+    deletePhoneNumber: ({ deps, principal, params, query }) => deletePhoneNumber(deps, principal.orgId, params.phone_number_id, query),
     startCall: ({ deps, principal, params, body }) => startOutboundCall(deps, principal.orgId, params.phone_number_id, body),
     getRecording: async ({ deps, principal, params }) =>
       new RawBody('', { location: await recordingLink(deps, principal.orgId, params.id), 'cache-control': 'no-store' }, { statusCode: 302 }),

@@ -1,22 +1,34 @@
-import { billingProviderFrom } from '../../shared/billing/providers.ts';
+import { billingProviderFrom, meterEventSinkFrom } from '../../shared/billing/providers.ts';
 import { forgetStanding } from '../../shared/billing/admission.ts';
-import type { BillingProvider } from '../../shared/billing/ports.ts';
-import { changeSubscription, getSubscription, type SubscriptionChange } from '../../shared/billing/subscriptions.ts';
+import type { BillingProvider, MeterEventSink } from '../../shared/billing/ports.ts';
+import { changeSubscription, getSubscription, startCheckout, type SubscriptionChange } from '../../shared/billing/subscriptions.ts';
 import { getUsage } from '../../shared/billing/usage-report.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime, type Runtime } from '../../shared/runtime.ts';
 import { usageRoutes } from './routes.ts';
 
-type UsageRuntime = Runtime & { billing: BillingProvider };
+type UsageRuntime = Runtime & { billing: BillingProvider; metering: { usage: Runtime['usage']; meterEvents: MeterEventSink } | undefined };
 let processRuntime: UsageRuntime | undefined;
-let billing: Promise<BillingProvider> | undefined;
 
-/** The runtime plus a billing provider that tells the configured one, loaded on the first change. */
+/**
+ * The runtime plus the configured billing provider, loaded on the first change, and where usage billed by use is
+ * reported (Stripe's meters) when Stripe bills.
+ */
 function usageRuntime(): UsageRuntime {
   if (!processRuntime) {
     const base = runtime();
-    const provider = (): Promise<BillingProvider> => (billing ??= billingProviderFrom(base.config));
-    processRuntime = { ...base, billing: { name: base.config.BILLING_PROVIDER, apply: async (subscription, change) => (await provider()).apply(subscription, change) } };
+    let billing: Promise<BillingProvider> | undefined;
+    const provider = (): Promise<BillingProvider> => (billing ??= billingProviderFrom(base.config, base.plans));
+    const meterEvents = meterEventSinkFrom(base.config);
+    processRuntime = {
+      ...base,
+      billing: {
+        name: base.config.BILLING_PROVIDER,
+        apply: async (subscription, change) => (await provider()).apply(subscription, change),
+        startCheckout: async (subscription, request) => (await provider()).startCheckout(subscription, request),
+      },
+      metering: meterEvents && { usage: base.usage, meterEvents },
+    };
   }
   return processRuntime;
 }
@@ -35,6 +47,7 @@ export const handler = createHttpHandler(
     listPlans: async ({ deps }) => ({ data: deps.plans.list() }),
     getSubscription: ({ deps, principal }) => getSubscription(deps, principal.orgId),
     changePlan: ({ deps, principal, body }) => change(deps, principal.orgId, { kind: 'changePlan', plan: body.plan }),
+    startCheckout: ({ deps, principal, body }) => startCheckout(deps, principal.orgId, body),
     pauseSubscription: ({ deps, principal }) => change(deps, principal.orgId, { kind: 'pause' }),
     resumeSubscription: ({ deps, principal }) => change(deps, principal.orgId, { kind: 'resume' }),
     cancelSubscription: ({ deps, principal }) => change(deps, principal.orgId, { kind: 'cancel' }),

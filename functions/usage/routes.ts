@@ -1,4 +1,4 @@
-import { changePlanBody, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/billing/billing-schemas.ts';
+import { changePlanBody, checkoutBody, checkoutSchema, listPlansResponse, stripeWebhookResponse, subscriptionSchema } from '../../shared/billing/billing-schemas.ts';
 import { usageQuery, usageResponse } from '../../shared/billing/usage-schemas.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
@@ -37,11 +37,22 @@ export const usageRoutes = defineRouteGroup({
       method: 'PATCH',
       path: '/v1/chat/subscription',
       scope: 'billing:write',
-      summary: 'Change the plan (a canceled subscription starts anew on it)',
+      summary: 'Change the plan (a canceled subscription starts anew on it); with Stripe, a paid plan needs a card on file (else use a checkout)',
       successStatus: 200,
       body: changePlanBody,
       response: subscriptionSchema,
-      errors: ['UNKNOWN_PLAN', 'INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
+      errors: ['UNKNOWN_PLAN', 'INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION', 'PAYMENT_METHOD_REQUIRED', 'PAYMENT_FAILED', 'UPSTREAM_UNAVAILABLE'],
+    },
+    startCheckout: {
+      method: 'POST',
+      path: '/v1/chat/subscription/checkout',
+      scope: 'billing:write',
+      summary: 'Start paying for a plan: a Stripe Checkout page where the customer enters a card; the plan applies once Stripe confirms the payment',
+      successStatus: 201,
+      body: checkoutBody,
+      response: checkoutSchema,
+      idempotent: true,
+      errors: ['UNKNOWN_PLAN', 'CHECKOUT_NOT_NEEDED', 'CONCURRENT_MODIFICATION', 'UPSTREAM_UNAVAILABLE'],
     },
     pauseSubscription: {
       method: 'POST',
@@ -50,7 +61,7 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Pause the subscription: consuming operations answer 403 until resumed',
       successStatus: 200,
       response: subscriptionSchema,
-      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION', 'UPSTREAM_UNAVAILABLE'],
     },
     resumeSubscription: {
       method: 'POST',
@@ -59,14 +70,14 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Resume a paused subscription',
       successStatus: 200,
       response: subscriptionSchema,
-      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION', 'UPSTREAM_UNAVAILABLE'],
     },
     stripeWebhook: {
       method: 'POST',
       path: '/v1/billing/stripe/webhook',
       internal: true,
       scope: 'public',
-      summary: 'Stripe events (payment failed or paid, subscription paused, resumed, deleted), verified by Stripe-Signature',
+      summary: 'Stripe events (checkout paid, payment failed or paid, subscription paused, resumed, deleted), verified by Stripe-Signature',
       successStatus: 200,
       response: stripeWebhookResponse,
     },
@@ -77,7 +88,7 @@ export const usageRoutes = defineRouteGroup({
       summary: 'Cancel the subscription; reads keep working',
       successStatus: 200,
       response: subscriptionSchema,
-      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION'],
+      errors: ['INVALID_SUBSCRIPTION_TRANSITION', 'CONCURRENT_MODIFICATION', 'UPSTREAM_UNAVAILABLE'],
     },
   },
 });

@@ -9,7 +9,9 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type { Context } from 'aws-lambda';
+import type { SettingName } from '../../shared/platform/config.ts';
 import { logger } from '../../shared/platform/logger.ts';
+import { functionEnvironment } from './function-environment.ts';
 import { localLambdaContext } from './lambda-context.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
@@ -81,7 +83,7 @@ interface Environment {
  * const delivery = createLocalFunction({ name: 'webhook-delivery', entry: 'functions/webhook-delivery/handler.ts', timeoutSeconds: 60 });
  * const response = await delivery.invoke(sqsEvent);
  */
-export function createLocalFunction(definition: { name: string; entry: string; timeoutSeconds: number }): LocalFunction {
+export function createLocalFunction(definition: LocalFunctionDefinition): LocalFunction {
   const moduleUrl = pathToFileURL(join(repoRoot, definition.entry)).href;
   const live = new Set<Environment>();
   const idle: Environment[] = [];
@@ -124,15 +126,23 @@ export function createLocalFunction(definition: { name: string; entry: string; t
   };
 }
 
+/** A function to run: its handler module and timeout, and the settings it reads (functions/settings.ts; all for test fixtures). */
+export interface LocalFunctionDefinition {
+  name: string;
+  entry: string;
+  timeoutSeconds: number;
+  settings?: readonly SettingName[] | undefined;
+}
+
 function startEnvironment(
-  definition: { name: string; entry: string; timeoutSeconds: number },
+  definition: LocalFunctionDefinition,
   moduleUrl: string,
   onExit: () => void,
 ): Environment {
   const worker = new Worker(new URL(import.meta.url), {
     workerData: { role: environmentRole, moduleUrl, functionName: `local-${definition.name}` } satisfies EnvironmentData,
-    // Variables are fixed when the environment starts, as on Lambda.
-    env: { ...process.env },
+    // Variables are fixed when the environment starts, as on Lambda, and hold the settings the function reads alone.
+    env: functionEnvironment(definition.settings),
   });
   const pending = new Map<string, { resolve(result: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
   let ending: { reason: string; level: 'warn' | 'error' | 'silent' } | undefined;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/platform/http/principal.ts';
+import { createPlanCatalog, initialPlanId } from '../../shared/billing/plans.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
@@ -40,7 +41,7 @@ process.env.KNOWLEDGE_VECTOR_DIR ??= join(dataDir, 'vectors');
 // The campaign dispatcher ticks every 5 s here (every minute on AWS), so that a campaign started now starts soon.
 process.env.CAMPAIGN_TICK_SECONDS ??= '5';
 // Before the handlers read their configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, dataDir: join(dataDir, 'queues') }).catch(
+const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventRules, streamConsumers: tableStreamConsumers, routeGroups, dataDir: join(dataDir, 'queues') }).catch(
   async (error: Error) => {
     console.error(`Cannot start the local SQS emulator: ${error.message}`);
     await database.stop();
@@ -49,11 +50,22 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
 );
 // Stripe's stand-in, before the handlers read their configuration: the Stripe adapter talks to it, and its
 // signed events reach the webhook route.
-const stripe = await startStripeSimulator({ webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`, webhookSecret: process.env.STRIPE_WEBHOOK_SECRET });
+const stripe = await startStripeSimulator({
+  webhookUrl: `http://${host}:${port}/v1/billing/stripe/webhook`,
+  webhookSecret: process.env.STRIPE_WEBHOOK_SECRET,
+  secretKey: process.env.STRIPE_SECRET_KEY,
+});
 denyEgressTo(stripe.url);
+const stripeSimulated = !process.env.STRIPE_API_URL;
 process.env.STRIPE_API_URL ??= stripe.url;
 process.env.STRIPE_WEBHOOK_SECRET ??= stripe.webhookSecret;
-process.env.STRIPE_SECRET_KEY ??= 'sk_test_local';
+process.env.STRIPE_SECRET_KEY ??= stripe.secretKey;
+// BILLING_PROVIDER=stripe against the simulator: its account gets each paid plan's prices (and meters), so that a
+// checkout works at once; STRIPE_PRICES, when set, names prices of an account of your own.
+if (stripeSimulated && process.env.BILLING_PROVIDER === 'stripe' && !process.env.STRIPE_PRICES) {
+  const paidPlans = createPlanCatalog(process.env).list().filter((plan) => plan.id !== initialPlanId);
+  process.env.STRIPE_PRICES = JSON.stringify(stripe.seedPlans(paidPlans));
+}
 // Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
@@ -106,14 +118,23 @@ const forgetInstance = announceRunningInstance(dataDir, {
   pid: process.pid,
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
-  twilioSimulator: voice.simulator.baseUrl,
-  whatsappSimulator: whatsapp.baseUrl,
+  twilioSimulator: voice.simulator?.baseUrl,
+  whatsappSimulator: whatsapp?.baseUrl,
 });
 server.listen(port, host, () => {
   console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
   console.log(describeLoopbackEgress(process.env));
-  console.log(`Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`);
-  console.log(`WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`);
+  console.log(
+    voice.simulator
+      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`
+      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}`,
+  );
+  console.log(
+    whatsapp
+      ? `WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`
+      : `WhatsApp Graph API at WHATSAPP_GRAPH_API_URL=${process.env.WHATSAPP_GRAPH_API_URL} (preset: no simulator)`,
+  );
+  if (stripeSimulated) console.log(`Stripe simulator on ${stripe.url}, billing ${process.env.BILLING_PROVIDER ?? 'manual'} (docs/usage-and-billing.md#the-stripe-simulator)`);
 });
 
 /** How long requests under way may take to finish once a stop signal came. */
@@ -139,7 +160,7 @@ async function shutdown(signal: string): Promise<void> {
   await queues.stop();
   await stripe.stop();
   await voice.stop();
-  await whatsapp.stop();
+  await whatsapp?.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();

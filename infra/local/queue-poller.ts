@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import type { QueueConsumer } from '../../functions/consumers.ts';
+import { functionSettings } from '../../functions/settings.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { createLocalFunction, EnvironmentError, type LocalFunction } from './lambda-worker.ts';
 import type { LocalQueues } from './queues.ts';
@@ -103,7 +104,7 @@ export function startQueuePollers(options: {
 
   const loops: Promise<void>[] = [];
   for (const consumer of options.consumers) {
-    const target = createLocalFunction(consumer);
+    const target = createLocalFunction({ ...consumer, settings: functionSettings[consumer.name] });
     functions.set(consumer.name, target);
     void target.warm();
     for (let index = 0; index < (options.concurrency ?? 4); index += 1) loops.push(poll(consumer, target));

@@ -2,6 +2,7 @@ import { ChangeMessageVisibilityBatchCommand, CreateQueueCommand, SetQueueAttrib
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { EventRule, QueueConsumer, TableStreamConsumer } from '../../functions/consumers.ts';
 import { deadLetterQueueName, type QueueDefinition } from '../../shared/platform/queue/queue-definition.ts';
+import type { RouteGroup } from '../../shared/platform/http/route.ts';
 import { denyEgressTo } from './environment.ts';
 
 /** The account id fauxqs puts in queue ARNs. */
@@ -33,6 +34,8 @@ export async function startLocalQueues(options: {
   rules: readonly EventRule[];
   /** Table-stream consumers that send to queues (`queueUrls`): they find the URLs in their variables. */
   streamConsumers?: readonly TableStreamConsumer[];
+  /** Route groups that send to queues (`queueUrls`), likewise. */
+  routeGroups?: readonly Pick<RouteGroup, 'queueUrls'>[];
   dataDir?: string;
   /** Replaces every queue's visibility timeout, so that tests see failed messages come back quickly. */
   visibilityTimeoutSeconds?: number;
@@ -43,7 +46,7 @@ export async function startLocalQueues(options: {
   const definitions = distinctQueues([
     ...options.consumers.flatMap((consumer) => [consumer.queue, ...Object.values(consumer.sendsTo ?? {})]),
     ...options.rules.map((rule) => rule.target),
-    ...(options.streamConsumers ?? []).flatMap((consumer) => Object.values(consumer.queueUrls ?? {})),
+    ...[...(options.streamConsumers ?? []), ...(options.routeGroups ?? [])].flatMap((sender) => Object.values(sender.queueUrls ?? {})),
   ]);
   const server = await startFauxqs({ port: 0, logger: false, defaultRegion: region, dataDir: options.dataDir });
   const endpoint = `http://127.0.0.1:${server.port}`;
@@ -88,8 +91,8 @@ export async function startLocalQueues(options: {
     if (consumer.queueUrlVariable) env[consumer.queueUrlVariable] = urlOf(consumer.queue.name);
     for (const [variable, definition] of Object.entries(consumer.sendsTo ?? {})) env[variable] = urlOf(definition.name);
   }
-  for (const consumer of options.streamConsumers ?? []) {
-    for (const [variable, definition] of Object.entries(consumer.queueUrls ?? {})) env[variable] = urlOf(definition.name);
+  for (const sender of [...(options.streamConsumers ?? []), ...(options.routeGroups ?? [])]) {
+    for (const [variable, definition] of Object.entries(sender.queueUrls ?? {})) env[variable] = urlOf(definition.name);
   }
 
   return {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
+import { createNumberInventory, twilioError, type SimulatedNumber } from './twilio-numbers.ts';
 
 /**
  * What a simulated callee does once it answers: each step says a line (a final `prompt`), presses a key (`dtmf`),
@@ -63,6 +64,9 @@ interface SimulatedCall {
   timeLimitSeconds: number;
   relayUrl?: string | undefined;
   actionUrl?: string | undefined;
+  /** What the TwiML's `<ConversationRelay>` turned on: key presses are sent only then, partial prompts only then. */
+  dtmfDetection?: boolean;
+  partialPrompts?: boolean;
   /** The TwiML the call runs (given at creation, or answered by the voice webhook). */
   twiml?: string | undefined;
   answeredAt?: number | undefined;
@@ -71,6 +75,8 @@ interface SimulatedCall {
   timer?: NodeJS.Timeout | undefined;
   finished: boolean;
   relayEndReported?: boolean;
+  /** How the recording was started: the call's REST request (`OutboundAPI`) or its TwiML's `<Start><Recording>`. */
+  recordingSource?: 'OutboundAPI' | 'StartCallRecordingTwiML';
   /** A carrier that loses every report after the answer (the backstop's case). */
   silent?: boolean;
   /** What the callee heard: each reply's tokens joined, and the replies in order. */
@@ -84,13 +90,22 @@ export interface TwilioSimulator {
   setScript(number: string, script: CalleeScript): void;
   /** A callee driven from outside (`npm run call`): lines in, the agent's tokens out. */
   attachCallee(number: string, callee: InteractiveCallee): void;
-  /** Places an inbound call to `to`, as Twilio does when someone dials an imported number. */
-  dialIn(options: { from: string; to: string; voiceUrl: string; accountSid: string; authToken: string; script?: CalleeScript }): Promise<string>;
+  /**
+   * Someone dials `to`, a number of an account here: Twilio asks the number's voice URL (signed with the account's
+   * token) what to do, and tells its status callback when the call ends.
+   */
+  dialIn(options: { from: string; to: string; script?: CalleeScript }): Promise<string>;
+  /** A number an account has already (bought in Twilio's console, or ported in): it answers Twilio's demo until routed. */
+  addIncomingNumber(options: { accountSid: string; authToken: string; phoneNumber: string; voiceApplicationSid?: string; trunkSid?: string }): SimulatedNumber;
+  /** The number as Twilio keeps it (its voice URL, status callback, …), in whichever account has it; undefined once released. */
+  incomingNumber(phoneNumber: string): SimulatedNumber | undefined;
   callbacks: SentCallback[];
   /** The replies each call's callee heard, by call SID. */
   heard(callSid: string): string[];
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
+  /** Sends a message, as given, on a call's live ConversationRelay socket (contract tests send Twilio's own examples). */
+  sendToRelay(callSid: string, message: string): void;
   /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
   recordings: Map<string, { callSid: string; audio: Buffer; deleted: boolean }>;
   /** Every outbound call created, in order: the carrier's own record of what was dialled. */
@@ -113,6 +128,10 @@ export interface InteractiveCallee {
  * up), status callbacks signed with the account's auth token, the `<Connect>` action, and ConversationRelay's
  * WebSocket protocol (`setup`, `prompt`, `interrupt`, `dtmf` out; `text`, `end` in) against the relay URL of the
  * call's TwiML. Any account SID is accepted; each call's callbacks are signed with the token it was created with.
+ * No more forgiving than Twilio: inline TwiML over 4,000 characters is refused (error 32018), a key press reaches
+ * the relay only when the TwiML set `dtmfDetection="true"`, partial prompts (`last: false`) come only with
+ * `partialPrompts="true"`, and an interrupt's duration is a string, as Twilio's page shows it.
+ * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`.
  */
 export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
   const host = options.host ?? '127.0.0.1';
@@ -123,6 +142,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const callbacks: SentCallback[] = [];
   const recordings = new Map<string, { callSid: string; accountSid: string; audio: Buffer; deleted: boolean }>();
   const created: { sid: string; to: string; createdAt: number }[] = [];
+  const numbers = createNumberInventory();
   let live = 0;
   let peak = 0;
 
@@ -157,9 +177,11 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   const report = async (call: SimulatedCall, status: string) => {
     call.status = status;
     if (!call.statusCallback || call.silent) return;
+    // A number's status callback hears only the end of an inbound call.
+    if (call.direction === 'inbound' && !finalStatuses.includes(status)) return;
     call.sequence += 1;
     const params = { ...baseParams(call), CallbackSource: 'call-progress-events', SequenceNumber: String(call.sequence), Timestamp: new Date().toUTCString() };
-    if (['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(status)) {
+    if (finalStatuses.includes(status)) {
       const duration = call.answeredAt ? Math.round((Date.now() - call.answeredAt) / 1000) : 0;
       Object.assign(params, { CallDuration: String(duration), Duration: String(Math.ceil(duration / 60)) });
     }
@@ -196,7 +218,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       RecordingStatus: 'completed',
       RecordingDuration: String(duration),
       RecordingChannels: '1',
-      RecordingSource: 'OutboundAPI',
+      RecordingSource: call.recordingSource ?? 'OutboundAPI',
     });
   };
 
@@ -220,6 +242,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const send = (message: Record<string, unknown>) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
     };
+    /** What the callee says: with `partialPrompts`, the words so far as they are recognised, then the whole. */
+    const say = (line: string) => {
+      if (call.partialPrompts) {
+        const words = line.split(' ');
+        for (let count = 1; count < words.length; count += 1) send({ type: 'prompt', voicePrompt: words.slice(0, count).join(' '), lang: 'en-US', last: false });
+      }
+      send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+    };
     const waitForReply = () =>
       new Promise<void>((resolveReply) => {
         replyDone = resolveReply;
@@ -236,7 +266,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         tokensThisReply += 1;
         if (interruptAfter !== undefined && tokensThisReply >= interruptAfter) {
           // The callee talks over the agent: the relay reports what had been spoken so far.
-          send({ type: 'interrupt', utteranceUntilInterrupt: reply, durationUntilInterruptMs: 400 });
+          send({ type: 'interrupt', utteranceUntilInterrupt: reply, durationUntilInterruptMs: '400' });
         }
         if (message.last) finishReply();
       } else if (message.type === 'end') {
@@ -272,17 +302,19 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       if (callee) {
         callee.onConnected((line) => {
           if (line === null) void finish(call, 'completed');
-          else send({ type: 'prompt', voicePrompt: line, lang: 'en-US', last: true });
+          else say(line);
         });
         return;
       }
       for (const step of script.steps) {
         if (call.finished || socket.readyState !== WebSocket.OPEN) return;
+        // A key pressed on a call without DTMF detection reaches nobody: Twilio sends nothing, and nothing answers.
+        if ('dtmf' in step && !call.dtmfDetection) continue;
         const replied = waitForReply();
         if ('dtmf' in step) send({ type: 'dtmf', digit: step.dtmf });
         else {
           if ('interruptAfterTokens' in step) interruptAfter = step.interruptAfterTokens;
-          send({ type: 'prompt', voicePrompt: step.say, lang: 'en-US', last: true });
+          say(step.say);
         }
         await replied;
       }
@@ -318,6 +350,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', `http://${host}`);
     const body = new URLSearchParams(await readText(request));
+    const accountResource = /^\/2010-04-01\/Accounts\/([^/]+)\/((?:Available|Incoming)PhoneNumbers.*)$/.exec(url.pathname);
+    if (accountResource) {
+      const [user, authToken] = basicCredentials(request);
+      if (user !== decodeURIComponent(accountResource[1] as string) || !authToken) return twilioError(response, 401, 20003, 'Authenticate');
+      const form = request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ? body : undefined;
+      numbers.handle({ method: request.method ?? 'GET', resource: accountResource[2] as string, query: url.searchParams, form, accountSid: user, authToken }, response);
+      return;
+    }
     const recordingMatch = /^\/2010-04-01\/Accounts\/([^/]+)\/Recordings\/(RE[0-9a-f]{32})\.(mp3|json)$/.exec(url.pathname);
     if (recordingMatch) {
       const recording = recordings.get(recordingMatch[2] as string);
@@ -339,6 +379,14 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     if (user !== decodeURIComponent(account) || !authToken) return json(response, 401, { code: 20003, message: 'Authenticate', status: 401 });
     if (createMatch) {
       const twiml = body.get('Twiml') ?? '';
+      if (twiml.length > inlineTwimlLimit) {
+        return json(response, 400, {
+          code: 32018,
+          message: `Twiml size exceeded maximum allowed value of ${inlineTwimlLimit} characters`,
+          more_info: 'https://www.twilio.com/docs/errors/32018',
+          status: 400,
+        });
+      }
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,
         accountSid: user,
@@ -350,8 +398,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         statusCallback: body.get('StatusCallback') ?? undefined,
         recordingCallback: body.get('Record') === 'true' ? (body.get('RecordingStatusCallback') ?? undefined) : undefined,
         timeLimitSeconds: Number(body.get('TimeLimit') ?? 14_400),
-        relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
-        actionUrl: attribute(twiml, 'Connect', 'action'),
+        ...relayOf(twiml),
         twiml,
         sequence: -1,
         finished: false,
@@ -413,6 +460,11 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
     twimlOf: (callSid) => calls.get(callSid)?.twiml,
+    sendToRelay: (callSid, message) => {
+      const socket = calls.get(callSid)?.socket;
+      if (socket?.readyState !== WebSocket.OPEN) throw new Error(`Call ${callSid} has no live relay`);
+      socket.send(message);
+    },
     outboundCalls: () => [...created],
     liveCalls: {
       current: () => live,
@@ -421,28 +473,36 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         peak = live;
       },
     },
+    addIncomingNumber: (options) => numbers.add(options),
+    incomingNumber: (phoneNumber) => numbers.byPhoneNumber(phoneNumber),
     async dialIn(dial) {
+      const number = numbers.byPhoneNumber(dial.to);
+      if (!number) throw new Error(`${dial.to} is no number of any account of the simulator`);
+      // The simulator runs no TwiML application or SIP trunk: a number routed to one cannot be dialled here.
+      if (number.voiceApplicationSid || number.trunkSid || number.voiceMethod !== 'POST') throw new Error(`${dial.to} is not routed to a voice URL by POST`);
       const call: SimulatedCall = {
         sid: `CA${randomBytes(16).toString('hex')}`,
-        accountSid: dial.accountSid,
-        authToken: dial.authToken,
+        accountSid: number.accountSid,
+        authToken: numbers.tokenOf(number.accountSid) as string,
         from: dial.from,
         to: dial.to,
         direction: 'inbound',
         status: 'ringing',
+        statusCallback: number.statusCallback || undefined,
         timeLimitSeconds: 0,
         sequence: -1,
         finished: false,
         heard: [],
       };
       calls.set(call.sid, call);
-      const twiml = await post(call, dial.voiceUrl, { ...baseParams(call), CallerName: '' });
+      const twiml = await post(call, number.voiceUrl, { ...baseParams(call), CallerName: '' });
       call.twiml = twiml;
-      call.relayUrl = attribute(twiml, 'ConversationRelay', 'url');
-      call.actionUrl = attribute(twiml, 'Connect', 'action');
+      Object.assign(call, relayOf(twiml));
+      call.recordingCallback = attribute(twiml, 'Recording', 'recordingStatusCallback');
+      if (call.recordingCallback) call.recordingSource = 'StartCallRecordingTwiML';
       if (!call.relayUrl) {
         call.finished = true;
-        call.status = /<Reject/.test(twiml) ? 'busy' : 'failed';
+        await report(call, /<Reject/.test(twiml) ? 'busy' : 'failed');
         return call.sid;
       }
       call.status = 'in-progress';
@@ -458,6 +518,21 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       server.closeAllConnections();
       await new Promise((resolveClose) => server.close(resolveClose));
     },
+  };
+}
+
+const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
+
+/** Twilio's limit of the `Twiml` parameter of a call it is asked to create (error 32018). */
+export const inlineTwimlLimit = 4000;
+
+/** The relay a TwiML document connects to: its URL, the `<Connect>` action, and what it turned on. */
+function relayOf(twiml: string): Pick<SimulatedCall, 'relayUrl' | 'actionUrl' | 'dtmfDetection' | 'partialPrompts'> {
+  return {
+    relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
+    actionUrl: attribute(twiml, 'Connect', 'action'),
+    dtmfDetection: attribute(twiml, 'ConversationRelay', 'dtmfDetection') === 'true',
+    partialPrompts: attribute(twiml, 'ConversationRelay', 'partialPrompts') === 'true',
   };
 }
 

@@ -10,7 +10,8 @@ import { startWebSocketGateway, type LocalWebSocketGateway } from './websocket-g
 const recordingsBucket = 'call-recordings';
 
 export interface LocalVoice {
-  simulator: TwilioSimulator;
+  /** The Twilio simulator; none when TWILIO_API_BASE_URL named another Twilio before the start. */
+  simulator: TwilioSimulator | undefined;
   gateway: LocalWebSocketGateway;
   /** With the queues: EventBridge Scheduler's stand-in (call backstops). */
   scheduler?: SchedulerStandIn | undefined;
@@ -22,6 +23,10 @@ export interface LocalVoice {
  * variables the handlers read on AWS too. Call before the handlers read their configuration. `apiBaseUrl` is where
  * the simulator calls back (the API's own address). Tools and webhooks can reach neither. With the queues, call
  * recordings go to a bucket of the emulator's S3 and backstops to a Scheduler stand-in.
+ *
+ * Addresses the environment names already win: TWILIO_API_BASE_URL (a real Twilio, or another test double; the
+ * simulator then does not start), and PUBLIC_BASE_URL and VOICE_RELAY_URL (the tunnels a real Twilio calls back
+ * through). The management endpoint is always the local gateway's: it is this runtime's own, not the provider's.
  */
 export async function startLocalVoice(
   apiBaseUrl: string,
@@ -33,13 +38,15 @@ export async function startLocalVoice(
     queues?: Pick<LocalQueues, 'endpoint' | 'region' | 'clientConfig' | 'urlOf' | 'arnOf'> | undefined;
   } = {},
 ): Promise<LocalVoice> {
-  const simulator = await startTwilioSimulator({ port: options.simulatorPort });
+  const simulator = env.TWILIO_API_BASE_URL ? undefined : await startTwilioSimulator({ port: options.simulatorPort });
   const gateway = await startWebSocketGateway(voiceRelayRoutes, { port: options.relayPort });
-  denyEgressTo(simulator.port, env);
+  if (simulator) {
+    denyEgressTo(simulator.port, env);
+    env.TWILIO_API_BASE_URL = simulator.baseUrl;
+  }
   denyEgressTo(gateway.port, env);
-  env.TWILIO_API_BASE_URL = simulator.baseUrl;
-  env.PUBLIC_BASE_URL = apiBaseUrl;
-  env.VOICE_RELAY_URL = gateway.url;
+  env.PUBLIC_BASE_URL ??= apiBaseUrl;
+  env.VOICE_RELAY_URL ??= gateway.url;
   env.VOICE_RELAY_MANAGEMENT_ENDPOINT = gateway.managementEndpoint;
   let scheduler: SchedulerStandIn | undefined;
   if (options.queues) {
@@ -61,7 +68,7 @@ export async function startLocalVoice(
     scheduler,
     stop: async () => {
       await scheduler?.stop();
-      await simulator.stop();
+      await simulator?.stop();
       await gateway.stop();
     },
   };

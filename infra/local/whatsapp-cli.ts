@@ -1,6 +1,7 @@
 /**
- * `npm run whatsapp -- --number <phone number id> [--from <your WhatsApp id>]`: chat with the number's agent as a
- * WhatsApp customer, from the terminal, against a running `npm start`. Each line you type is a message (`/image`,
+ * `npm run whatsapp -- --number <phone number id> [--from <your WhatsApp id>] [--user-id <BSUID>]`: chat with the
+ * number's agent as a WhatsApp customer, from the terminal, against a running `npm start`; with `--user-id` alone
+ * you are a user who shares only their business-scoped user id (a username user). Each line you type is a message (`/image`,
  * `/audio`, `/sticker` or `/location` sends that instead); the agent's messages print as the simulator receives
  * them. Ctrl-D ends. The WhatsApp simulator is found through DATA_DIR/running.json; connect the number with the
  * simulator's secrets first (docs/whatsapp.md#simulator).
@@ -10,26 +11,28 @@ import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { dataDirectory, findRunningInstance } from './environment.ts';
 
-const usage = 'usage: npm run whatsapp -- --number PHONE_NUMBER_ID [--from CUSTOMER_WA_ID]';
+const usage = 'usage: npm run whatsapp -- --number PHONE_NUMBER_ID [--from CUSTOMER_WA_ID] [--user-id BSUID]';
 
 function fail(message: string): never {
   console.error(message);
   process.exit(2);
 }
 
-let values: { number?: string; from?: string };
+let values: { number?: string; from?: string; 'user-id'?: string };
 try {
-  ({ values } = parseArgs({ options: { number: { type: 'string' }, from: { type: 'string' } } }));
+  ({ values } = parseArgs({ options: { number: { type: 'string' }, from: { type: 'string' }, 'user-id': { type: 'string' } } }));
 } catch (error) {
   fail(`${(error as Error).message}\n${usage}`);
 }
 if (!values.number || !/^\d+$/.test(values.number)) fail(usage);
-const from = values.from ?? '15550001234';
+const userId = values['user-id'];
+const from = values.from ?? (userId ? undefined : '15550001234');
+const customer = [from && `wa_id=${encodeURIComponent(from)}`, userId && `user_id=${encodeURIComponent(userId)}`].filter(Boolean).join('&');
 const simulator = findRunningInstance(dataDirectory())?.whatsappSimulator;
 if (!simulator) fail(`No running npm start on ${dataDirectory()} (or it has no WhatsApp simulator); start it first.`);
 
 const media = new Set(['image', 'audio', 'sticker', 'location']);
-const channel = new WebSocket(`${simulator.replace(/^http/, 'ws')}/simulator/customer?number=${encodeURIComponent(values.number)}&wa_id=${encodeURIComponent(from)}`);
+const channel = new WebSocket(`${simulator.replace(/^http/, 'ws')}/simulator/customer?number=${encodeURIComponent(values.number)}&${customer}`);
 const lines = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
 const early: string[] = [];
 let ready = false;
@@ -39,7 +42,7 @@ channel.on('message', (data) => {
   const message = JSON.parse(data.toString()) as { type: string; text?: string; status?: number };
   if (message.type === 'ready') {
     ready = true;
-    console.log(`You are WhatsApp user ${from} writing to number ${values.number}. Type a message (/image, /audio, /sticker, /location send media).`);
+    console.log(`You are WhatsApp user ${from ?? userId} writing to number ${values.number}. Type a message (/image, /audio, /sticker, /location send media).`);
     lines.setPrompt('you> ');
     lines.prompt();
     for (const line of early.splice(0)) say(line);

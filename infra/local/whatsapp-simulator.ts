@@ -18,7 +18,9 @@ export const simulatorDefaults = { accessToken: 'local-whatsapp-access-token', a
 /** A message the platform sent through the simulated Graph API. */
 export interface OutboundWhatsapp {
   phoneNumberId: string;
+  /** The customer it went to: the phone number of `to`, or the business-scoped user id of `recipient`. */
   to: string;
+  addressedBy: 'to' | 'recipient';
   body: string;
   wamid: string;
   /** When it was accepted (epoch ms, and `performance.now()` for latency figures). */
@@ -39,8 +41,13 @@ export interface PostedNotification {
 
 export interface CustomerMessage {
   phoneNumberId: string;
-  from: string;
+  /** The customer's phone number (`wa_id`, `from`); leave it out for a user who shares only their BSUID. */
+  from?: string;
+  /** The customer's business-scoped user id (`user_id`, `from_user_id`), such as `US.13491208655302741918`. */
+  userId?: string;
   name?: string;
+  /** The customer's WhatsApp username, when they adopted one. */
+  username?: string;
   text?: string;
   /** `text` by default; anything else (`image`, `audio`, `sticker`, `location`) carries no text. */
   type?: string;
@@ -87,8 +94,11 @@ interface NumberAtMeta {
  * A local WhatsApp Business Cloud API that speaks Meta's wire protocol: the Graph API's `POST /{version}/{phone
  * number id}/messages` (bearer token, Meta's error shape), and webhook notifications of customer messages and
  * delivery statuses, signed with `X-Hub-Signature-256` under the number's app secret, posted to
- * `<apiBaseUrl>/whatsapp/webhook/<phone number id>`. `npm run whatsapp` chats through its WebSocket
- * `/simulator/customer?number=<phone number id>&wa_id=<customer>`.
+ * `<apiBaseUrl>/whatsapp/webhook/<phone number id>`. As Meta does, its notifications write every character outside
+ * ASCII as a `\uXXXX` escape (the signature covers the escaped text), customers may be known by their
+ * business-scoped user id alone (no `wa_id`, no `from`), and a send is addressed by `to` (a phone number) or
+ * `recipient` (a BSUID), anything else refused. `npm run whatsapp` chats through its WebSocket
+ * `/simulator/customer?number=<phone number id>&wa_id=<customer>` (or `&user_id=<BSUID>`).
  */
 export async function startWhatsappSimulator(options: { apiBaseUrl: string; host?: string; port?: number }): Promise<WhatsappSimulator> {
   const host = options.host ?? '127.0.0.1';
@@ -123,8 +133,11 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     return posted;
   };
 
+  /** Phone numbers and BSUIDs of the customers who gave both, either way: Meta's contact book. */
+  const knownUsers = new Map<string, string>();
+
   const envelope = (phoneNumberId: string, value: Record<string, unknown>) =>
-    JSON.stringify({
+    escapeUnicode(JSON.stringify({
       object: 'whatsapp_business_account',
       entry: [
         {
@@ -132,15 +145,30 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
           changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550000000', phone_number_id: phoneNumberId }, ...value } }],
         },
       ],
-    });
+    }));
 
   const notificationOf = (message: CustomerMessage): { body: string; wamid: string } => {
     const wamid = message.id ?? newWamid();
     const type = message.type ?? 'text';
     const content = type === 'text' ? { text: { body: message.text ?? '' } } : { [type]: type === 'location' ? { latitude: 52.37, longitude: 4.89 } : { id: randomBytes(8).toString('hex'), mime_type: 'application/octet-stream' } };
+    if (!message.from && !message.userId) throw new Error('A customer has a phone number, a business-scoped user id, or both');
+    if (message.from && message.userId) {
+      knownUsers.set(message.from, message.userId);
+      knownUsers.set(message.userId, message.from);
+    }
+    const profile = { name: message.name ?? 'Local customer', ...(message.username ? { username: message.username } : {}) };
     const body = envelope(message.phoneNumberId, {
-      contacts: [{ profile: { name: message.name ?? 'Local customer' }, wa_id: message.from }],
-      messages: [{ from: message.from, id: wamid, timestamp: String(message.timestamp ?? Math.floor(Date.now() / 1000)), type, ...content }],
+      contacts: [{ profile, ...(message.from ? { wa_id: message.from } : {}), ...(message.userId ? { user_id: message.userId } : {}) }],
+      messages: [
+        {
+          ...(message.from ? { from: message.from } : {}),
+          ...(message.userId ? { from_user_id: message.userId } : {}),
+          id: wamid,
+          timestamp: String(message.timestamp ?? Math.floor(Date.now() / 1000)),
+          type,
+          ...content,
+        },
+      ],
     });
     return { body, wamid };
   };
@@ -149,8 +177,13 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     const message = sent.find((candidate) => candidate.wamid === wamid);
     if (!message) throw new Error(`The simulator sent no message ${wamid}`);
     const errors = status === 'failed' ? { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable' }] } : {};
+    // A send to a phone number names it (and the user's BSUID when known); a send to a BSUID names only that.
+    const recipient =
+      message.addressedBy === 'to'
+        ? { recipient_id: message.to, ...(knownUsers.has(message.to) ? { recipient_user_id: knownUsers.get(message.to) } : {}) }
+        : { recipient_user_id: message.to };
     const body = envelope(message.phoneNumberId, {
-      statuses: [{ id: wamid, status, timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: message.to, ...errors }],
+      statuses: [{ id: wamid, status, timestamp: String(Math.floor(Date.now() / 1000)), ...recipient, ...errors }],
     });
     return post(message.phoneNumberId, body, sign(message.phoneNumberId, body));
   };
@@ -184,8 +217,10 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
     json(response, status, { error: { message, type: status === 401 ? 'OAuthException' : 'GraphMethodException', code, fbtrace_id: randomBytes(8).toString('hex') } });
 
   async function sendMessage(request: IncomingMessage, response: ServerResponse, phoneNumberId: string): Promise<void> {
-    const payload = parse(await readText(request)) as { messaging_product?: string; to?: string; type?: string; text?: { body?: string } } | undefined;
-    const to = payload?.to ?? '';
+    const payload = parse(await readText(request)) as { messaging_product?: string; to?: string; recipient?: string; type?: string; text?: { body?: string } } | undefined;
+    // `to` takes a phone number and wins over `recipient`, which takes a business-scoped user id.
+    const addressedBy = payload?.to !== undefined ? 'to' : 'recipient';
+    const to = payload?.to ?? payload?.recipient ?? '';
     const answer = (status: number, send: () => void) => {
       attempts.push({ phoneNumberId, to, status });
       send();
@@ -194,7 +229,8 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       return answer(401, () => graphError(response, 401, 190, 'Invalid OAuth access token - Cannot parse access token'));
     }
     const body = payload?.text?.body;
-    if (payload?.messaging_product !== 'whatsapp' || !to || payload.type !== 'text' || typeof body !== 'string' || body.length === 0 || body.length > whatsappTextLimit) {
+    const addressed = addressedBy === 'to' ? phoneNumber.test(to) : businessScopedUserId.test(to);
+    if (payload?.messaging_product !== 'whatsapp' || !addressed || payload.type !== 'text' || typeof body !== 'string' || body.length === 0 || body.length > whatsappTextLimit) {
       return answer(400, () => graphError(response, 400, 100, '(#100) Invalid parameter'));
     }
     const failure = failures.get(phoneNumberId);
@@ -202,9 +238,10 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       failure.count -= 1;
       return answer(failure.status, () => graphError(response, failure.status, 131000, 'Something went wrong'));
     }
-    const message: OutboundWhatsapp = { phoneNumberId, to, body, wamid: newWamid(), at: Date.now(), atMonotonic: performance.now() };
+    const message: OutboundWhatsapp = { phoneNumberId, to, addressedBy, body, wamid: newWamid(), at: Date.now(), atMonotonic: performance.now() };
     sent.push(message);
-    answer(200, () => json(response, 200, { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: to }], messages: [{ id: message.wamid }] }));
+    const contact = addressedBy === 'to' ? { input: to, wa_id: to } : { input: to, user_id: to };
+    answer(200, () => json(response, 200, { messaging_product: 'whatsapp', contacts: [contact], messages: [{ id: message.wamid }] }));
     for (const socket of customers.get(`${phoneNumberId}/${to}`) ?? []) socket.send(JSON.stringify({ type: 'message', text: body }));
     if (simulator.reportStatuses) {
       // As Meta does, a moment after the send: `sent`, then `delivered`.
@@ -227,13 +264,16 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
   server.on('upgrade', (request, socket, head) => {
     const url = new URL(request.url ?? '/', 'http://simulator');
     const number = url.searchParams.get('number');
-    const waId = url.searchParams.get('wa_id');
-    if (url.pathname !== '/simulator/customer' || !number || !waId) {
+    const userId = url.searchParams.get('user_id') ?? undefined;
+    const waId = url.searchParams.get('wa_id') ?? undefined;
+    const customer = userId ?? waId;
+    if (url.pathname !== '/simulator/customer' || !number || !customer) {
       socket.destroy();
       return;
     }
     sockets.handleUpgrade(request, socket, head, (client) => {
-      const key = `${number}/${waId}`;
+      // What the platform sends to the customer arrives addressed to their phone number, or to their BSUID alone.
+      const key = `${number}/${waId ?? userId}`;
       const attached = customers.get(key) ?? new Set();
       attached.add(client);
       customers.set(key, attached);
@@ -241,7 +281,8 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
       client.on('message', async (data) => {
         const said = parse(data.toString()) as { type?: string; text?: string; media?: string } | undefined;
         if (said?.type !== 'say') return;
-        const posted = await simulator.customerSays({ phoneNumberId: number, from: waId, ...(said.media ? { type: said.media } : { text: said.text ?? '' }) });
+        const sender = { ...(waId ? { from: waId } : {}), ...(userId ? { userId } : {}) };
+        const posted = await simulator.customerSays({ phoneNumberId: number, ...sender, ...(said.media ? { type: said.media } : { text: said.text ?? '' }) });
         client.send(JSON.stringify({ type: 'posted', status: posted.status, wamid: posted.wamid }));
       });
       client.send(JSON.stringify({ type: 'ready' }));
@@ -259,13 +300,29 @@ export async function startWhatsappSimulator(options: { apiBaseUrl: string; host
 /**
  * WhatsApp on this machine: the simulator, wired through the variables the handlers read on AWS too (call before
  * they read their configuration). `apiBaseUrl` is where its webhooks go; tools and webhooks cannot reach it.
+ * Addresses the environment names already win: with WHATSAPP_GRAPH_API_URL set (the real Graph API, or another
+ * test double) no simulator starts, and a set PUBLIC_BASE_URL (the tunnel Meta posts to) is kept.
  */
-export async function startLocalWhatsapp(apiBaseUrl: string, env: NodeJS.ProcessEnv = process.env, options: { port?: number | undefined } = {}): Promise<WhatsappSimulator> {
+export async function startLocalWhatsapp(apiBaseUrl: string, env: NodeJS.ProcessEnv = process.env, options: { port?: number | undefined } = {}): Promise<WhatsappSimulator | undefined> {
+  env.PUBLIC_BASE_URL ??= apiBaseUrl;
+  if (env.WHATSAPP_GRAPH_API_URL) return undefined;
   const simulator = await startWhatsappSimulator({ apiBaseUrl, port: options.port });
   denyEgressTo(simulator.port, env);
   env.WHATSAPP_GRAPH_API_URL = simulator.graphApiUrl;
-  env.PUBLIC_BASE_URL = apiBaseUrl;
   return simulator;
+}
+
+/** What a phone number in `to` looks like (digits, a leading `+` allowed), and a business-scoped user id (`US.1349…`, `US.ENT.1181…`). */
+const phoneNumber = /^\+?\d{6,20}$/;
+const businessScopedUserId = /^[A-Z]{2}\.(ENT\.)?[A-Za-z0-9]{1,128}$/;
+
+/**
+ * JSON as Meta writes its notifications: every character outside ASCII as a `\uXXXX` escape with lowercase hex
+ * (surrogate pairs for emoji), which is the text the signature is computed over
+ * (https://developers.facebook.com/docs/graph-api/webhooks/getting-started#validate-payloads).
+ */
+export function escapeUnicode(json: string): string {
+  return json.replace(/[^\x00-\x7f]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function parse(text: string): unknown {

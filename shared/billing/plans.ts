@@ -11,6 +11,7 @@ export const defaultPlans: readonly Plan[] = [
     concurrentCalls: 1,
     requestsPerSecond: 5,
     burst: 10,
+    meteredMetrics: [],
   },
   {
     id: 'pro',
@@ -19,6 +20,7 @@ export const defaultPlans: readonly Plan[] = [
     concurrentCalls: 10,
     requestsPerSecond: 50,
     burst: 100,
+    meteredMetrics: [],
   },
   {
     id: 'enterprise',
@@ -27,6 +29,7 @@ export const defaultPlans: readonly Plan[] = [
     concurrentCalls: 100,
     requestsPerSecond: 500,
     burst: 1_000,
+    meteredMetrics: [],
   },
 ];
 

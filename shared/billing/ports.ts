@@ -1,6 +1,6 @@
 /** The ports of the billing context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { AnalyticsRecord, EndedSessionFacts } from './analytics.ts';
-import type { SubscriptionStatus } from './billing-schemas.ts';
+import type { Checkout, MeterableMetric, SubscriptionStatus } from './billing-schemas.ts';
 import type { Granularity, MeteredRecord, UsageCounts } from './usage.ts';
 import type { DomainEvent } from '../events/events.ts';
 
@@ -27,6 +27,53 @@ export interface UsageStore {
    * one, only clears the mark. False when the mark is not `due` any more (a duplicate message).
    */
   completeRollup(orgId: string, due: number, report?: { at: number; metrics: Record<string, unknown>; event: DomainEvent }): Promise<boolean>;
+  /** How far the organization's usage was accounted for the billing provider's meters, and the report being sent. */
+  meteringState(orgId: string): Promise<MeteringState>;
+  /**
+   * Moves what was accounted from `version` to `billed`, with the report that tells the provider of it (none when
+   * nothing is billed by use); false when another process moved it meanwhile, or a report is still pending.
+   */
+  accountMetering(orgId: string, version: number, billed: BilledUsage, report?: MeterReport): Promise<boolean>;
+  /** The report was sent: it is pending no more. */
+  endMeterReport(orgId: string, reportId: string): Promise<void>;
+}
+
+/** The month's counts of the meterable metrics up to which usage was accounted (reported, or left unbilled). */
+export interface BilledUsage {
+  month: string;
+  totals: Partial<Record<MeterableMetric, number>>;
+}
+
+export interface MeteringState {
+  /** 0 before anything was accounted. */
+  version: number;
+  billed?: BilledUsage | undefined;
+  /** Written before it is sent, so that a retry sends the very same events. */
+  pending?: MeterReport | undefined;
+}
+
+/** Usage billed by use, as told to the provider's meter: one metric's counts from one total to the next. */
+export interface MeterEvent {
+  /** The meter's event name: the metric's name. */
+  eventName: MeterableMetric;
+  customerId: string;
+  /** A whole number: the units counted since the last report. */
+  value: number;
+  /** Unique per organization, month, metric and range of counts, so the provider counts it once however often it is sent. */
+  identifier: string;
+  /** Unix seconds. */
+  timestamp: number;
+}
+
+export interface MeterReport {
+  id: string;
+  events: MeterEvent[];
+}
+
+/** The billing provider's meters (Stripe Billing Meters). */
+export interface MeterEventSink {
+  /** Throws when the provider may take it later (unreachable, overloaded); an event it refuses for good is logged and dropped. */
+  send(event: MeterEvent): Promise<void>;
 }
 
 /** What the organization's last `usage.updated` said, and when it was sent; the roll-up pending, if any. */
@@ -61,9 +108,10 @@ export interface SubscriptionStore {
   get(orgId: string): Promise<StoredSubscription | undefined>;
   /**
    * Writes `next` with its `subscription.updated` outbox event, if the stored subscription is still `previous`
-   * (none stored: still none); false when it changed meanwhile.
+   * (none stored: still none); false when it changed meanwhile. Without an event for what clients do not see (the
+   * provider's customer).
    */
-  replace(previous: StoredSubscription | undefined, next: StoredSubscription, event: DomainEvent): Promise<boolean>;
+  replace(previous: StoredSubscription | undefined, next: StoredSubscription, event?: DomainEvent): Promise<boolean>;
 }
 
 export interface RateLimitStore {
@@ -93,9 +141,29 @@ export interface AnalyticsStore {
 /** The changes of a subscription the API makes (the provider drives payments itself). */
 export type ProviderChange = { kind: 'changePlan'; plan: string } | { kind: 'pause' } | { kind: 'resume' } | { kind: 'cancel' };
 
+/** The provider's subscription a change left the organization with (none: unlinked), and its customer. */
+export interface ProviderLink {
+  providerCustomerId?: string | undefined;
+  providerSubscriptionId: string | undefined;
+}
+
+export interface CheckoutRequest {
+  plan: string;
+  successUrl: string;
+  cancelUrl: string;
+}
+
 /** Who bills the organization: told of every change the API makes, before it is recorded. */
 export interface BillingProvider {
   readonly name: 'manual' | 'stripe';
-  /** Throws when the provider refuses; the change is then not recorded. */
-  apply(subscription: StoredSubscription, change: ProviderChange): Promise<void>;
+  /**
+   * Throws when the provider refuses; the change is then not recorded. Returns the provider subscription the change
+   * made or ended, recorded with it; nothing when the link does not change.
+   */
+  apply(subscription: StoredSubscription, change: ProviderChange): Promise<ProviderLink | undefined>;
+  /**
+   * A page where the customer pays for `plan` (Stripe Checkout); the plan applies when the provider tells us it was
+   * paid. Returns the provider's customer of the organization (made on the first checkout) with it.
+   */
+  startCheckout(subscription: StoredSubscription, request: CheckoutRequest): Promise<{ checkout: Checkout; providerCustomerId: string }>;
 }

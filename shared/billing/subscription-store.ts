@@ -20,7 +20,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
     return result.Item ? toSubscription(result.Item) : undefined;
   }
 
-  async replace(previous: StoredSubscription | undefined, next: StoredSubscription, event: DomainEvent): Promise<boolean> {
+  async replace(previous: StoredSubscription | undefined, next: StoredSubscription, event?: DomainEvent): Promise<boolean> {
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -34,7 +34,7 @@ export class DynamoSubscriptionStore implements SubscriptionStore {
                   : { ConditionExpression: 'attribute_not_exists(pk)' }),
               },
             },
-            outboxPut(this.tableName, keys.orgPartition(next.orgId), event),
+            ...(event ? [outboxPut(this.tableName, keys.orgPartition(next.orgId), event)] : []),
           ],
         }),
       );

@@ -1,8 +1,10 @@
-import type { RollupMessage, UsageStore } from './ports.ts';
+import type { MeterEventSink, RollupMessage, SubscriptionStore, UsageStore } from './ports.ts';
 import type { ScheduledQueue } from '../platform/ports.ts';
 import { quotaMetrics, type QuotaMetric } from './billing-schemas.ts';
 import type { Clock } from '../platform/clock.ts';
 import { billingEvents } from './billing-events.ts';
+import { billMeteredUsage } from './metered-billing.ts';
+import type { PlanCatalog } from './plans.ts';
 import { currentPeriod } from './subscriptions.ts';
 import { bucketOf } from './usage.ts';
 
@@ -11,6 +13,10 @@ export interface RollupDeps {
   rollups: ScheduledQueue<RollupMessage>;
   clock: Clock;
   config: { USAGE_ROLLUP_SECONDS: number };
+  subscriptions: SubscriptionStore;
+  plans: PlanCatalog;
+  /** Where usage billed by use is reported (Stripe's meters), when the provider bills by use. */
+  meterEvents?: MeterEventSink | undefined;
 }
 
 /** A roll-up marked but not handled this long after it was due is taken for lost (its message never came). */
@@ -37,9 +43,17 @@ export async function scheduleRollup(deps: RollupDeps, orgId: string): Promise<v
 /**
  * A due roll-up: `usage.updated` with the period's totals if they differ from the last one sent (and nothing
  * otherwise), written with the end of the mark so a duplicate message sends nothing. Usage counted meanwhile,
- * whose own scheduling found this mark still set, gets a roll-up of its own.
+ * whose own scheduling found this mark still set, gets a roll-up of its own. Then usage billed by use is reported
+ * (docs/usage-and-billing.md#metered-billing); a report that fails fails the message, whose retry (a duplicate for
+ * `usage.updated`) sends the same report again.
  */
 export async function handleRollup(deps: RollupDeps, message: RollupMessage): Promise<'sent' | 'unchanged' | 'duplicate' | 'early'> {
+  const outcome = await rollUp(deps, message);
+  if (outcome !== 'early' && deps.meterEvents) await billMeteredUsage({ ...deps, meterEvents: deps.meterEvents }, message.orgId);
+  return outcome;
+}
+
+async function rollUp(deps: RollupDeps, message: RollupMessage): Promise<'sent' | 'unchanged' | 'duplicate' | 'early'> {
   const now = deps.clock.now();
   if (now.getTime() < message.notBefore) {
     await deps.rollups.schedule([message]);

@@ -1,7 +1,7 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from './usage.ts';
 import type { DomainEvent } from '../events/events.ts';
-import type { RollupState, UsageStore } from './ports.ts';
+import type { BilledUsage, MeteringState, MeterReport, RollupState, UsageStore } from './ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
 import { queryAll } from '../platform/store/query-all.ts';
@@ -114,5 +114,46 @@ export class DynamoUsageStore implements UsageStore {
       if (transactionCancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
       throw error;
     }
+  }
+
+  async meteringState(orgId: string): Promise<MeteringState> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.usageMetering(orgId), ConsistentRead: true }));
+    const item = result.Item ?? {};
+    return { version: (item.version as number | undefined) ?? 0, billed: item.billed as BilledUsage | undefined, pending: item.pending as MeterReport | undefined };
+  }
+
+  async accountMetering(orgId: string, version: number, billed: BilledUsage, report?: MeterReport): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.usageMetering(orgId),
+          UpdateExpression: `SET entity = :entity, #version = :next, billed = :billed${report ? ', pending = :report' : ''}`,
+          ConditionExpression: `${version === 0 ? 'attribute_not_exists(#version)' : '#version = :version'} AND attribute_not_exists(pending)`,
+          ExpressionAttributeNames: { '#version': 'version' },
+          ExpressionAttributeValues: {
+            ':entity': 'usageMetering',
+            ':next': version + 1,
+            ':billed': billed,
+            ...(version === 0 ? {} : { ':version': version }),
+            ...(report ? { ':report': report } : {}),
+          },
+        }),
+      ),
+    );
+  }
+
+  async endMeterReport(orgId: string, reportId: string): Promise<void> {
+    await conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.usageMetering(orgId),
+          UpdateExpression: 'REMOVE pending',
+          ConditionExpression: 'pending.id = :id',
+          ExpressionAttributeValues: { ':id': reportId },
+        }),
+      ),
+    );
   }
 }

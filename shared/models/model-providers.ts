@@ -6,7 +6,9 @@
  *
  * - `builtin`: the offline built-in model (`builtin-model.ts`).
  * - `openai-compatible`: any Chat Completions endpoint (OpenAI, Ollama, vLLM…) at `OPENAI_COMPATIBLE_BASE_URL`,
- *   with `OPENAI_COMPATIBLE_API_KEY` as a Bearer token when set; usage is requested in streams.
+ *   with `OPENAI_COMPATIBLE_API_KEY` as a Bearer token when set (on AWS, the value of the secret its `_ARN` names,
+ *   read on each request through a 5-minute cache, so a rotated key is used without a redeploy); usage is
+ *   requested in streams.
  * - `bedrock`: Amazon Bedrock (Converse API) in `AWS_REGION`, signed with the default AWS credential chain
  *   (environment, SSO, shared config and credentials files, process, web identity, container and instance
  *   metadata): on Lambda, the function role. Credentials are resolved on the first request, never at import.
@@ -26,12 +28,13 @@ import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
+import { secretSetting } from '../platform/secrets/secret-settings.ts';
 import type { Model } from './model-schemas.ts';
 import { builtinEmbeddingModel } from './builtin-embedder.ts';
 import { builtinRerankingModel } from './reranker.ts';
 import { builtinModelName, createBuiltinModel } from './builtin-model.ts';
 
-type ProviderConfig = Pick<Config, 'AWS_REGION' | 'OPENAI_COMPATIBLE_BASE_URL' | 'OPENAI_COMPATIBLE_API_KEY'>;
+type ProviderConfig = Pick<Config, 'AWS_REGION' | 'SECRETS_MANAGER_ENDPOINT' | 'OPENAI_COMPATIBLE_BASE_URL' | 'OPENAI_COMPATIBLE_API_KEY' | 'OPENAI_COMPATIBLE_API_KEY_ARN'>;
 
 interface CachedProvider<P> {
   key: string;
@@ -46,13 +49,23 @@ let bedrock: CachedProvider<AmazonBedrockProvider> | undefined;
 function openAICompatibleProvider(model: Model, config: ProviderConfig): CachedProvider<OpenAICompatibleProvider> {
   const baseURL = config.OPENAI_COMPATIBLE_BASE_URL;
   if (!baseURL) throw new Error(`Model openai-compatible/${model.name} needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
-  const apiKey = config.OPENAI_COMPATIBLE_API_KEY || undefined;
-  const key = `${baseURL}\n${apiKey ?? ''}`;
+  const key = `${baseURL}\n${config.OPENAI_COMPATIBLE_API_KEY ?? ''}\n${config.OPENAI_COMPATIBLE_API_KEY_ARN ?? ''}`;
   if (openAICompatible?.key !== key) {
-    const provider = createOpenAICompatible({ name: 'openai-compatible', baseURL, ...(apiKey ? { apiKey } : {}), includeUsage: true });
+    const provider = createOpenAICompatible({ name: 'openai-compatible', baseURL, includeUsage: true, fetch: withApiKey(config) });
     openAICompatible = { key, provider, models: new Map() };
   }
   return openAICompatible;
+}
+
+/** Sends the API key, when there is one, as the Bearer token of each request (it may come from a secret, read asynchronously). */
+function withApiKey(config: ProviderConfig): typeof fetch {
+  return async (input, init) => {
+    const apiKey = await secretSetting(config, 'OPENAI_COMPATIBLE_API_KEY');
+    if (!apiKey) return fetch(input, init);
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${apiKey}`);
+    return fetch(input, { ...init, headers });
+  };
 }
 
 /** Bedrock Runtime (models, embeddings) and Bedrock Agent Runtime (rerank); `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` and `AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME` point them elsewhere (tests). */

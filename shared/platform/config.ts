@@ -26,6 +26,9 @@ const portRanges = commaList.transform((items, ctx) => {
   return ranges;
 });
 
+/** A Secrets Manager secret's ARN (the stack sets it); its value is read at run time, never put in the environment. */
+const secretArn = z.string().regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/, 'must be a Secrets Manager secret ARN').optional();
+
 const configSchema = z.object({
   TABLE_NAME: z.string().min(1).default('agent-platform'),
   AWS_REGION: z.string().min(1).default('us-east-1'),
@@ -44,6 +47,7 @@ const configSchema = z.object({
   BEDROCK_MODELS: commaList,
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+  OPENAI_COMPATIBLE_API_KEY_ARN: secretArn,
   OPENAI_COMPATIBLE_MODELS: commaList,
   /**
    * Embedding models offered to knowledge stores (docs/knowledge.md#embeddings), e.g. `amazon.titan-embed-text-v2:0`
@@ -118,6 +122,8 @@ const configSchema = z.object({
   SECRETS_KMS_KEY_ID: z.string().min(1).optional(),
   /** Set only for a KMS stand-in (tests); on AWS the SDK finds the regional endpoint. */
   KMS_ENDPOINT: z.url().optional(),
+  /** Set only for a Secrets Manager stand-in (tests); on AWS the SDK finds the regional endpoint. */
+  SECRETS_MANAGER_ENDPOINT: z.url().optional(),
   /** Instead of KMS, a local key file (base64 of 32 bytes) seals the secrets: `npm start` sets it to `DATA_DIR/secrets.key`. */
   SECRETS_KEY_FILE: z.string().min(1).optional(),
   /**
@@ -142,8 +148,10 @@ const configSchema = z.object({
    */
   BILLING_PROVIDER: z.enum(['manual', 'stripe']).default('manual'),
   STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  STRIPE_SECRET_KEY_ARN: secretArn,
   /** The `whsec_…` secret Stripe signs webhook events with; without it the Stripe webhook route answers 404. */
   STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  STRIPE_WEBHOOK_SECRET_ARN: secretArn,
   /** Set only for the local Stripe simulator (`npm start`); on AWS the SDK talks to api.stripe.com. */
   STRIPE_API_URL: z.url().optional(),
   /** The Stripe price of each plan, as JSON: `{"pro": "price_…"}`. */
@@ -226,6 +234,126 @@ const configSchema = z.object({
 
 export type Config = z.output<typeof configSchema>;
 
+/**
+ * The settings whose values are secrets. Locally (and in tests) each is its own variable; on AWS the stack sets
+ * `<NAME>_ARN` instead, the Secrets Manager secret that holds it, and `secretSetting` (secrets/secret-settings.ts)
+ * reads it at run time. A key to come (a TTS or STT provider's) is one more name here.
+ */
+export const secretSettings = ['OPENAI_COMPATIBLE_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'] as const;
+export type SecretSettingName = (typeof secretSettings)[number];
+/** The variable that names a secret setting's Secrets Manager secret. */
+export const secretArnVariable = <Name extends SecretSettingName>(name: Name): `${Name}_ARN` => `${name}_ARN`;
+
+/** Every setting a function may read, but the secrets' `_ARN` forms (the stack's way of giving a secret setting). */
+export type SettingName = Exclude<keyof Config, `${SecretSettingName}_ARN`>;
+
+/**
+ * Where each setting's value comes from on AWS, declared once for the stack, the local runtime and the drift test
+ * (test/infra/settings-drift.test.ts):
+ * - `deployment`: the deployment configuration file (`cdk deploy -c config=deploy/<file>.json`, infra/deployment-config.ts);
+ *   left out of the file, the function gets no variable and the default here applies;
+ * - `secret`: a secret the stack creates empty or the file names by ARN; the function gets `<NAME>_ARN` and the right to read it;
+ * - `stack`: a resource of the stack (table, queues, buckets, addresses) or a value the stack derives from its own limits;
+ * - `local`: set only by the local runtime and tests (emulator endpoints, local files, test shortcuts); on AWS the
+ *   default applies, which the stack's resources are sized for;
+ * - `lambda`: set by Lambda itself.
+ */
+export type SettingSource = 'deployment' | 'secret' | 'stack' | 'local' | 'lambda';
+export const settingSources = {
+  TABLE_NAME: 'stack',
+  AWS_REGION: 'lambda',
+  DYNAMODB_ENDPOINT: 'local',
+  MAX_BODY_BYTES: 'deployment',
+  JWT_JWKS_URL: 'deployment',
+  JWT_ISSUER: 'deployment',
+  JWT_AUDIENCE: 'deployment',
+  JWT_ORG_CLAIM: 'deployment',
+  JWT_ALGORITHMS: 'deployment',
+  JWT_CLOCK_TOLERANCE_SECONDS: 'deployment',
+  JWT_MAX_LIFETIME_SECONDS: 'deployment',
+  BEDROCK_MODELS: 'deployment',
+  OPENAI_COMPATIBLE_BASE_URL: 'deployment',
+  OPENAI_COMPATIBLE_API_KEY: 'secret',
+  OPENAI_COMPATIBLE_MODELS: 'deployment',
+  BEDROCK_EMBEDDING_MODELS: 'deployment',
+  OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'deployment',
+  BEDROCK_RERANK_MODELS: 'deployment',
+  DEFAULT_LLM: 'deployment',
+  EVENT_BUS_NAME: 'stack',
+  SQS_ENDPOINT: 'local',
+  WEBHOOK_QUEUE_URL: 'stack',
+  WEBHOOK_RETRY_SCHEDULE_SECONDS: 'deployment',
+  // At most the delivery function's 15 s budget of a 20 s timeout (functions/consumers.ts); only lowered.
+  WEBHOOK_TIMEOUT_MS: 'deployment',
+  WEBHOOK_DELIVERY_RETENTION_DAYS: 'deployment',
+  EVENT_LOG_RETENTION_HOURS: 'deployment',
+  EVENT_STREAM_POLL_MS: 'deployment',
+  EVENT_STREAM_REAUTHORIZE_MS: 'deployment',
+  EVENT_STREAM_OVERLAP_MS: 'deployment',
+  EVENT_STREAM_HEARTBEAT_MS: 'deployment',
+  // Bound to the streaming function's 15-minute timeout.
+  EVENT_STREAM_MAX_SECONDS: 'local',
+  IDEMPOTENCY_TTL_SECONDS: 'deployment',
+  SESSION_IDLE_TIMEOUT_SECONDS: 'deployment',
+  MAX_TOOL_ROUNDS: 'deployment',
+  TOOL_TIMEOUT_MS: 'deployment',
+  TOOL_MAX_RESPONSE_BYTES: 'deployment',
+  // Under CloudFront's 120 s wait for a streamed reply's first byte.
+  TURN_TIMEOUT_SECONDS: 'stack',
+  // Bound to the analysis function's 120 s timeout (functions/consumers.ts).
+  ANALYSIS_DEADLINE_SECONDS: 'local',
+  ANALYSIS_MODEL_ID: 'deployment',
+  ANALYSIS_QUEUE_URL: 'stack',
+  SECRETS_KMS_KEY_ID: 'stack',
+  KMS_ENDPOINT: 'local',
+  SECRETS_MANAGER_ENDPOINT: 'local',
+  SECRETS_KEY_FILE: 'local',
+  PLANS: 'deployment',
+  QUOTA_CACHE_SECONDS: 'deployment',
+  RATE_LIMITING: 'local',
+  BILLING_PROVIDER: 'deployment',
+  STRIPE_SECRET_KEY: 'secret',
+  STRIPE_WEBHOOK_SECRET: 'secret',
+  STRIPE_API_URL: 'local',
+  STRIPE_PRICES: 'deployment',
+  PAST_DUE_GRACE_DAYS: 'deployment',
+  USAGE_ROLLUP_QUEUE_URL: 'stack',
+  USAGE_ROLLUP_SECONDS: 'deployment',
+  LOOPBACK_EGRESS_PORTS: 'local',
+  PUBLIC_BASE_URL: 'stack',
+  VOICE_RELAY_URL: 'stack',
+  VOICE_RELAY_MANAGEMENT_ENDPOINT: 'stack',
+  TWILIO_API_BASE_URL: 'deployment',
+  RECORDINGS_BUCKET: 'stack',
+  S3_ENDPOINT: 'local',
+  CALL_BACKSTOP_QUEUE_ARN: 'stack',
+  SCHEDULER_ROLE_ARN: 'stack',
+  SCHEDULER_ENDPOINT: 'local',
+  CALL_BACKSTOP_GRACE_SECONDS: 'deployment',
+  CALL_RING_TIMEOUT_SECONDS: 'deployment',
+  KNOWLEDGE_INGESTION_QUEUE_URL: 'stack',
+  KNOWLEDGE_UPLOAD_BUCKET: 'stack',
+  S3_UPLOAD_ENDPOINT: 'local',
+  S3_VECTORS_BUCKET: 'stack',
+  KNOWLEDGE_VECTOR_DIR: 'local',
+  KNOWLEDGE_SNAPSHOT_BUCKET: 'stack',
+  DOCUMENT_PROCESSING_TIMEOUT_SECONDS: 'deployment',
+  CAMPAIGN_QUEUE_URL: 'stack',
+  // EventBridge Scheduler's tick is every minute, the default.
+  CAMPAIGN_TICK_SECONDS: 'local',
+  // Longer than the dispatcher function's 60 s timeout.
+  CAMPAIGN_CLAIM_GRACE_SECONDS: 'local',
+  WHATSAPP_GRAPH_API_URL: 'deployment',
+  WHATSAPP_INBOUND_QUEUE_URL: 'stack',
+  WHATSAPP_SEND_RETRY_MS: 'deployment',
+  EGRESS_DENIED_PORTS: 'local',
+} as const satisfies Record<SettingName, SettingSource>;
+
+export const settingNames = Object.keys(settingSources) as SettingName[];
+
+/** The zod rule of one setting, as the functions parse it: the deployment configuration checks its values with it. */
+export const settingSchema = (name: SettingName): z.ZodType => configSchema.shape[name];
+
 /** Parses configuration from an environment; fails with one message naming every bad variable. */
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
@@ -238,6 +366,9 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (result.data.SECRETS_KMS_KEY_ID && result.data.SECRETS_KEY_FILE) {
     throw new Error('Invalid configuration: set SECRETS_KMS_KEY_ID or SECRETS_KEY_FILE, not both');
+  }
+  for (const name of secretSettings) {
+    if (result.data[name] && result.data[secretArnVariable(name)]) throw new Error(`Invalid configuration: set ${name} or ${secretArnVariable(name)}, not both`);
   }
   return result.data;
 }

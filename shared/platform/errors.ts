@@ -172,6 +172,21 @@ export class UnknownPlanError extends AppError {
   readonly code = 'UNKNOWN_PLAN';
 }
 
+/** A paid plan needs a payment method on file with the billing provider; a Checkout collects one. */
+export class PaymentMethodRequiredError extends AppError {
+  readonly code = 'PAYMENT_METHOD_REQUIRED';
+}
+
+/** The billing provider declined the payment (the card on file was declined); nothing changed. */
+export class PaymentFailedError extends AppError {
+  readonly code = 'PAYMENT_FAILED';
+}
+
+/** Nothing to pay through a Checkout: the plan is free, the deployment bills manually, or a paid subscription runs. */
+export class CheckoutNotNeededError extends AppError {
+  readonly code = 'CHECKOUT_NOT_NEEDED';
+}
+
 /** A refusal the client may retry after `retryAfterSeconds` (sent as `Retry-After`). */
 abstract class RetryLaterError extends AppError {
   readonly retryAfterSeconds: number;
@@ -233,6 +248,21 @@ export class TelephonyCredentialsRejectedError extends AppError {
 
 export class TelephonyUnavailableError extends AppError {
   readonly code = 'TELEPHONY_UNAVAILABLE';
+}
+
+/** The carrier refused a request about numbers for a reason the caller can correct (its message is passed on). */
+export class TelephonyRequestRejectedError extends AppError {
+  readonly code = 'TELEPHONY_REQUEST_REJECTED';
+}
+
+/** The number to buy is no longer for sale (another buyer took it), or its area code has none left. */
+export class PhoneNumberUnavailableError extends AppError {
+  readonly code = 'PHONE_NUMBER_UNAVAILABLE';
+}
+
+/** A number to import is not in the organization's carrier account. */
+export class PhoneNumberNotInAccountError extends AppError {
+  readonly code = 'PHONE_NUMBER_NOT_IN_ACCOUNT';
 }
 
 /** A request claiming to come from a provider (carrier, billing) whose signature does not verify (or is missing, or too old). */

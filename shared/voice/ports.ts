@@ -2,7 +2,7 @@
 import type { StoredSession } from '../conversations/ports.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
-import type { PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
+import type { AvailableNumberType, AvailablePhoneNumber, PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 
 /** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
 export interface TelephonyCredentials {
@@ -25,6 +25,38 @@ export interface OutboundCallRequest {
   ringTimeoutSeconds: number;
 }
 
+/** A search of the carrier's numbers for sale (Twilio's AvailablePhoneNumbers filters). */
+export interface AvailableNumberSearch {
+  /** ISO 3166-1 alpha-2, upper case. */
+  country: string;
+  type: AvailableNumberType;
+  areaCode?: string | undefined;
+  contains?: string | undefined;
+  region?: string | undefined;
+  postalCode?: string | undefined;
+  locality?: string | undefined;
+  nearNumber?: string | undefined;
+  distance?: number | undefined;
+  /** At most this many numbers. */
+  size: number;
+}
+
+/** Where the carrier sends a number's calls: our voice webhook and the status callback of its inbound calls. */
+export interface NumberRouting {
+  voiceUrl: string;
+  statusCallback: string;
+}
+
+/** A number of the organization's carrier account (Twilio's IncomingPhoneNumber). */
+export interface CarrierNumber {
+  /** The carrier's id of the number (`PN…`). */
+  sid: string;
+  phoneNumber: string;
+  /** Set when an application or a SIP trunk answers the number: either makes the carrier ignore its voice URL. */
+  voiceApplicationSid?: string | undefined;
+  trunkSid?: string | undefined;
+}
+
 /** The carrier's REST API (Twilio's; `shared/voice/twilio-client.ts`). */
 export interface Telephony {
   createCall(credentials: TelephonyCredentials, request: OutboundCallRequest): Promise<{ callSid: string; status: TwilioCallStatus }>;
@@ -34,6 +66,19 @@ export interface Telephony {
   fetchRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<{ body: Uint8Array; contentType: string }>;
   /** Deletes the carrier's copy once ours is stored; a recording already gone is not an error. */
   deleteRecording(credentials: TelephonyCredentials, recordingSid: string): Promise<void>;
+  /** Numbers for sale that match the search. */
+  searchAvailableNumbers(credentials: TelephonyCredentials, search: AvailableNumberSearch): Promise<AvailablePhoneNumber[]>;
+  /** The account's number `e164`, or undefined when the account has no such number. */
+  findNumber(credentials: TelephonyCredentials, e164: string): Promise<CarrierNumber | undefined>;
+  /**
+   * Buys a number (this one, or any in the area code) routed to us; throws PhoneNumberUnavailableError when it is no
+   * longer for sale or the area code has none.
+   */
+  buyNumber(credentials: TelephonyCredentials, wanted: { phoneNumber: string } | { areaCode: string }, routing: NumberRouting): Promise<CarrierNumber>;
+  /** Routes the number's calls to us, removing the application or SIP trunk it has (either overrides the voice URL). */
+  routeNumber(credentials: TelephonyCredentials, number: CarrierNumber, routing: NumberRouting): Promise<void>;
+  /** Gives the number back to the carrier; a number already gone is not an error. */
+  releaseNumber(credentials: TelephonyCredentials, sid: string): Promise<void>;
 }
 
 /** A call the carrier never reports the end of is ended anyway, at a time fixed when it starts. */
@@ -78,6 +123,8 @@ export type CampaignCallEnded = (end: CampaignCallEnd) => Promise<void>;
 
 export interface StoredPhoneNumber extends PhoneNumber {
   orgId: string;
+  /** The carrier's id of the number (Twilio's `PN…`), kept to release it; numbers imported before it was kept have none. */
+  carrierSid?: string | undefined;
 }
 
 /** Who owns a number worldwide: how an inbound call finds its organization. */

@@ -13,7 +13,7 @@ import { queryAll } from '../platform/store/query-all.ts';
 import { outboxPut } from '../events/outbox.ts';
 import { sessionCreationWrites } from '../conversations/session-store.ts';
 
-const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'createdAt', 'updatedAt'];
+const phoneNumberFieldOrder = ['id', 'phone_number', 'provider', 'label', 'agentId', 'record_inbound_calls', 'createdAt', 'updatedAt'];
 
 /** Statuses only move forward; every final status ranks last, so the first one to arrive wins. */
 const statusRank: Record<TwilioCallStatus, number> = {
@@ -261,4 +261,9 @@ export class DynamoVoiceStore implements VoiceStore {
   }
 }
 
-const toPhoneNumber = (item: Record<string, unknown>): StoredPhoneNumber => ({ ...toRecord<StoredPhoneNumber>(item, phoneNumberFieldOrder), orgId: item.orgId as string });
+/** Numbers imported before inbound recording existed do not record. */
+const toPhoneNumber = (item: Record<string, unknown>): StoredPhoneNumber => ({
+  ...toRecord<StoredPhoneNumber>(item, phoneNumberFieldOrder),
+  record_inbound_calls: item.record_inbound_calls === true,
+  orgId: item.orgId as string,
+});

@@ -8,6 +8,8 @@ import {
   ForbiddenError,
   InvalidSignatureError,
   NotFoundError,
+  PhoneNumberNotInAccountError,
+  PhoneNumberTakenError,
   SessionCreationError,
   SessionNotFoundError,
   TelephonyNotConfiguredError,
@@ -15,13 +17,16 @@ import {
 } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../conversations/ports.ts';
-import type { CallBackstop, CampaignCallEnded, CampaignCallTag, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
+import type { CallBackstop, CampaignCallEnded, CampaignCallTag, NumberRouting, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import {
   twilioCallStatuses,
+  type AvailablePhoneNumber,
+  type BuyPhoneNumberInput,
   type CreatePhoneNumberInput,
   type PhoneNumber,
+  type SearchAvailableNumbersInput,
   type StartCallInput,
   type TwilioCallStatus,
   type TwilioCredentialsInput,
@@ -59,22 +64,97 @@ const inboundSessionNamespace = '6f1d3c0e-8a51-4c7e-9f0a-2b7d5e4c1a90';
 
 // ---- Phone numbers -------------------------------------------------------------------------------------------
 
+/**
+ * `POST /api/v1/phone-numbers`: a number the organization's Twilio account has is recorded here and routed to us
+ * at Twilio (its voice URL and status callback), so that its calls reach its agent with nothing set up by hand. The
+ * number is claimed first, so a number another organization has is never re-routed; if Twilio then refuses, the
+ * claim is undone.
+ */
 export async function importPhoneNumber(deps: VoiceDeps, orgId: string, input: CreatePhoneNumberInput): Promise<PhoneNumber> {
   if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  await assertUnclaimed(deps, input.phone_number);
+  const credentials = await requireCredentials(deps, orgId);
+  const carrierNumber = await deps.telephony.findNumber(credentials, input.phone_number);
+  if (!carrierNumber) {
+    throw new PhoneNumberNotInAccountError(
+      `${input.phone_number} is not a number of Twilio account ${credentials.accountSid}; buy it (POST /api/v1/phone-numbers/buy) or move it there first.`,
+    );
+  }
+  const number = newPhoneNumber(deps, orgId, input, carrierNumber.sid);
+  await deps.voice.createPhoneNumber(number);
+  try {
+    await deps.telephony.routeNumber(credentials, carrierNumber, numberRouting(deps));
+  } catch (error) {
+    await deps.voice.deletePhoneNumber(orgId, number.id);
+    throw error;
+  }
+  return publicPhoneNumber(number);
+}
+
+/** `GET /api/v1/phone-numbers/available`: numbers for sale in the organization's Twilio account, as Twilio finds them. */
+export async function searchAvailablePhoneNumbers(deps: VoiceDeps, orgId: string, query: SearchAvailableNumbersInput): Promise<{ items: AvailablePhoneNumber[] }> {
+  const credentials = await requireCredentials(deps, orgId);
+  const items = await deps.telephony.searchAvailableNumbers(credentials, {
+    country: query.country,
+    type: query.type,
+    areaCode: query.area_code,
+    contains: query.contains,
+    region: query.region,
+    postalCode: query.postal_code,
+    locality: query.locality,
+    nearNumber: query.near_number,
+    distance: query.distance,
+    size: query.size,
+  });
+  return { items };
+}
+
+/**
+ * `POST /api/v1/phone-numbers/buy`: Twilio buys the number (or one in the area code) for the organization's account,
+ * routed to us from the start, and it is recorded here like an imported one. A number that cannot be recorded here
+ * is given back at once, so nothing is billed for a number the organization cannot use.
+ */
+export async function buyPhoneNumber(deps: VoiceDeps, orgId: string, input: BuyPhoneNumberInput): Promise<PhoneNumber> {
+  if (input.agentId) await requireAgent(deps, orgId, input.agentId);
+  if (input.phone_number) await assertUnclaimed(deps, input.phone_number);
+  const credentials = await requireCredentials(deps, orgId);
+  const wanted = input.phone_number ? { phoneNumber: input.phone_number } : { areaCode: input.area_code as string };
+  const bought = await deps.telephony.buyNumber(credentials, wanted, numberRouting(deps));
+  const number = newPhoneNumber(deps, orgId, { ...input, phone_number: bought.phoneNumber, provider: 'twilio' }, bought.sid);
+  try {
+    await deps.voice.createPhoneNumber(number);
+  } catch (error) {
+    await deps.telephony.releaseNumber(credentials, bought.sid).catch((releaseError: unknown) => {
+      logger.error('bought number neither recorded nor released', { orgId, phoneNumber: bought.phoneNumber, error: releaseError as Error });
+    });
+    throw error;
+  }
+  return publicPhoneNumber(number);
+}
+
+function newPhoneNumber(deps: VoiceDeps, orgId: string, input: CreatePhoneNumberInput, carrierSid: string): StoredPhoneNumber {
   const now = deps.clock.now().toISOString();
-  const number: StoredPhoneNumber = {
+  return {
     id: newId(),
     orgId,
     phone_number: input.phone_number,
     provider: input.provider,
     ...(input.label !== undefined ? { label: input.label } : {}),
     ...(input.agentId ? { agentId: input.agentId } : {}),
+    record_inbound_calls: input.record_inbound_calls,
+    carrierSid,
     createdAt: now,
     updatedAt: now,
   };
-  await deps.voice.createPhoneNumber(number);
-  return publicPhoneNumber(number);
 }
+
+/** Fails before anything is asked of the carrier when an organization has the number already (the claim decides). */
+async function assertUnclaimed(deps: VoiceDeps, e164: string): Promise<void> {
+  if (await deps.voice.phoneNumberOwner(e164)) throw new PhoneNumberTakenError(`${e164} is already imported (numbers belong to one organization).`);
+}
+
+/** Where Twilio sends a number's calls: our voice webhook, and the status callback that hears each inbound call's end. */
+const numberRouting = (deps: VoiceDeps): NumberRouting => ({ voiceUrl: inboundWebhookUrl(deps), statusCallback: inboundStatusCallbackUrl(deps) });
 
 export async function listPhoneNumbers(deps: VoiceDeps, orgId: string, size: number): Promise<{ items: PhoneNumber[] }> {
   return { items: (await deps.voice.listPhoneNumbers(orgId, size)).map(publicPhoneNumber) };
@@ -92,11 +172,22 @@ export async function updatePhoneNumber(deps: VoiceDeps, orgId: string, phoneNum
   else if (input.label !== undefined) next.label = input.label;
   if (input.agentId === null) delete next.agentId;
   else if (input.agentId !== undefined) next.agentId = input.agentId;
+  if (input.record_inbound_calls !== undefined) next.record_inbound_calls = input.record_inbound_calls;
   await deps.voice.replacePhoneNumber(previous, next);
   return publicPhoneNumber(next);
 }
 
-export async function deletePhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string): Promise<void> {
+/**
+ * `DELETE /api/v1/phone-numbers/{id}`: the number leaves the organization. With `release`, it is given back to Twilio
+ * first (and stops being billed); if Twilio refuses, the number is kept, so the request can be repeated.
+ */
+export async function deletePhoneNumber(deps: VoiceDeps, orgId: string, phoneNumberId: string, options: { release: boolean }): Promise<void> {
+  if (options.release) {
+    const number = await requirePhoneNumber(deps, orgId, phoneNumberId);
+    const credentials = await requireCredentials(deps, orgId);
+    const sid = number.carrierSid ?? (await deps.telephony.findNumber(credentials, number.phone_number))?.sid;
+    if (sid) await deps.telephony.releaseNumber(credentials, sid);
+  }
   if (!(await deps.voice.deletePhoneNumber(orgId, phoneNumberId))) throw new NotFoundError(`Phone number ${phoneNumberId} not found.`);
 }
 
@@ -113,7 +204,7 @@ async function requireAgent(deps: VoiceDeps, orgId: string, agentId: string): Pr
 }
 
 function publicPhoneNumber(number: StoredPhoneNumber): PhoneNumber {
-  const { orgId: _orgId, ...visible } = number;
+  const { orgId: _orgId, carrierSid: _carrierSid, ...visible } = number;
   return visible;
 }
 
@@ -163,6 +254,9 @@ export const recordingUrl = (deps: VoiceDeps, sessionId: string): string => `${p
 
 export const inboundWebhookUrl = (deps: VoiceDeps): string => `${publicBase(deps)}/twilio/voice`;
 
+/** A number's status callback: Twilio tells the end of each inbound call to it here. */
+export const inboundStatusCallbackUrl = (deps: VoiceDeps): string => `${publicBase(deps)}/twilio/voice/status`;
+
 /**
  * Where ConversationRelay connects for one call: the query names the call and carries its single-use relay token;
  * the signature covers it all.
@@ -178,15 +272,21 @@ const relayTokenHash = (relayToken: string): string => createHash('sha256').upda
 /** ConversationRelay's spelling of each TTS provider of the voices catalog. */
 const relayTtsProviders: Record<TtsProvider, string> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
 
-/** The call's TwiML, with a fresh relay token the call keeps (hashed) for the one `$connect` it admits. */
-async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string): Promise<string> {
+/**
+ * The call's TwiML, with a fresh relay token the call keeps (hashed) for the one `$connect` it admits. `record`
+ * starts a recording in the TwiML itself (an inbound call; an outbound one is recorded by its REST request).
+ */
+async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string, options: { record?: boolean } = {}): Promise<string> {
   const relayToken = randomBytes(24).toString('base64url');
   await deps.voice.offerRelay(orgId, sessionId, relayTokenHash(relayToken));
   const twiml = conversationRelayTwiml({
+    ...(options.record ? { recordingStatusCallback: recordingCallbackUrl(deps, orgId, sessionId) } : {}),
     url: relayUrl(deps, orgId, sessionId, relayToken),
     language: agent.language ?? 'en-US',
     interruptible: true,
     welcomeGreetingInterruptible: agent.welcomeAllowInterruptions ?? true,
+    // A key press is a user message the agent answers (docs/voice.md#call-flow); Twilio sends none unless asked.
+    dtmfDetection: true,
     welcomeGreeting: agent.voice?.welcomeMessage || undefined,
     ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
     voice: agent.voice?.voiceId,
@@ -371,6 +471,23 @@ export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessi
   await verifiedCredentials(deps, orgId, statusCallbackUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
+  await applyCallStatus(deps, call, params);
+}
+
+/**
+ * The status callback of an imported or bought number: Twilio tells it the end of each inbound call. The session is
+ * found by the call id (decision 128); a call that was rejected has none, and there is nothing to do.
+ */
+export async function handleInboundStatusCallback(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
+  if (!owner) throw new NotFoundError('No organization has imported this number.');
+  await verifiedCredentials(deps, owner.orgId, inboundStatusCallbackUrl(deps), params, signed);
+  const call = params.CallSid ? await deps.voice.getCall(owner.orgId, inboundSessionId(owner.orgId, params.CallSid)) : undefined;
+  if (call?.direction === 'INBOUND') await applyCallStatus(deps, call, params);
+}
+
+async function applyCallStatus(deps: VoiceDeps, call: VoiceCall, params: CarrierParams): Promise<void> {
+  const { orgId, sessionId } = call;
   const status = params.CallStatus;
   if (!isCallStatus(status)) return;
   const now = deps.clock.now().toISOString();
@@ -414,7 +531,8 @@ export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId
 
 /**
  * Twilio's voice webhook for an imported number: the number's inbound agent answers with the same TwiML as an
- * outbound call. The session is named by the call id, so Twilio's retries of this request find it.
+ * outbound call, which also starts a recording when the number records inbound calls. The session is named by the
+ * call id, so Twilio's retries of this request find it.
  */
 export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<string> {
   const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
@@ -423,6 +541,7 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
   const number = await deps.voice.getPhoneNumber(owner.orgId, owner.phoneNumberId);
   const callSid = params.CallSid;
   if (!number?.agentId || !callSid) return rejectTwiml();
+  const record = number.record_inbound_calls;
   let agent: Agent;
   try {
     agent = await callableAgent(deps, owner.orgId, number.agentId);
@@ -432,11 +551,12 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
   }
   const session = newCallSession(deps, owner.orgId, agent, {
     direction: 'INBOUND',
-    id: uuidv5(`${owner.orgId}/${callSid}`, inboundSessionNamespace),
+    id: inboundSessionId(owner.orgId, callSid),
     customer: params.From ?? '',
     roomName: callSid,
     sessionVariables: {},
   });
+  if (record) session.recordingUrl = recordingUrl(deps, session.id);
   const call: VoiceCall = {
     orgId: owner.orgId,
     sessionId: session.id,
@@ -454,8 +574,10 @@ export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, 
   if (await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [sessionEvents.sessionCreated(session)])) {
     await Promise.all([scheduleBackstop(deps, owner.orgId, session.id, inboundCallLimitSeconds), holdSlotForInboundCall(deps, owner.orgId, session.id)]);
   }
-  return twimlFor(deps, agent, owner.orgId, session.id);
+  return twimlFor(deps, agent, owner.orgId, session.id, { record });
 }
+
+const inboundSessionId = (orgId: string, callSid: string): string => uuidv5(`${orgId}/${callSid}`, inboundSessionNamespace);
 
 /**
  * The carrier's recording is ready: copied into our bucket, noted on the call, then deleted at the carrier.

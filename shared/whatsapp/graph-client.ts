@@ -10,10 +10,26 @@ export class WhatsappSendError extends Error {
   }
 }
 
+/** Whom a message goes to: the customer's phone number when Meta shared it, their business-scoped user id otherwise. */
+export interface WhatsappRecipient {
+  waId?: string | undefined;
+  userId?: string | undefined;
+}
+
 /** Sending WhatsApp messages (the Graph API's `/messages` endpoint; `GraphApiMessaging`). */
 export interface WhatsappMessaging {
   /** Sends one text message from the business number to the customer; Meta's message id (wamid). */
-  sendText(request: { phoneNumberId: string; accessToken: string; to: string; body: string }): Promise<{ wamid: string }>;
+  sendText(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; body: string }): Promise<{ wamid: string }>;
+}
+
+/**
+ * The addressing fields of a `/messages` body, as Meta documents them: `to` with a phone number (Meta's advice when
+ * there is one), `recipient` with a business-scoped user id for a user whose number is not shared.
+ */
+export function addressOf(recipient: WhatsappRecipient): { to: string } | { recipient: string } {
+  if (recipient.waId) return { to: recipient.waId };
+  if (recipient.userId) return { recipient: recipient.userId };
+  throw new Error('A WhatsApp message needs a phone number or a business-scoped user id to go to.');
 }
 
 /** Meta's error codes a later attempt can get past: throttling and temporary unavailability. */
@@ -36,13 +52,13 @@ export class GraphApiMessaging implements WhatsappMessaging {
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 
-  async sendText(request: { phoneNumberId: string; accessToken: string; to: string; body: string }): Promise<{ wamid: string }> {
+  async sendText(request: { phoneNumberId: string; accessToken: string; to: WhatsappRecipient; body: string }): Promise<{ wamid: string }> {
     let response: Response;
     try {
       response = await fetch(`${this.baseUrl}/${encodeURIComponent(request.phoneNumberId)}/messages`, {
         method: 'POST',
         headers: { authorization: `Bearer ${request.accessToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', to: request.to, type: 'text', text: { preview_url: false, body: request.body } }),
+        body: JSON.stringify({ messaging_product: 'whatsapp', recipient_type: 'individual', ...addressOf(request.to), type: 'text', text: { preview_url: false, body: request.body } }),
         signal: AbortSignal.timeout(requestTimeoutMs),
       });
     } catch (error) {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 import type { WhatsappInbound } from './whatsapp.ts';
 import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
-import type { WhatsappQueueMessage } from './whatsapp-schemas.ts';
+import { customerKey, type WhatsappQueueMessage } from './whatsapp-schemas.ts';
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -28,4 +28,6 @@ export function sqsWhatsappInbound(config: Config): WhatsappInbound {
   };
 }
 
-const customerOf = (message: WhatsappQueueMessage): string => (message.kind === 'message' ? message.customer.waId : message.status.recipient_id);
+/** The customer a notification is about, keyed as their session is: a status names them by BSUID or phone number too. */
+const customerOf = (message: WhatsappQueueMessage): string =>
+  message.kind === 'message' ? customerKey(message.customer) : customerKey({ userId: message.status.recipient_user_id, waId: message.status.recipient_id ?? '' });

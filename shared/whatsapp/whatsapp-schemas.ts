@@ -83,8 +83,17 @@ export interface WhatsappSecrets {
 
 // ---- Meta's webhook notification (the fields the platform reads; the rest passes through) --------------------
 
+/**
+ * A WhatsApp user as Meta names them: the phone number (`wa_id`, a message's `from`) when it is shared, and the
+ * business-scoped user id (BSUID, `user_id`, a message's `from_user_id`, such as `US.13491208655302741918`), which
+ * Meta sends in every message notification since 2026 and which is the only id of a user who adopted a username.
+ */
+const waId = z.string().min(1).max(64);
+const userId = z.string().min(1).max(160);
+
 const inboundMessage = z.looseObject({
-  from: z.string().min(1).max(64),
+  from: waId.optional(),
+  from_user_id: userId.optional(),
   id: z.string().min(1).max(256),
   timestamp: z.string().regex(/^\d+$/),
   type: z.string().min(1).max(64),
@@ -96,20 +105,30 @@ const statusError = z.looseObject({ code: z.number().optional(), title: z.string
 export const deliveryStatuses = ['sent', 'delivered', 'read', 'failed'] as const;
 export type DeliveryStatus = (typeof deliveryStatuses)[number];
 
+/** A status of a message we sent: to a phone number `recipient_id` names it, to a BSUID only `recipient_user_id` may. */
 const statusNotification = z.looseObject({
   id: z.string().min(1).max(256),
   status: z.string(),
   timestamp: z.string().regex(/^\d+$/),
-  recipient_id: z.string().min(1).max(64),
+  recipient_id: waId.optional(),
+  recipient_user_id: userId.optional(),
   errors: z.array(statusError).optional(),
 });
 
+const contact = z.looseObject({
+  wa_id: waId.optional().catch(undefined),
+  user_id: userId.optional().catch(undefined),
+  profile: z.looseObject({ name: z.string().optional().catch(undefined), username: z.string().optional().catch(undefined) }).optional().catch(undefined),
+});
+
+/** A change of the `messages` field; its messages and statuses are read one by one, so that one odd item loses only itself. */
 const changeValue = z.looseObject({
   messaging_product: z.literal('whatsapp').optional(),
   metadata: z.looseObject({ phone_number_id: z.string(), display_phone_number: z.string().optional() }),
-  contacts: z.array(z.looseObject({ wa_id: z.string(), profile: z.looseObject({ name: z.string().optional() }).optional() })).optional(),
-  messages: z.array(inboundMessage).optional(),
-  statuses: z.array(statusNotification).optional(),
+  contacts: z.array(contact).optional().catch(undefined),
+  messages: z.array(z.unknown()).optional(),
+  statuses: z.array(z.unknown()).optional(),
+  errors: z.array(z.unknown()).optional(),
 });
 
 export const webhookNotification = z.looseObject({
@@ -118,6 +137,9 @@ export const webhookNotification = z.looseObject({
 });
 
 export const webhookChangeValue = changeValue;
+export const webhookMessage = inboundMessage;
+export const webhookStatus = statusNotification;
+export type WebhookContact = z.output<typeof contact>;
 export type InboundWhatsappMessage = z.output<typeof inboundMessage>;
 export type StatusNotification = z.output<typeof statusNotification>;
 
@@ -135,12 +157,22 @@ export const whatsappQueueMessage = z.discriminatedUnion('kind', [
     kind: z.literal('message'),
     orgId: z.string(),
     numberId: z.uuid(),
-    customer: z.object({ waId: z.string(), name: z.string().optional() }),
+    customer: z
+      .object({ waId: waId.optional(), userId: userId.optional(), name: z.string().optional(), username: z.string().optional() })
+      .refine((customer) => customer.waId !== undefined || customer.userId !== undefined, { error: 'names no WhatsApp user' }),
     message: inboundMessage,
   }),
   z.object({ kind: z.literal('status'), orgId: z.string(), numberId: z.uuid(), status: statusNotification }),
 ]);
 export type WhatsappQueueMessage = z.output<typeof whatsappQueueMessage>;
+/** The customer of a message: phone number and BSUID as Meta gave them (at least one), and their names. */
+export type WhatsappCustomer = Extract<WhatsappQueueMessage, { kind: 'message' }>['customer'];
+
+/**
+ * Who a customer is to this platform: their BSUID when Meta gives one (stable whether or not they share their
+ * number, Meta's advice), their phone number otherwise. Their session and their FIFO group are keyed by it.
+ */
+export const customerKey = (customer: { waId?: string | undefined; userId?: string | undefined }): string => (customer.userId ?? customer.waId) as string;
 
 /** One WhatsApp message the platform sent (or tried to) for an assistant reply: `metadata.whatsapp.sends[i]`. */
 export interface WhatsappSend {

@@ -95,13 +95,14 @@ export class DynamoWhatsappStore {
     return this.cipher.open(number.sealed[name], secretContext(number.orgId, number.id, name));
   }
 
-  async customerSession(orgId: string, numberId: string, waId: string): Promise<string | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, waId), ConsistentRead: true }));
+  /** The customer's last session with this number; `customerKey` is their BSUID, or their phone number without one. */
+  async customerSession(orgId: string, numberId: string, customerKey: string): Promise<string | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, customerKey), ConsistentRead: true }));
     return result.Item?.sessionId as string | undefined;
   }
 
   /** The customer's new session and the pointer to it, in one transaction. */
-  async openCustomerSession(session: StoredSession, expiresAt: number, events: DomainEvent[], customer: { numberId: string; waId: string }): Promise<void> {
+  async openCustomerSession(session: StoredSession, expiresAt: number, events: DomainEvent[], customer: { numberId: string; customerKey: string }): Promise<void> {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -109,7 +110,7 @@ export class DynamoWhatsappStore {
           {
             Put: {
               TableName: this.tableName,
-              Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.waId), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
+              Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.customerKey), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
             },
           },
         ],

@@ -2,16 +2,23 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
+import { emfMetrics } from '../platform/metrics.ts';
+import { whatsappMetrics } from './whatsapp-metrics.ts';
 import type { StoredSession } from '../conversations/ports.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { Message } from '../conversations/session-schemas.ts';
 import {
+  customerKey,
   defaultUnsupportedReply,
   deliveryStatuses,
   webhookChangeValue,
+  webhookMessage,
   webhookNotification,
+  webhookStatus,
   whatsappTextLimit,
   type CreateWhatsappNumberInput,
+  type WebhookContact,
+  type WhatsappCustomer,
   type DeliveryStatus,
   type InboundWhatsappMessage,
   type StatusNotification,
@@ -22,7 +29,7 @@ import {
   type WhatsappSend,
 } from './whatsapp-schemas.ts';
 import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
-import { WhatsappSendError, type WhatsappMessaging } from './graph-client.ts';
+import { WhatsappSendError, type WhatsappMessaging, type WhatsappRecipient } from './graph-client.ts';
 import { isValidMetaSignature } from './meta-signature.ts';
 import { splitForWhatsapp } from './split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
@@ -197,8 +204,15 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
   const verified = new Map<string, SealedWhatsappNumber | undefined>([[phoneNumberId, number]]);
   const queued: WhatsappQueueMessage[] = [];
   for (const change of notification.data.entry.flatMap((entry) => entry.changes)) {
-    const value = change.field === 'messages' ? webhookChangeValue.safeParse(change.value) : undefined;
-    if (!value?.success) continue;
+    if (change.field !== 'messages') {
+      unhandledNotification('field not handled', { phoneNumberId, field: change.field });
+      continue;
+    }
+    const value = webhookChangeValue.safeParse(change.value);
+    if (!value.success) {
+      unhandledNotification('change not understood', { phoneNumberId });
+      continue;
+    }
     const target = value.data.metadata.phone_number_id;
     if (!verified.has(target)) {
       const verdict = await verifiedBody(deps, target, rawBody, signature);
@@ -206,17 +220,48 @@ export async function receiveNotification(deps: WhatsappWebhookDeps, phoneNumber
     }
     const owner = verified.get(target);
     if (!owner) {
-      logger.warn('WhatsApp change for a number not verified by this notification; dropped', { phoneNumberId: target });
+      unhandledNotification('number not verified by this notification', { phoneNumberId: target });
       continue;
     }
-    const names = new Map((value.data.contacts ?? []).map((contact) => [contact.wa_id, contact.profile?.name]));
-    for (const message of value.data.messages ?? []) {
-      const name = names.get(message.from);
-      queued.push({ kind: 'message', orgId: owner.orgId, numberId: owner.id, customer: { waId: message.from, ...(name ? { name } : {}) }, message });
+    const where = { orgId: owner.orgId, numberId: owner.id };
+    for (const raw of value.data.messages ?? []) {
+      const message = webhookMessage.safeParse(raw);
+      const customer = message.success ? customerOf(message.data, value.data.contacts ?? []) : undefined;
+      if (!message.success || !customer) {
+        unhandledNotification(message.success ? 'message names no sender' : 'message not understood', { ...where, wamid: (raw as { id?: unknown } | undefined)?.id });
+        continue;
+      }
+      queued.push({ kind: 'message', ...where, customer, message: message.data });
     }
-    for (const status of value.data.statuses ?? []) queued.push({ kind: 'status', orgId: owner.orgId, numberId: owner.id, status });
+    for (const raw of value.data.statuses ?? []) {
+      const status = webhookStatus.safeParse(raw);
+      if (status.success) queued.push({ kind: 'status', ...where, status: status.data });
+      else unhandledNotification('status not understood', { ...where, wamid: (raw as { id?: unknown } | undefined)?.id });
+    }
+    for (const error of value.data.errors ?? []) unhandledNotification('error reported by Meta', { ...where, error });
   }
   if (queued.length) await deps.inbound.enqueue(queued);
+}
+
+/**
+ * The sender of a message, by its own ids and the contact that names them (the same phone number or BSUID, or
+ * the only contact): phone number and BSUID as given, at least one, with the profile's name and username.
+ */
+function customerOf(message: InboundWhatsappMessage, contacts: readonly WebhookContact[]): WhatsappCustomer | undefined {
+  const contact =
+    contacts.find((candidate) => (candidate.user_id !== undefined && candidate.user_id === message.from_user_id) || (candidate.wa_id !== undefined && candidate.wa_id === message.from)) ??
+    (contacts.length === 1 ? contacts[0] : undefined);
+  const waId = message.from ?? contact?.wa_id;
+  const userId = message.from_user_id ?? contact?.user_id;
+  if (waId === undefined && userId === undefined) return undefined;
+  const { name, username } = contact?.profile ?? {};
+  return { ...(waId ? { waId } : {}), ...(userId ? { userId } : {}), ...(name ? { name } : {}), ...(username ? { username } : {}) };
+}
+
+/** A notification (or a part of it) acknowledged and not acted on: never silent, a warning (with why) and a count. */
+function unhandledNotification(reason: string, fields: Record<string, unknown>): void {
+  logger.warn(`WhatsApp notification acknowledged, not handled: ${reason}`, { reason, ...fields });
+  emfMetrics.add(whatsappMetrics.unhandledNotifications, 1);
 }
 
 // ---- Handling queued notifications ---------------------------------------------------------------------------
@@ -225,6 +270,7 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
   if (queued.kind === 'status') {
     const [number, sent] = await Promise.all([deps.whatsapp.getNumber(queued.orgId, queued.numberId), deps.whatsapp.outbound(queued.orgId, queued.numberId, queued.status.id)]);
     if (number) await recordStatus(deps, number, queued.status, sent);
+    else unhandledNotification('number disconnected since', { orgId: queued.orgId, numberId: queued.numberId, wamid: queued.status.id });
     return;
   }
   // One round trip: the number, the claim on the message id, and the customer's last session.
@@ -232,10 +278,10 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
   const [number, claimed, knownSession] = await Promise.all([
     deps.whatsapp.getNumber(orgId, numberId),
     deps.whatsapp.claimInbound(orgId, numberId, message.id, deps.clock.now().getTime()),
-    deps.whatsapp.customerSession(orgId, numberId, customer.waId),
+    deps.whatsapp.customerSession(orgId, numberId, customerKey(customer)),
   ]);
   if (!number) {
-    logger.warn('WhatsApp message for a number disconnected since; dropped', { orgId, numberId });
+    unhandledNotification('number disconnected since', { orgId, numberId, wamid: message.id });
     return;
   }
   if (claimed) await answerMessage(deps, number, customer, message, knownSession);
@@ -248,14 +294,14 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
 async function answerMessage(
   deps: WhatsappConversationDeps,
   number: SealedWhatsappNumber,
-  customer: { waId: string; name?: string | undefined },
+  customer: WhatsappCustomer,
   message: InboundWhatsappMessage,
   knownSession: string | undefined,
 ): Promise<void> {
   const progress = { sent: false };
   try {
     const windowEndsAt = Number(message.timestamp) * 1000 + customerServiceWindowMs;
-    const outbox = new Outbox(deps, number, customer.waId, windowEndsAt, progress);
+    const outbox = new Outbox(deps, number, customer, windowEndsAt, progress);
     const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
     if (message.type === 'text' && message.text?.body.trim()) await converse(deps, number, customer, knownSession, message.text.body, inbound, outbox);
     else {
@@ -274,13 +320,13 @@ async function answerMessage(
 }
 
 /** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
-async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }, known: string | undefined): Promise<StoredSession | undefined> {
+async function customerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer, known: string | undefined): Promise<StoredSession | undefined> {
   const current = known ? await deps.sessions.get(number.orgId, known) : undefined;
   if (current && (await expireIfIdle(deps, current)).state === 'OPEN') return current;
   return openCustomerSession(deps, number, customer);
 }
 
-async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: { waId: string; name?: string | undefined }): Promise<StoredSession | undefined> {
+async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer): Promise<StoredSession | undefined> {
   const agent = await deps.agents.get(number.orgId, number.agentId);
   if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
     logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
@@ -297,7 +343,14 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     state: 'OPEN',
     metadata: {
       sessionVariables: {},
-      whatsapp: { numberId: number.id, phoneNumberId: number.phoneNumberId, customerWaId: customer.waId, ...(customer.name ? { customerName: customer.name } : {}) },
+      whatsapp: {
+        numberId: number.id,
+        phoneNumberId: number.phoneNumberId,
+        ...(customer.waId ? { customerWaId: customer.waId } : {}),
+        ...(customer.userId ? { customerUserId: customer.userId } : {}),
+        ...(customer.name ? { customerName: customer.name } : {}),
+        ...(customer.username ? { customerUsername: customer.username } : {}),
+      },
     },
     createdAt: now.toISOString(),
     updatedAt: now.toISOString(),
@@ -305,7 +358,7 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     messageCount: 0,
     nextSeq: 1,
   };
-  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], { numberId: number.id, waId: customer.waId });
+  await deps.whatsapp.openCustomerSession(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], { numberId: number.id, customerKey: customerKey(customer) });
   return session;
 }
 
@@ -319,7 +372,7 @@ const sessionOver = new Set(['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SE
 async function converse(
   deps: WhatsappConversationDeps,
   number: SealedWhatsappNumber,
-  customer: { waId: string; name?: string | undefined },
+  customer: WhatsappCustomer,
   knownSession: string | undefined,
   content: string,
   inbound: Record<string, string>,
@@ -374,11 +427,11 @@ class Outbox {
 
   private readonly deps: WhatsappConversationDeps;
   private readonly number: SealedWhatsappNumber;
-  private readonly to: string;
+  private readonly to: WhatsappRecipient;
   private readonly windowEndsAt: number;
   private readonly progress: { sent: boolean };
 
-  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: string, windowEndsAt: number, progress: { sent: boolean }) {
+  constructor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, to: WhatsappRecipient, windowEndsAt: number, progress: { sent: boolean }) {
     this.deps = deps;
     this.number = number;
     this.to = to;
@@ -436,7 +489,7 @@ class Outbox {
 async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification, sent: { sessionId: string; seq: number; index: number } | undefined): Promise<void> {
   if (!(deliveryStatuses as readonly string[]).includes(status.status)) return;
   if (!sent) {
-    logger.warn('WhatsApp status of a message this platform did not send; ignored', { orgId: number.orgId, numberId: number.id, wamid: status.id });
+    unhandledNotification('status of a message this platform did not send', { orgId: number.orgId, numberId: number.id, wamid: status.id });
     return;
   }
   const metaError = status.errors?.[0];

@@ -48,7 +48,7 @@ describe('plans', () => {
     expect(response.status).toBe(200);
     const plans = listPlansResponse.parse(response.body).data;
     expect(plans.map((plan) => plan.id)).toEqual(['free', 'pro', 'enterprise']);
-    expect(plans[0]).toEqual({ id: 'free', ...freePlan });
+    expect(plans[0]).toEqual({ id: 'free', ...freePlan, meteredMetrics: [] });
     expect(plans[2]?.quotas.chat_messages).toBeNull();
   });
 });
@@ -145,6 +145,19 @@ describe('subscription', () => {
     expect(read.status).toBe(200);
     expectError(change, 403, 'FORBIDDEN');
     expectError(usage, 403, 'FORBIDDEN');
+  });
+
+  it('has no checkout when billing is manual: 409 CHECKOUT_NOT_NEEDED, and PATCH changes the plan', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+
+    // Act
+    const checkout = await api.request('POST', '/v1/chat/subscription/checkout', { key, body: { plan: 'pro', successUrl: 'https://app.example.com/ok', cancelUrl: 'https://app.example.com' } });
+    const changed = await api.request('PATCH', '/v1/chat/subscription', { key, body: { plan: 'pro' } });
+
+    // Assess
+    expectError(checkout, 409, 'CHECKOUT_NOT_NEEDED');
+    expect(changed.body).toMatchObject({ currentPlan: 'pro', provider: 'manual' });
   });
 });
 

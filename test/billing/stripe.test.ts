@@ -7,6 +7,7 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStripeSimulator, type StripeSimulator } from '../../infra/local/stripe-simulator.ts';
 import { StripeBillingProvider, stripeClient } from '../../shared/billing/stripe.ts';
+import { checkoutSessionCompleted } from '../fixtures/stripe/documented-examples.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 
 const webhookSecret = `whsec_${crypto.randomUUID().replaceAll('-', '')}`;
@@ -126,27 +127,100 @@ describe('Stripe webhooks', () => {
   });
 });
 
-describe('Stripe adapter against the simulator', () => {
-  it('pauses, resumes, changes the price and cancels the linked Stripe subscription', async () => {
+describe('Stripe checkout events', () => {
+  /** Stripe's documented `checkout.session.completed`, for this organization's customer and subscription. */
+  function checkoutCompleted(orgId: string, customer: string, subscription: string, plan = 'pro'): string {
+    return JSON.stringify(checkoutSessionCompleted)
+      .replaceAll('{{ORG_ID}}', orgId)
+      .replaceAll('{{CUSTOMER_ID}}', customer)
+      .replaceAll('{{SUBSCRIPTION_ID}}', subscription)
+      .replace('"plan":"pro"', `"plan":"${plan}"`);
+  }
+  const signed = (payload: string) => post(payload, stripe.webhooks.generateTestHeaderString({ payload, secret: webhookSecret }));
+
+  it('a paid checkout puts the organization on its plan, billed by Stripe; told again, it changes nothing', async () => {
     // Prepare
-    const client = stripeClient({ STRIPE_SECRET_KEY: 'sk_test_local', STRIPE_API_URL: simulator.url });
-    const created = await client.subscriptions.create({ customer: 'cus_1', items: [{ price: 'price_free' }], metadata: { orgId: 'org-1' } });
-    const provider = new StripeBillingProvider(client, { pro: 'price_pro' });
+    const { key, orgId } = await api.newOrg();
+    const completed = checkoutCompleted(orgId, 'cus_checkout1', 'sub_checkout1');
+
+    // Act
+    const first = await signed(completed);
+    const subscription = await api.request('GET', '/v1/chat/subscription', { key });
+    const again = await signed(completed);
+
+    // Assess
+    expect(first.body).toEqual({ received: true, applied: true });
+    expect(subscription.body).toMatchObject({ status: 'active', currentPlan: 'pro', provider: 'stripe' });
+    expect(again.body).toEqual({ received: true, applied: false });
+  });
+
+  it('ignores a checkout for a plan the catalog does not hold, and one that is not paid yet', async () => {
+    // Prepare
+    const { key, orgId } = await api.newOrg();
+    const unknownPlan = checkoutCompleted(orgId, 'cus_checkout2', 'sub_checkout2', 'platinum');
+    const open = checkoutCompleted(orgId, 'cus_checkout2', 'sub_checkout3').replace('"status":"complete"', '"status":"open"');
+
+    // Act
+    const answers = [await signed(unknownPlan), await signed(open)];
+
+    // Assess
+    for (const answer of answers) expect(answer.body).toEqual({ received: true, applied: false });
+    expect((await api.request('GET', '/v1/chat/subscription', { key })).body).toMatchObject({ currentPlan: 'free', provider: 'manual' });
+  });
+
+  it('once linked, events of another subscription of the customer (one it replaced or ended) move nothing', async () => {
+    // Prepare
+    const { key, orgId } = await api.newOrg();
+    await signed(checkoutCompleted(orgId, 'cus_checkout4', 'sub_linked4'));
+    const endedElsewhere = JSON.stringify({ id: 'evt_x', object: 'event', type: 'customer.subscription.deleted', data: { object: { id: 'sub_old4', object: 'subscription', metadata: { orgId } } } });
+    const linkedFailed = invoiceEvent('invoice.payment_failed', orgId).replace('"subscription":"sub_1"', '"subscription":"sub_linked4"');
+
+    // Act
+    const ignored = await signed(endedElsewhere);
+    const afterIgnored = await api.request('GET', '/v1/chat/subscription', { key });
+    const applied = await signed(linkedFailed);
+
+    // Assess
+    expect(ignored.body).toEqual({ received: true, applied: false });
+    expect(afterIgnored.body.status).toBe('active');
+    expect(applied.body).toEqual({ received: true, applied: true });
+    expect((await api.request('GET', '/v1/chat/subscription', { key })).body.status).toBe('past_due');
+  });
+});
+
+describe('Stripe adapter against the simulator', () => {
+  it('pauses, resumes, swaps the price of and cancels the linked Stripe subscription', async () => {
+    // Prepare
+    const client = stripeClient({ STRIPE_SECRET_KEY: simulator.secretKey, STRIPE_API_URL: simulator.url });
+    const price = (name: string) => client.prices.create({ currency: 'usd', unit_amount: 2900, recurring: { interval: 'month' }, product_data: { name } });
+    const [pro, enterprise] = [await price('Pro'), await price('Enterprise')];
+    const customer = await client.customers.create({ metadata: { orgId: 'org-1' } });
+    const card = await client.paymentMethods.attach('pm_card_visa', { customer: customer.id });
+    await client.customers.update(customer.id, { invoice_settings: { default_payment_method: card.id } });
+    const created = await client.subscriptions.create({ customer: customer.id, items: [{ price: pro.id, quantity: 1 }], metadata: { orgId: 'org-1' } });
+    const provider = new StripeBillingProvider(client, new Map([['pro', { flat: pro.id, metered: {} }], ['enterprise', { flat: enterprise.id, metered: {} }]]));
     const now = new Date().toISOString();
-    const subscription = { orgId: 'org-1', subscriptionId: 'sub_x', status: 'active' as const, currentPlan: 'free', provider: 'stripe' as const, providerSubscriptionId: created.id, createdAt: now, updatedAt: now };
+    const subscription = { orgId: 'org-1', subscriptionId: 'sub_x', status: 'active' as const, currentPlan: 'pro', provider: 'stripe' as const, providerCustomerId: customer.id, providerSubscriptionId: created.id, createdAt: now, updatedAt: now };
+    const held = () => structuredClone(simulator.subscriptions.get(created.id) as { pause_collection: { behavior: string } | null; items: { data: { price: { id: string } }[] }; metadata: object; status: string });
 
     // Act
     await provider.apply(subscription, { kind: 'pause' });
-    const paused = { ...(simulator.subscriptions.get(created.id)?.form as Record<string, string>) };
-    await provider.apply(subscription, { kind: 'changePlan', plan: 'pro' });
-    const changed = { ...(simulator.subscriptions.get(created.id)?.form as Record<string, string>) };
+    const paused = held();
+    await provider.apply(subscription, { kind: 'resume' });
+    const resumed = held();
+    const link = await provider.apply(subscription, { kind: 'changePlan', plan: 'enterprise' });
+    const changed = held();
     await provider.apply(subscription, { kind: 'cancel' });
+    const unknownToStripe = await provider.apply({ ...subscription, providerSubscriptionId: 'sub_deleted_in_dashboard' }, { kind: 'cancel' });
 
     // Assess
-    expect(paused['pause_collection[behavior]']).toBe('void');
-    expect(changed['items[0][price]']).toBe('price_pro');
-    expect(changed['metadata[plan]']).toBe('pro');
-    expect(simulator.subscriptions.get(created.id)?.status).toBe('canceled');
-    await expect(provider.apply(subscription, { kind: 'changePlan', plan: 'platinum' })).rejects.toThrow(/no price/);
+    expect(paused.pause_collection?.behavior).toBe('void');
+    expect(resumed.pause_collection).toBeNull();
+    expect(link).toEqual({ providerSubscriptionId: created.id });
+    expect(changed.items.data.map((item) => item.price.id)).toEqual([enterprise.id]);
+    expect(changed.metadata).toEqual({ orgId: 'org-1', plan: 'enterprise' });
+    expect(held().status).toBe('canceled');
+    expect(unknownToStripe).toBeUndefined();
+    expect(simulator.requests.find((request) => request.method === 'DELETE' && request.path === `/v1/subscriptions/${created.id}`)?.params).toEqual({ invoice_now: 'true', prorate: 'true' });
   });
 });

@@ -11,7 +11,8 @@ let receiverUrl: string;
 
 beforeAll(async () => {
   receiverUrl = await receiver.start();
-  api = await startApi({ PLANS: unlimitedPlans });
+  // The Twilio simulator holds the numbers the organizations import.
+  api = await startApi({ PLANS: unlimitedPlans }, { voice: true });
 });
 afterAll(async () => {
   await api.close();

@@ -12,6 +12,7 @@ import { queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../
 import { routeGroups } from '../../functions/route-groups.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import { alarmThresholds, platformMetrics } from '../../infra/operations.ts';
+import { checkDeploymentConfig } from '../../infra/deployment-config.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import { tableDefinition } from '../../shared/platform/store/table.ts';
 
@@ -33,7 +34,7 @@ let handedOver: Record<string, unknown>;
 beforeAll(() => {
   const { context } = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as { context: Record<string, unknown> };
   // The alarms read the template, not the bundles: skip bundling.
-  stack = new AgentPlatformStack(new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] }, outdir }), 'Ops', { alarmEmail });
+  stack = new AgentPlatformStack(new App({ context: { ...context, 'aws:cdk:bundling-stacks': [] }, outdir }), 'Ops', { deployment: checkDeploymentConfig({ alarmEmail }) });
   parent = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
   nested = Template.fromStack(stack.operations).toJSON().Resources as Record<string, Resource>;
   const nestedStack = Object.values(parent).find((resource) => resource.Type === 'AWS::CloudFormation::Stack');
@@ -147,8 +148,8 @@ describe('the alarms', () => {
     expect(table!.Metrics.length - 1).toBeLessThanOrEqual(10);
   });
 
-  it('watch analyses that ended past their deadline, and messages a queue refused, from the first', () => {
-    for (const name of ['AnalysisDeadlineExceeded', 'QueueMessagesRefused']) {
+  it('watch analyses that ended past their deadline, messages a queue refused and usage events Stripe refused, from the first', () => {
+    for (const name of ['AnalysisDeadlineExceeded', 'QueueMessagesRefused', 'MeterEventsRefused']) {
       const alarm = alarms().find((candidate) => metricsOf(candidate).some((metric) => metric.MetricName === name));
       expect(alarm, name).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1 });
       expect(metricsOf(alarm!)).toEqual([{ Namespace: 'AgentPlatform', MetricName: name, Dimensions: [{ Name: 'service', Value: 'agent-platform' }], Stat: 'Sum' }]);

@@ -4,6 +4,7 @@ import type { EventRule, QueueConsumer } from '../../functions/consumers.ts';
 import type { Scope } from '../../shared/platform/http/scopes.ts';
 import type { Config } from '../../shared/platform/config.ts';
 import type { LocalQueues } from '../../infra/local/queues.ts';
+import type { TwilioSimulator } from '../../infra/local/twilio-simulator.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import { assertDocumentedResponse } from './contract.ts';
@@ -34,7 +35,7 @@ export interface TestApi {
   /** The local SQS side, when started with the `queues` option. */
   queues?: TestQueues;
   /** The Twilio simulator and the WebSocket API, when started with the `voice` option. */
-  voice?: LocalVoice;
+  voice?: LocalVoice & { simulator: TwilioSimulator };
   /** The WhatsApp simulator, when started with the `whatsapp` option. */
   whatsapp?: WhatsappSimulator;
   close(): Promise<void>;
@@ -71,13 +72,15 @@ export async function startApi(
   Object.assign(process.env, env);
   // Most suites send bursts far beyond the free plan's rate, which is not what they test; the rate-limit suite turns it on.
   process.env.RATE_LIMITING ??= 'off';
-  const [{ denyEgressTo, useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
+  const [{ denyEgressTo, providerAddressVariables, useLocalDatabase }, { createLocalServer }, { routeGroups }, { runtime }, { issueApiKey }] = await Promise.all([
     import('../../infra/local/environment.ts'),
     import('../../infra/local/server.ts'),
     import('../../functions/route-groups.ts'),
     import('../../shared/runtime.ts'),
     import('../../shared/identity/api-keys.ts'),
   ]);
+  // Tests run against the simulators whatever the shell names: a preset provider address would win over them.
+  for (const name of providerAddressVariables) if (!(name in env)) delete process.env[name];
   // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
   process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';
   if (!process.env.SECRETS_KMS_KEY_ID) process.env.SECRETS_KEY_FILE ??= inject('secretsKeyFile');
@@ -88,9 +91,13 @@ export async function startApi(
   denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
   // Calls (recordings and backstops when the queues run): set up before the consumers' environments start.
-  let voice: LocalVoice | undefined;
+  let voice: (LocalVoice & { simulator: TwilioSimulator }) | undefined;
   const startVoice = async (local?: LocalQueues) => {
-    if (options.voice) voice = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+    if (!options.voice) return;
+    const started = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+    const { simulator } = started;
+    if (!simulator) throw new Error('TWILIO_API_BASE_URL was preset: the voice tests need the Twilio simulator.');
+    voice = { ...started, simulator };
   };
   const whatsapp = options.whatsapp ? await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env) : undefined;
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice, options.campaignTicker === true) : undefined;
@@ -176,16 +183,24 @@ async function startQueues(
   beforeConsumers: (queues: LocalQueues) => Promise<void>,
   campaignTicker: boolean,
 ): Promise<{ handle: TestQueues; stop(): Promise<void> }> {
-  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }, { startCampaignTicker }] = await Promise.all([
+  const [{ startLocalQueues }, { startEventRouter }, { startQueuePollers }, { queueConsumers, eventRules, tableStreamConsumers }, { startCampaignTicker }, { routeGroups }] = await Promise.all([
     import('../../infra/local/queues.ts'),
     import('../../infra/local/event-router.ts'),
     import('../../infra/local/queue-poller.ts'),
     import('../../functions/consumers.ts'),
     import('../../infra/local/campaign-ticker.ts'),
+    import('../../functions/route-groups.ts'),
   ]);
   const consumers = options.consumers ?? queueConsumers;
   const rules = options.rules ?? eventRules;
-  const queues = await startLocalQueues({ consumers, rules, streamConsumers: tableStreamConsumers, visibilityTimeoutSeconds: options.visibilityTimeoutSeconds });
+  // A fixture's consumers stand alone: the route groups' queues only come with the platform's consumers.
+  const queues = await startLocalQueues({
+    consumers,
+    rules,
+    streamConsumers: tableStreamConsumers,
+    ...(consumers === queueConsumers ? { routeGroups } : {}),
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+  });
   const uploads = consumers === queueConsumers ? await (await import('../../infra/local/s3-upload-gateway.ts')).startLocalUploads(queues) : undefined;
   await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });

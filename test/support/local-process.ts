@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { providerAddressVariables } from '../../infra/local/environment.ts';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
 const mainScript = join('infra', 'local', 'main.ts');
@@ -13,12 +14,16 @@ const mainScript = join('infra', 'local', 'main.ts');
 const started = new Set<ChildProcess>();
 const tempDirs: string[] = [];
 
-/** This process's environment without anything that would point a child at another database or identity. */
+/**
+ * This process's environment without anything that would point a child at another database, identity or provider
+ * (a provider address this process set would win over the child's own simulators).
+ */
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
     if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES|SECRETS_.*|KMS_ENDPOINT)$/.test(name)) delete env[name];
   }
+  for (const name of providerAddressVariables) delete env[name];
   return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
 }
 

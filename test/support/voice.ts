@@ -49,8 +49,18 @@ export interface VoiceOrg {
 }
 
 /**
+ * Puts `phoneNumber` in the Twilio account of the API's simulator (as a number bought in Twilio's console), so that it
+ * can be imported.
+ */
+export function numberAtTwilio(api: TestApi, account: ReturnType<typeof twilioAccount>, phoneNumber = uniqueNumber()): string {
+  if (!api.voice) throw new Error('numbers live in the Twilio simulator: start the API with { voice: true }');
+  api.voice.simulator.addIncomingNumber({ ...account, phoneNumber });
+  return phoneNumber;
+}
+
+/**
  * An organization ready to call: Twilio credentials, a voice agent (with a weather tool when `toolUrl` is given),
- * an imported number, and a webhook endpoint receiving session events.
+ * an imported number (routed to the API at the Twilio simulator), and a webhook endpoint receiving session events.
  */
 export async function voiceOrg(api: TestApi, receiver: Receiver, receiverUrl: string, options: { toolUrl?: string; agent?: object } = {}): Promise<VoiceOrg> {
   const { key, orgId } = await api.newOrg();
@@ -63,7 +73,7 @@ export async function voiceOrg(api: TestApi, receiver: Receiver, receiverUrl: st
     body: { fullName: 'Vox', description: 'Phone agent', role: 'You answer the phone for {{company}}.', voiceEnabled: true, voicePipelineMode: 'pipeline', tools, ...options.agent },
   });
   expect(agent.status, agent.text).toBe(201);
-  const phoneNumber = uniqueNumber();
+  const phoneNumber = numberAtTwilio(api, account);
   const number = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: phoneNumber, label: 'Main line', agentId: agent.body.id } });
   expect(number.status, number.text).toBe(201);
   const webhookPath = `/ok/${crypto.randomUUID()}`;

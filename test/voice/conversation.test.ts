@@ -112,8 +112,6 @@ describe('the conversation of a call', () => {
     const callSid = await simulator().dialIn({
       from: '+15550142',
       to: org.phoneNumber,
-      voiceUrl: `${api.baseUrl}/twilio/voice`,
-      ...org.account,
       script: { steps: [{ say: 'Hi, I am calling about my order' }], then: 'hangup' },
     });
     const sessions = await eventually(

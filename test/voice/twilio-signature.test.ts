@@ -41,6 +41,44 @@ describe('X-Twilio-Signature', () => {
     );
   });
 
+  it("accepts the signature over the URL with the scheme's default port and without it, as Twilio's validator does; another port fails", () => {
+    // Twilio signs https://host/… or https://host:443/… depending on how the URL reached it.
+    const { authToken, params, signature } = documented;
+    const withPort = 'https://mycompany.com:443/myapp.php?foo=1&bar=2';
+    const signedWithPort = twilio.getExpectedTwilioSignature(authToken, withPort, params);
+
+    const accepted = [
+      [signature, withPort],
+      [signedWithPort, documented.url],
+      [twilio.getExpectedTwilioSignature(authToken, 'http://mycompany.com:80/myapp.php', params), 'http://mycompany.com/myapp.php'],
+    ] as const;
+    const refused = [
+      [twilio.getExpectedTwilioSignature(authToken, 'https://mycompany.com:8443/myapp.php?foo=1&bar=2', params), documented.url],
+      [twilio.getExpectedTwilioSignature(authToken, 'https://mycompany.com:80/myapp.php?foo=1&bar=2', params), documented.url],
+    ] as const;
+
+    for (const [given, url] of accepted) {
+      expect(twilio.validateRequest(authToken, given, url, params), url).toBe(true);
+      expect(isValidTwilioSignature(authToken, given, url, params), url).toBe(true);
+    }
+    for (const [given, url] of refused) {
+      expect(twilio.validateRequest(authToken, given, url, params), url).toBe(false);
+      expect(isValidTwilioSignature(authToken, given, url, params), url).toBe(false);
+    }
+  });
+
+  it("agrees with the twilio package's validator on signatures over any URL's port variants", () => {
+    const variant = fc.constantFrom('', ':443', ':80', ':8443');
+    fc.assert(
+      fc.property(token, fc.constantFrom('https', 'http'), fc.domain(), variant, variant, params, (authToken, scheme, host, signedPort, verifiedPort, fields) => {
+        const signed = twilio.getExpectedTwilioSignature(authToken, `${scheme}://${host}${signedPort}/twilio/voice?x=1`, fields);
+        const url = `${scheme}://${host}${verifiedPort}/twilio/voice?x=1`;
+        expect(isValidTwilioSignature(authToken, signed, url, fields)).toBe(twilio.validateRequest(authToken, signed, url, fields));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('fails under another token, another URL or an altered parameter', () => {
     fc.assert(
       fc.property(token, token, url, params, (authToken, other, address, fields) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelRoutes } from '../../functions/models/routes.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { twilioAccount, uniqueNumber } from '../support/voice.ts';
+import { numberAtTwilio, twilioAccount } from '../support/voice.ts';
 
 let api: TestApi;
 
@@ -53,12 +53,13 @@ describe("an agent's voice", () => {
 
   it("is what the call's TwiML asks ConversationRelay to speak with, welcome message included", async () => {
     const { key } = await api.newOrg();
-    await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: twilioAccount() });
+    const account = twilioAccount();
+    await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: account });
     const agent = await api.request('POST', '/v2/chat/agents', {
       key,
       body: { ...agentBody, language: 'en-GB', voice: { provider: 'elevenlabs', voiceId: '21m00Tcm4TlvDq8ikWAM', welcomeMessage: 'Hello & welcome' } },
     });
-    const number = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: uniqueNumber() } });
+    const number = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: numberAtTwilio(api, account) } });
     const started = await api.request('POST', `/api/v1/phone-numbers/${number.body.id}/calls/start`, { key, body: { to_phone_number: '+15550161', agent_id: agent.body.id } });
     expect(started.status, started.text).toBe(201);
     const session = await eventually(

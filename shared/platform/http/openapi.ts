@@ -54,6 +54,7 @@ const statusText: Record<number, string> = {
   302: 'Found: the `Location` header names where to get it',
   400: 'The request is invalid',
   401: 'No valid credential',
+  402: 'Payment required: a payment method is missing or was declined',
   403: 'The credential lacks the scope, or the action is not allowed',
   404: 'Not found',
   409: 'Conflicts with the current state',

@@ -68,6 +68,8 @@ export const keys = {
   usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
   /** When `usage.updated` was last sent for the organization, and what it said. */
   usageRollup: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#ROLLUP' }),
+  /** How far usage was accounted for the billing provider's meters, and the meter report being sent. */
+  usageMetering: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: '#METERED' }),
   /** A rate-limit bucket: `org` for the organization, `key#<keyId>` for an API key with its own limit. */
   rateLimit: (orgId: string, bucket: string) => ({ pk: `ORG#${orgId}#RL#${bucket}`, sk: '#RL' }),
   /** Analytics aggregates: one item per agent per day and per hour (`DAY#2026-11-25#AGENT#<id>`, `HOUR#2026-11-25T11#AGENT#<id>`). */
@@ -112,7 +114,7 @@ export const keys = {
   /** Cross-tenant, like the phone-number claim: which organization owns Meta's phone number id (webhook routing, uniqueness). */
   whatsappNumberClaim: (phoneNumberId: string) => ({ pk: `WAPHONE#${phoneNumberId}`, sk: '#WAPHONE' }),
   /** The session a customer's messages to a number go to, while it is open. */
-  whatsappCustomer: (orgId: string, numberId: string, waId: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `CUSTOMER#${waId}` }),
+  whatsappCustomer: (orgId: string, numberId: string, customerKey: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `CUSTOMER#${customerKey}` }),
   /** An inbound message taken (by Meta's id): a redelivery finds it and is not answered again. */
   whatsappInbound: (orgId: string, numberId: string, wamid: string) => ({ pk: `ORG#${orgId}#WANUMBER#${numberId}`, sk: `INBOUND#${wamid}` }),
   /** Which reply an outbound message belongs to, for its status notifications. */
