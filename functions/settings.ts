@@ -55,6 +55,8 @@ const knowledge = [
 ] as const satisfies readonly SettingName[];
 /** Uploading and ingesting documents. */
 const documents = ['DOCUMENT_PROCESSING_TIMEOUT_SECONDS', 'KNOWLEDGE_UPLOAD_BUCKET', 'S3_UPLOAD_ENDPOINT'] as const satisfies readonly SettingName[];
+/** Telling Stripe of plan changes and reporting usage billed by use to its meters, with its secret key. */
+const stripeBilling = ['BILLING_PROVIDER', 'STRIPE_SECRET_KEY', 'STRIPE_PRICES', 'STRIPE_API_URL', 'SECRETS_MANAGER_ENDPOINT'] as const satisfies readonly SettingName[];
 /** Admitting a session (idle timeout, the past-due grace of its subscription). */
 const sessions = ['SESSION_IDLE_TIMEOUT_SECONDS', 'PAST_DUE_GRACE_DAYS'] as const satisfies readonly SettingName[];
 /** Running turns: models, tools, knowledge retrieval, the turn deadline. */
@@ -85,7 +87,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   'chat-messages': [...runtime, ...http, ...turns, 'EVENT_STREAM_REAUTHORIZE_MS'],
   events: [...runtime, ...http, ...eventStream],
   webhooks: [...runtime, ...http, ...egress, ...queues, 'WEBHOOK_QUEUE_URL', 'WEBHOOK_RETRY_SCHEDULE_SECONDS'],
-  usage: [...runtime, ...http, 'BILLING_PROVIDER', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_PRICES', 'STRIPE_API_URL', 'SECRETS_MANAGER_ENDPOINT'],
+  usage: [...runtime, ...http, ...stripeBilling, 'STRIPE_WEBHOOK_SECRET'],
   analytics: [...runtime, ...http],
   'phone-numbers': [...runtime, ...http, ...calls, 'CALL_RING_TIMEOUT_SECONDS'],
   'carrier-callbacks': [...runtime, ...http, ...voice, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_GRACE_SECONDS', 'SESSION_IDLE_TIMEOUT_SECONDS'],
@@ -105,7 +107,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   // Queue consumers.
   'webhook-delivery': [...runtime, ...egress, ...queues, 'WEBHOOK_QUEUE_URL', 'WEBHOOK_RETRY_SCHEDULE_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_DELIVERY_RETENTION_DAYS'],
   analysis: [...runtime, ...modelProviders, 'ANALYSIS_MODEL_ID', 'ANALYSIS_DEADLINE_SECONDS'],
-  'usage-rollup': [...runtime, ...queues, 'USAGE_ROLLUP_QUEUE_URL', 'USAGE_ROLLUP_SECONDS'],
+  'usage-rollup': [...runtime, ...queues, ...stripeBilling, 'USAGE_ROLLUP_QUEUE_URL', 'USAGE_ROLLUP_SECONDS'],
   'call-backstop': [...runtime, ...voice],
   'campaign-dispatcher': [...runtime, ...calls, ...queues, 'CALL_RING_TIMEOUT_SECONDS', 'CAMPAIGN_QUEUE_URL', 'CAMPAIGN_TICK_SECONDS', 'CAMPAIGN_CLAIM_GRACE_SECONDS'],
   'knowledge-ingestion': [...runtime, ...knowledge, ...documents, ...egress],

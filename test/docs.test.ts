@@ -1,15 +1,18 @@
 /**
- * Keeps the docs from drifting away from the code: the route table and scope list of docs/auth.md, the error
- * code table of docs/api-conventions.md, and the metrics and alarm thresholds of docs/deploy.md, are compared with
- * what the code declares.
+ * Keeps the docs from drifting away from the code: the route table and scope list of docs/auth.md, and the error
+ * code table of docs/api-conventions.md, are compared with what the code declares; the event catalogue of the
+ * events, webhooks and event-stream pages with the code's; the metrics and alarm thresholds of docs/deploy.md with
+ * the stack's; and no page describes what ships as still to come.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { routeGroups } from '../functions/route-groups.ts';
 import { scopes } from '../shared/platform/http/scopes.ts';
 import * as errors from '../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../shared/platform/http/error-envelope.ts';
+import { eventTypes } from '../shared/webhooks/event-catalog.ts';
+import { sseEventName } from '../shared/webhooks/event-stream.ts';
 import { alarmThresholds, platformMetrics } from '../infra/operations.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -146,5 +149,61 @@ describe('docs/deploy.md', () => {
     expect(alarms).toContain(`more than ${alarmThresholds.serverErrorPercent}% of requests`);
     expect(alarms).toContain(`at least ${alarmThresholds.minimumRequests} requests`);
     expect(alarms).toContain(`above ${alarmThresholds.turnOverheadP99Ms} ms`);
+  });
+});
+
+describe('the event catalogue in the docs', () => {
+  it('docs/events.md has a row for every event type of the catalogue, and none other', () => {
+    const listed = tableRows(section(read('docs/events.md'), '## The catalog')).map(([type = '']) => type);
+    expect([...listed].sort()).toEqual([...eventTypes].sort());
+  });
+
+  it("docs/webhooks.md's event filter names every event type", () => {
+    const filter = section(read('docs/webhooks.md'), '## Event filter');
+    for (const type of eventTypes) expect(filter, type).toContain(`\`${type}\``);
+  });
+
+  it('docs/event-stream.md names every event the stream sends, under its SSE name', () => {
+    const format = section(read('docs/event-stream.md'), '## The SSE format');
+    for (const type of eventTypes) expect(format, type).toContain(`\`${sseEventName(type)}\``);
+  });
+});
+
+describe('README.md and docs/ describe what ships', () => {
+  /**
+   * Phrases that put a shipped feature in the future. A design not built yet is marked **planned** (docs/decisions.md,
+   * docs/data-model.md), with what it is, not with an issue it waits for.
+   */
+  const stalePhrases: readonly RegExp[] = [
+    /\blater issues?\b/i,
+    /\b(?:a|the|an?other|next|future|coming) issues? (?:adds?|brings?|will)\b/i,
+    /\broadmap\b/i,
+    /\bwhen (?:voice|calls|knowledge|campaigns|contacts|usage|billing|whatsapp|webhooks|analysis|the [a-z]+ issue) (?:comes?|lands?|arrives?|ships?)\b/i,
+    /\bthe (?:voice|knowledge|campaigns?|billing|usage|whatsapp|webhooks?) issue\b/i,
+    /\barrives? with (?:a |the )?later\b/i,
+    /\bnot (?:built|implemented|shipped|served|available) yet\b/i,
+    /\bcoming soon\b/i,
+    /\band later `/i,
+    /\blater (?:hangups?|voice|calls?|knowledge|campaigns?|contacts|usage|billing|whatsapp)\b/i,
+  ];
+  const pages = ['README.md', ...readdirSync(resolve(repoRoot, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+
+  it.each(pages)('%s says nothing ships "later" that has shipped', (page) => {
+    const lines = read(page).split('\n');
+    const stale = lines.flatMap((line, index) => (stalePhrases.some((phrase) => phrase.test(line)) ? [`${page}:${index + 1}: ${line.trim()}`] : []));
+    expect(stale).toEqual([]);
+  });
+
+  it('catches the phrases the docs once had', () => {
+    const once = [
+      'Sections marked **planned** describe the design for the later issues (events delivery, voice, knowledge,',
+      'From the spec; they arrive with later issues. Not produced by any code yet.',
+      'Voice, knowledge, campaigns and usage are on the roadmap.',
+      'start at `answeredAt` rather than at creation, the voice issue puts that time in the record',
+      "`session.ended`, `session.closed`, `session.message.created`, `message.added`, and later `usage.updated`,",
+      'Recordings are kept when voice comes.',
+      'When a session ends (closed by the user, ended by the agent, expired; later hangup and ttl for voice calls), a',
+    ];
+    for (const line of once) expect(stalePhrases.some((phrase) => phrase.test(line)), line).toBe(true);
   });
 });

@@ -65,7 +65,7 @@ type FetchClient = ReturnType<typeof createFetchClient<paths>>;
 /**
  * The messages of an SSE body until it ends or `signal` aborts. An abort cancels the read in progress: an aborted
  * fetch does not always error a body that is being piped, and an idle stream would otherwise hold the reader until
- * its next heartbeat.
+ * its next heartbeat. Aborted, it ends without an error (an abort that errored the body first is swallowed too).
  */
 async function* sseMessages(stream: ReadableStream<ArrayBufferView | ArrayBuffer>, signal?: AbortSignal): AsyncGenerator<EventSourceMessage> {
   const reader = stream.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
@@ -73,14 +73,38 @@ async function* sseMessages(stream: ReadableStream<ArrayBufferView | ArrayBuffer
   signal?.addEventListener('abort', cancel, { once: true });
   try {
     while (!signal?.aborted) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
+      const next = await unlessAborted(reader.read(), signal);
+      if (!next || next.done) return;
+      yield next.value;
     }
   } finally {
     signal?.removeEventListener('abort', cancel);
     reader.releaseLock();
   }
+}
+
+/** A request made with `signal`; undefined when it was aborted before the answer came (the caller stops quietly). */
+async function unlessAborted<T>(request: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (error) {
+    if (signal?.aborted) return undefined;
+    throw error;
+  }
+}
+
+/** Waits `ms`, or less if `signal` aborts meanwhile (not at all if it has). */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 async function* replyDeltas(
@@ -89,12 +113,17 @@ async function* replyDeltas(
   body: { content: string; metadata?: Record<string, unknown> },
   signal?: AbortSignal,
 ): AsyncGenerator<string> {
-  const { data, error } = await client.POST('/v1/chat/chat/sessions/{id}/messages', {
-    params: { path: { id: sessionId } },
-    body: { ...body, stream: true },
-    parseAs: 'stream',
-    ...(signal ? { signal } : {}),
-  });
+  const answer = await unlessAborted(
+    client.POST('/v1/chat/chat/sessions/{id}/messages', {
+      params: { path: { id: sessionId } },
+      body: { ...body, stream: true },
+      parseAs: 'stream',
+      ...(signal ? { signal } : {}),
+    }),
+    signal,
+  );
+  if (!answer) return;
+  const { data, error } = answer;
   if (error) throw new ApiError(error as ErrorEnvelope);
   for await (const message of sseMessages(data as ReadableStream<ArrayBufferView | ArrayBuffer>, signal)) {
     if (message.data === '[DONE]') return;
@@ -117,15 +146,24 @@ const reconnectDelayMs = 1_000;
 /** Event ids remembered to drop the repeats a resumed stream may send (the server re-reads a short overlap). */
 const rememberedIds = 1_000;
 
+/**
+ * The event stream, reconnecting until `signal` aborts. Aborting ends the iteration at once and without an error,
+ * whatever it is doing: waiting for the answer, for the next event of an idle stream, or before a reconnect.
+ */
 async function* events(client: FetchClient, query: { types?: string; lastEventId?: string }, signal?: AbortSignal): AsyncGenerator<EventMessage> {
   let lastEventId = query.lastEventId;
   const seen = new Set<string>();
   while (!signal?.aborted) {
-    const { data, error, response } = await client.GET('/v1/chat/events/stream', {
-      params: { query: query.types ? { types: query.types } : {}, header: lastEventId ? { 'Last-Event-ID': lastEventId } : {} },
-      parseAs: 'stream',
-      ...(signal ? { signal } : {}),
-    });
+    const answer = await unlessAborted(
+      client.GET('/v1/chat/events/stream', {
+        params: { query: query.types ? { types: query.types } : {}, header: lastEventId ? { 'Last-Event-ID': lastEventId } : {} },
+        parseAs: 'stream',
+        ...(signal ? { signal } : {}),
+      }),
+      signal,
+    );
+    if (!answer) return;
+    const { data, error, response } = answer;
     if (error) throw new ApiError(error as ErrorEnvelope);
     if (!response.ok || !data) return;
     try {
@@ -139,8 +177,8 @@ async function* events(client: FetchClient, query: { types?: string; lastEventId
         yield { type: message.event ?? 'message', id: message.id ?? '', data: JSON.parse(message.data) as StreamedEvent };
       }
     } catch (failure) {
-      if (failure instanceof ApiError || signal?.aborted) throw failure;
+      if (failure instanceof ApiError) throw failure;
     }
-    await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs));
+    await pause(reconnectDelayMs, signal);
   }
 }

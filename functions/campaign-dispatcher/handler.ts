@@ -26,7 +26,10 @@ async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
     { schema: dispatcherMessage, name: 'campaign dispatch', logFields: (message) => (message.kind === 'campaign.dispatch' ? { campaignId: message.campaignId } : {}) },
     async (message) => {
       if (message.kind === 'campaign.tick') {
-        logger.info('campaign tick', { campaigns: await tick(deps) });
+        // Every minute on AWS, every 5 s locally: a tick that dispatched nothing is not worth an INFO line.
+        const campaigns = await tick(deps);
+        if (campaigns > 0) logger.info('campaign tick', { campaigns });
+        else logger.debug('campaign tick', { campaigns });
         return;
       }
       const report = await dispatchCampaign(deps, message.orgId, message.campaignId, cycleMs);

@@ -1,15 +1,19 @@
 /**
  * `npm run call -- --from <phone number id> --to +15550100 --agent <agent id>`: a phone call from the terminal
- * against a running `npm start`. You are the callee: each line you type is what you say, the agent's tokens print
- * as they stream, an empty line (or Ctrl-D) hangs up. The API key comes from `--key` or API_KEY; the Twilio
- * simulator is found through DATA_DIR/running.json.
+ * against the `npm start` running on DATA_DIR (the default `.data`), found through its running.json: its API and its
+ * Twilio simulator. You are the callee: each line you type is what you say, the agent's tokens print as they
+ * stream, an empty line (or Ctrl-D) hangs up. The API key comes from AGENT_PLATFORM_API_KEY (npm echoes a command
+ * line, so not `--key`, which still works), or API_KEY.
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { dataDirectory, findRunningInstance } from './environment.ts';
+import { dataDirectory, describeInstance, findRunningInstance, noRunningInstance } from './environment.ts';
 
-const usage = 'usage: npm run call -- --from PHONE_NUMBER_ID --to +15550100 --agent AGENT_ID [--ttl SECONDS] [--key API_KEY] [--api http://127.0.0.1:3000]';
+const usage = [
+  'usage: AGENT_PLATFORM_API_KEY=apk_… npm run call -- --from PHONE_NUMBER_ID --to +15550100 --agent AGENT_ID [--ttl SECONDS] [--api URL]',
+  'The npm start running on DATA_DIR (default .data) is called, at its address unless --api says otherwise.',
+].join('\n');
 
 function fail(message: string): never {
   console.error(message);
@@ -24,11 +28,16 @@ try {
 } catch (error) {
   fail(`${(error as Error).message}\n${usage}`);
 }
-const key = values.key ?? process.env.API_KEY;
-if (!values.from || !values.to || !values.agent || !key) fail(usage);
-const api = values.api ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
-const simulator = findRunningInstance(dataDirectory())?.twilioSimulator;
-if (!simulator) fail(`No running npm start on ${dataDirectory()} (or it has no Twilio simulator); start it first.`);
+const key = values.key ?? process.env.AGENT_PLATFORM_API_KEY ?? process.env.API_KEY;
+if (!values.from || !values.to || !values.agent) fail(usage);
+if (!key) fail(`No API key: set AGENT_PLATFORM_API_KEY (the key npm start printed, or one from npm run keys).\n${usage}`);
+const dataDir = dataDirectory();
+const running = findRunningInstance(dataDir);
+if (!running) fail(noRunningInstance('call', dataDir));
+const simulator = running.twilioSimulator;
+const api = values.api ?? running.apiUrl;
+if (!simulator || !api) fail(`The npm start on DATA_DIR ${dataDir} predates npm run call's needs (no Twilio simulator or API address in its running.json): restart it.`);
+console.error(describeInstance(running, dataDir));
 
 const to = values.to;
 const channel = new WebSocket(`${simulator.replace(/^http/, 'ws')}/simulator/callee?number=${encodeURIComponent(to)}`);

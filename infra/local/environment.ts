@@ -17,9 +17,14 @@ export function dataDirectory(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.DATA_DIR ?? '.data');
 }
 
-/** Written by a running `npm start` so that other commands on the same DATA_DIR reuse its database. */
-interface RunningInstance {
+/**
+ * Written by a running `npm start` as `DATA_DIR/running.json`, so that the command-line tools (`npm run keys`,
+ * `call`, `whatsapp`) on the same DATA_DIR find its database, its API and its simulators.
+ */
+export interface RunningInstance {
   pid: number;
+  /** Where the API answers, e.g. `http://127.0.0.1:3000` (loopback when it listens on every interface). */
+  apiUrl?: string;
   dynamodbEndpoint: string;
   tableName: string;
   /** The Twilio simulator's address (`npm run call` attaches to it). */
@@ -45,6 +50,32 @@ export function findRunningInstance(dataDir: string): RunningInstance | undefine
   } catch {
     return undefined;
   }
+}
+
+/** The address clients on this machine reach a server listening on `host:port` at. */
+export function localUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+/** `DATA_DIR=<dir> ` to put before a command when DATA_DIR is not the default, quoted for a POSIX shell. */
+export function dataDirPrefix(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.DATA_DIR === undefined) return '';
+  const dir = dataDirectory(env);
+  return `DATA_DIR=${/^[\w@%+=:,./-]+$/.test(dir) ? dir : `'${dir.replaceAll("'", "'\\''")}'`} `;
+}
+
+/** What a command-line tool says (on stderr, so its stdout stays what it prints) about the instance it works with. */
+export function describeInstance(instance: RunningInstance, dataDir: string): string {
+  return `Using the npm start running on ${instance.apiUrl ?? 'this machine'} (DATA_DIR ${dataDir}, pid ${instance.pid}).`;
+}
+
+/** Why a command-line tool found no instance to work with, and what to do. */
+export function noRunningInstance(command: string, dataDir: string): string {
+  return [
+    `No npm start is running on DATA_DIR ${dataDir} (no running.json of a live process there).`,
+    `Start it, or run ${command} with the DATA_DIR npm start printed ("data in …"): DATA_DIR=<that directory> npm run ${command} …`,
+  ].join('\n');
 }
 
 export interface LocalDatabase {

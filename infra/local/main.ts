@@ -11,7 +11,7 @@ import { createPlanCatalog, initialPlanId } from '../../shared/billing/plans.ts'
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { announceRunningInstance, dataDirectory, denyEgressTo, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { announceRunningInstance, dataDirectory, dataDirPrefix, denyEgressTo, localUrl, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { startCampaignTicker } from './campaign-ticker.ts';
 import { startEventRouter } from './event-router.ts';
 import { startQueuePollers } from './queue-poller.ts';
@@ -116,6 +116,7 @@ server.once('error', async (error) => {
 });
 const forgetInstance = announceRunningInstance(dataDir, {
   pid: process.pid,
+  apiUrl: localUrl(host, port),
   dynamodbEndpoint: database.endpoint,
   tableName: database.tableName,
   twilioSimulator: voice.simulator?.baseUrl,
@@ -181,12 +182,14 @@ async function bootstrapOrganization(): Promise<void> {
     if (key.length < 16 || key.length > 256) throw new Error('INIT_API_KEY must be 16 to 256 characters.');
     const { created } = await ensureOrgWithKey(deps, orgId, key);
     console.log(`Organization ${orgId}: INIT_API_KEY ${created ? 'registered' : 'already registered'}.`);
+    console.log(commandHints(orgId));
     return;
   }
   const marker = join(dataDir, 'bootstrap.json');
   if (existsSync(marker)) {
     const { orgId: existing } = JSON.parse(readFileSync(marker, 'utf8')) as { orgId: string };
-    console.log(`Organization ${existing}. More keys: npm run --silent keys -- create --org ${existing} --name NAME --scopes '*'`);
+    console.log(`Organization ${existing}.`);
+    console.log(commandHints(existing));
     return;
   }
   const newOrgId = newId();
@@ -194,6 +197,19 @@ async function bootstrapOrganization(): Promise<void> {
   const created = await issueApiKey(deps, newOrgId, { name: 'bootstrap', scopes: ['*'] });
   writeFileSync(marker, JSON.stringify({ orgId: newOrgId, keyId: created.id }));
   console.log(`Created organization ${newOrgId} with a full-access API key (shown once):\n\n  ${created.key}\n`);
+  console.log(commandHints(newOrgId));
+}
+
+/**
+ * The command lines that work with this instance, whole: its DATA_DIR in front when it is not the default (the
+ * tools find this instance through it), and the key taken from the environment (npm echoes a command line).
+ */
+function commandHints(orgId: string): string {
+  const prefix = dataDirPrefix(process.env);
+  return [
+    `More keys: ${prefix}npm run --silent keys -- create --org ${orgId} --name NAME --scopes '*'`,
+    `Calls from the terminal: export AGENT_PLATFORM_API_KEY=<key>, then ${prefix}npm run call -- --from <phone number id> --to +15550100 --agent <agent id>`,
+  ].join('\n');
 }
 
 function optionalPort(value: string | undefined): number | undefined {

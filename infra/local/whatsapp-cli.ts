@@ -3,13 +3,13 @@
  * number's agent as a WhatsApp customer, from the terminal, against a running `npm start`; with `--user-id` alone
  * you are a user who shares only their business-scoped user id (a username user). Each line you type is a message (`/image`,
  * `/audio`, `/sticker` or `/location` sends that instead); the agent's messages print as the simulator receives
- * them. Ctrl-D ends. The WhatsApp simulator is found through DATA_DIR/running.json; connect the number with the
- * simulator's secrets first (docs/whatsapp.md#simulator).
+ * them. Ctrl-D ends. The WhatsApp simulator is the one of the `npm start` running on DATA_DIR (the default `.data`),
+ * found through its running.json; connect the number with the simulator's secrets first (docs/whatsapp.md#simulator).
  */
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { dataDirectory, findRunningInstance } from './environment.ts';
+import { dataDirectory, describeInstance, findRunningInstance, noRunningInstance } from './environment.ts';
 
 const usage = 'usage: npm run whatsapp -- --number PHONE_NUMBER_ID [--from CUSTOMER_WA_ID] [--user-id BSUID]';
 
@@ -28,8 +28,12 @@ if (!values.number || !/^\d+$/.test(values.number)) fail(usage);
 const userId = values['user-id'];
 const from = values.from ?? (userId ? undefined : '15550001234');
 const customer = [from && `wa_id=${encodeURIComponent(from)}`, userId && `user_id=${encodeURIComponent(userId)}`].filter(Boolean).join('&');
-const simulator = findRunningInstance(dataDirectory())?.whatsappSimulator;
-if (!simulator) fail(`No running npm start on ${dataDirectory()} (or it has no WhatsApp simulator); start it first.`);
+const dataDir = dataDirectory();
+const running = findRunningInstance(dataDir);
+if (!running) fail(noRunningInstance('whatsapp', dataDir));
+const simulator = running.whatsappSimulator;
+if (!simulator) fail(`The npm start on DATA_DIR ${dataDir} has no WhatsApp simulator in its running.json: restart it.`);
+console.error(describeInstance(running, dataDir));
 
 const media = new Set(['image', 'audio', 'sticker', 'location']);
 const channel = new WebSocket(`${simulator.replace(/^http/, 'ws')}/simulator/customer?number=${encodeURIComponent(values.number)}&${customer}`);

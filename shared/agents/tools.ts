@@ -1,7 +1,17 @@
 import { Ajv } from 'ajv';
 import type { Config } from '../platform/config.ts';
 import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
-import { EgressBlockedError, egressPolicyFromConfig, staticEgressRefusal } from '../platform/net/egress-guard.ts';
+import {
+  assertUrlAllowed,
+  bareHostname,
+  describeLoopbackPorts,
+  EgressBlockedError,
+  egressPolicyFromConfig,
+  OutboundNetworkError,
+  portOf,
+  staticEgressRefusal,
+  type Resolver,
+} from '../platform/net/egress-guard.ts';
 import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
 import type { AgentStore, ToolStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
@@ -15,6 +25,8 @@ export interface ToolDeps {
   agents: AgentStore;
   clock: Clock;
   config: Pick<Config, 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'>;
+  /** Name resolution for the registration check; the system resolver unless a test replaces it. */
+  resolveHost?: Resolver | undefined;
 }
 
 /**
@@ -48,7 +60,7 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
 
 const refusedTargets: Record<EgressBlockedError['addressClass'], string> = {
   public: 'a public address',
-  loopback: 'a loopback host on a port the deployment does not open to loopback egress',
+  loopback: 'a loopback host',
   private: 'a private address',
   shared: 'a shared (CGNAT) address',
   'link-local': 'a link-local address',
@@ -60,27 +72,51 @@ const refusedTargets: Record<EgressBlockedError['addressClass'], string> = {
   'platform-port': "a port of the platform's own services",
 };
 
+/** A registration waits this long for the tool's host to resolve; a name that does not answer by then is left to the call. */
+export const toolHostResolutionTimeoutMs = 2_000;
+
+/** `{{host}}` in the authority: the host is known only when the tool is called. */
+const placeholderInHost = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\{\{/i;
+
 /**
- * Refuses a tool URL that the egress guard would refuse on every call whatever DNS says, judged from the URL alone
- * (scheme, port, IP literal, `localhost`, metadata names; a placeholder reads as a plain name). A name that resolves
- * to an internal address is refused when the tool is called, where the socket connects: DNS answers change.
+ * Refuses a tool URL that the egress guard would refuse on every call, as a webhook URL is refused: judged from the
+ * URL (scheme, port, IP literal, `localhost`, metadata names; a placeholder reads as a plain name), then from what its
+ * host resolves to now (a name such as the machine's own host name that resolves to loopback on a port not opened to
+ * it). A name that does not resolve now is left to the call, where the guard checks again as the socket connects.
  */
-function assertAllowedToolUrl(deps: Pick<ToolDeps, 'config'>, field: 'apiTool.url' | 'functionTool.url', raw: string): void {
-  const refusal = staticEgressRefusal(new URL(raw.trim().replace(placeholderPattern, 'x')), egressPolicyFromConfig(deps.config));
-  if (!refusal) return;
-  const message = refusal instanceof EgressBlockedError ? `must not point at ${refusedTargets[refusal.addressClass]}` : 'must be an http or https URL';
+async function assertAllowedToolUrl(deps: Pick<ToolDeps, 'config' | 'resolveHost'>, field: 'apiTool.url' | 'functionTool.url', raw: string): Promise<void> {
+  const url = new URL(raw.trim().replace(placeholderPattern, 'x'));
+  const policy = egressPolicyFromConfig(deps.config);
+  const fromUrl = staticEgressRefusal(url, policy);
+  if (fromUrl instanceof OutboundNetworkError) refuseToolUrl(field, 'must be an http or https URL');
+  if (fromUrl) refuseToolUrl(field, `must not point at ${refusedTarget(fromUrl.addressClass, url, deps.config)}`);
+  if (placeholderInHost.test(raw.trim())) return;
+  const resolved = await assertUrlAllowed(url, policy, deps.resolveHost, toolHostResolutionTimeoutMs).then(
+    () => undefined,
+    (error: unknown) => (error instanceof EgressBlockedError ? error : undefined),
+  );
+  if (resolved) refuseToolUrl(field, `must not point at ${bareHostname(url)}: it resolves to ${refusedTarget(resolved.addressClass, url, deps.config)}`);
+}
+
+function refuseToolUrl(field: string, message: string): never {
   throw new ToolUrlNotAllowedError(`${field} ${message}.`, { details: [{ field, message }] });
 }
 
-function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config'>, tool: Pick<CreateToolInput, 'apiTool' | 'functionTool'>): void {
-  if (tool.apiTool) assertAllowedToolUrl(deps, 'apiTool.url', tool.apiTool.url);
-  if (tool.functionTool) assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
+/** The target a refusal names; for loopback, the setting that would open it (on the local runtime, the fix). */
+function refusedTarget(addressClass: EgressBlockedError['addressClass'], url: URL, config: ToolDeps['config']): string {
+  if (addressClass !== 'loopback') return refusedTargets[addressClass];
+  return `a loopback host on port ${portOf(url)}, which tools reach only where the deployment opens it to loopback egress (${describeLoopbackPorts(config.LOOPBACK_EGRESS_PORTS)})`;
+}
+
+async function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config' | 'resolveHost'>, tool: Pick<CreateToolInput, 'apiTool' | 'functionTool'>): Promise<void> {
+  if (tool.apiTool) await assertAllowedToolUrl(deps, 'apiTool.url', tool.apiTool.url);
+  if (tool.functionTool) await assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
 }
 
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
   assertUsableToolSchema(input.ajvPropertiesSchema);
-  assertAllowedToolUrls(deps, input);
+  await assertAllowedToolUrls(deps, input);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
   const secret = tool.functionTool ? generateSigningSecret() : undefined;
@@ -115,7 +151,7 @@ export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, 
       details: [{ field: 'functionTool', message: 'is only for FUNCTION_TOOL' }],
     });
   }
-  assertAllowedToolUrls(deps, changes);
+  await assertAllowedToolUrls(deps, changes);
   const { preExecutionMessage, ...rest } = changes;
   const next: Tool = { ...previous, ...rest, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   if (preExecutionMessage === null) delete next.preExecutionMessage;

@@ -14,6 +14,8 @@ export interface UsageStore {
   counters(orgId: string, granularity: Granularity, fromBucket: string, toBucket: string): Promise<Map<string, UsageCounts>>;
   /** The month's counters (`yyyy-mm`) with the stocks as they are now (`knowledge_chunks`), strongly consistent. */
   periodCounts(orgId: string, month: string): Promise<UsageCounts>;
+  /** The changes of the stocks made at or after `since` (RFC 3339), strongly consistent. */
+  stockChangesSince(orgId: string, since: string): Promise<StockChange[]>;
   /**
    * Marks a roll-up as due at `due` (epoch ms) unless one is pending already (a pending one older than
    * `staleBefore` counts as lost); true when this call marked it, and must then queue it.
@@ -74,6 +76,13 @@ export interface MeterReport {
 export interface MeterEventSink {
   /** Throws when the provider may take it later (unreachable, overloaded); an event it refuses for good is logged and dropped. */
   send(event: MeterEvent): Promise<void>;
+}
+
+/** A stock (`knowledge_chunks`) moved by `delta` at `at`. */
+export interface StockChange {
+  metric: string;
+  delta: number;
+  at: string;
 }
 
 /** What the organization's last `usage.updated` said, and when it was sent; the roll-up pending, if any. */

@@ -1,7 +1,7 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { bucketOf, type Granularity, type MeteredRecord, type UsageCounts } from './usage.ts';
 import type { DomainEvent } from '../events/events.ts';
-import type { BilledUsage, MeteringState, MeterReport, RollupState, UsageStore } from './ports.ts';
+import type { BilledUsage, MeteringState, MeterReport, RollupState, StockChange, UsageStore } from './ports.ts';
 import { conditionalWrite, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { countsOfItem, ExactlyOnceCounter } from './exactly-once-counter.ts';
 import { queryAll } from '../platform/store/query-all.ts';
@@ -11,7 +11,7 @@ import { keys } from '../platform/store/keys.ts';
 /**
  * Usage counters (`ORG#<org>#USAGE`, one item per hour, day and month, changed only by `ADD`), counted exactly
  * once through each session's `#METER` marker (shared/billing/exactly-once-counter.ts), the stock item (`STOCK`,
- * written by the stores whose items it counts), and the roll-up item.
+ * written by the stores whose items it counts) with its change records (`STOCKCHANGE#<at>#<id>`), and the roll-up item.
  */
 export class DynamoUsageStore implements UsageStore {
   private readonly client: DynamoDBDocumentClient;
@@ -47,6 +47,17 @@ export class DynamoUsageStore implements UsageStore {
       ExpressionAttributeValues: { ':pk': keys.usagePartition(orgId), ':from': prefix + fromBucket, ':to': prefix + toBucket },
     });
     return new Map(items.map((item) => [String(item.sk).slice(prefix.length), countsOfItem(item)]));
+  }
+
+  async stockChangesSince(orgId: string, since: string): Promise<StockChange[]> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      // `~` sorts after every character of a time, so the range holds the change records from `since` on.
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': keys.usagePartition(orgId), ':from': keys.usageStockChangePrefix + since, ':to': `${keys.usageStockChangePrefix}~` },
+      ConsistentRead: true,
+    });
+    return items.map((item) => ({ metric: String(item.metric), delta: Number(item.delta), at: String(item.at) }));
   }
 
   async periodCounts(orgId: string, month: string): Promise<UsageCounts> {

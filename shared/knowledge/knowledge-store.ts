@@ -94,9 +94,6 @@ export interface DocumentOutcome {
 /** `finished`; `moved-on` when the document changed meanwhile (nothing written); `over-quota` when the chunks would pass the quota. */
 export type FinishResult = 'finished' | 'moved-on' | 'over-quota';
 
-/** A change record of the chunk stock stays this long: the usage meter reads it from the stream at once. */
-const stockChangeRetentionSeconds = 24 * 60 * 60;
-
 /**
  * Knowledge stores in their organization's partition; each store's documents (and their name claims) in a
  * partition of the store. A document's status change, the store's counts and the `knowledge_store.updated`
@@ -386,7 +383,8 @@ export class DynamoKnowledgeStore {
 
   /**
    * The organization's stock of chunks moves by `delta` (`ADD` on its usage stock item), with a change record whose
-   * INSERT the usage meter rolls up into `usage.updated`. Growing past `quota` fails the transaction on this item.
+   * INSERT the usage meter rolls up into `usage.updated`, kept for the usage series (the stock at a bucket's end is
+   * the stock now less the changes since). Growing past `quota` fails the transaction on this item.
    */
   private chunkStockChange(orgId: string, delta: number, at: string, quota?: number | null): TransactItem[] {
     if (delta === 0) return [];
@@ -405,12 +403,11 @@ export class DynamoKnowledgeStore {
         Put: {
           TableName: this.tableName,
           Item: {
-            ...keys.usageStockChange(orgId, uuidv7()),
+            ...keys.usageStockChange(orgId, at, uuidv7()),
             entity: 'usageStockChange',
             metric: 'knowledge_chunks',
             delta,
             at,
-            expiresAt: Math.floor(Date.parse(at) / 1000) + stockChangeRetentionSeconds,
           },
         },
       },

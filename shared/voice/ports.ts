@@ -95,7 +95,8 @@ export interface RecordingStore {
 
 /** Sends to the carrier's side of a ConversationRelay WebSocket (API Gateway's connection-management API). */
 export interface RelayConnections {
-  send(connectionId: string, message: Record<string, unknown>): Promise<void>;
+  /** `gone` when the connection has closed: the call ended (a hang-up while the agent spoke is an ordinary end). */
+  send(connectionId: string, message: Record<string, unknown>): Promise<'sent' | 'gone'>;
 }
 
 /** A campaign dial's session says which campaign, contact and attempt it is (`metadata.campaign`). */

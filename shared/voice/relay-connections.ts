@@ -1,4 +1,4 @@
-import { ApiGatewayManagementApiClient, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
+import { ApiGatewayManagementApiClient, GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { RelayConnections } from './ports.ts';
 import { traceAwsClient } from '../platform/tracing.ts';
 
@@ -17,7 +17,14 @@ export function relayConnections(options: { endpoint: string; region: string }):
   );
   return {
     async send(connectionId, message) {
-      await client.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: JSON.stringify(message) }));
+      try {
+        await client.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: JSON.stringify(message) }));
+        return 'sent';
+      } catch (error) {
+        // 410: the carrier closed the WebSocket, which it does when the call ends.
+        if (error instanceof GoneException) return 'gone';
+        throw error;
+      }
     },
   };
 }

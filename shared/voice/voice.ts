@@ -6,6 +6,7 @@ import {
   AgentNotVoiceEnabledError,
   ConcurrentCallsExceededError,
   ForbiddenError,
+  InvalidSessionError,
   InvalidSignatureError,
   NotFoundError,
   PhoneNumberNotInAccountError,
@@ -757,7 +758,10 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
     outbox = outbox.then(async () => {
       if (!connected) return;
       try {
-        await deps.relay.send(connectionId, message);
+        if ((await deps.relay.send(connectionId, message)) === 'sent') return;
+        // The call ended while the agent spoke (the callee hung up): an ordinary end, the turn is still stored.
+        connected = false;
+        logger.debug('relay gone: the call ended while the agent spoke', { sessionId: call.sessionId });
       } catch (error) {
         connected = false;
         logger.warn('relay send failed', { sessionId: call.sessionId, error: error as Error });
@@ -773,12 +777,21 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
     await outbox;
     return;
   }
-  const result = await runTurn(
-    deps,
-    turn,
-    { delta: (_messageId, text) => send({ type: 'text', token: text, last: false }), failed: () => undefined },
-    { closeWhenAgentEnds: false },
-  );
+  let result;
+  try {
+    result = await runTurn(
+      deps,
+      turn,
+      { delta: (_messageId, text) => send({ type: 'text', token: text, last: false }), failed: () => undefined },
+      { closeWhenAgentEnds: false },
+    );
+  } catch (error) {
+    if (!(error instanceof InvalidSessionError)) throw error;
+    // The call ended during the reply (a hang-up): the session takes no more messages, an ordinary end of a call.
+    logger.info('call ended during the reply; its last turn was not saved', { sessionId: call.sessionId });
+    await outbox;
+    return;
+  }
   send({ type: 'text', token: '', last: true });
   if (result.agentEnded) {
     await deps.voice.markAgentHangup(call.orgId, call.sessionId, deps.clock.now().toISOString());

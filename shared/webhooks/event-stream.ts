@@ -144,7 +144,7 @@ export type ReadEventLog = (after: LogPosition, limit: number) => Promise<{ entr
 export class EventLogReader {
   private after: LogPosition;
   private readonly overlapMs: number;
-  /** Sent events whose entries lie after `after` (a later read returns them again), by event id. */
+  /** Sent events whose entries lie after `after` (a later read returns them again), by event id, at their latest entry. */
   private readonly sent = new Map<string, LogPosition>();
 
   constructor(start: LogPosition, overlapMs: number) {
@@ -166,9 +166,11 @@ export class EventLogReader {
       // Entries logged after the poll began wait for the next one, so that no id sent runs ahead of what is settled.
       const current = entries.filter((entry) => entry.loggedAt <= startedAt);
       for (const entry of current) {
-        if (this.sent.has(entry.event.eventId)) continue;
-        this.sent.set(entry.event.eventId, positionOf(entry));
-        fresh.push(entry);
+        const sentAt = this.sent.get(entry.event.eventId);
+        // An event logged twice (a slow write repeated at a fresh time) is remembered until its last entry is
+        // settled: forgetting it with its first entry would send the repeat on the next read of the overlap.
+        if (sentAt === undefined) fresh.push(entry);
+        if (sentAt === undefined || comparePositions(positionOf(entry), sentAt) > 0) this.sent.set(entry.event.eventId, positionOf(entry));
       }
       const last = entries.at(-1);
       if (!more || !last || current.length < entries.length) break;

@@ -1,6 +1,6 @@
 import type { Config } from '../platform/config.ts';
 import { NotFoundError, ValidationError, WebhookUrlNotAllowedError } from '../platform/errors.ts';
-import { assertUrlAllowed, bareHostname, classifyAddress, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../platform/net/egress-guard.ts';
+import { assertUrlAllowed, bareHostname, classifyAddress, describeLoopbackPorts, egressPolicyFromConfig, policyForPort, portOf, type Resolver } from '../platform/net/egress-guard.ts';
 import { generateSigningSecret } from '../platform/net/standard-webhooks.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import type { WebhookEndpoint, WebhookStore } from './ports.ts';
@@ -43,24 +43,18 @@ export async function assertDeliverableUrl(deps: Pick<WebhookDeps, 'config' | 'r
   const portPolicy = policyForPort(policy, portOf(url));
   // A platform port is refused below as unreachable, whatever the scheme.
   if (url.protocol === 'http:' && portPolicy !== 'denied' && !(isLoopbackHost(hostname) && portPolicy.allowLoopback)) {
-    const message = 'must use https; http is allowed only for loopback hosts on the ports the deployment opens to loopback egress';
+    const message = `must use https; http is allowed only for loopback hosts on the ports the deployment opens to loopback egress (${describeLoopbackPorts(deps.config.LOOPBACK_EGRESS_PORTS)})`;
     throw new ValidationError(`Invalid request body: url ${message}`, { details: [{ field: 'url', message }] });
   }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error('name resolution timed out'), { code: 'ETIMEOUT' })), hostResolutionTimeoutMs);
-  });
   try {
-    await Promise.race([assertUrlAllowed(url, policy, deps.resolveHost), timeout]);
+    await assertUrlAllowed(url, policy, deps.resolveHost, hostResolutionTimeoutMs);
   } catch (error) {
     // One answer for both causes, so that registering URLs cannot probe which names our resolver knows privately.
-    const reason = `its host ${hostname} does not resolve, or is (or resolves to) an address webhooks may not reach: private, link-local, metadata, reserved, loopback on a port not opened to it, or a port of the platform's own services`;
+    const reason = `its host ${hostname} does not resolve, or is (or resolves to) an address webhooks may not reach: private, link-local, metadata, reserved, loopback on a port not opened to it (${describeLoopbackPorts(deps.config.LOOPBACK_EGRESS_PORTS)}), or a port of the platform's own services`;
     throw new WebhookUrlNotAllowedError(`The webhook URL is not allowed: ${reason}.`, {
       cause: error,
       details: [{ field: 'url', message: reason }],
     });
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTool as createToolOf } from '../../shared/agents/tools.ts';
+import { createToolBody } from '../../shared/agents/tool-schemas.ts';
+import type { Resolver } from '../../shared/platform/net/egress-guard.ts';
+import { runtime } from '../../shared/runtime.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 
 let api: TestApi;
@@ -312,6 +316,20 @@ describe('tool URLs the egress guard refuses from the URL alone', () => {
     expect((await api.request('GET', `/v1/chat/tools/${functionTool.id}`, { key })).body.functionTool).toEqual(storedFunction);
   });
 
+  it('name LOOPBACK_EGRESS_PORTS and what it opens when they point at loopback on a port it does not open', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+
+    // Act
+    const response = await api.request('POST', '/v1/chat/tools', { key, body: validTool({ type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url: 'http://127.0.0.1:80/tool' } }) });
+
+    // Assess
+    expectError(response, 400, 'TOOL_URL_NOT_ALLOWED', 'functionTool.url');
+    expect(response.body.error.message).toBe(
+      'functionTool.url must not point at a loopback host on port 80, which tools reach only where the deployment opens it to loopback egress (LOOPBACK_EGRESS_PORTS opens 1024-65535).',
+    );
+  });
+
   it('leave host names to the call: one that may resolve anywhere, and a host placeholder, are accepted; loopback on an opened port too', async () => {
     // Prepare
     const { key } = await api.newOrg();
@@ -323,6 +341,69 @@ describe('tool URLs the egress guard refuses from the URL alone', () => {
 
     // Assess
     for (const response of [byName, byPlaceholder, openedLoopback]) expect(response.status, response.text).toBe(201);
+  });
+});
+
+describe('tool URLs whose host name resolves to an address every call would refuse', () => {
+  const resolverFor =
+    (...addresses: string[]): Resolver =>
+    (_hostname, _options, callback) =>
+      callback(null, addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  const notFound: Resolver = (hostname, _options, callback) => callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+  const body = (url: string) => createToolBody.parse(validTool({ type: 'FUNCTION_TOOL', apiTool: undefined, functionTool: { url } }));
+  /** The deployment of `npm start` without LOOPBACK_EGRESS_PORTS, or with it opening 8080. */
+  const deployment = (opened: [number, number][], resolveHost: Resolver) => {
+    const deps = runtime();
+    return { ...deps, config: { ...deps.config, LOOPBACK_EGRESS_PORTS: opened }, resolveHost };
+  };
+
+  it('refuses a name that resolves to loopback on a port not opened to it (as webhooks do), naming LOOPBACK_EGRESS_PORTS, and stores nothing', async () => {
+    // Prepare: the machine's own host name, as /etc/hosts maps it (`127.0.1.1 laptop`).
+    const { orgId, key } = await api.newOrg();
+
+    // Act
+    const closed = createToolOf(deployment([], resolverFor('127.0.1.1')), orgId, body('http://laptop:8080/tool'));
+    const otherPort = createToolOf(deployment([[8080, 8080]], resolverFor('127.0.1.1')), orgId, body('http://laptop:9090/tool'));
+
+    // Assess
+    await expect(closed).rejects.toMatchObject({
+      code: 'TOOL_URL_NOT_ALLOWED',
+      message: 'functionTool.url must not point at laptop: it resolves to a loopback host on port 8080, which tools reach only where the deployment opens it to loopback egress (LOOPBACK_EGRESS_PORTS opens none).',
+      details: [{ field: 'functionTool.url' }],
+    });
+    await expect(otherPort).rejects.toMatchObject({ code: 'TOOL_URL_NOT_ALLOWED', message: expect.stringContaining('(LOOPBACK_EGRESS_PORTS opens 8080)') });
+    expect(await toolTotal(key)).toBe(0);
+  });
+
+  it('refuses a name that resolves to a private address among public ones', async () => {
+    // Prepare
+    const { orgId } = await api.newOrg();
+
+    // Act
+    const created = createToolOf(deployment([], resolverFor('93.184.215.14', '10.1.2.3')), orgId, body('https://tools.example.com/hook'));
+
+    // Assess
+    await expect(created).rejects.toMatchObject({ code: 'TOOL_URL_NOT_ALLOWED', message: 'functionTool.url must not point at tools.example.com: it resolves to a private address.' });
+  });
+
+  it('accepts a name on an opened loopback port, one that resolves to public addresses, one that does not resolve now, and a host placeholder (never looked up)', async () => {
+    // Prepare
+    const { orgId, key } = await api.newOrg();
+    const lookedUp: string[] = [];
+    const recording: Resolver = (hostname, options, callback) => {
+      lookedUp.push(hostname);
+      resolverFor('93.184.215.14')(hostname, options, callback);
+    };
+
+    // Act
+    await createToolOf(deployment([[8080, 8080]], resolverFor('127.0.1.1')), orgId, body('http://laptop:8080/tool'));
+    await createToolOf(deployment([], resolverFor('93.184.215.14')), orgId, body('https://tools.example.com/hook'));
+    await createToolOf(deployment([], notFound), orgId, body('https://not-yet.example.com/hook'));
+    await createToolOf(deployment([], recording), orgId, createToolBody.parse(validTool({ apiTool: { url: 'https://{{host}}/weather', method: 'GET' } })));
+
+    // Assess
+    expect(await toolTotal(key)).toBe(4);
+    expect(lookedUp).toEqual([]);
   });
 });
 

@@ -55,6 +55,13 @@ async function storedChunks(key: string): Promise<number> {
   return usage.body.currentPeriod.metrics.knowledge_chunks;
 }
 
+/** `knowledge_chunks` of each bucket of the usage series from `from` to now, oldest first. */
+async function seriesChunks(key: string, granularity: 'hour' | 'day', from: Date): Promise<number[]> {
+  const usage = await api.request('GET', `/v1/chat/usage?granularity=${granularity}&from=${from.toISOString()}`, { key });
+  expect(usage.status, usage.text).toBe(200);
+  return usage.body.series.map((bucket: { metrics: { knowledge_chunks: number } }) => bucket.metrics.knowledge_chunks);
+}
+
 describe('knowledge_chunks', { timeout: 180_000 }, () => {
   it('counts the chunks stored: ingestion adds, a new version replaces, deleting a document or a store releases; usage.updated carries them', async () => {
     const { key } = await api.newOrg();
@@ -87,6 +94,30 @@ describe('knowledge_chunks', { timeout: 180_000 }, () => {
       () => receiver.for(path).map((receipt) => receipt.body.data.metrics.knowledge_chunks),
       (counts) => counts.at(-1) === 0,
     );
+  });
+
+  it('shows in each bucket of the usage series the chunks stored at its end: 0 before the documents came, what is stored now in the bucket of now', async () => {
+    // Prepare: an organization that stored nothing until now.
+    const { key } = await api.newOrg();
+    const storeId = await newStore(key);
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000);
+
+    // Act
+    const handbook = await addDocument(key, storeId, 'Handbook', sectioned(4));
+    const afterAdding = { hours: await seriesChunks(key, 'hour', threeHoursAgo), days: await seriesChunks(key, 'day', threeHoursAgo) };
+    const faq = await addDocument(key, storeId, 'FAQ', sectioned(3, 'answer'));
+    expect((await api.request('DELETE', `/v1/chat/knowledge-stores/${storeId}/documents/${handbook.id}`, { key })).status).toBe(204);
+    const afterDeleting = await seriesChunks(key, 'hour', threeHoursAgo);
+
+    // Assess
+    expect(handbook.chunkCount).toBe(4);
+    // (Four hourly buckets, or five if an hour began meanwhile.)
+    expect(afterAdding.hours.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(afterAdding.hours.at(-1)).toBe(4);
+    expect(afterAdding.days.at(-1)).toBe(4);
+    expect(afterDeleting.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(afterDeleting.at(-1)).toBe(faq.chunkCount);
+    expect(await storedChunks(key)).toBe(faq.chunkCount);
   });
 
   it('holds the free plan to 1,000 chunks: a document that would pass it ends FAILED QUOTA_EXCEEDED, and at the quota new documents get 429', async () => {

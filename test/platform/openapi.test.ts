@@ -216,9 +216,10 @@ describe('the typed client (clients/typescript)', () => {
 
   it('creates an agent, streams a reply delta by delta, and follows the events of the session', async () => {
     const { key } = await api.newOrg();
-    const client = createApiClient({ baseUrl: api.baseUrl, apiKey: key });
+    const streamOpen = signal();
+    const client = createApiClient({ baseUrl: api.baseUrl, apiKey: key, fetch: answered(globalThis.fetch, streamOpen.resolve) });
     const types = 'session.created,message.added';
-    // A new stream starts from now (less the overlap window): it is opened before the session begins.
+    // A new stream starts from the moment the server opens it: the session begins once its answer has come.
     const abort = new AbortController();
     const seen: { type: string; id: string }[] = [];
     const following = (async () => {
@@ -227,6 +228,7 @@ describe('the typed client (clients/typescript)', () => {
         if (seen.length === 3) abort.abort();
       }
     })();
+    await streamOpen.promise;
 
     const agent = await client.POST('/v2/chat/agents', { body: { fullName: 'Client', description: 'Typed', role: 'Helps' } });
     expect(agent.response.status).toBe(201);
@@ -236,7 +238,7 @@ describe('the typed client (clients/typescript)', () => {
     expect(deltas.length).toBeGreaterThan(3);
     expect(deltas.join('')).toMatch(/^You said: "Hello there"\./);
 
-    await following.catch(() => undefined);
+    await following;
     expect(seen.map((event) => event.type)).toEqual(['session.created', 'message.added', 'message.added']);
 
     // Resumed after the first event: the two after it, each once (the first may come again, from the overlap the
@@ -244,14 +246,84 @@ describe('the typed client (clients/typescript)', () => {
     const resumed = new AbortController();
     const after: string[] = [];
     const wanted = [seen[1]!.id, seen[2]!.id];
-    try {
-      for await (const event of client.events({ types, lastEventId: seen[0]!.id }, resumed.signal)) {
-        after.push(event.id);
-        if (wanted.every((id) => after.includes(id))) resumed.abort();
-      }
-    } catch (error) {
-      if (!resumed.signal.aborted) throw error;
+    for await (const event of client.events({ types, lastEventId: seen[0]!.id }, resumed.signal)) {
+      after.push(event.id);
+      if (wanted.every((id) => after.includes(id))) resumed.abort();
     }
     expect(after.filter((id) => id !== seen[0]!.id)).toEqual(wanted);
   });
+
+  /** A stream that ends as soon as it is read: the client then waits a second before it reconnects. */
+  const endingAtOnce = (read: () => void): typeof fetch => async () =>
+    new Response(
+      new ReadableStream({
+        pull(controller) {
+          controller.enqueue(new TextEncoder().encode('retry: 1000\n\n'));
+          controller.close();
+          read();
+        },
+      }),
+      { headers: { 'content-type': 'text/event-stream' } },
+    );
+  /** A server that never answers: the request waits until it is aborted. */
+  const neverAnswering: typeof fetch = (input) =>
+    new Promise((_, reject) => {
+      const signal = input instanceof Request ? input.signal : undefined;
+      signal?.addEventListener('abort', () => reject(signal.reason));
+    });
+
+  it.each([
+    ['on an idle stream (no event, no heartbeat yet)', (ready: () => void) => answered(globalThis.fetch, ready)],
+    ['while the server has not answered yet', (ready: () => void) => counted(neverAnswering, ready)],
+    ['while it waits to reconnect after the server ended the stream', (ready: () => void) => endingAtOnce(ready)],
+  ])('events(): an abort %s ends the iteration at once, without an error', async (_when, fetchOf) => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const ready = signal();
+    const requests: string[] = [];
+    const fetchWith = fetchOf(ready.resolve);
+    const client = createApiClient({ baseUrl: api.baseUrl, apiKey: key, fetch: (input, init) => (requests.push(String(input instanceof Request ? input.url : input)), fetchWith(input, init)) });
+    const abort = new AbortController();
+    const received: string[] = [];
+    const following = (async () => {
+      for await (const event of client.events({}, abort.signal)) received.push(event.type);
+    })();
+    await ready.promise;
+
+    // Act
+    const abortedAt = performance.now();
+    abort.abort();
+    await following;
+    const endedAfterMs = performance.now() - abortedAt;
+
+    // Assess: it did not wait for the reconnect pause (1 s), a heartbeat (15 s) or an answer, and did not reconnect.
+    expect(endedAfterMs).toBeLessThan(500);
+    expect(received).toEqual([]);
+    expect(requests).toHaveLength(1);
+  });
 });
+
+/** A promise and the function that settles it. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = () => {};
+  const promise = new Promise<void>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
+
+/** `fetch` that calls `onAnswer` once the answer's headers have come (for the event stream: the server has opened it). */
+function answered(fetchWith: typeof fetch, onAnswer: () => void): typeof fetch {
+  return async (input, init) => {
+    const response = await fetchWith(input, init);
+    onAnswer();
+    return response;
+  };
+}
+
+/** `fetch` that calls `onRequest` once the request is under way. */
+function counted(fetchWith: typeof fetch, onRequest: () => void): typeof fetch {
+  return (input, init) => {
+    const pending = fetchWith(input, init);
+    onRequest();
+    return pending;
+  };
+}

@@ -21,15 +21,23 @@ const tempDirs: string[] = [];
 export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|JWT_.*|MAX_BODY_BYTES|SECRETS_.*|KMS_ENDPOINT)$/.test(name)) delete env[name];
+    if (/^(DYNAMODB_ENDPOINT|TABLE_NAME|DATA_DIR|PORT|HOST|INIT_ORG_ID|INIT_API_KEY|AGENT_PLATFORM_API_KEY|API_KEY|JWT_.*|MAX_BODY_BYTES|SECRETS_.*|KMS_ENDPOINT)$/.test(name)) delete env[name];
   }
   for (const name of providerAddressVariables) delete env[name];
   return { ...env, POWERTOOLS_LOG_LEVEL: 'WARN', ...extra };
 }
 
-/** Runs a command (node by default) in its own process group, so cleanup can also reach the DynamoDB Local it starts. */
-export function spawnInGroup(args: string[], env: NodeJS.ProcessEnv, command: string = process.execPath): ChildProcess {
-  const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+/**
+ * Runs a command (node by default) in its own process group, so cleanup can also reach the DynamoDB Local it starts;
+ * from the repository unless `options.cwd` says otherwise, with stdin closed unless `options.stdin` is `pipe`.
+ */
+export function spawnInGroup(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  command: string = process.execPath,
+  options: { cwd?: string; stdin?: 'ignore' | 'pipe' } = {},
+): ChildProcess {
+  const child = spawn(command, args, { cwd: options.cwd ?? repoRoot, env, stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'], detached: true });
   started.add(child);
   child.once('exit', () => started.delete(child));
   return child;

@@ -151,6 +151,18 @@ describe('EventLogReader', () => {
     expect(await log.poll(reader, 1600)).toEqual(['ahead']);
   });
 
+  it('sends once an event whose slow log write was repeated at a fresh time, on every poll of the overlap', async () => {
+    // The first write took longer than a third of the overlap, so logEvents logged the event again 400 ms later:
+    // two entries, one event. Polls every 100 ms re-read the overlap behind them until both are settled.
+    const log = new SimulatedLog();
+    const reader = new EventLogReader({ loggedAt: 0 }, overlapMs);
+    log.add('slow', 1000);
+    log.add('slow', 1400);
+    const sent: string[] = [];
+    for (let time = 1000; time <= 1400 + 2 * overlapMs; time += 100) sent.push(...(await log.poll(reader, time)));
+    expect(sent).toEqual(['slow']);
+  });
+
   it('reads a backlog page by page, continuing exactly where the last page ended', async () => {
     const log = new SimulatedLog();
     const ids = Array.from({ length: 1200 }, (_, index) => `e${String(index).padStart(4, '0')}`);
@@ -189,8 +201,10 @@ describe('EventLogReader', () => {
 
   /**
    * Writers whose entries become visible up to a third of the overlap after their log time, with clocks up to 60%
-   * of the overlap off the reader's; a client that drops the connection at any point and resumes with the last id
-   * it received (an event's or a heartbeat's) gets every event, and each connection sends an event at most once.
+   * of the overlap off the reader's, some of whose writes were slow and logged again (by logEvents, at the time the
+   * first write ended, up to two thirds of the overlap later); a client that drops the connection at any point and
+   * resumes with the last id it received (an event's or a heartbeat's) gets every event, and each connection sends
+   * an event at most once.
    */
   it('misses nothing across a reconnect, whatever the order in which writes become visible', async () => {
     const writes = fc.array(
@@ -198,6 +212,7 @@ describe('EventLogReader', () => {
         start: fc.integer({ min: 2000, max: 20_000 }),
         delay: fc.integer({ min: 0, max: Math.floor(overlapMs / 3) }),
         skew: fc.integer({ min: -0.6 * overlapMs, max: 0.6 * overlapMs }),
+        repeat: fc.option(fc.record({ after: fc.integer({ min: Math.floor(overlapMs / 3) + 1, max: Math.floor((2 * overlapMs) / 3) }), delay: fc.integer({ min: 0, max: Math.floor(overlapMs / 3) }) })),
       }),
       { minLength: 1, maxLength: 60 },
     );
@@ -205,7 +220,11 @@ describe('EventLogReader', () => {
     await fc.assert(
       fc.asyncProperty(writes, gaps, fc.nat(), fc.nat(), fc.boolean(), async (entries, pollGaps, dropAt, received, viaHeartbeat) => {
         const log = new SimulatedLog();
-        entries.forEach((entry, index) => log.add(`e${String(index).padStart(2, '0')}`, entry.start + entry.skew, entry.start + entry.delay));
+        entries.forEach((entry, index) => {
+          const eventId = `e${String(index).padStart(2, '0')}`;
+          log.add(eventId, entry.start + entry.skew, entry.start + entry.delay);
+          if (entry.repeat) log.add(eventId, entry.start + entry.repeat.after + entry.skew, entry.start + entry.repeat.after + entry.repeat.delay);
+        });
         const pollTimes = pollGaps.reduce<number[]>((times, gap) => [...times, (times.at(-1) ?? 0) + gap], []);
         const dropPoll = 1 + (dropAt % (pollTimes.length - 1));
 
@@ -229,9 +248,15 @@ describe('EventLogReader', () => {
           sentSecond.push(...(await second.poll(log.read, time)).fresh);
         }
 
+        // The one exception docs/event-stream.md states: a repeat that became visible more than the overlap after
+        // the first entry's time may come again, once the first is settled and forgotten.
+        const mayComeTwice = new Set(
+          entries.flatMap((entry, index) => (entry.repeat && entry.start + entry.repeat.after + entry.repeat.delay > entry.start + entry.skew + overlapMs ? [`e${String(index).padStart(2, '0')}`] : [])),
+        );
         const ids = (list: LoggedEvent[]) => list.map((entry) => entry.event.eventId);
-        expect(new Set(ids(receivedFirst)).size).toBe(receivedFirst.length);
-        expect(new Set(ids(sentSecond)).size).toBe(sentSecond.length);
+        const sentOnce = (list: LoggedEvent[]) => ids(list).filter((id) => !mayComeTwice.has(id));
+        expect(new Set(sentOnce(receivedFirst)).size).toBe(sentOnce(receivedFirst).length);
+        expect(new Set(sentOnce(sentSecond)).size).toBe(sentOnce(sentSecond).length);
         expect(new Set([...ids(receivedFirst), ...ids(sentSecond)]).size).toBe(entries.length);
         const cursorTime = (parseCursor(lastId) as { loggedAt: number }).loggedAt;
         for (const entry of sentSecond) expect(entry.loggedAt).toBeGreaterThanOrEqual(cursorTime - overlapMs);

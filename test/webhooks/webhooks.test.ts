@@ -622,7 +622,7 @@ describe('URL checks against the deployment’s configuration', () => {
       const outcome = assertDeliverableUrl(withoutLoopback, url);
 
       // Assess
-      await expect(outcome).rejects.toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'url' }] });
+      await expect(outcome).rejects.toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'url', message: expect.stringContaining('(LOOPBACK_EGRESS_PORTS opens none)') }] });
     },
   );
 
@@ -633,7 +633,7 @@ describe('URL checks against the deployment’s configuration', () => {
       const outcome = assertDeliverableUrl(withoutLoopback, url);
 
       // Assess
-      await expect(outcome).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED', details: [{ field: 'url' }] });
+      await expect(outcome).rejects.toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED', details: [{ field: 'url', message: expect.stringContaining('(LOOPBACK_EGRESS_PORTS opens none)') }] });
     },
   );
 

@@ -374,17 +374,33 @@ export function createGuardedLookup(policy: EgressPolicy, resolve: Resolver = sy
 
 /**
  * Resolves a URL's host (or takes an IP literal) and fails with {@link EgressBlockedError} if its port is denied or
- * any address is disallowed for that port. Advisory only — e.g. to reject a webhook URL when it is registered; the
- * connect-time check in {@link guardedRequest} is the one that protects.
+ * any address is disallowed for that port, or with the resolver's error (`ETIMEOUT` after `timeoutMs`). Advisory
+ * only — e.g. to reject a webhook or tool URL when it is registered; the connect-time check in
+ * {@link guardedRequest} is the one that protects.
  */
-export function assertUrlAllowed(url: URL, policy: EgressPolicy, resolve: Resolver = systemResolver): Promise<void> {
+export async function assertUrlAllowed(url: URL, policy: EgressPolicy, resolve: Resolver = systemResolver, timeoutMs?: number): Promise<void> {
   const host = bareHostname(url);
   const portPolicy = policyForPort(policy, portOf(url));
-  if (portPolicy === 'denied') return Promise.reject(new EgressBlockedError(host, 'platform-port'));
+  if (portPolicy === 'denied') throw new EgressBlockedError(host, 'platform-port');
   const lookup = createGuardedLookup(portPolicy, resolve);
-  return new Promise((fulfil, reject) => {
-    lookup(host, { all: true }, (error) => (error ? reject(error) : fulfil()));
-  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((fulfil, reject) => {
+      if (timeoutMs !== undefined) timer = setTimeout(() => reject(Object.assign(new Error('name resolution timed out'), { code: 'ETIMEOUT' })), timeoutMs);
+      lookup(host, { all: true }, (error) => (error ? reject(error) : fulfil()));
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * What a refusal of loopback says about the setting that opens it, e.g. `LOOPBACK_EGRESS_PORTS opens 8080,9000-9099`
+ * or `LOOPBACK_EGRESS_PORTS opens none`: on the local runtime the fix is that variable, so the message names it.
+ */
+export function describeLoopbackPorts(ports: PortRanges): string {
+  const opened = ports.map(([low, high]) => (low === high ? String(low) : `${low}-${high}`)).join(',');
+  return `LOOPBACK_EGRESS_PORTS opens ${opened || 'none'}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,3 +1,6 @@
+/** The sort keys of a stock's change records begin with it, then the time of the change (RFC 3339, sortable). */
+const usageStockChangePrefix = 'STOCKCHANGE#';
+
 /**
  * Key builders. Every item of a tenant lives under a partition key that starts with its organization, so no
  * access path can reach another organization's data. The one exception is the API-key hash lookup, which is
@@ -53,6 +56,7 @@ export const keys = {
   outbox: (partition: string, eventId: string) => ({ pk: partition, sk: `OUTBOX#${eventId}` }),
   /** Usage counters of an organization, one item per hour, day and month (`HOUR#2026-11-25T11`, `DAY#…`, `MONTH#…`). */
   usagePartition: (orgId: string) => `ORG#${orgId}#USAGE`,
+  usageStockChangePrefix,
   usageCounter: (orgId: string, granularity: 'hour' | 'day' | 'month', bucket: string) => ({
     pk: `ORG#${orgId}#USAGE`,
     sk: `${granularity.toUpperCase()}#${bucket}`,
@@ -62,8 +66,11 @@ export const keys = {
    * it counts, unlike the period counters the meter fills (docs/usage-and-billing.md#stocks).
    */
   usageStock: (orgId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: 'STOCK' }),
-  /** One change of a stock, written beside it: its INSERT on the stream tells the meter to roll usage up. */
-  usageStockChange: (orgId: string, changeId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: `STOCKCHANGE#${changeId}` }),
+  /**
+   * One change of a stock, written beside it and kept: its INSERT on the stream tells the meter to roll usage up,
+   * and the changes since a time give the stock then (the usage series). Sorted by the time of the change.
+   */
+  usageStockChange: (orgId: string, at: string, changeId: string) => ({ pk: `ORG#${orgId}#USAGE`, sk: `${usageStockChangePrefix}${at}#${changeId}` }),
   /** What of a session's records the meter has counted: the watermark that makes counting exactly once. */
   usageMeter: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#METER' }),
   /** When `usage.updated` was last sent for the organization, and what it said. */

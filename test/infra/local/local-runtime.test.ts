@@ -1,9 +1,11 @@
 /**
- * The local runtime as a user runs it: `node infra/local/main.ts` and `node infra/local/keys-cli.ts` in child
- * processes, each on a temporary DATA_DIR with its own persisted DynamoDB Local.
+ * The local runtime as a user runs it: `node infra/local/main.ts` and the command-line tools
+ * (`infra/local/keys-cli.ts`, `call-cli.ts`) in child processes, each on a temporary DATA_DIR with its own persisted
+ * DynamoDB Local.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../infra/local/free-port.ts';
@@ -12,6 +14,7 @@ import {
   childEnv,
   isRunning,
   killGroup,
+  repoRoot,
   spawnInGroup,
   startServer,
   stopEverything,
@@ -23,7 +26,8 @@ import {
   type RunningServer,
 } from '../../support/local-process.ts';
 
-const keysScript = join('infra', 'local', 'keys-cli.ts');
+const keysScript = join(repoRoot, 'infra', 'local', 'keys-cli.ts');
+const callScript = join(repoRoot, 'infra', 'local', 'call-cli.ts');
 
 const agentBody = { fullName: 'Persistent Agent', description: 'survives restarts', role: 'You are helpful.' };
 
@@ -38,8 +42,8 @@ interface CliResult {
   stderr: string;
 }
 
-async function runKeysCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const child = spawnInGroup([keysScript, ...args], env);
+async function runKeysCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<CliResult> {
+  const child = spawnInGroup([keysScript, ...args], env, process.execPath, cwd ? { cwd } : {});
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk) => (stdout += chunk));
@@ -69,23 +73,36 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
   beforeAll(async () => {
     dataDir = tempDataDir();
     port = await freePort();
-    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey });
+    // DEBUG, and a campaign tick every second, to see what an idle instance logs at which level.
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', INIT_ORG_ID: 'acme', INIT_API_KEY: initKey, POWERTOOLS_LOG_LEVEL: 'DEBUG', CAMPAIGN_TICK_SECONDS: '1' });
   });
 
   afterAll(async () => {
     if (server && isRunning(server.child)) await stopServer(server);
   }, 30_000);
 
-  it('keys CLI with nothing running prints exactly one JSON line and exits 0', async () => {
+  it('keys CLI with nothing running fails clearly (exit 1), naming the DATA_DIR it looked at and --offline, and writes nothing', async () => {
+    // Act
+    const result = await runKeysCli(['create', '--org', 'acme', '--name', 'stray', '--scopes', 'agents:read'], childEnv({ DATA_DIR: dataDir }));
+
+    // Assess: no key is made where no server reads it (the next tests list the organization's keys).
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`No npm start is running on DATA_DIR ${dataDir}`);
+    expect(result.stderr).toContain('--offline');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 90_000);
+
+  it('keys CLI --offline with nothing running writes to DATA_DIR\'s database, says so, prints exactly one JSON line and exits 0', async () => {
     // Prepare
     expect(initKey).toHaveLength(40);
     const cliEnv = childEnv({ DATA_DIR: dataDir });
 
     // Act
-    const result = await runKeysCli(['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read'], cliEnv);
+    const result = await runKeysCli(['create', '--org', 'acme', '--name', 'ci', '--scopes', 'agents:read', '--offline'], cliEnv);
 
     // Assess
-    expect(result.stderr).toBe('');
+    expect(result.stderr.trim()).toBe(`No npm start is running on DATA_DIR ${dataDir}: writing to its database directly (--offline).`);
     expect(result.code).toBe(0);
     expect(result.stdout.endsWith('\n')).toBe(true);
     const lines = result.stdout.trimEnd().split('\n');
@@ -101,8 +118,9 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     // Act
     server = await startServer(env, port);
 
-    // Assess
+    // Assess: the start-up hint is the whole command, DATA_DIR included, so that the keys CLI finds this instance.
     expect(server.output().stdout).toContain('acme');
+    expect(server.output().stdout).toContain(`More keys: DATA_DIR=${dataDir} npm run --silent keys -- create --org acme --name NAME --scopes '*'`);
     const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([]);
@@ -138,7 +156,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
 
     // Assess
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe('');
+    expect(result.stderr.trim()).toBe(`Using the npm start running on http://127.0.0.1:${port} (DATA_DIR ${dataDir}, pid ${running.child.pid}).`);
     expect(result.stdout.trimEnd().split('\n')).toHaveLength(1);
     const printed = JSON.parse(result.stdout);
     expect(printed).toMatchObject({ orgId: 'acme', name: 'deploy', scopes: ['agents:read', 'agents:write'] });
@@ -147,6 +165,81 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(listed.body.data.map((agent: { id: string }) => agent.id)).toEqual([agentId]);
     expect(isRunning(running.child)).toBe(true);
   }, 90_000);
+
+  it('keys CLI run elsewhere without the DATA_DIR of the running npm start fails clearly and makes no key anywhere', async () => {
+    // Prepare: another directory, whose default .data no npm start uses (the user forgot DATA_DIR).
+    expect(server && isRunning(server.child)).toBe(true);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'agent-platform-cwd-'));
+    const keysBefore = (await call(server as RunningServer, 'GET', '/v1/chat/api-keys', { key: initKey })).body.pagination.total;
+
+    try {
+      // Act
+      const result = await runKeysCli(['create', '--org', 'acme', '--name', 'lost', '--scopes', 'agents:read'], childEnv({}), elsewhere);
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(`No npm start is running on DATA_DIR ${join(elsewhere, '.data')}`);
+      expect(existsSync(join(elsewhere, '.data'))).toBe(false);
+      expect((await call(server as RunningServer, 'GET', '/v1/chat/api-keys', { key: initKey })).body.pagination.total).toBe(keysBefore);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('call CLI finds the API and the Twilio simulator through DATA_DIR (no PORT, no --api) and takes the key from AGENT_PLATFORM_API_KEY', async () => {
+    // Prepare: a voice agent and a number of the organization, as README's call example.
+    const running = server as RunningServer;
+    const twilio = await call(running, 'PUT', '/v1/chat/telephony/twilio', { key: initKey, body: { accountSid: `AC${randomBytes(16).toString('hex')}`, authToken: randomBytes(16).toString('hex') } });
+    expect(twilio.status, twilio.text).toBe(200);
+    const agent = await call(running, 'POST', '/v2/chat/agents', { key: initKey, body: { fullName: 'Vox', description: 'Phone', role: 'You answer the phone.', voiceEnabled: true, voicePipelineMode: 'pipeline' } });
+    expect(agent.status, agent.text).toBe(201);
+    const number = await call(running, 'POST', '/api/v1/phone-numbers', { key: initKey, body: { phone_number: '+15557770001' } });
+    expect(number.status, number.text).toBe(201);
+
+    // Act: the user says one line, waits for the agent's answer, then hangs up with an empty line.
+    const child = spawnInGroup([callScript, '--from', number.body.id, '--to', '+15550100', '--agent', agent.body.id], childEnv({ DATA_DIR: dataDir, AGENT_PLATFORM_API_KEY: initKey }), process.execPath, { stdin: 'pipe' });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk) => (stdout += chunk));
+    child.stderr?.on('data', (chunk) => (stderr += chunk));
+    const until = async (done: () => boolean, what: string) => {
+      const deadline = Date.now() + 60_000;
+      while (!done()) {
+        if (!isRunning(child) || Date.now() > deadline) throw new Error(`call CLI: no ${what}; stdout: ${stdout} stderr: ${stderr}`);
+        await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+      }
+    };
+    await until(() => stdout.includes('Connected.'), 'connection');
+    child.stdin?.write('Hello there\n');
+    await until(() => /agent> .*Hello there/.test(stdout), 'answer');
+    child.stdin?.end('\n');
+    const exit = await waitForExit(child, 30_000);
+
+    // Assess
+    expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(stderr).toContain(`Using the npm start running on http://127.0.0.1:${port} (DATA_DIR ${dataDir}, pid ${running.child.pid}).`);
+    const sessionId = /Calling \+15550100: session ([0-9a-f-]{36})/.exec(stdout)?.[1];
+    expect(sessionId, stdout).toBeDefined();
+    const messages = await call(running, 'GET', `/api/v1/chat/sessions/${sessionId}/messages`, { key: initKey });
+    expect(messages.status, messages.text).toBe(200);
+    expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Hello there');
+  }, 120_000);
+
+  it('logs the campaign ticks that dispatch nothing at DEBUG, not INFO (they came every 5 s)', async () => {
+    // Prepare: an organization without campaigns.
+    const running = server as RunningServer;
+    // Whole lines only: the last one may still be arriving.
+    const tickLines = () => running.output().stdout.split('\n').slice(0, -1).filter((line) => line.includes('"message":"campaign tick"'));
+
+    // Act: a few ticks go by.
+    const deadline = Date.now() + 30_000;
+    while (tickLines().length < 3 && Date.now() < deadline) await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+
+    // Assess
+    expect(tickLines().length).toBeGreaterThanOrEqual(3);
+    for (const line of tickLines()) expect(JSON.parse(line)).toMatchObject({ level: 'DEBUG', campaigns: 0 });
+  }, 60_000);
 
   it('keys CLI subscription set (the manual billing provider) changes the subscription the server answers with', async () => {
     // Prepare
@@ -226,7 +319,8 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(server.output().stdout).not.toMatch(/apk_/);
     const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
     expect(listed.status).toBe(200);
-    expect(listed.body.data).toEqual([expect.objectContaining({ id: agentId, orgId: 'acme', fullName: agentBody.fullName })]);
+    // (The call CLI's test added a voice agent beside it.)
+    expect(listed.body.data).toContainEqual(expect.objectContaining({ id: agentId, orgId: 'acme', fullName: agentBody.fullName }));
     expect((await call(server, 'GET', `/v1/chat/agents/${agentId}`, { key: cliKey })).status).toBe(200);
     const keys = await call(server, 'GET', '/v1/chat/api-keys', { key: initKey });
     expect(keys.body.data.map((item: { name: string }) => item.name).sort()).toEqual(['ci', 'deploy', 'init']);
