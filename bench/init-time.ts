@@ -5,6 +5,8 @@ export interface InitVariant {
   name: string;
   /** Extra node flags for the child, e.g. the stack's NODE_OPTIONS. */
   execArgv: string[];
+  /** Extra environment for the child, e.g. what a traced function has. */
+  env?: Record<string, string>;
 }
 
 export interface InitTimeResult {
@@ -16,6 +18,8 @@ export interface InitTimeResult {
   /** `performance.now()` when the import finished, i.e. since the child process started (Node's own boot included). */
   /** CPU time of the child (all its threads) during the import: less sensitive than wall time to a busy machine. */
   importCpuMs: { median: number };
+  /** CPU time of the child's main thread alone during the import: the module's own work, without GC or compiler threads. */
+  importThreadCpuMs: { median: number; min: number };
   sinceStartMs: { median: number };
   /** TCP connections opened while importing (must be 0: no network at init). */
   connects: number;
@@ -34,14 +38,17 @@ globalThis.awslambda ??= { streamifyResponse: (handler) => handler, HttpResponse
 let connects = 0;
 subscribe('net.client.socket', () => connects++);
 const cpu = process.cpuUsage();
+const threadCpu = process.threadCpuUsage();
 const t = performance.now();
 await import(process.argv[1]);
 const importMs = performance.now() - t;
+const thread = process.threadCpuUsage(threadCpu);
+const importThreadCpuMs = (thread.user + thread.system) / 1000;
 const { user, system } = process.cpuUsage(cpu);
 const importCpuMs = (user + system) / 1000;
 const sinceStartMs = performance.now();
 await new Promise((resolve) => setImmediate(resolve));
-console.log(JSON.stringify({ importMs, importCpuMs, sinceStartMs, connects }));
+console.log(JSON.stringify({ importMs, importCpuMs, importThreadCpuMs, sinceStartMs, connects }));
 `;
 
 /** What a Lambda has at init, minus credentials: the handlers must not need more to load. */
@@ -60,16 +67,17 @@ export async function measureInitTimes(
   variants: readonly InitVariant[],
   runs: number,
 ): Promise<InitTimeResult[]> {
-  const samples = new Map<string, { importMs: number[]; importCpuMs: number[]; sinceStartMs: number[]; connects: number; stuck: number }>();
+  const samples = new Map<string, { importMs: number[]; importCpuMs: number[]; importThreadCpuMs: number[]; sinceStartMs: number[]; connects: number; stuck: number }>();
   const key = (group: string, variant: string) => `${group}\0${variant}`;
   for (let run = 0; run < runs; run++) {
     for (const bundle of bundles) {
       for (const variant of variants) {
-        const sample = await importOnce(bundle.file, variant.execArgv);
+        const sample = await importOnce(bundle.file, variant.execArgv, variant.env);
         let entry = samples.get(key(bundle.group, variant.name));
-        if (!entry) samples.set(key(bundle.group, variant.name), (entry = { importMs: [], importCpuMs: [], sinceStartMs: [], connects: 0, stuck: 0 }));
+        if (!entry) samples.set(key(bundle.group, variant.name), (entry = { importMs: [], importCpuMs: [], importThreadCpuMs: [], sinceStartMs: [], connects: 0, stuck: 0 }));
         entry.importMs.push(sample.importMs);
         entry.importCpuMs.push(sample.importCpuMs);
+        entry.importThreadCpuMs.push(sample.importThreadCpuMs);
         entry.sinceStartMs.push(sample.sinceStartMs);
         entry.connects += sample.connects;
         if (sample.stuck) entry.stuck++;
@@ -85,6 +93,7 @@ export async function measureInitTimes(
         runs,
         importMs: { median: median(entry.importMs), min: Math.min(...entry.importMs), max: Math.max(...entry.importMs) },
         importCpuMs: { median: median(entry.importCpuMs) },
+        importThreadCpuMs: { median: median(entry.importThreadCpuMs), min: Math.min(...entry.importThreadCpuMs) },
         sinceStartMs: { median: median(entry.sinceStartMs) },
         connects: entry.connects,
         stuck: entry.stuck,
@@ -96,15 +105,16 @@ export async function measureInitTimes(
 interface Sample {
   importMs: number;
   importCpuMs: number;
+  importThreadCpuMs: number;
   sinceStartMs: number;
   connects: number;
   stuck: boolean;
 }
 
-function importOnce(file: string, execArgv: string[]): Promise<Sample> {
+function importOnce(file: string, execArgv: string[], env: Record<string, string> = {}): Promise<Sample> {
   return new Promise((resolveSample, reject) => {
     const child = spawn(process.execPath, [...execArgv, '--input-type=module', '-e', childScript, pathToFileURL(file).href], {
-      env: childEnv('bench'),
+      env: { ...childEnv('bench'), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -18,6 +18,7 @@ import { whatsappReport, type WhatsappBenchResult } from './whatsapp.ts';
 import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
 import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
+import { observabilityReport, type ObservabilityResults } from './observability.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -109,6 +110,7 @@ export interface BenchResults {
   whatsapp: WhatsappBenchResult;
   knowledgeIngestion: KnowledgeIngestionBenchResult;
   campaigns: CampaignsBenchResult;
+  observability: ObservabilityResults;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -370,6 +372,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...contactsImportReport(results.contactsImport));
   lines.push(...whatsappReport(results.whatsapp));
   lines.push(...campaignsReport(results.campaigns));
+  lines.push(...observabilityReport(results.observability));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

@@ -29,6 +29,7 @@ import { knowledgeIngestionChecks, measureKnowledgeIngestion } from './knowledge
 import { campaignChecks, measureCampaigns } from './campaigns.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
+import { measureObservability, observabilityChecks } from './observability.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
 
 /** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
@@ -65,6 +66,7 @@ process.env.PLANS ??= JSON.stringify({
 });
 
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
+const observability = await measureObservability(log);
 const localRuntime = await measureLocalRuntime(loadRuns, log);
 const turns = await measureConversationTurns();
 const webhooks = await withDatabase('webhook', 'bench-webhooks', (endpoint, tableName) => measureWebhooks(endpoint, tableName, log));
@@ -116,7 +118,7 @@ const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, 
   return measureCampaigns(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -144,6 +146,7 @@ const results: BenchResults = {
   whatsapp,
   knowledgeIngestion,
   campaigns,
+  observability,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -6,8 +6,6 @@ import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration, WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -32,11 +30,11 @@ import { settingsOf } from '../functions/settings.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
 import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
 import { secretArnVariable, settingSources, type SecretSettingName, type SettingName } from '../shared/platform/config.ts';
-import { metricsNamespace, queueRefusalsMetric } from '../shared/platform/metrics.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { lambdaBundling } from './bundling.ts';
 import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
+import { OperationsStack } from './operations.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -107,6 +105,8 @@ export interface AgentPlatformStackProps extends StackProps {
 export class AgentPlatformStack extends Stack {
   /** The function of each route group and stream consumer, by name. */
   readonly functions = new Map<string, NodejsFunction>();
+  /** The alarms and the dashboard (a nested stack). */
+  readonly operations: OperationsStack;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps = {}) {
     super(scope, id, props);
@@ -136,31 +136,16 @@ export class AgentPlatformStack extends Stack {
     // The table and each of its indexes by name: no wildcard.
     const tableResources = [table.tableArn, ...tableDefinition.globalSecondaryIndexes.map((index) => `${table.tableArn}/index/${index.indexName}`)];
 
-    // Whatever lands in a dead-letter queue needs a person: each raises an alarm on this topic (subscribe to it).
+    // Every alarm of the stack notifies this topic (infra/operations.ts; subscribe to it, or set alarmEmail).
     const alarms = new sns.Topic(this, 'OperationsAlarms', { displayName: 'agent-platform operations alarms', enforceSSL: true });
-    const deadLetterQueue = (scope: Construct, id: string, what: string, fifo = false): sqs.Queue => {
+    // Whatever lands in a dead-letter queue needs a person: each raises an alarm (infra/operations.ts).
+    const deadLetterQueues: { name: string; queue: sqs.Queue; what: string }[] = [];
+    const deadLetterQueue = (scope: Construct, id: string, name: string, what: string, fifo = false): sqs.Queue => {
       // A FIFO queue's dead-letter queue must be FIFO too.
       const queue = new sqs.Queue(scope, id, { retentionPeriod: Duration.days(14), enforceSSL: true, ...(fifo ? { fifo: true } : {}) });
-      const alarm = new cloudwatch.Alarm(scope, `${id}Alarm`, {
-        alarmDescription: `${what} landed in a dead-letter queue`,
-        metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cloudwatch.Stats.MAXIMUM }),
-        threshold: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      alarm.addAlarmAction(new cloudwatchActions.SnsAction(alarms));
+      deadLetterQueues.push({ name, queue, what });
       return queue;
     };
-    // A message a queue refused is not in any dead-letter queue: its sender counts it (shared/platform/queue/sqs-sender.ts).
-    new cloudwatch.Alarm(this, 'QueueRefusalsAlarm', {
-      alarmDescription: 'A queue refused a message the platform sent (see the error logs beside the metric)',
-      metric: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: queueRefusalsMetric, period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }).addAlarmAction(new cloudwatchActions.SnsAction(alarms));
 
     // The platform's queues, each with a dead-letter queue for messages that keep failing their consumer.
     const queues = new Map<string, sqs.Queue>();
@@ -168,7 +153,7 @@ export class AgentPlatformStack extends Stack {
       let queue = queues.get(definition.name);
       if (!queue) {
         const queueScope = new Construct(this, `Queue-${definition.name}`);
-        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
+        const deadLetters = deadLetterQueue(queueScope, 'DeadLetters', definition.name, `A message of ${definition.name} that kept failing its consumer`, definition.fifo);
         queue = new sqs.Queue(queueScope, 'Queue', {
           // A FIFO queue's senders give each message its group and deduplication id (no content-based deduplication).
           ...(definition.fifo ? { fifo: true } : {}),
@@ -217,6 +202,8 @@ export class AgentPlatformStack extends Stack {
         accessLogFormat: apigateway.AccessLogFormat.jsonWithStandardFields(),
         // Errors only, and never request or response bodies: they carry credentials and conversations.
         loggingLevel: apigateway.MethodLoggingLevel.ERROR,
+        // X-Ray: the stage's segment, the function's beneath (the HTTP API has no X-Ray integration).
+        tracingEnabled: true,
         dataTraceEnabled: false,
         throttlingRateLimit: stageThrottle.rateLimit,
         throttlingBurstLimit: stageThrottle.burstLimit,
@@ -284,6 +271,7 @@ export class AgentPlatformStack extends Stack {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
         assets: group.assets,
+        traced: true,
         timeout: Duration.seconds(functionTimeoutSeconds(group)),
         logRetention,
       });
@@ -337,7 +325,7 @@ export class AgentPlatformStack extends Stack {
     const eventBus = new events.EventBus(this, 'Events');
     stackSettings.EVENT_BUS_NAME = eventBus.eventBusName;
     // Stream consumers see only the records their filter selects; failed batches are bisected, retried, then parked.
-    const streamFailures = deadLetterQueue(this, 'StreamFailures', 'A table stream batch a consumer kept failing');
+    const streamFailures = deadLetterQueue(this, 'StreamFailures', 'table-stream', 'A table stream batch a consumer kept failing');
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
       const fn = bundledFunction(consumerScope, consumer.entry, { timeout: Duration.seconds(60), logRetention });
@@ -359,7 +347,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     // Each rule sends the events it matches to a queue; EventBridge retries a failed send for 24 hours.
-    const ruleFailures = deadLetterQueue(this, 'EventRuleFailures', 'An event EventBridge could not send to its target for 24 hours');
+    const ruleFailures = deadLetterQueue(this, 'EventRuleFailures', 'event-rules', 'An event EventBridge could not send to its target for 24 hours');
     for (const rule of eventRules) {
       new events.Rule(this, `Rule-${rule.name}`, {
         eventBus,
@@ -491,6 +479,7 @@ export class AgentPlatformStack extends Stack {
     // Calls (docs/voice.md): ConversationRelay's WebSocket API and its function, the recordings bucket, and the
     // role EventBridge Scheduler sends each call's backstop with.
     const relayFunction = bundledFunction(new Construct(this, voiceRelayRoutes.name), voiceRelayRoutes.entry, {
+      traced: true,
       // A prompt's turn streams its tokens through the management API; the integration's answer does not wait for it.
       timeout: streamingTurnTimeout.plus(Duration.seconds(20)),
       logRetention,
@@ -702,6 +691,18 @@ export class AgentPlatformStack extends Stack {
     }
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
+    const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as NodejsFunction);
+    const operations = (this.operations = new OperationsStack(this, 'Operations', {
+      alarmTopic: alarms,
+      alarmEmail: deployment.config.alarmEmail,
+      functions: this.functions,
+      tracedFunctions: traced,
+      httpApi,
+      streamingApi,
+      table,
+      deadLetterQueues,
+    }));
+    new CfnOutput(this, 'DashboardName', { value: operations.dashboard.dashboardName, description: 'The CloudWatch dashboard of the platform (docs/deploy.md#dashboards-and-alarms)' });
     suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, createdSecrets, deployment });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
     NagSuppressions.addResourceSuppressions(
@@ -721,7 +722,7 @@ export class AgentPlatformStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
     new CfnOutput(this, 'StreamingApiUrl', { value: streamingApi.url, description: 'The streaming REST API stage directly (debugging)' });
     new CfnOutput(this, 'TableName', { value: table.tableName });
-    new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Subscribe to be told when anything lands in a dead-letter queue' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: alarms.topicArn, description: 'Every alarm of the stack notifies this topic (docs/deploy.md#dashboards-and-alarms)' });
     new CfnOutput(this, 'EventBusName', { value: eventBus.eventBusName, description: 'Domain events (source agent-platform) for your own EventBridge rules' });
   }
 }
@@ -970,7 +971,13 @@ function copyAssets(directory: string) {
 function bundledFunction(
   scope: Construct,
   entry: string,
-  options: { timeout: Duration; logRetention: logs.RetentionDays; assets?: string | undefined },
+  options: {
+    timeout: Duration;
+    logRetention: logs.RetentionDays;
+    assets?: string | undefined;
+    /** On the request path: X-Ray active tracing, and Powertools Tracer (shared/platform/tracing.ts) told so. */
+    traced?: boolean;
+  },
 ): NodejsFunction {
   // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
   // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
@@ -988,7 +995,12 @@ function bundledFunction(
     timeout: options.timeout,
     logGroup,
     // Settings come later, each function its own (functions/settings.ts).
-    environment: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'agent-platform' },
+    environment: {
+      NODE_OPTIONS: '--enable-source-maps',
+      POWERTOOLS_SERVICE_NAME: 'agent-platform',
+      ...(options.traced ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
+    },
+    ...(options.traced ? { tracing: lambda.Tracing.ACTIVE } : {}),
     bundling: {
       format: lambdaBundling.format as OutputFormat,
       minify: lambdaBundling.minify,

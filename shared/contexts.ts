@@ -23,8 +23,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'platform',
     layer: 0,
-    purpose: 'The kernel every context uses and that knows no context: HTTP pipeline, route declarations with their scopes and the principal they hand over, OpenAPI builder, table access and key helpers, idempotency, queues, secrets, egress guard, errors, configuration, logging, clock.',
-    surface: ['clock.ts', 'config.ts', 'csv-records.ts', 'errors.ts', 'http/error-envelope.ts', 'http/handler.ts', 'http/openapi.ts', 'http/principal.ts', 'http/route.ts', 'http/scopes.ts', 'logger.ts', 'metrics.ts', 'net/egress-guard.ts', 'net/standard-webhooks.ts', 'page-cursor.ts', 'ports.ts', 'queue/queue-definition.ts', 'queue/queue-message.ts', 'queue/sqs-scheduled-queue.ts', 'queue/sqs-sender.ts', 'schemas/common.ts', 'schemas/storable-json.ts', 'secrets/envelope-cipher.ts', 'secrets/secret-cipher.ts', 'secrets/secret-settings.ts', 'store/claimed-item.ts', 'store/dynamo.ts', 'store/idempotency-store.ts', 'store/items.ts', 'store/keys.ts', 'store/query-all.ts', 'store/replace-fields.ts', 'store/table.ts'],
+    purpose: 'The kernel every context uses and that knows no context: HTTP pipeline, route declarations with their scopes and the principal they hand over, OpenAPI builder, table access and key helpers, idempotency, queues, secrets, egress guard, errors, configuration, logging, metrics, tracing, clock.',
+    surface: ['clock.ts', 'config.ts', 'csv-records.ts', 'errors.ts', 'http/error-envelope.ts', 'http/handler.ts', 'http/openapi.ts', 'http/principal.ts', 'http/route.ts', 'http/scopes.ts', 'invocation.ts', 'logger.ts', 'metrics.ts', 'net/egress-guard.ts', 'net/standard-webhooks.ts', 'page-cursor.ts', 'ports.ts', 'queue/queue-definition.ts', 'queue/queue-message.ts', 'queue/sqs-scheduled-queue.ts', 'queue/sqs-sender.ts', 'schemas/common.ts', 'schemas/storable-json.ts', 'secrets/envelope-cipher.ts', 'secrets/secret-cipher.ts', 'secrets/secret-settings.ts', 'store/claimed-item.ts', 'store/dynamo.ts', 'store/idempotency-store.ts', 'store/items.ts', 'store/keys.ts', 'store/query-all.ts', 'store/replace-fields.ts', 'store/table.ts', 'tracing.ts'],
   },
   {
     name: 'identity',
@@ -42,7 +42,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'billing',
     layer: 3,
     purpose: 'Usage, plans, subscriptions and their provider (Stripe), quotas and admission, rate limits, analytics.',
-    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-schemas.ts', 'plans.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
+    surface: ['admission.ts', 'analytics-report.ts', 'analytics-schemas.ts', 'analytics.ts', 'billing-metrics.ts', 'billing-schemas.ts', 'plans.ts', 'ports.ts', 'providers.ts', 'rate-limit-store.ts', 'rate-limit.ts', 'request-limits.ts', 'stripe-webhook.ts', 'subscriptions.ts', 'usage-report.ts', 'usage-rollup-runtime.ts', 'usage-rollup.ts', 'usage-schemas.ts', 'usage.ts'],
   },
   {
     name: 'models',
@@ -66,13 +66,13 @@ export const contexts: readonly BoundedContext[] = [
     name: 'conversations',
     layer: 7,
     purpose: 'Sessions (with the analysis result they hold and the analysis job an ended one hands over), turns, transcripts, their events (session.*, message.added), and the conversation composition root (models, tools, knowledge for a turn).',
-    surface: ['analysis-result-schemas.ts', 'conversation-runtime.ts', 'ports.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
+    surface: ['analysis-result-schemas.ts', 'conversation-metrics.ts', 'conversation-runtime.ts', 'ports.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
   },
   {
     name: 'analysis',
     layer: 8,
     purpose: 'Post-session analysis: what a model is asked for, the built-in and structured analyzers, the analysis queue.',
-    surface: ['analysis-runtime.ts', 'analysis.ts', 'builtin-analysis.ts', 'ports.ts', 'structured-analysis.ts'],
+    surface: ['analysis-metrics.ts', 'analysis-runtime.ts', 'analysis.ts', 'builtin-analysis.ts', 'ports.ts', 'structured-analysis.ts'],
   },
   {
     name: 'voice',
@@ -84,7 +84,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'whatsapp',
     layer: 8,
     purpose: "WhatsApp channels: Meta Graph client, signatures, inbound queue, replies, customers' media, template conversations.",
-    surface: ['meta-signature.ts', 'whatsapp-conversations.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
+    surface: ['meta-signature.ts', 'whatsapp-conversations.ts', 'whatsapp-metrics.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
   },
   {
     name: 'campaigns',
@@ -96,6 +96,6 @@ export const contexts: readonly BoundedContext[] = [
     name: 'webhooks',
     layer: 10,
     purpose: "What leaves the platform: the event catalogue, the events of the table's stream (for the bus and the event log), webhook endpoints and deliveries, the SSE event stream.",
-    surface: ['event-stream-schemas.ts', 'event-stream.ts', 'table-stream-events.ts', 'webhook-delivery.ts', 'webhook-runtime.ts', 'webhook-schemas.ts', 'webhooks.ts'],
+    surface: ['event-stream-schemas.ts', 'event-stream.ts', 'table-stream-events.ts', 'webhook-delivery.ts', 'webhook-metrics.ts', 'webhook-runtime.ts', 'webhook-schemas.ts', 'webhooks.ts'],
   },
 ];

@@ -13,7 +13,8 @@ import type { AnalyticsStore, SubscriptionStore, UsageStore } from './billing/po
 import type { SessionStore } from './conversations/ports.ts';
 import type { EventLogStore } from './events/ports.ts';
 import type { ApiKeyStore, OrgStore } from './identity/ports.ts';
-import type { IdempotencyStore } from './platform/ports.ts';
+import type { IdempotencyStore, MetricsRecorder } from './platform/ports.ts';
+import { emfMetrics } from './platform/metrics.ts';
 import type { WebhookStore } from './webhooks/ports.ts';
 import { secretCipherFromConfig } from './platform/secrets/secret-cipher.ts';
 import { DynamoAgentStore } from './agents/agent-store.ts';
@@ -40,6 +41,8 @@ export interface Runtime {
   /** The process's one DynamoDB client, for stores built beside these (one connection pool per process). */
   documentClient: DynamoDBDocumentClient;
   clock: Clock;
+  /** Operational metrics, sent when each invocation ends (docs/deploy.md#dashboards-and-alarms). */
+  metrics: MetricsRecorder;
   catalog: ModelCatalog;
   orgs: OrgStore;
   apiKeys: ApiKeyStore;
@@ -75,6 +78,7 @@ function runtimeOf(config: Config): Runtime {
     config,
     documentClient: client,
     clock: systemClock,
+    metrics: emfMetrics,
     catalog: createModelCatalog(config),
     orgs: new DynamoOrgStore(client, table),
     apiKeys,

@@ -1,7 +1,8 @@
 /**
  * Keeps the docs from drifting away from the code: the route table and scope list of docs/auth.md, and the error
  * code table of docs/api-conventions.md, are compared with what the code declares; the event catalogue of the
- * events, webhooks and event-stream pages with the code's; and no page describes what ships as still to come.
+ * events, webhooks and event-stream pages with the code's; the metrics and alarm thresholds of docs/deploy.md with
+ * the stack's; and no page describes what ships as still to come.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -12,6 +13,7 @@ import * as errors from '../shared/platform/errors.ts';
 import { toErrorEnvelope } from '../shared/platform/http/error-envelope.ts';
 import { eventTypes } from '../shared/webhooks/event-catalog.ts';
 import { sseEventName } from '../shared/webhooks/event-stream.ts';
+import { alarmThresholds, platformMetrics } from '../infra/operations.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const read = (path: string): string => readFileSync(resolve(repoRoot, path), 'utf8');
@@ -128,6 +130,25 @@ describe('docs/api-conventions.md', () => {
     const planned = tableRows(section(conventionsDoc, '## Planned error codes')).map(([code = '']) => code);
     expect(planned.length).toBeGreaterThan(0);
     expect(planned.filter((code) => documented.has(code))).toEqual([]);
+  });
+});
+
+describe('docs/deploy.md', () => {
+  const operations = section(read('docs/deploy.md'), '## Dashboards and alarms');
+
+  it("lists exactly the platform's metrics, each with its unit", () => {
+    const documented = new Map(
+      tableRows(section(operations, "### The platform's metrics")).flatMap(([names = '', unit = '']) => names.split(', ').map((name) => [name, unit] as const)),
+    );
+    expect([...documented.keys()].sort()).toEqual(platformMetrics.map((metric) => metric.name).sort());
+    for (const metric of platformMetrics) expect(documented.get(metric.name), metric.name).toBe(metric.unit);
+  });
+
+  it("states the alarms' thresholds as the stack sets them", () => {
+    const alarms = section(operations, '### Being told');
+    expect(alarms).toContain(`more than ${alarmThresholds.serverErrorPercent}% of requests`);
+    expect(alarms).toContain(`at least ${alarmThresholds.minimumRequests} requests`);
+    expect(alarms).toContain(`above ${alarmThresholds.turnOverheadP99Ms} ms`);
   });
 });
 

@@ -7,6 +7,7 @@ import { logger } from '../../shared/platform/logger.ts';
 import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
 import type { AnalysisJob } from '../../shared/conversations/ports.ts';
 import { scheduledQueueFrom } from '../../shared/platform/queue/sqs-scheduled-queue.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 let deps: Parameters<typeof dispatchAnalysisJobs>[0] | undefined;
 
@@ -15,7 +16,7 @@ let deps: Parameters<typeof dispatchAnalysisJobs>[0] | undefined;
  * a re-run) becomes its queue messages. A failure stops the batch at that record, which is retried, so no job is
  * skipped; a job sent twice is harmless (the analysis stores its result once).
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   if (!deps) {
     const config = parseConfig();
     deps = { config, queue: scheduledQueueFrom<AnalysisQueueMessage>(config, 'ANALYSIS_QUEUE_URL') };
@@ -33,3 +34,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
   }
   return { batchItemFailures: [] };
 }
+
+export const handler = observedHandler('analysis-dispatch', handle);

@@ -6,6 +6,7 @@ import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import type { AnalysisQueueMessage } from '../../shared/analysis/ports.ts';
 import { analysisQueue } from '../consumers.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 const queueMessage = z.object({
   kind: z.enum(['analysis.run', 'analysis.deadline']),
@@ -27,7 +28,7 @@ const storeMarginMs = 5_000;
  * and stores it with `session.ended`, or checks a deadline. Records whose store failed are reported back so the
  * queue hands them over again; on a message's last receive the domain still sends a FAILED `session.ended`.
  */
-export async function handler(event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
   const deps = analysisRuntime();
   const mustFinishBy = Date.now() + context.getRemainingTimeInMillis() - storeMarginMs;
   const options = { schema: queueMessage, name: 'analysis', logFields: (message: AnalysisQueueMessage) => ({ jobId: message.job.jobId }) };
@@ -37,3 +38,5 @@ export async function handler(event: SQSEvent, context: Pick<Context, 'getRemain
     logger.info('analysis message handled', { kind: message.kind, jobId: message.job.jobId, sessionId: message.job.sessionId, outcome });
   });
 }
+
+export const handler = observedHandler('analysis', handle);

@@ -2,6 +2,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { analyticsRecordOf, analyticsSubject, type AnalyticsRecord } from '../../shared/billing/analytics.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * Maintains the analytics aggregates from the table's stream: session starts, ends and messages, each counted
@@ -9,7 +10,7 @@ import { runtime } from '../../shared/runtime.ts';
  * come from one BatchGetItem of the batch's sessions. A failure retries the batch from the organization's first
  * record, which the per-session markers make harmless.
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = runtime();
   return perOrganization(
     event,
@@ -31,3 +32,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     'could not aggregate analytics; retrying from the first record of the organization',
   );
 }
+
+export const handler = observedHandler('analytics-aggregate', handle);

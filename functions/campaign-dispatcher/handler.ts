@@ -4,6 +4,7 @@ import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
 import { dispatchCampaign, tick } from '../../shared/campaigns/campaign-dispatcher.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 const dispatcherMessage = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('campaign.tick') }),
@@ -17,7 +18,7 @@ const maxCycleMs = 50_000;
  * The campaign dispatcher (docs/campaigns.md#dispatcher): a tick (EventBridge Scheduler, every minute) fans out one
  * dispatch message per active campaign; each dispatch message runs one cycle of that campaign.
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = campaignRuntime();
   const cycleMs = Math.min(maxCycleMs, deps.config.CAMPAIGN_TICK_SECONDS * 800);
   return handleQueueBatch(
@@ -36,3 +37,5 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
     },
   );
 }
+
+export const handler = observedHandler('campaign-dispatcher', handle);

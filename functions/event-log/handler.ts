@@ -5,13 +5,14 @@ import { eventStreamSettings, logEvents } from '../../shared/webhooks/event-stre
 import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * Appends the domain events of each new outbox or message item to its organization's event log, which the SSE
  * event stream reads. Records are logged concurrently (log order is the time of the write, not stream order); the
  * first failed record is reported, so it and those after it are retried (events are logged at least once).
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = runtime();
   const settings = eventStreamSettings(deps.config);
   const outcomes = await Promise.allSettled(
@@ -30,3 +31,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
   });
   return { batchItemFailures: [{ itemIdentifier: record?.dynamodb?.SequenceNumber ?? '' }] };
 }
+
+export const handler = observedHandler('event-log', handle);

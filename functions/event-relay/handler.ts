@@ -5,6 +5,7 @@ import { parseConfig } from '../../shared/platform/config.ts';
 import { eventBusFrom, type EventBus } from '../../shared/events/bus.ts';
 import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { logger } from '../../shared/platform/logger.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 let bus: EventBus | undefined;
 
@@ -13,7 +14,7 @@ let bus: EventBus | undefined;
  * published in stream order. A failure stops the batch at that record, which is retried (so events are published
  * at least once, and never skipped).
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   bus ??= eventBusFrom(parseConfig());
   for (const record of event.Records) {
     const image = record.dynamodb?.NewImage;
@@ -29,3 +30,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
   }
   return { batchItemFailures: [] };
 }
+
+export const handler = observedHandler('event-relay', handle);

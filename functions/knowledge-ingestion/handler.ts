@@ -5,6 +5,7 @@ import type { IngestionMessage } from '../../shared/knowledge/knowledge.ts';
 import { knowledgeUploadsRuntime } from '../../shared/knowledge/knowledge-uploads-runtime.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 const queueMessage = z.discriminatedUnion('kind', [
   z.object({
@@ -26,7 +27,7 @@ const queueMessage = z.discriminatedUnion('kind', [
  * other, a store's in their order (documents of one store write the same index); a message that fails for the platform's reasons is handed back to be retried,
  * and a document that never finishes is failed with TIMEOUT by the sweep (docs/knowledge.md#ingestion).
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = knowledgeUploadsRuntime();
   const options = { schema: queueMessage, name: 'ingestion', order: 'fifo' as const, logFields: (message: IngestionMessage) => ({ storeId: message.storeId }) };
   return handleQueueBatch(event, options, async (message) => {
@@ -34,3 +35,5 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
     logger.info('ingestion message handled', { kind: message.kind, storeId: message.storeId, outcome });
   });
 }
+
+export const handler = observedHandler('knowledge-ingestion', handle);

@@ -4,6 +4,7 @@ import { parseUploadKey } from '../../shared/knowledge/document-uploads.ts';
 import { knowledgeRuntime } from '../../shared/knowledge/knowledge-runtime.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /** S3's Object Created event as EventBridge delivers it (the fields used here). */
 const objectCreated = z.object({
@@ -17,7 +18,7 @@ const objectCreated = z.object({
  * of the object key, which no EventBridge target setting can extract). An object under no document's key is
  * logged and dropped: nobody was given a POST for it.
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = knowledgeRuntime();
   return handleQueueBatch(event, { schema: objectCreated, name: 'upload routing' }, async ({ detail }) => {
     const upload = parseUploadKey(detail.object.key);
@@ -29,3 +30,5 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
     logger.info('document upload queued for ingestion', { ...upload, bytes: detail.object.size });
   });
 }
+
+export const handler = observedHandler('knowledge-upload-router', handle);

@@ -2,13 +2,14 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { expireAbandonedSession } from '../../shared/conversations/sessions.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { runtime } from '../../shared/runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * DynamoDB Streams consumer for TTL deletions of session expiry items: the session becomes EXPIRED (with its
  * events) unless it was active since. Correctness never waits for this (every access checks the window); it
  * makes expiry durable and announced even for sessions nobody touches again. Failed records are retried.
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const failures: { itemIdentifier: string }[] = [];
   for (const record of event.Records) {
     const image = record.dynamodb?.OldImage;
@@ -25,3 +26,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
   }
   return { batchItemFailures: failures };
 }
+
+export const handler = observedHandler('session-expiry', handle);

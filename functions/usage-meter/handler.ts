@@ -3,13 +3,14 @@ import { scheduleRollup } from '../../shared/billing/usage-rollup.ts';
 import { meteredRecordOf, stockChangeOrgOf } from '../../shared/billing/usage.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
 import { usageRollupRuntime } from '../../shared/billing/usage-rollup-runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * Counts usage from the table's stream: each organization's records of the batch in one transaction (per 100
  * items), exactly once whatever the retries (shared/billing/exactly-once-counter.ts). When one organization fails,
  * the batch is retried from its first record, which the markers make harmless for the records already counted.
  */
-export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
+async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = usageRollupRuntime();
   return perOrganization(
     event,
@@ -29,3 +30,5 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     'could not count usage; retrying from the first record of the organization',
   );
 }
+
+export const handler = observedHandler('usage-meter', handle);

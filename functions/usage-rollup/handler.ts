@@ -5,6 +5,7 @@ import { handleRollup, type RollupDeps } from '../../shared/billing/usage-rollup
 import { logger } from '../../shared/platform/logger.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import { usageRollupRuntime } from '../../shared/billing/usage-rollup-runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 const queueMessage = z.object({ orgId: z.string().min(1), notBefore: z.number() });
 
@@ -23,9 +24,11 @@ function rollupDeps(): RollupDeps {
  * The usage roll-up, fed by its queue: `usage.updated` for each organization whose roll-up is due, and its usage
  * billed by use reported to Stripe's meters (docs/usage-and-billing.md#usageupdated, #metered-billing).
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   return handleQueueBatch(event, { schema: queueMessage, name: 'usage roll-up', logFields: (message) => ({ orgId: message.orgId }) }, async (message) => {
     const outcome = await handleRollup(rollupDeps(), message);
     logger.info('usage roll-up handled', { orgId: message.orgId, outcome });
   });
 }
+
+export const handler = observedHandler('usage-rollup', handle);

@@ -3,6 +3,7 @@ import { closeRelay, handleRelayMessage, openRelay } from '../../shared/voice/vo
 import { toErrorEnvelope } from '../../shared/platform/http/error-envelope.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { relayRuntime } from '../../shared/voice/voice-runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /** A WebSocket API event; `$connect` also carries the upgrade request's headers. */
 type RelayEvent = APIGatewayProxyWebsocketEventV2 & { headers?: Record<string, string | undefined> };
@@ -12,7 +13,7 @@ type RelayEvent = APIGatewayProxyWebsocketEventV2 & { headers?: Record<string, s
  * `$default` handles each message (a prompt runs a turn whose tokens go back through the connection-management
  * API), `$disconnect` forgets the connection. A refused `$connect` answers its status, which refuses the upgrade.
  */
-export async function handler(event: RelayEvent): Promise<{ statusCode: number }> {
+async function handle(event: RelayEvent): Promise<{ statusCode: number }> {
   const { routeKey, connectionId, requestId } = event.requestContext;
   try {
     if (routeKey === '$connect') {
@@ -31,3 +32,6 @@ export async function handler(event: RelayEvent): Promise<{ statusCode: number }
     return { statusCode: envelope.error.status };
   }
 }
+
+/** A voice turn is on the request path: traced like the HTTP routes (X-Ray on AWS). */
+export const handler = observedHandler('voice-relay', handle, { tracer: () => import('@aws-lambda-powertools/tracer') });

@@ -4,6 +4,7 @@ import { processDeliveryWork, type DeliveryWork } from '../../shared/webhooks/we
 import { eventSource } from '../../shared/events/bus.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { webhookRuntime } from '../../shared/webhooks/webhook-runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /** What the event rule puts on the queue: the EventBridge event, whose detail is `{orgId, occurredAt, event}`. */
 const publishedEvent = z.object({
@@ -54,7 +55,7 @@ function toWork(record: SQSRecord): DeliveryWork | undefined {
  * so that SQS hands them over again; a message that is not ours is reported too, and ends in the queue's
  * dead-letter queue after its receives.
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = webhookRuntime();
   const work: DeliveryWork[] = [];
   const workRecords: SQSRecord[] = [];
@@ -78,3 +79,5 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
   });
   return { batchItemFailures: failures.map((itemIdentifier) => ({ itemIdentifier })) };
 }
+
+export const handler = observedHandler('webhook-delivery', handle);

@@ -3,12 +3,13 @@ import { handleQueuedNotification } from '../../shared/whatsapp/whatsapp.ts';
 import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
 import { whatsappQueueMessage } from '../../shared/whatsapp/whatsapp-schemas.ts';
 import { whatsappConversationRuntime } from '../../shared/whatsapp/whatsapp-runtime.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * The WhatsApp inbound function, fed by the FIFO queue: answers each message with a turn and records each status
  * on the reply it belongs to. In FIFO order: after a failure, the rest of the batch comes again, so nothing overtakes it.
  */
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const deps = whatsappConversationRuntime();
   const options = {
     schema: whatsappQueueMessage,
@@ -18,3 +19,5 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
   };
   return handleQueueBatch(event, options, (message) => handleQueuedNotification(deps, message));
 }
+
+export const handler = observedHandler('whatsapp-inbound', handle);

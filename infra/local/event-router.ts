@@ -5,7 +5,7 @@ import type { EventRule } from '../../functions/consumers.ts';
 import type { DomainEvent } from '../../shared/events/events.ts';
 import { eventSource, localEventBus } from '../../shared/events/bus.ts';
 import { logger } from '../../shared/platform/logger.ts';
-import { countMetric, queueRefusalsMetric } from '../../shared/platform/metrics.ts';
+import { emfMetrics, flushMetrics, queueRefusalsMetric } from '../../shared/platform/metrics.ts';
 import { queueMessageBody } from '../../shared/platform/queue/queue-message.ts';
 import { localAccountId, type LocalQueues } from './queues.ts';
 
@@ -172,7 +172,8 @@ export function startEventRouter(options: {
             eventIds: entries.filter((entry) => refusedIds.has(entry.Id)).map((entry) => entry.eventId),
             reasons: refused.map((failure) => `${failure.Code}: ${failure.Message}`),
           });
-          countMetric(queueRefusalsMetric, refused.length, { queueUrl, what: 'events' });
+          emfMetrics.add(queueRefusalsMetric, refused.length);
+          flushMetrics();
         }
         const failedIds = new Set(failed.map((failure) => failure.Id));
         for (const entry of entries) if (!failedIds.has(entry.Id)) entry.sent.resolve();

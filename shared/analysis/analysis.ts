@@ -5,7 +5,7 @@ import type { ModelCatalog } from '../models/model-catalog.ts';
 import type { AgentStore } from '../agents/ports.ts';
 import type { AnalysisQueue, AnalysisQueueMessage, Analyzer } from './ports.ts';
 import type { AnalysisJob, SessionStore, StoredSession } from '../conversations/ports.ts';
-import type { SealResponse } from '../platform/ports.ts';
+import type { MetricsRecorder, SealResponse } from '../platform/ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig } from '../agents/analysis-config-schemas.ts';
 import type { AnalysisResult } from '../conversations/analysis-result-schemas.ts';
@@ -14,6 +14,7 @@ import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { sessionEvents } from '../conversations/session-events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';
 import { boundedTranscript } from '../conversations/transcript.ts';
+import { analysisMetrics } from './analysis-metrics.ts';
 
 /**
  * Post-session analysis (docs/analysis.md). Ending a session writes an analysis job with it; the job reaches the
@@ -26,6 +27,7 @@ export interface AnalysisDeps {
   agents: AgentStore;
   catalog: ModelCatalog;
   clock: Clock;
+  metrics: MetricsRecorder;
   config: Pick<Config, 'ANALYSIS_DEADLINE_SECONDS' | 'ANALYSIS_MODEL_ID'>;
   analyzerFor(model: Model): Analyzer;
 }
@@ -104,7 +106,11 @@ async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJo
   const updated = { ...session, analysis, updatedAt: nextUpdatedAt(deps.clock, session.updatedAt) };
   if (session.endedEventId === undefined) {
     const sent = await deps.sessions.completeAnalysis(session, analysis, job.jobId, sessionEvents.sessionEnded(updated), updated.updatedAt);
-    if (sent) return 'sent-ended';
+    if (sent) {
+      recordAnalysisMetrics(deps, analysis);
+      deps.metrics.add(analysisMetrics.endedLatency, Math.max(0, deps.clock.now().getTime() - Date.parse(job.deadlineFrom)));
+      return 'sent-ended';
+    }
     // Someone else sent `session.ended` meanwhile; a re-run's result still replaces theirs.
     if (job.purpose === 'initial') return 'already-done';
     const current = await deps.sessions.get(session.orgId, session.id);
@@ -112,7 +118,19 @@ async function store(deps: AnalysisDeps, session: StoredSession, job: AnalysisJo
     return store(deps, current, job, analysis);
   }
   const replaced = await deps.sessions.replaceAnalysis(session, analysis, job.jobId, sessionEvents.analysisReplaced(updated), updated.updatedAt);
-  return replaced ? 'replaced' : 'already-done';
+  if (!replaced) return 'already-done';
+  recordAnalysisMetrics(deps, analysis);
+  return 'replaced';
+}
+
+/** A stored result counts once in the operational metrics (docs/deploy.md#dashboards-and-alarms), by its status. */
+function recordAnalysisMetrics(deps: AnalysisDeps, analysis: AnalysisResult): void {
+  if (analysis.status === 'COMPLETED') deps.metrics.add(analysisMetrics.completed, 1);
+  else if (analysis.status === 'SKIPPED') deps.metrics.add(analysisMetrics.skipped, 1);
+  else {
+    deps.metrics.add(analysisMetrics.failed, 1);
+    if (analysis.error?.code === 'ANALYSIS_DEADLINE_EXCEEDED') deps.metrics.add(analysisMetrics.deadlineExceeded, 1);
+  }
 }
 
 /**

@@ -3,7 +3,8 @@ import * as z from 'zod';
 import type { Config } from '../platform/config.ts';
 import { CheckoutNotNeededError, PaymentFailedError, PaymentMethodRequiredError, UpstreamUnavailableError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
-import { countMetric } from '../platform/metrics.ts';
+import { emfMetrics } from '../platform/metrics.ts';
+import { billingMetrics } from './billing-metrics.ts';
 import { meterableMetrics, type Checkout } from './billing-schemas.ts';
 import type { PlanCatalog } from './plans.ts';
 import type { BillingProvider, CheckoutRequest, MeterEvent, MeterEventSink, ProviderChange, ProviderLink, StoredSubscription } from './ports.ts';
@@ -180,9 +181,6 @@ export class StripeBillingProvider implements BillingProvider {
   }
 }
 
-/** Meter events Stripe refused: usage that will not be billed; each is a bug or a misconfiguration of ours. */
-const meterEventsRefusedMetric = 'MeterEventsRefused';
-
 /** Reports usage to Stripe Billing Meters: `POST /v1/billing/meter_events`, the event's identifier doubling as its idempotency key. */
 export class StripeMeterEvents implements MeterEventSink {
   private readonly stripe: Stripe;
@@ -204,7 +202,7 @@ export class StripeMeterEvents implements MeterEventSink {
       // Refused for good (Stripe says not to retry a 4xx): kept in the log and counted, so that it is seen, not retried forever.
       if (!(error instanceof Stripe.errors.StripeInvalidRequestError)) throw error;
       logger.error('stripe refused a meter event; it is not billed', { ...event, reason: error.message });
-      countMetric(meterEventsRefusedMetric, 1, { identifier: event.identifier });
+      emfMetrics.add(billingMetrics.meterEventsRefused, 1);
     }
   }
 }

@@ -12,10 +12,11 @@ import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from './session-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';
 import type { SessionStore, StoredSession } from './ports.ts';
-import type { SealResponse } from '../platform/ports.ts';
+import type { MetricsRecorder, SealResponse } from '../platform/ports.ts';
 import { newId, type Clock } from '../platform/clock.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { sessionEvents } from './session-events.ts';
+import { conversationMetrics } from './conversation-metrics.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
@@ -25,6 +26,7 @@ export interface SessionDeps {
   catalog: ModelCatalog;
   clock: Clock;
   config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
+  metrics: MetricsRecorder;
 }
 
 export async function createSession(
@@ -154,7 +156,7 @@ export async function listMessages(
 
 /** Ends an OPEN session once, with its events; undefined when someone else ended it first. */
 export async function endSession(
-  deps: Pick<SessionDeps, 'sessions' | 'clock'>,
+  deps: Pick<SessionDeps, 'sessions' | 'clock' | 'metrics'>,
   session: StoredSession,
   state: 'CLOSED' | 'EXPIRED',
   reason: EndedReason,
@@ -165,7 +167,15 @@ export async function endSession(
   delete ended.activeUntil;
   // The analysis job is written with the end; its result goes out as `session.ended` (shared/analysis/analysis.ts).
   const job = { jobId: uuidv7(), orgId: session.orgId, sessionId: session.id, purpose: 'initial' as const, deadlineFrom: ended.updatedAt };
-  return (await deps.sessions.end(session, ended, sessionEvents.sessionLeftOpen(ended), job, options)) ? ended : undefined;
+  if (!(await deps.sessions.end(session, ended, sessionEvents.sessionLeftOpen(ended), job, options))) return undefined;
+  // Whatever ends a call (the carrier, the backstop, expiry, the API), it ends here once: the minutes usage counts.
+  if (ended.type === 'VOICE') deps.metrics.add(conversationMetrics.callMinutes, callSeconds(session.createdAt, endedAt) / 60);
+  return ended;
+}
+
+/** A call's seconds as usage meters them (shared/billing/usage.ts): from the session's start to its end, rounded up. */
+function callSeconds(createdAt: string, endedAt: string): number {
+  return Math.max(0, Math.ceil((Date.parse(endedAt) - Date.parse(createdAt)) / 1000));
 }
 
 /** Idle: OPEN, no activity within the window, and no running turn holding it (see `holdForTurn`). */

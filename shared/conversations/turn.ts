@@ -17,6 +17,7 @@ import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
+import { conversationMetrics } from './conversation-metrics.ts';
 
 /** Why a turn failed after it began, as the error envelope's `error` object. */
 export type TurnFailure = { code: string; message: string; status: number };
@@ -358,6 +359,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
 
   const totalMs = performance.now() - turn.startedAt;
   const toolsMs = toolTimings.reduce((sum, timing) => sum + timing.durationMs, 0);
+  const platformMs = Math.max(0, totalMs - modelMs - toolsMs);
+  recordTurnMetrics(deps, { failed: failure !== undefined, platformMs, tokens, toolMessages });
   const now = deps.clock.now();
   const assistant: Message = {
     id: turn.assistantMessageId,
@@ -372,7 +375,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         modelTotalMs: round2(modelMs),
         tools: toolTimings.map((timing) => ({ name: timing.name, durationMs: round2(timing.durationMs) })),
         ...(retrieval ? { retrieval: round2(retrieval.durationMs) } : {}),
-        platformMs: round2(Math.max(0, totalMs - modelMs - toolsMs)),
+        platformMs: round2(platformMs),
         totalMs: round2(totalMs),
       },
       ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) })) } : {}),
@@ -387,6 +390,23 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
   return { messages: [...toolMessages, assistant], failure, agentEnded, replySeq };
+}
+
+/** What a turn adds to the operational metrics (docs/deploy.md#dashboards-and-alarms): the same figures as its reply's metadata. */
+function recordTurnMetrics(
+  deps: TurnDeps,
+  turn: { failed: boolean; platformMs: number; tokens: { inputTokens: number; outputTokens: number }; toolMessages: readonly Message[] },
+): void {
+  const { metrics } = deps;
+  metrics.add(conversationMetrics.turns, 1);
+  if (turn.failed) metrics.add(conversationMetrics.turnsFailed, 1);
+  metrics.add(conversationMetrics.turnOverhead, turn.platformMs);
+  metrics.add(conversationMetrics.inputTokens, turn.tokens.inputTokens);
+  metrics.add(conversationMetrics.outputTokens, turn.tokens.outputTokens);
+  if (turn.toolMessages.length > 0) {
+    metrics.add(conversationMetrics.toolCalls, turn.toolMessages.length);
+    metrics.add(conversationMetrics.toolCallsFailed, turn.toolMessages.filter((message) => message.toolCall?.status === 'ERROR').length);
+  }
 }
 
 /** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */

@@ -1,6 +1,7 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { EventEmitter } from 'node:events';
 import type { DomainEvent } from './events.ts';
+import { traceAwsClient } from '../platform/tracing.ts';
 
 /** Where domain events are published. Throws when any event could not be published, so the caller retries. */
 export interface EventBus {
@@ -20,7 +21,7 @@ export class EventBridgeBus implements EventBus {
   private readonly client: EventBridgeClient;
   private readonly busName: string;
 
-  constructor(busName: string, client = new EventBridgeClient({})) {
+  constructor(busName: string, client = traceAwsClient(new EventBridgeClient({}))) {
     this.client = client;
     this.busName = busName;
   }

@@ -1,4 +1,5 @@
 import { DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { traceAwsClient } from '../platform/tracing.ts';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 
 /** A browser-form upload: POST `fields` then the file (last) as multipart/form-data to `url`. */
@@ -32,7 +33,7 @@ export function parseUploadKey(key: string): { orgId: string; storeId: string; d
 export function s3DocumentUploads(options: { bucket: string; region: string; endpoint?: string | undefined; postEndpoint?: string | undefined }): DocumentUploads {
   const local = (endpoint: string | undefined) =>
     endpoint ? { endpoint, forcePathStyle: true, credentials: { accessKeyId: localUploadCredentials.accessKeyId, secretAccessKey: localUploadCredentials.secretAccessKey } } : {};
-  const client = new S3Client({ region: options.region, ...local(options.endpoint) });
+  const client = traceAwsClient(new S3Client({ region: options.region, ...local(options.endpoint) }));
   const signer = options.postEndpoint ? new S3Client({ region: options.region, ...local(options.postEndpoint) }) : client;
   return {
     async presign(key, { contentType, maxBytes, expiresSeconds }) {

@@ -15,12 +15,13 @@ import { S3VectorsStore } from './s3-vectors-store.ts';
 import type { VectorStore } from './vector-store.ts';
 import { createSqsClient, sendQueueMessages } from '../platform/queue/sqs-sender.ts';
 import { runtime, type Runtime } from '../runtime.ts';
+import { traceAwsClient } from '../platform/tracing.ts';
 
 export type KnowledgeRuntime = Runtime & KnowledgeDeps;
 
 /** S3 Vectors when the stack names a vector bucket, the local flat index when `npm start` names a directory. */
 function vectorStoreFromConfig(config: Config): VectorStore {
-  if (config.S3_VECTORS_BUCKET) return new S3VectorsStore(new S3VectorsClient({ region: config.AWS_REGION }), config.S3_VECTORS_BUCKET);
+  if (config.S3_VECTORS_BUCKET) return new S3VectorsStore(traceAwsClient(new S3VectorsClient({ region: config.AWS_REGION })), config.S3_VECTORS_BUCKET);
   if (config.KNOWLEDGE_VECTOR_DIR) return new LocalFlatVectorStore(config.KNOWLEDGE_VECTOR_DIR);
   throw new Error('Set S3_VECTORS_BUCKET or KNOWLEDGE_VECTOR_DIR: knowledge stores need a vector store.');
 }
@@ -29,7 +30,7 @@ function vectorStoreFromConfig(config: Config): VectorStore {
 function snapshotsFromConfig(config: Config): IndexSnapshots {
   if (config.KNOWLEDGE_SNAPSHOT_BUCKET) {
     const endpoint = config.S3_ENDPOINT;
-    const client = new S3Client({ region: config.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
+    const client = traceAwsClient(new S3Client({ region: config.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) }));
     return new S3Snapshots(client, config.KNOWLEDGE_SNAPSHOT_BUCKET);
   }
   if (config.KNOWLEDGE_VECTOR_DIR) return new LocalSnapshotFiles(join(config.KNOWLEDGE_VECTOR_DIR, 'bm25'));

@@ -1,19 +1,42 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logger } from './logger.ts';
+import type { MetricDefinition, MetricsRecorder } from './ports.ts';
+
 /** The namespace of the platform's own CloudWatch metrics. */
 export const metricsNamespace = 'AgentPlatform';
-
-/**
- * Adds `count` to the CloudWatch metric `name` through the Embedded Metric Format: a log line that Lambda's logs
- * turn into a metric point, with no API call on the way. `properties` ride along in the line (searchable in the
- * logs), not as dimensions, so that one alarm watches the metric whatever they hold.
- */
-export function countMetric(name: string, count: number, properties: Record<string, unknown> = {}): void {
-  const line = {
-    ...properties,
-    _aws: { Timestamp: Date.now(), CloudWatchMetrics: [{ Namespace: metricsNamespace, Dimensions: [[]], Metrics: [{ Name: name, Unit: 'Count' }] }] },
-    [name]: count,
-  };
-  process.stdout.write(`${JSON.stringify(line)}\n`);
-}
+/** Every metric carries this `service` dimension (Powertools' default one): alarms and the dashboard name it. */
+export const metricsService = 'agent-platform';
 
 /** Messages a queue refused (characters, size…): each is a bug of ours, and the stack alarms on the first. */
-export const queueRefusalsMetric = 'QueueMessagesRefused';
+export const queueRefusalsMetric: MetricDefinition = {
+  name: 'QueueMessagesRefused',
+  unit: 'Count',
+  description: 'Messages a queue refused from the platform (the error log beside it says which queue and why)',
+};
+
+/**
+ * Powertools Metrics, whose buffer leaves as one Embedded Metric Format line on stdout on Lambda (CloudWatch Logs
+ * turns it into metric points, no API call on the way). Anywhere else (`npm start`, tests, the bench) the same
+ * document goes to the log at DEBUG, so metrics are visible locally without a line at INFO.
+ */
+class PlatformMetrics extends Metrics {
+  override publishStoredMetrics(): this {
+    if (!this.hasStoredMetrics()) return this;
+    if (process.env.AWS_LAMBDA_FUNCTION_NAME) return super.publishStoredMetrics();
+    logger.debug('metrics', { emf: this.serializeMetrics() });
+    this.clearMetrics();
+    return this;
+  }
+}
+
+const buffer = new PlatformMetrics({ namespace: metricsNamespace, serviceName: metricsService });
+
+/** The process's recorder; the handlers' pipeline and `observedHandler` flush it when each invocation ends. */
+export const emfMetrics: MetricsRecorder = {
+  add: (metric, value) => void buffer.addMetric(metric.name, metric.unit, value),
+};
+
+/** Sends what was recorded since the last flush (one EMF document; nothing when nothing was recorded). */
+export function flushMetrics(): void {
+  buffer.publishStoredMetrics();
+}

@@ -63,3 +63,20 @@ export type SealResponse = (body: unknown) => IdempotencyCompletion;
 export interface ScheduledQueue<Message extends { notBefore: number }> {
   schedule(messages: readonly Message[]): Promise<void>;
 }
+
+/** A metric of the platform's own (namespace `AgentPlatform`): declared once by the context that records it. */
+export interface MetricDefinition {
+  /** The CloudWatch metric name. */
+  readonly name: string;
+  readonly unit: 'Count' | 'Milliseconds' | 'None';
+  /** What one point means; the dashboard and docs/deploy.md show it. */
+  readonly description: string;
+}
+
+/**
+ * Records operational metrics: CloudWatch metrics through the Embedded Metric Format on AWS, debug log lines
+ * elsewhere (`shared/platform/metrics.ts`). Points are buffered and leave when the invocation ends.
+ */
+export interface MetricsRecorder {
+  add(metric: MetricDefinition, value: number): void;
+}

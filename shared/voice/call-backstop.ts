@@ -1,16 +1,19 @@
 import { CreateScheduleCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import type { CallBackstop } from './ports.ts';
 import { queueMessageBody } from '../platform/queue/queue-message.ts';
+import { traceAwsClient } from '../platform/tracing.ts';
 
 /**
  * The backstop of each call: an EventBridge Scheduler one-time schedule (`at(…)`, deleted after it fires) whose
  * target is the call-backstop queue. Locally `endpoint` is the Scheduler stand-in of `npm start`.
  */
 export function schedulerBackstop(options: { queueArn: string; roleArn: string; region: string; endpoint?: string | undefined }): CallBackstop {
-  const client = new SchedulerClient({
-    region: options.region,
-    ...(options.endpoint ? { endpoint: options.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  const client = traceAwsClient(
+    new SchedulerClient({
+      region: options.region,
+      ...(options.endpoint ? { endpoint: options.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
   return {
     async schedule(call, at) {
       await client.send(

@@ -1,5 +1,6 @@
 import { ApiGatewayManagementApiClient, GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { RelayConnections } from './ports.ts';
+import { traceAwsClient } from '../platform/tracing.ts';
 
 /**
  * Sends to ConversationRelay through the WebSocket API's connection-management API (`POST @connections/{id}`).
@@ -7,11 +8,13 @@ import type { RelayConnections } from './ports.ts';
  */
 export function relayConnections(options: { endpoint: string; region: string }): RelayConnections {
   const local = options.endpoint.startsWith('http://');
-  const client = new ApiGatewayManagementApiClient({
-    endpoint: options.endpoint,
-    region: options.region,
-    ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  const client = traceAwsClient(
+    new ApiGatewayManagementApiClient({
+      endpoint: options.endpoint,
+      region: options.region,
+      ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
   return {
     async send(connectionId, message) {
       try {

@@ -7,14 +7,17 @@ import type { AttemptRequest, DeliverableEndpoint, DeliveryChanges, DeliveryQueu
 import type { DeliveryPage, ListDeliveriesQuery, WebhookDelivery } from './webhook-schemas.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import type { Clock } from '../platform/clock.ts';
+import type { MetricsRecorder } from '../platform/ports.ts';
 import type { DomainEvent } from '../events/events.ts';
 import { getWebhook } from './webhooks.ts';
+import { webhookMetrics } from './webhook-metrics.ts';
 
 export interface DeliveryDeps {
   webhooks: WebhookStore;
   deliveries: WebhookDeliveryStore;
   queue: DeliveryQueue;
   clock: Clock;
+  metrics: MetricsRecorder;
   config: Pick<
     Config,
     'WEBHOOK_RETRY_SCHEDULE_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_RETENTION_DAYS' | 'LOOPBACK_EGRESS_PORTS' | 'EGRESS_DENIED_PORTS'
@@ -162,6 +165,7 @@ async function attemptDelivery(deps: DeliveryDeps, request: AttemptRequest): Pro
     deps.deliveries.recordAttempt(request.orgId, request.endpointId, request.deliveryId, request.attempt - 1, changes);
   if (!endpoint.enabled) {
     const at = deps.clock.now().toISOString();
+    deps.metrics.add(webhookMetrics.deadLettered, 1);
     await record({ state: 'DEAD_LETTERED', deadLetteredAt: at, updatedAt: at, nextAttemptAt: undefined, lastError: 'The endpoint is disabled.' });
     return;
   }
@@ -176,9 +180,23 @@ async function attemptDelivery(deps: DeliveryDeps, request: AttemptRequest): Pro
 /**
  * What an attempt's outcome makes of the delivery: DELIVERED; PENDING with the next attempt after the schedule's
  * delay at `step` (less jitter, or the receiver's `Retry-After` when longer); DEAD_LETTERED when the schedule is
- * spent or the receiver answered 410.
+ * spent or the receiver answered 410. Counted in the operational metrics as it is decided.
  */
 function settle(
+  deps: DeliveryDeps,
+  outcome: AttemptOutcome,
+  attempt: number,
+  step: number,
+  now: Date,
+): { changes: DeliveryChanges; next?: Pick<AttemptRequest, 'attempt' | 'step' | 'notBefore'> } {
+  const settled = settleAttempt(deps, outcome, attempt, step, now);
+  if (settled.changes.state === 'DELIVERED') deps.metrics.add(webhookMetrics.delivered, 1);
+  else deps.metrics.add(webhookMetrics.attemptsFailed, 1);
+  if (settled.changes.state === 'DEAD_LETTERED') deps.metrics.add(webhookMetrics.deadLettered, 1);
+  return settled;
+}
+
+function settleAttempt(
   deps: DeliveryDeps,
   outcome: AttemptOutcome,
   attempt: number,

@@ -2,7 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
-import { countMetric } from '../platform/metrics.ts';
+import { emfMetrics } from '../platform/metrics.ts';
+import { whatsappMetrics } from './whatsapp-metrics.ts';
 import type { StoredSession } from '../conversations/ports.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { Message } from '../conversations/session-schemas.ts';
@@ -262,13 +263,10 @@ function customerOf(message: InboundWhatsappMessage, contacts: readonly WebhookC
   return { ...(waId ? { waId } : {}), ...(userId ? { userId } : {}), ...(name ? { name } : {}), ...(username ? { username } : {}) };
 }
 
-/** CloudWatch metric of the notification parts Meta got its 200 for and the platform does not act on. */
-const unhandledNotificationsMetric = 'WhatsappNotificationsUnhandled';
-
-/** A notification (or a part of it) acknowledged and not acted on: never silent, a warning and a count. */
+/** A notification (or a part of it) acknowledged and not acted on: never silent, a warning (with why) and a count. */
 function unhandledNotification(reason: string, fields: Record<string, unknown>): void {
   logger.warn(`WhatsApp notification acknowledged, not handled: ${reason}`, { reason, ...fields });
-  countMetric(unhandledNotificationsMetric, 1, { reason, ...fields });
+  emfMetrics.add(whatsappMetrics.unhandledNotifications, 1);
 }
 
 // ---- Handling queued notifications ---------------------------------------------------------------------------

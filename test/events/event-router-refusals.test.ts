@@ -42,7 +42,8 @@ describe('the local event router, when the queue refuses an event', () => {
     // Prepare: a queue that takes at most 1 KiB, and an event of about 2 KiB.
     await setMaximumMessageSize(1024);
     const errors = vi.spyOn(logger, 'error');
-    const output = vi.spyOn(process.stdout, 'write');
+    // Locally a metric is a DEBUG `metrics` log line holding its EMF document (docs/deploy.md#the-platforms-metrics).
+    const debug = vi.spyOn(logger, 'debug');
     const eventId = randomUUID();
     const event = { eventId, type: 'message.added', orgId: randomUUID(), createdAt: new Date().toISOString(), payload: { eventId, content: `Thanks 😀 ${'x'.repeat(2048)}` } };
 
@@ -56,13 +57,13 @@ describe('the local event router, when the queue refuses an event', () => {
 
     // Assess
     expect(refusal?.[1]).toMatchObject({ eventIds: [eventId] });
-    const metricLines = output.mock.calls.map(([chunk]) => String(chunk)).filter((line) => line.includes('"QueueMessagesRefused"'));
-    expect(JSON.parse(metricLines[0] as string)).toMatchObject({
+    const documents = debug.mock.calls.filter(([message]) => message === 'metrics').map(([, fields]) => (fields as { emf: Record<string, unknown> }).emf);
+    expect(documents.find((document) => 'QueueMessagesRefused' in document)).toMatchObject({
       QueueMessagesRefused: 1,
       _aws: { CloudWatchMetrics: [{ Namespace: 'AgentPlatform', Metrics: [{ Name: 'QueueMessagesRefused', Unit: 'Count' }] }] },
     });
     errors.mockRestore();
-    output.mockRestore();
+    debug.mockRestore();
     // The retries back off to 30 s at most: the event arrives within one of them.
     const received = await eventually(
       async () => (await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.urlOf(target.name), WaitTimeSeconds: 1 }))).Messages ?? [],

@@ -64,12 +64,14 @@ describe('attempts due later than SQS can delay', () => {
   it('go back on the queue, unchanged, until they are due; nothing is read or sent meanwhile', async () => {
     const now = Date.parse('2026-11-21T12:00:00Z');
     const scheduled: AttemptRequest[] = [];
+    const counted: string[] = [];
     const untouched = new Proxy({}, { get: (_, name) => () => Promise.reject(new Error(`${String(name)} was called`)) });
     const deps = {
       webhooks: untouched as DeliveryDeps['webhooks'],
       deliveries: untouched as DeliveryDeps['deliveries'],
       queue: { schedule: async (requests: readonly AttemptRequest[]) => void scheduled.push(...requests) },
       clock: { now: () => new Date(now) },
+      metrics: { add: (metric: { name: string }) => void counted.push(metric.name) },
       config: { WEBHOOK_RETRY_SCHEDULE_SECONDS: [28_800], WEBHOOK_TIMEOUT_MS: 15_000, WEBHOOK_DELIVERY_RETENTION_DAYS: 30, LOOPBACK_EGRESS_PORTS: [], EGRESS_DENIED_PORTS: [] },
     };
     const request: AttemptRequest = {
@@ -83,6 +85,7 @@ describe('attempts due later than SQS can delay', () => {
     };
     expect(await processDeliveryWork(deps, [{ kind: 'attempt', request }])).toEqual([undefined]);
     expect(scheduled).toEqual([request]);
+    expect(counted).toEqual([]);
     expect(queueDelaySeconds(request.notBefore, now)).toBe(maxQueueDelaySeconds);
   });
 });

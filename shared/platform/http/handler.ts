@@ -20,6 +20,8 @@ import {
   type FieldIssue,
 } from '../errors.ts';
 import { logger } from '../logger.ts';
+import { flushMetrics } from '../metrics.ts';
+import { openSpan, startTracing, type TraceSpan } from '../tracing.ts';
 import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredResponse } from '../ports.ts';
 import { unacceptableBodyPart } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
@@ -90,6 +92,8 @@ interface ApiState {
   idempotency?: { orgId: string; key: string; claimId?: string; replay?: StoredResponse; sealed?: boolean; streamed?: boolean };
   /** The rate-limit headers every response of an authenticated request carries. */
   rateLimitHeaders?: Record<string, string>;
+  /** The request's trace span, closed when the response (a stream included) has been sent. */
+  span?: TraceSpan;
 }
 
 type Middleware = MiddlewareObj<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>;
@@ -185,6 +189,27 @@ function deprecationHeaders(route: RouteDefinition | undefined): Record<string, 
     sunset: new Date(sunset).toUTCString(),
     link: `<${successor}>; rel="successor-version"`,
   };
+}
+
+/** The request path is traced on AWS (X-Ray): the tracer's import, which only these functions bundle. */
+const loadTracer = () => import('@aws-lambda-powertools/tracer');
+
+/** A span per request, named by its route key, once the tracer (when tracing is on) has loaded. */
+const traceRequest = (tracing: Promise<void>): Middleware => ({
+  before: async (request) => {
+    await tracing;
+    request.internal.api.span = openSpan(request.event.routeKey, { route: request.event.routeKey });
+  },
+});
+
+/**
+ * The end of an invocation, after the response has left (for a stream, once it has ended): the span closes, with
+ * the error of a 5xx, and the invocation's metrics are sent.
+ */
+function endInvocation(request: { internal: { api?: ApiState }; response: Result | null | undefined; error: unknown }): void {
+  const status = request.response?.statusCode ?? 500;
+  request.internal.api?.span?.end(status >= 500 ? (request.error ?? new Error(`status ${status}`)) : undefined);
+  flushMetrics();
 }
 
 /** Turns any error into the envelope; a 500 is logged with its cause and shows the client nothing of it. */
@@ -420,11 +445,15 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
   options: { unmatched?: readonly RouteDefinition[] } = {},
 ) {
   const routes = new Map(Object.entries(group.routes).map(([operation, route]) => [routeKeyOf(route), { operation, route }]));
-  return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>(
-    group.streaming ? { executionMode: executionModeStreamifyResponse } : {},
-  )
+  // Started with the module, so a cold start loads the tracer during init.
+  const tracing = startTracing(loadTracer);
+  return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>({
+    ...(group.streaming ? { executionMode: executionModeStreamifyResponse } : {}),
+    requestEnd: endInvocation,
+  })
     .use(normalizeEvent())
     .use(requestContext())
+    .use(traceRequest(tracing))
     .use(errorEnvelope())
     .use(resolveRoute(routes, options.unmatched ?? []))
     .use(authorize(deps))

@@ -3,17 +3,20 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
 import { logger } from '../logger.ts';
-import { countMetric, queueRefusalsMetric } from '../metrics.ts';
+import { emfMetrics, queueRefusalsMetric } from '../metrics.ts';
+import { traceAwsClient } from '../tracing.ts';
 import { queueMessageBody } from './queue-message.ts';
 
 const maxEntriesPerBatch = 10;
 
 export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOINT'>): SQSClient {
-  return new SQSClient({
-    region: config.AWS_REGION,
-    requestHandler: { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) },
-    ...(config.SQS_ENDPOINT ? { endpoint: config.SQS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  return traceAwsClient(
+    new SQSClient({
+      region: config.AWS_REGION,
+      requestHandler: { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) },
+      ...(config.SQS_ENDPOINT ? { endpoint: config.SQS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
 }
 
 /** A message to send: its body (any JSON value), and the SQS settings it needs. */
@@ -53,7 +56,7 @@ export async function sendQueueMessages(client: SQSClient, queueUrl: string, mes
     const refused = failed.filter((failure) => failure.SenderFault).length;
     if (refused > 0) {
       logger.error(`The queue refused ${refused} ${what} message(s)`, { queueUrl, reasons });
-      countMetric(queueRefusalsMetric, refused, { queueUrl, what });
+      emfMetrics.add(queueRefusalsMetric, refused);
     }
     throw new Error(`${failed.length} ${what} message(s) not queued: ${reasons.join('; ')}`);
   }

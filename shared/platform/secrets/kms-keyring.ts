@@ -1,6 +1,7 @@
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import type { Config } from '../config.ts';
 import type { Keyring } from './envelope-cipher.ts';
+import { traceAwsClient } from '../tracing.ts';
 
 /**
  * Data keys from AWS KMS: `GenerateDataKey` (AES_256) under the customer-managed key `keyId` for each seal,
@@ -24,7 +25,9 @@ export function kmsKeyring(client: KMSClient, keyId: string): Keyring {
 
 /** The client for the configured region; on a stand-in (tests), its endpoint and placeholder credentials. */
 export const createKmsClient = (config: Pick<Config, 'AWS_REGION' | 'KMS_ENDPOINT'>): KMSClient =>
-  new KMSClient({
-    region: config.AWS_REGION,
-    ...(config.KMS_ENDPOINT ? { endpoint: config.KMS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  traceAwsClient(
+    new KMSClient({
+      region: config.AWS_REGION,
+      ...(config.KMS_ENDPOINT ? { endpoint: config.KMS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );

@@ -1,6 +1,7 @@
 import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { Config, SecretSettingName } from '../config.ts';
 import { logger } from '../logger.ts';
+import { traceAwsClient } from '../tracing.ts';
 
 type SecretSettingsConfig = Pick<Config, 'AWS_REGION' | 'SECRETS_MANAGER_ENDPOINT'> & Partial<Pick<Config, SecretSettingName | `${SecretSettingName}_ARN`>>;
 
@@ -37,7 +38,12 @@ export async function secretSetting(config: SecretSettingsConfig, name: SecretSe
   const providerKey = `${clientConfig.region}\n${config.SECRETS_MANAGER_ENDPOINT ?? ''}`;
   let provider = providers.get(providerKey);
   if (!provider) {
-    provider = import('@aws-lambda-powertools/parameters/secrets').then(({ SecretsProvider }) => new SecretsProvider({ clientConfig }));
+    provider = import('@aws-lambda-powertools/parameters/secrets').then(({ SecretsProvider }) => {
+      const created = new SecretsProvider({ clientConfig });
+      // Its GetSecretValue calls show in the request's trace (on the functions the stack traces).
+      traceAwsClient(created.client);
+      return created;
+    });
     providers.set(providerKey, provider);
   }
   const { ParameterNotFoundError } = await import('@aws-lambda-powertools/parameters/errors');

@@ -7,10 +7,12 @@ import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-s
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
+import { traceAwsClient } from '../tracing.ts';
 
 /** One document client per process; on DynamoDB Local the endpoint and placeholder credentials come from config. */
 export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMODB_ENDPOINT'>): DynamoDBDocumentClient {
-  const client = new DynamoDBClient({
+  const client = traceAwsClient(
+    new DynamoDBClient({
     region: config.AWS_REGION,
     // Measured per call: less CPU than the defaults. The regional endpoint needs no account id, and sockets are
     // kept alive with room for a busy function's parallel calls.
@@ -19,7 +21,8 @@ export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMO
     ...(config.DYNAMODB_ENDPOINT
       ? { endpoint: config.DYNAMODB_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
-  });
+    }),
+  );
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
