@@ -22,6 +22,8 @@ const runtime = [
   'BEDROCK_RERANK_MODELS',
   'OPENAI_COMPATIBLE_MODELS',
   'OPENAI_COMPATIBLE_EMBEDDING_MODELS',
+  'OPENAI_COMPATIBLE_STT_MODELS',
+  'IMAGE_INPUT_MODELS',
   'DEFAULT_LLM',
   'JWT_JWKS_URL',
   'JWT_ISSUER',
@@ -95,6 +97,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   contacts: [...runtime, ...http],
   'whatsapp-numbers': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL', 'PUBLIC_BASE_URL'],
   'whatsapp-webhook': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL'],
+  'whatsapp-conversations': [...runtime, ...http, ...sessions, 'WHATSAPP_GRAPH_API_URL', 'WHATSAPP_SEND_RETRY_MS', 'WHATSAPP_MEDIA_BUCKET', 'S3_ENDPOINT'],
   'call-campaigns': [...runtime, ...http, ...voice, ...queues, 'CAMPAIGN_QUEUE_URL'],
   'voice-relay': [...runtime, ...turns, ...voice, 'VOICE_RELAY_URL', 'VOICE_RELAY_MANAGEMENT_ENDPOINT'],
   // Table stream consumers.
@@ -112,7 +115,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   'campaign-dispatcher': [...runtime, ...calls, ...queues, 'CALL_RING_TIMEOUT_SECONDS', 'CAMPAIGN_QUEUE_URL', 'CAMPAIGN_TICK_SECONDS', 'CAMPAIGN_CLAIM_GRACE_SECONDS'],
   'knowledge-ingestion': [...runtime, ...knowledge, ...documents, ...egress],
   'knowledge-upload-router': [...runtime, ...knowledge],
-  'whatsapp-inbound': [...runtime, ...turns, 'WHATSAPP_GRAPH_API_URL', 'WHATSAPP_SEND_RETRY_MS'],
+  'whatsapp-inbound': [...runtime, ...turns, 'WHATSAPP_GRAPH_API_URL', 'WHATSAPP_SEND_RETRY_MS', 'WHATSAPP_MEDIA_BUCKET'],
   // Scheduled functions.
   'knowledge-sweeper': [...runtime, ...knowledge, 'DOCUMENT_PROCESSING_TIMEOUT_SECONDS'],
 };

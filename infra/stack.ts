@@ -566,11 +566,11 @@ export class AgentPlatformStack extends Stack {
       lifecycleRules: [{ expiration: Duration.days(recordingRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    stackSettings.WHATSAPP_MEDIA_BUCKET = whatsappMedia.bucketName;
     const mediaUsers: lambda.Function[] = [];
     const mediaUnits = [...routeGroups, ...queueConsumers].flatMap((unit) => (unit.whatsappMedia ? [{ name: unit.name, access: unit.whatsappMedia }] : []));
     for (const unit of mediaUnits) {
       const fn = this.functions.get(unit.name)!;
-      fn.addEnvironment('WHATSAPP_MEDIA_BUCKET', whatsappMedia.bucketName);
       // A reader answers 404 for a media never kept: HeadObject needs ListBucket to tell a missing object from a forbidden one.
       if (unit.access === 'read') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [whatsappMedia.bucketArn] }));
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: [unit.access === 'read' ? 's3:GetObject' : 's3:PutObject'], resources: [whatsappMedia.arnForObjects('*')] }));
