@@ -105,6 +105,8 @@ export interface QueueConsumer {
   sendsTo?: Record<string, QueueDefinition>;
   /** False for a consumer that never reads or writes the table (it gets no right to); true unless said. */
   worksOnTable?: boolean;
+  /** Keeps WhatsApp customers' media (`write`: puts them in the media bucket; docs/whatsapp.md#media). */
+  whatsappMedia?: 'write';
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -172,10 +174,11 @@ export const campaignQueue: QueueDefinition = {
 };
 
 /**
- * A WhatsApp message's handling: a turn (at most TURN_TIMEOUT_SECONDS, 120 s by default, with its tool calls) and
- * its sends, each retried with backoff (WHATSAPP_SEND_RETRY_MS, 5.25 s by default).
+ * A WhatsApp message's handling: a media download (4 attempts of at most 30 s) and a voice note's transcription (at
+ * most 60 s), a turn (at most TURN_TIMEOUT_SECONDS, 120 s by default, with its tool calls) and its sends, each
+ * retried with backoff (WHATSAPP_SEND_RETRY_MS, 5.25 s by default).
  */
-const whatsappInboundTimeoutSeconds = 150;
+const whatsappInboundTimeoutSeconds = 330;
 
 /**
  * Meta's notifications between the webhook's 200 and their handling (docs/whatsapp.md#processing): FIFO, one
@@ -283,9 +286,10 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: whatsappInboundTimeoutSeconds,
     invokesModels: true,
-    // Opens the numbers' access tokens (to send) and the agents' tools' signing secrets.
+    // Opens the numbers' access tokens (to send, to download media) and the agents' tools' signing secrets.
     opensSecrets: true,
     queriesKnowledge: true,
+    whatsappMedia: 'write',
   },
 ];
 

@@ -14,6 +14,7 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { toolRoutes } from './tools/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { whatsappConversationRoutes } from './whatsapp-conversations/routes.ts';
 import { whatsappNumberRoutes } from './whatsapp-numbers/routes.ts';
 import { whatsappWebhookRoutes } from './whatsapp-webhook/routes.ts';
 import type { RouteGroup } from '../shared/platform/http/route.ts';
@@ -45,6 +46,7 @@ export const routeGroups: readonly RouteGroup[] = [
   contactRoutes,
   whatsappNumberRoutes,
   whatsappWebhookRoutes,
+  whatsappConversationRoutes,
   callCampaignRoutes,
 ];
 

@@ -51,14 +51,16 @@ export const deploymentConfigSchema = z.strictObject({
         .default({ llms: [], embeddings: [], rerank: [] }),
       /** Any Chat Completions endpoint; its API key is the secret OPENAI_COMPATIBLE_API_KEY. */
       openAiCompatible: z
-        .strictObject({ baseUrl: z.url(), llms: z.array(modelName).default([]), embeddings: z.array(modelName).default([]) })
+        .strictObject({ baseUrl: z.url(), llms: z.array(modelName).default([]), embeddings: z.array(modelName).default([]), stt: z.array(modelName).default([]) })
         .optional(),
+      /** The LLMs (`provider/name`) that take images, such as a WhatsApp customer's photo. */
+      imageInput: z.array(providerAndName).default([]),
       /** The LLM an agent gets when created without a model; the built-in model otherwise. */
       defaultLlm: providerAndName.optional(),
       /** The LLM that analyses ended sessions; each session's agent's own model otherwise. */
       analysisModel: providerAndName.optional(),
     })
-    .default({ bedrock: { llms: [], embeddings: [], rerank: [] } }),
+    .default({ bedrock: { llms: [], embeddings: [], rerank: [] }, imageInput: [] }),
   auth: z
     .strictObject({
       /** Bearer JWTs from the organizations' identity provider, beside API keys (docs/auth.md). */
@@ -141,6 +143,8 @@ export const settingKeys = {
   OPENAI_COMPATIBLE_BASE_URL: 'models.openAiCompatible.baseUrl',
   OPENAI_COMPATIBLE_MODELS: 'models.openAiCompatible.llms',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'models.openAiCompatible.embeddings',
+  OPENAI_COMPATIBLE_STT_MODELS: 'models.openAiCompatible.stt',
+  IMAGE_INPUT_MODELS: 'models.imageInput',
   DEFAULT_LLM: 'models.defaultLlm',
   ANALYSIS_MODEL_ID: 'models.analysisModel',
   WEBHOOK_RETRY_SCHEDULE_SECONDS: 'webhooks.retryScheduleSeconds',

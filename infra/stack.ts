@@ -555,6 +555,28 @@ export class AgentPlatformStack extends Stack {
       }
     }
 
+    // WhatsApp customers' media (docs/whatsapp.md#media): the inbound function copies each file here from Meta, the
+    // conversations function signs download URLs. Kept as long as call recordings.
+    const whatsappMedia = new s3.Bucket(this, 'WhatsappMedia', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: distributionLogs,
+      serverAccessLogsPrefix: 'whatsapp-media/',
+      lifecycleRules: [{ expiration: Duration.days(recordingRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    const mediaUsers: lambda.Function[] = [];
+    const mediaUnits = [...routeGroups, ...queueConsumers].flatMap((unit) => (unit.whatsappMedia ? [{ name: unit.name, access: unit.whatsappMedia }] : []));
+    for (const unit of mediaUnits) {
+      const fn = this.functions.get(unit.name)!;
+      fn.addEnvironment('WHATSAPP_MEDIA_BUCKET', whatsappMedia.bucketName);
+      // A reader answers 404 for a media never kept: HeadObject needs ListBucket to tell a missing object from a forbidden one.
+      if (unit.access === 'read') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [whatsappMedia.bucketArn] }));
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: [unit.access === 'read' ? 's3:GetObject' : 's3:PutObject'], resources: [whatsappMedia.arnForObjects('*')] }));
+      mediaUsers.push(fn);
+    }
+
     // BM25 index snapshots beside the vectors (docs/knowledge.md#retrieval): whoever queries a store reads the
     // snapshot of its revision or writes it after a rebuild; only ingestion deletes them, with the store. A snapshot
     // is a cache of the vectors' metadata, so old revisions simply expire. ListBucket makes a missing snapshot a 404, not a 403.
@@ -683,6 +705,17 @@ export class AgentPlatformStack extends Stack {
     new CfnOutput(this, 'DashboardName', { value: operations.dashboard.dashboardName, description: 'The CloudWatch dashboard of the platform (docs/deploy.md#dashboards-and-alarms)' });
     suppressNagFindings({ httpApi, defaultRoute, streamingApi, distribution, distributionLogs, deadLetterQueues: [streamFailures, ruleFailures], modelInvokers, rerankers, knowledgeVectorUsers, uploadUsers, createdSecrets, deployment });
     suppressVoiceNagFindings({ relayApi, relayFunction, recordingReaders, backstopSchedulers });
+    NagSuppressions.addResourceSuppressions(
+      mediaUsers.map((fn) => fn.role as iam.Role),
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: "WhatsApp media are objects named <org>/<session>/<media id> in a bucket of their own; one action (s3:PutObject for the inbound function, s3:GetObject for the one that signs download URLs) on its objects.",
+          appliesTo: [{ regex: '/^Resource::<WhatsappMedia[A-Za-z0-9]+\\.Arn>\\/\\*$/g' }],
+        },
+      ],
+      true,
+    );
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
 

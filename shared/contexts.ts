@@ -83,8 +83,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'whatsapp',
     layer: 8,
-    purpose: 'WhatsApp channels: Meta Graph client, signatures, inbound queue, replies.',
-    surface: ['meta-signature.ts', 'whatsapp-metrics.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
+    purpose: "WhatsApp channels: Meta Graph client, signatures, inbound queue, replies, customers' media, template conversations.",
+    surface: ['meta-signature.ts', 'whatsapp-conversations.ts', 'whatsapp-metrics.ts', 'whatsapp-runtime.ts', 'whatsapp-schemas.ts', 'whatsapp.ts'],
   },
   {
     name: 'campaigns',

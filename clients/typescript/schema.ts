@@ -281,6 +281,14 @@ export interface paths {
     /** Change a WhatsApp number's agent, label, unsupported-message reply or secrets (null removes label and reply) */
     patch: operations["updateWhatsappNumber"];
   };
+  "/v1/chat/whatsapp/numbers/{id}/conversations": {
+    /** Start a WhatsApp conversation with an approved template, its parameters filled from the session variables; the number's agent (or `agentId`) answers the reply */
+    post: operations["startWhatsappConversation"];
+  };
+  "/v1/chat/sessions/{id}/media/{mediaId}": {
+    /** A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes */
+    get: operations["getSessionMedia"];
+  };
   "/v1/chat/call-campaigns": {
     /** The organization's call campaigns, newest first */
     get: operations["listCampaigns"];
@@ -425,6 +433,7 @@ export interface components {
       provider: "builtin" | "bedrock" | "openai-compatible";
       name: string;
       isDefault: boolean;
+      acceptsImages: boolean;
     };
     ApiKey: {
       /** Format: uuid */
@@ -1354,6 +1363,12 @@ export interface components {
       createdAt: string;
       updatedAt: string;
     };
+    StartWhatsappConversationResponse: {
+      /** Format: uuid */
+      sessionId: string;
+      wamid: string;
+      to: string;
+    };
     CreateCampaignResponse: {
       /** Format: uuid */
       id: string;
@@ -1849,6 +1864,33 @@ export interface components {
       verifyToken?: string;
       label?: string | null;
       unsupportedMessageReply?: string | null;
+    };
+    StartWhatsappConversationBody: {
+      to: string;
+      template: {
+        name: string;
+        language: {
+          code: string;
+          /** @constant */
+          policy?: "deterministic";
+        };
+        components?: {
+            type: string;
+            parameters?: {
+                type: string;
+                parameter_name?: string;
+                text?: string;
+                [key: string]: unknown;
+              }[];
+            [key: string]: unknown;
+          }[];
+      };
+      /** @default {} */
+      sessionVariables?: {
+        [key: string]: unknown;
+      };
+      /** Format: uuid */
+      agentId?: string;
     };
     CreateCampaignBody: {
       name: string;
@@ -11270,6 +11312,280 @@ export interface operations {
               status?: 415;
             };
           };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Start a WhatsApp conversation with an approved template, its parameters filled from the session variables; the number's agent (or `agentId`) answers the reply */
+  startWhatsappConversation: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartWhatsappConversationBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["StartWhatsappConversationResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
+              /** @constant */
+              status?: 403;
+            };
+          });
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: AGENT_INACTIVE, WHATSAPP_TEMPLATE_REJECTED, WHATSAPP_CREDENTIALS_REJECTED, WHATSAPP_SEND_REFUSED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "AGENT_INACTIVE" | "WHATSAPP_TEMPLATE_REJECTED" | "WHATSAPP_CREDENTIALS_REJECTED" | "WHATSAPP_SEND_REFUSED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+              /** @constant */
+              status?: 429;
+            };
+          });
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: WHATSAPP_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "WHATSAPP_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE, SESSION_CREATION_ERROR */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE" | "SESSION_CREATION_ERROR";
+              /** @constant */
+              status?: 503;
+            };
+          });
+        };
+      };
+    };
+  };
+  /** A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes */
+  getSessionMedia: {
+    parameters: {
+      path: {
+        id: string;
+        mediaId: string;
+      };
+    };
+    responses: {
+      /** @description Found: the `Location` header names where to get it */
+      302: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND" | "SESSION_NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          });
         };
       };
       /** @description Error: RATE_LIMITED */

@@ -77,8 +77,8 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   await database.stop();
   process.exit(1);
 });
-// WhatsApp: the simulated Cloud API, before the handlers read their configuration.
-const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT) });
+// WhatsApp: the simulated Cloud API (customers' media copied to fauxqs's S3), before the handlers read their configuration.
+const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT), queues });
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
 const { server, preload } = createLocalServer(routeGroups);

@@ -433,13 +433,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private messagePut(orgId: string, seq: number, message: Message): TransactItem {
-    return {
-      Put: {
-        TableName: this.tableName,
-        Item: { ...keys.message(orgId, message.sessionId, seq), entity: 'message', seq, ...message },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      },
-    };
+    return messagePut(this.tableName, orgId, seq, message);
   }
 
   private expiryPut(orgId: string, sessionId: string, expiresAt: number): TransactItem {
@@ -470,15 +464,28 @@ export class DynamoSessionStore implements SessionStore {
 
 /**
  * Everything that creates a session, for one transaction (with whatever else the caller creates beside it): its
- * item, its counters, its expiry item and its events.
+ * item, its counters, its expiry item, its events, and the messages it starts with (numbered from 1: the session's
+ * `messageCount` and `nextSeq` count them).
  */
-export function sessionCreationWrites(tableName: string, session: StoredSession, expiresAt: number, events: DomainEvent[]): TransactItem[] {
+export function sessionCreationWrites(tableName: string, session: StoredSession, expiresAt: number, events: DomainEvent[], messages: readonly Message[] = []): TransactItem[] {
   return [
     { Put: { TableName: tableName, Item: sessionItem(session), ConditionExpression: 'attribute_not_exists(pk)' } },
     ...counterUpdates(tableName, session, { [counterCell(session.state, session.platform)]: 1 }),
     { Put: { TableName: tableName, Item: expiryItem(session.orgId, session.id, expiresAt) } },
     ...events.map((event) => outboxPut(tableName, keys.sessionPartition(session.orgId, session.id), event)),
+    ...messages.map((message, index) => messagePut(tableName, session.orgId, index + 1, message)),
   ];
+}
+
+/** A message of a session, number `seq`; each message item is also the record of its `message.added` event. */
+function messagePut(tableName: string, orgId: string, seq: number, message: Message): TransactItem {
+  return {
+    Put: {
+      TableName: tableName,
+      Item: { ...keys.message(orgId, message.sessionId, seq), entity: 'message', seq, ...message },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
 }
 
 /** Adds `changes` (counter cell → delta) to the session's counter shard of its organization and of its agent. */

@@ -98,6 +98,12 @@ export interface TurnOptions {
    * the transaction that writes them. Asked only of a turn that succeeded: a failed one leaves the key to a retry.
    */
   sealReply?: ((messages: readonly Message[]) => IdempotencyCompletion) | undefined;
+  /**
+   * Images the user's message carries (a WhatsApp customer's photo), passed with its text to a model that accepts
+   * images (`acceptsImages`); another model gets the text alone, which says what was sent. Only this turn's
+   * prompt carries them: later turns see the message's text.
+   */
+  userImages?: readonly { mediaType: string; data: Uint8Array }[] | undefined;
 }
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
@@ -233,7 +239,13 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
     ...(retrieval?.chunks.length ? [{ role: 'system' as const, content: knowledgeContext(retrieval.chunks) }] : []),
     ...historyPrompt(turn.history),
-    { role: 'user', content: [{ type: 'text', text: turn.userMessage.content }] },
+    {
+      role: 'user',
+      content: [
+        ...(model.acceptsImages ? (options.userImages ?? []) : []).map((image) => ({ type: 'file' as const, mediaType: image.mediaType, data: { type: 'data' as const, data: image.data } })),
+        { type: 'text', text: turn.userMessage.content },
+      ],
+    },
   ];
   const toolMessages: Message[] = [];
   let content = '';

@@ -23,11 +23,16 @@
  *     `end_conversation` with `{"reason":"user said goodbye"}`. A message that also names a tool and carries a
  *     JSON object is a tool call (a) instead.
  *
- * (d) **Knowledge.** If a system message carries retrieved knowledge excerpts (`prompt-conventions.ts`),
+ * (d) **Image.** If the last message is the user's and carries images (file parts of an `image/…` type, as a
+ *     WhatsApp customer's photo), it acknowledges the first: `I received your image (<media type>, <n> bytes)
+ *     with the text "<text>". I am the built-in offline model and cannot look at images; connect a provider model
+ *     that accepts images for real answers.`, `<text>` as in (f).
+ *
+ * (e) **Knowledge.** If a system message carries retrieved knowledge excerpts (`prompt-conventions.ts`),
  *     it answers from the first one: `According to <source> [1]: <text>`, the excerpt's text cut to its first
  *     300 characters (with `…` when cut). Example: `According to Refund policy › Deadlines [1]: Refunds are …`.
  *
- * (e) **Otherwise** it answers `You said: "<text>". I am the built-in offline model; connect a provider model
+ * (f) **Otherwise** it answers `You said: "<text>". I am the built-in offline model; connect a provider model
  *     for real answers.`, where `<text>` is the last user message, trimmed, cut to its first 200 characters
  *     (with `…` when cut).
  *
@@ -40,6 +45,7 @@ import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
   LanguageModelV4Content,
+  LanguageModelV4FilePart,
   LanguageModelV4FinishReason,
   LanguageModelV4FunctionTool,
   LanguageModelV4GenerateResult,
@@ -108,6 +114,8 @@ export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV
         toolCall: { toolCallId, toolName: endConversationTool, input: JSON.stringify(endConversationInput) },
       };
     }
+    const image = typeof last.content === 'string' ? undefined : last.content.find((part) => part.type === 'file' && part.mediaType.startsWith('image'));
+    if (image?.type === 'file') return { text: imageReply(image.mediaType, byteLength(image.data), text) };
   }
 
   const excerpt = prompt.map((message) => (message.role === 'system' ? firstExcerpt(message.content) : undefined)).find(Boolean);
@@ -121,6 +129,17 @@ const excerptLimit = 300;
 function cut(text: string, limit: number): string {
   const characters = Array.from(text.trim());
   return characters.length > limit ? `${characters.slice(0, limit).join('')}…` : characters.join('');
+}
+
+function imageReply(mediaType: string, bytes: number | undefined, text: string): string {
+  const size = bytes === undefined ? mediaType : `${mediaType}, ${bytes} bytes`;
+  return `I received your image (${size}) with the text "${cut(text, echoLimit)}". I am the built-in offline model and cannot look at images; connect a provider model that accepts images for real answers.`;
+}
+
+/** The size of a file part's bytes (base64 text counted as the bytes it encodes); undefined for a URL or reference. */
+function byteLength(data: LanguageModelV4FilePart['data']): number | undefined {
+  if (data.type !== 'data') return undefined;
+  return typeof data.data === 'string' ? Buffer.from(data.data, 'base64').length : data.data.byteLength;
 }
 
 function echoReply(text: string): string {

@@ -25,11 +25,16 @@ export interface ModelCatalog {
   defaultLlm: Model;
 }
 
-type CatalogConfig = Pick<Config, 'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'BEDROCK_EMBEDDING_MODELS' | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS' | 'BEDROCK_RERANK_MODELS' | 'DEFAULT_LLM'>;
+type CatalogConfig = Pick<
+  Config,
+  'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'BEDROCK_EMBEDDING_MODELS' | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS' | 'BEDROCK_RERANK_MODELS' | 'OPENAI_COMPATIBLE_STT_MODELS' | 'DEFAULT_LLM' | 'IMAGE_INPUT_MODELS'
+>;
 
 /**
  * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
- * built-in STT and TTS entries let voice agents be configured and tested without a speech provider.
+ * built-in STT and TTS entries let voice agents be configured and tested without a speech provider; the
+ * OpenAI-compatible STT models transcribe (WhatsApp voice notes). `IMAGE_INPUT_MODELS` names the LLMs that take
+ * images; the built-in LLM does (it acknowledges them).
  */
 export function createModelCatalog(config: CatalogConfig): ModelCatalog {
   const entries: [ModelProvider, ModelType, string][] = [
@@ -43,17 +48,22 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
     ...config.BEDROCK_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'EMBEDDING', name]),
     ...config.OPENAI_COMPATIBLE_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'EMBEDDING', name]),
     ...config.BEDROCK_RERANK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'RERANK', name]),
+    ...config.OPENAI_COMPATIBLE_STT_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'STT', name]),
   ];
   const defaultName = config.DEFAULT_LLM ?? `builtin/${builtinModels.llm}`;
+  const imageModels = new Set([`builtin/${builtinModels.llm}`, ...config.IMAGE_INPUT_MODELS]);
   const models = entries.map(([provider, type, name]) => ({
     id: modelId(provider, type, name),
     type,
     provider,
     name,
     isDefault: type === 'LLM' && `${provider}/${name}` === defaultName,
+    acceptsImages: type === 'LLM' && imageModels.has(`${provider}/${name}`),
   }));
   const defaultLlm = models.find((model) => model.isDefault);
   if (!defaultLlm) throw new Error(`Invalid configuration: DEFAULT_LLM ${defaultName} is not in the model catalog`);
+  const unknownImageModel = config.IMAGE_INPUT_MODELS.find((name) => !models.some((model) => model.type === 'LLM' && `${model.provider}/${model.name}` === name));
+  if (unknownImageModel) throw new Error(`Invalid configuration: IMAGE_INPUT_MODELS names ${unknownImageModel}, which is not an LLM of the model catalog`);
   const index = new Map(models.map((model) => [model.id, model]));
   const byName = new Map(models.map((model) => [`${model.type} ${model.provider}/${model.name}`, model]));
   return { models, byId: (id) => index.get(id), byName: (type, providerAndName) => byName.get(`${type} ${providerAndName}`), defaultLlm };

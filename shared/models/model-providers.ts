@@ -33,6 +33,9 @@ import type { Model } from './model-schemas.ts';
 import { builtinEmbeddingModel } from './builtin-embedder.ts';
 import { builtinRerankingModel } from './reranker.ts';
 import { builtinModelName, createBuiltinModel } from './builtin-model.ts';
+import { openAICompatibleTranscriber, type Transcriber } from './transcription.ts';
+
+export type { Transcriber };
 
 type ProviderConfig = Pick<Config, 'AWS_REGION' | 'SECRETS_MANAGER_ENDPOINT' | 'OPENAI_COMPATIBLE_BASE_URL' | 'OPENAI_COMPATIBLE_API_KEY' | 'OPENAI_COMPATIBLE_API_KEY_ARN'>;
 
@@ -125,6 +128,12 @@ export function createRerankingModel(model: Model, config: ProviderConfig): Rera
     default:
       throw new Error(`No rerank models from ${model.provider}`);
   }
+}
+
+/** The transcriber of a catalog STT model; undefined for a model that cannot transcribe (the built-in one only lets voice agents be configured). */
+export function createTranscriber(model: Model, config: ProviderConfig): Transcriber | undefined {
+  if (model.type !== 'STT' || model.provider !== 'openai-compatible' || !config.OPENAI_COMPATIBLE_BASE_URL) return undefined;
+  return openAICompatibleTranscriber({ baseURL: config.OPENAI_COMPATIBLE_BASE_URL, apiKey: config.OPENAI_COMPATIBLE_API_KEY || undefined, model: model.name });
 }
 
 function cachedModel<P, M extends LanguageModelV4 | EmbeddingModelV4 | RerankingModelV4>(cache: CachedProvider<P>, model: Model, create: (provider: P) => M): M {

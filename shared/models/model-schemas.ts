@@ -14,6 +14,8 @@ export interface Model {
   name: string;
   /** True for the LLM an agent gets when it is created without `modelId`. */
   isDefault: boolean;
+  /** An LLM that takes images with the text (a WhatsApp customer's photo is passed to it); false for every other type. */
+  acceptsImages: boolean;
 }
 
 export const listModelsQuery = paginationQuery.extend({
@@ -27,6 +29,7 @@ export const modelSchema = z.object({
   provider: z.enum(modelProviders),
   name: z.string(),
   isDefault: z.boolean(),
+  acceptsImages: z.boolean(),
 }) satisfies z.ZodType<Model>;
 
 export const modelPage = pageOf(modelSchema);

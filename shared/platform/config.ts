@@ -57,6 +57,13 @@ const configSchema = z.object({
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: commaList,
   /** Bedrock rerank models offered to knowledge stores: `cohere.rerank-v3-5:0`, `amazon.rerank-v1:0`. */
   BEDROCK_RERANK_MODELS: commaList,
+  /**
+   * Speech-to-text models at `OPENAI_COMPATIBLE_BASE_URL` (its `/audio/transcriptions`, e.g. `whisper-1`): they
+   * transcribe WhatsApp voice notes (docs/whatsapp.md#media). The built-in STT model transcribes nothing.
+   */
+  OPENAI_COMPATIBLE_STT_MODELS: commaList,
+  /** `provider/name` of the catalog's LLMs that take images (a WhatsApp customer's photo); the built-in LLM always does. */
+  IMAGE_INPUT_MODELS: commaList,
   /** `provider/name` of the LLM an agent gets when created without `modelId`; the built-in model otherwise. */
   DEFAULT_LLM: z.string().regex(/^[a-z-]+\/.+$/, 'must look like provider/name').optional(),
   /** The EventBridge bus domain events are published to; unset, they go to the in-process bus (local runtime). */
@@ -224,7 +231,9 @@ const configSchema = z.object({
   WHATSAPP_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v23.0'),
   /** The FIFO queue WhatsApp notifications wait in between the webhook's fast 200 and their handling (docs/whatsapp.md). */
   WHATSAPP_INBOUND_QUEUE_URL: z.string().min(1).optional(),
-  /** Milliseconds before each retry of a failed WhatsApp send (each with up to 20% jitter); after the last, the failure is recorded. */
+  /** The bucket WhatsApp customers' media are copied to (`<org>/<session>/<media id>`); the stack sets it, `npm start` uses fauxqs's S3. */
+  WHATSAPP_MEDIA_BUCKET: z.string().min(3).max(63).optional(),
+  /** Milliseconds before each retry of a failed WhatsApp send or media download (each with up to 20% jitter); after the last, the failure is recorded. */
   WHATSAPP_SEND_RETRY_MS: commaList.pipe(
     z.array(z.coerce.number<string>().int().min(0).max(10_000)).transform((list) => (list.length ? list : [250, 1000, 4000])),
   ),
@@ -277,6 +286,8 @@ export const settingSources = {
   OPENAI_COMPATIBLE_MODELS: 'deployment',
   BEDROCK_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'deployment',
+  OPENAI_COMPATIBLE_STT_MODELS: 'deployment',
+  IMAGE_INPUT_MODELS: 'deployment',
   BEDROCK_RERANK_MODELS: 'deployment',
   DEFAULT_LLM: 'deployment',
   EVENT_BUS_NAME: 'stack',
@@ -345,6 +356,7 @@ export const settingSources = {
   CAMPAIGN_CLAIM_GRACE_SECONDS: 'local',
   WHATSAPP_GRAPH_API_URL: 'deployment',
   WHATSAPP_INBOUND_QUEUE_URL: 'stack',
+  WHATSAPP_MEDIA_BUCKET: 'stack',
   WHATSAPP_SEND_RETRY_MS: 'deployment',
   EGRESS_DENIED_PORTS: 'local',
 } as const satisfies Record<SettingName, SettingSource>;
@@ -361,7 +373,7 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
-  for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS'] as const) {
+  for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS', 'OPENAI_COMPATIBLE_STT_MODELS'] as const) {
     if (result.data[name].length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
   }
   if (result.data.SECRETS_KMS_KEY_ID && result.data.SECRETS_KEY_FILE) {

@@ -226,6 +226,26 @@ export class WhatsappNumberTakenError extends AppError {
   readonly code = 'WHATSAPP_NUMBER_TAKEN';
 }
 
+/** Meta refused a template message: no approved template of that name and language, or its parameters do not fit it. */
+export class WhatsappTemplateRejectedError extends AppError {
+  readonly code = 'WHATSAPP_TEMPLATE_REJECTED';
+}
+
+/** Meta refused the number's access token (expired, revoked, or without whatsapp_business_messaging). */
+export class WhatsappCredentialsRejectedError extends AppError {
+  readonly code = 'WHATSAPP_CREDENTIALS_REJECTED';
+}
+
+/** Meta refused a message for another reason than its template or token (an invalid recipient…). */
+export class WhatsappSendRefusedError extends AppError {
+  readonly code = 'WHATSAPP_SEND_REFUSED';
+}
+
+/** The Graph API could not be reached or kept failing (5xx, throttling) through the retries. */
+export class WhatsappUnavailableError extends AppError {
+  readonly code = 'WHATSAPP_UNAVAILABLE';
+}
+
 export class VoiceNotFoundError extends AppError {
   readonly code = 'VOICE_NOT_FOUND';
 }

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { optionalText, pageOf, paginationQuery } from '../platform/schemas/common.ts';
+import { storableJsonObject } from '../platform/schemas/storable-json.ts';
 
 /** Meta's id of a business phone number (digits; the Graph API path names it). */
 export const metaPhoneNumberId = z.string().trim().regex(/^\d{5,30}$/, { error: 'must be the phone number id Meta shows (digits)' });
@@ -7,8 +8,26 @@ export const metaPhoneNumberId = z.string().trim().regex(/^\d{5,30}$/, { error: 
 /** WhatsApp's own limit of a text message's body; longer replies are split (docs/whatsapp.md#limits). */
 export const whatsappTextLimit = 4096;
 
-/** The reply to a message the agent cannot read (an image, audio, a sticker, a location) when the number sets none. */
-export const defaultUnsupportedReply = 'Sorry, I can only read text messages. Could you write your question?';
+/**
+ * The reply to a message the agent cannot read (a location, a contact card, a reaction…; text and media are read)
+ * when the number sets none.
+ */
+export const defaultUnsupportedReply = 'Sorry, I cannot read this kind of message. Could you write your question?';
+
+/**
+ * The media a customer can send and WhatsApp's size limit of each (Meta's "Supported media types": audio and video
+ * 16 MB, documents 100 MB, images 5 MB, stickers 500 KB animated), the most the platform downloads.
+ * https://developers.facebook.com/docs/whatsapp/cloud-api/reference/media#supported-media-types
+ */
+export const mediaLimits = {
+  image: 5 * 1024 * 1024,
+  sticker: 500 * 1024,
+  audio: 16 * 1024 * 1024,
+  video: 16 * 1024 * 1024,
+  document: 100 * 1024 * 1024,
+} as const;
+export type MediaKind = keyof typeof mediaLimits;
+export const isMediaKind = (type: string): type is MediaKind => Object.hasOwn(mediaLimits, type);
 
 export const whatsappNumberParams = z.object({ id: z.uuid({ error: 'must be a UUID' }) });
 export const webhookParams = z.object({ phone_number_id: metaPhoneNumberId });
@@ -91,6 +110,21 @@ export interface WhatsappSecrets {
 const waId = z.string().min(1).max(64);
 const userId = z.string().min(1).max(160);
 
+/**
+ * A media object of a message (`image`, `sticker`, `audio`, `video`, `document`): Meta's id to download it with, and
+ * what it says of it. Every field is optional here: a message is never dropped for a detail of its media.
+ */
+const mediaObject = z.looseObject({
+  id: z.string().max(256).optional(),
+  mime_type: z.string().max(256).optional(),
+  sha256: z.string().max(256).optional(),
+  caption: z.string().max(4096).optional(),
+  filename: z.string().max(1024).optional(),
+  /** An audio recorded in WhatsApp (a voice note), not a file sent. */
+  voice: z.boolean().optional(),
+});
+export type MediaObject = z.output<typeof mediaObject>;
+
 const inboundMessage = z.looseObject({
   from: waId.optional(),
   from_user_id: userId.optional(),
@@ -98,6 +132,11 @@ const inboundMessage = z.looseObject({
   timestamp: z.string().regex(/^\d+$/),
   type: z.string().min(1).max(64),
   text: z.looseObject({ body: z.string() }).optional(),
+  image: mediaObject.optional(),
+  sticker: mediaObject.optional(),
+  audio: mediaObject.optional(),
+  video: mediaObject.optional(),
+  document: mediaObject.optional(),
 });
 
 const statusError = z.looseObject({ code: z.number().optional(), title: z.string().optional(), message: z.string().optional() });
@@ -178,9 +217,78 @@ export const customerKey = (customer: { waId?: string | undefined; userId?: stri
 export interface WhatsappSend {
   /** Meta's message id, once accepted. */
   wamid?: string | undefined;
-  chars: number;
+  /** The text's characters (a template message sends no text of ours). */
+  chars?: number | undefined;
   status: DeliveryStatus | 'refused';
   attempts: number;
   updatedAt: string;
   error?: { code: string; message: string } | undefined;
 }
+
+// ---- Template messages: how a business starts a conversation ------------------------------------------------
+
+const storableTemplate = storableJsonObject({ maxBytes: 16 * 1024 });
+
+/**
+ * A parameter of a template component as Meta documents it (`text`, `currency`, `date_time`, `image`, `document`,
+ * `video`, `payload`…). Any string in it may name session variables, `{{orderId}}`; a named parameter
+ * (`parameter_name`, templates with named parameters) without `text` takes the session variable of its name.
+ */
+const templateParameter = z.looseObject({
+  type: z.string().trim().min(1).max(32),
+  parameter_name: z.string().regex(/^[a-z0-9_]{1,128}$/, { error: 'must be the parameter name of the template (lowercase letters, digits, underscores)' }).optional(),
+  text: z.string().max(32_768).optional(),
+});
+
+const templateComponent = z.looseObject({
+  type: z.string().trim().min(1).max(32),
+  parameters: z.array(templateParameter).max(100).optional(),
+});
+
+/**
+ * The `template` object of Meta's `POST /{phone-number-id}/messages` with `type: "template"`, as Meta documents it
+ * (https://developers.facebook.com/docs/whatsapp/cloud-api/guides/send-message-templates): the approved template's
+ * name, its language, and the components that fill its parameters.
+ */
+export const whatsappTemplate = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9_]{1,512}$/, { error: 'must be the name of an approved template (lowercase letters, digits, underscores)' }),
+    language: z.strictObject({
+      code: z.string().regex(/^[a-z]{2,3}(_[A-Za-z]{2,4})?$/, { error: "must be the template's language code, such as en_US or pt_BR" }),
+      policy: z.literal('deterministic').optional(),
+    }),
+    components: z.array(templateComponent).max(20).optional(),
+  })
+  .superRefine((template, ctx) => {
+    const checked = storableTemplate.safeParse(template);
+    for (const issue of checked.success ? [] : checked.error.issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+  });
+export type WhatsappTemplate = z.output<typeof whatsappTemplate>;
+
+export const startConversationBody = z.strictObject({
+  /** The customer's WhatsApp number: country code and number (`+`, spaces and dashes are ignored). */
+  to: z
+    .string()
+    .transform((value) => value.replace(/[\s()+-]/g, ''))
+    .pipe(z.string().regex(/^\d{6,20}$/, { error: 'must be a phone number with its country code, such as +31 6 1234 5678' })),
+  template: whatsappTemplate,
+  /** Fill the template's parameters (`{{name}}`, named parameters) and the agent's prompt, as a chat session's do. */
+  sessionVariables: storableJsonObject({ maxBytes: 16 * 1024, key: z.string().min(1).max(256) }).default({}),
+  /** The agent that answers the customer's reply; the number's agent by default. */
+  agentId: z.uuid({ error: 'must be a UUID' }).optional(),
+});
+export type StartConversationInput = z.output<typeof startConversationBody>;
+
+export const startConversationResponse = z.object({
+  sessionId: z.uuid(),
+  /** Meta's id of the template message. */
+  wamid: z.string(),
+  /** The customer's WhatsApp id as Meta resolved the number (their replies come from it). */
+  to: z.string(),
+});
+
+/** `GET /v1/chat/sessions/{id}/media/{mediaId}`: a media the customer sent in that session (Meta's media id). */
+export const sessionMediaParams = z.object({
+  id: z.uuid({ error: 'must be a UUID' }),
+  mediaId: z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, { error: "must be the media's id (metadata.whatsapp.media.id)" }),
+});

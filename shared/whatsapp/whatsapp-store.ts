@@ -2,6 +2,7 @@ import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateComm
 import type { DomainEvent } from '../events/events.ts';
 import { ConcurrentModificationError, WhatsappNumberTakenError } from '../platform/errors.ts';
 import type { StoredSession } from '../conversations/ports.ts';
+import type { Message } from '../conversations/session-schemas.ts';
 import type { SecretCipher, SecretContext } from '../platform/ports.ts';
 import type { DeliveryStatus, StoredWhatsappNumber, WhatsappSecrets, WhatsappSend } from './whatsapp-schemas.ts';
 import { deleteClaimed, putClaimed } from '../platform/store/claimed-item.ts';
@@ -95,24 +96,44 @@ export class DynamoWhatsappStore {
     return this.cipher.open(number.sealed[name], secretContext(number.orgId, number.id, name));
   }
 
-  /** The customer's last session with this number; `customerKey` is their BSUID, or their phone number without one. */
-  async customerSession(orgId: string, numberId: string, customerKey: string): Promise<string | undefined> {
-    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, customerKey), ConsistentRead: true }));
-    return result.Item?.sessionId as string | undefined;
+  /**
+   * The customer's last session with this number, the newest of those their keys point to: their BSUID, or their
+   * phone number without one, and their phone number too when a message names both (a conversation a template
+   * started is keyed by the phone number it went to, and the reply names the BSUID as well).
+   */
+  async customerSession(orgId: string, numberId: string, customerKeys: readonly string[]): Promise<string | undefined> {
+    const items = await Promise.all(
+      [...new Set(customerKeys)].map(async (customerKey) => {
+        const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.whatsappCustomer(orgId, numberId, customerKey), ConsistentRead: true }));
+        return result.Item as { sessionId: string; updatedAt: string } | undefined;
+      }),
+    );
+    const newest = items.reduce<{ sessionId: string; updatedAt: string } | undefined>((found, item) => (item && (!found || item.updatedAt > found.updatedAt) ? item : found), undefined);
+    return newest?.sessionId;
   }
 
-  /** The customer's new session and the pointer to it, in one transaction. */
-  async openCustomerSession(session: StoredSession, expiresAt: number, events: DomainEvent[], customer: { numberId: string; customerKey: string }): Promise<void> {
+  /**
+   * The customer's new session and the pointer to it, in one transaction; a session a template starts comes with
+   * its first message, the template's, and the `OUTBOUND#<wamid>` item its statuses find it by.
+   */
+  async openCustomerSession(
+    session: StoredSession,
+    expiresAt: number,
+    events: DomainEvent[],
+    customer: { numberId: string; customerKey: string },
+    template?: { message: Message; wamid: string },
+  ): Promise<void> {
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
-          ...sessionCreationWrites(this.tableName, session, expiresAt, events),
+          ...sessionCreationWrites(this.tableName, session, expiresAt, events, template ? [template.message] : []),
           {
             Put: {
               TableName: this.tableName,
               Item: { ...keys.whatsappCustomer(session.orgId, customer.numberId, customer.customerKey), entity: 'whatsappCustomer', sessionId: session.id, updatedAt: session.createdAt },
             },
           },
+          ...(template ? [{ Put: { TableName: this.tableName, Item: this.outboundItem(session.orgId, customer.numberId, template.wamid, { sessionId: session.id, seq: 1, index: 0 }, Date.parse(session.createdAt)) } }] : []),
         ],
       }),
     );
@@ -141,7 +162,6 @@ export class DynamoWhatsappStore {
    * for each accepted message which reply and part it is (for its status notifications).
    */
   async recordSends(target: { orgId: string; sessionId: string; seq: number; messageId: string; numberId: string }, sends: WhatsappSend[], nowMs: number): Promise<void> {
-    const expiresAt = Math.floor(nowMs / 1000) + outboundRetentionSeconds;
     await this.client.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -155,16 +175,7 @@ export class DynamoWhatsappStore {
             },
           },
           ...sends.flatMap((send, index) =>
-            send.wamid
-              ? [
-                  {
-                    Put: {
-                      TableName: this.tableName,
-                      Item: { ...keys.whatsappOutbound(target.orgId, target.numberId, send.wamid), entity: 'whatsappOutbound', sessionId: target.sessionId, seq: target.seq, index, expiresAt },
-                    },
-                  },
-                ]
-              : [],
+            send.wamid ? [{ Put: { TableName: this.tableName, Item: this.outboundItem(target.orgId, target.numberId, send.wamid, { sessionId: target.sessionId, seq: target.seq, index }, nowMs) } }] : [],
           ),
         ],
       }),
@@ -191,6 +202,11 @@ export class DynamoWhatsappStore {
         }),
       ),
     );
+  }
+
+  /** Which reply and part a sent message is, for its status notifications (kept 30 days). */
+  private outboundItem(orgId: string, numberId: string, wamid: string, at: { sessionId: string; seq: number; index: number }, nowMs: number): Record<string, unknown> {
+    return { ...keys.whatsappOutbound(orgId, numberId, wamid), entity: 'whatsappOutbound', ...at, expiresAt: Math.floor(nowMs / 1000) + outboundRetentionSeconds };
   }
 
   private async seal(orgId: string, numberId: string, secrets: Partial<WhatsappSecrets>): Promise<Partial<Record<SecretName, string>>> {

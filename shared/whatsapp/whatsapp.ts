@@ -11,6 +11,7 @@ import {
   customerKey,
   defaultUnsupportedReply,
   deliveryStatuses,
+  isMediaKind,
   webhookChangeValue,
   webhookMessage,
   webhookNotification,
@@ -21,6 +22,7 @@ import {
   type WhatsappCustomer,
   type DeliveryStatus,
   type InboundWhatsappMessage,
+  type MediaKind,
   type StatusNotification,
   type StoredWhatsappNumber,
   type UpdateWhatsappNumberInput,
@@ -29,7 +31,9 @@ import {
   type WhatsappSend,
 } from './whatsapp-schemas.ts';
 import type { SealedWhatsappNumber, WhatsappStore } from './whatsapp-store.ts';
-import { WhatsappSendError, type WhatsappMessaging, type WhatsappRecipient } from './graph-client.ts';
+import { GraphApiError, windowClosedMetaCode, withRetries, type WhatsappMessaging, type WhatsappRecipient } from './graph-client.ts';
+import { readMedia, transcriptionModel, type MediaReadingDeps, type ReadMedia } from './inbound-media.ts';
+import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
 import { isValidMetaSignature } from './meta-signature.ts';
 import { splitForWhatsapp } from './split-text.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
@@ -51,13 +55,14 @@ export interface WhatsappWebhookDeps extends WhatsappDeps {
   inbound: WhatsappInbound;
 }
 
-export interface WhatsappConversationDeps extends WhatsappDeps, TurnDeps {
+export interface WhatsappConversationDeps extends WhatsappDeps, TurnDeps, MediaReadingDeps {
   messaging: WhatsappMessaging;
+  media: WhatsappMediaStore;
   config: WhatsappDeps['config'] & TurnDeps['config'] & Pick<Config, 'WHATSAPP_SEND_RETRY_MS'>;
 }
 
 /** WhatsApp's customer-service window: free-form replies only within 24 hours of the customer's last message. */
-const customerServiceWindowMs = 24 * 60 * 60 * 1000;
+export const customerServiceWindowMs = 24 * 60 * 60 * 1000;
 
 // ---- Numbers -------------------------------------------------------------------------------------------------
 
@@ -278,13 +283,22 @@ export async function handleQueuedNotification(deps: WhatsappConversationDeps, q
   const [number, claimed, knownSession] = await Promise.all([
     deps.whatsapp.getNumber(orgId, numberId),
     deps.whatsapp.claimInbound(orgId, numberId, message.id, deps.clock.now().getTime()),
-    deps.whatsapp.customerSession(orgId, numberId, customerKey(customer)),
+    deps.whatsapp.customerSession(orgId, numberId, sessionKeysOf(customer)),
   ]);
   if (!number) {
     unhandledNotification('number disconnected since', { orgId, numberId, wamid: message.id });
     return;
   }
   if (claimed) await answerMessage(deps, number, customer, message, knownSession);
+}
+
+/**
+ * Where the customer's last session may be found: under their key (their BSUID, or their phone number), and under
+ * their phone number too when the message names both, for a conversation a template started: it went `to` the
+ * phone number, which is all the business knew of the customer then.
+ */
+function sessionKeysOf(customer: WhatsappCustomer): string[] {
+  return customer.userId && customer.waId ? [customerKey(customer), customer.waId] : [customerKey(customer)];
 }
 
 /**
@@ -304,7 +318,10 @@ async function answerMessage(
     const outbox = new Outbox(deps, number, customer, windowEndsAt, progress);
     const inbound = { wamid: message.id, type: message.type, timestamp: message.timestamp };
     if (message.type === 'text' && message.text?.body.trim()) await converse(deps, number, customer, knownSession, message.text.body, inbound, outbox);
-    else {
+    else if (isMediaKind(message.type)) {
+      const media = await readMedia(deps, number, await outbox.accessToken(), { ...message, type: message.type }, await sttModelFor(deps, number, message.type, knownSession));
+      await converse(deps, number, customer, knownSession, media.content, { ...inbound, media: media.record }, outbox, media);
+    } else {
       const session = await customerSession(deps, number, customer, knownSession);
       if (session) await answerUnsupported(deps, session, number, inbound, outbox);
     }
@@ -317,6 +334,14 @@ async function answerMessage(
     if (!progress.sent) await deps.whatsapp.releaseInbound(number.orgId, number.id, message.id);
     throw error;
   }
+}
+
+/** For audio: the STT model of the agent that will answer (the customer's session's, or the number's). */
+async function sttModelFor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, kind: MediaKind, knownSession: string | undefined) {
+  if (kind !== 'audio') return undefined;
+  const session = knownSession ? await deps.sessions.get(number.orgId, knownSession) : undefined;
+  const agent = await deps.agents.get(number.orgId, session?.agentId ?? number.agentId);
+  return transcriptionModel(deps, agent?.sttModelId);
 }
 
 /** The customer's open session with this number, or a new one (none was open, or it expired or was closed). */
@@ -367,7 +392,8 @@ const sessionOver = new Set(['SESSION_NOT_FOUND', 'SESSION_EXPIRED', 'INVALID_SE
 
 /**
  * One turn of the turn engine, in the customer's last session (the turn's own reads find it open, or expire it)
- * or a new one; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own.
+ * or a new one; its text leaves as WhatsApp messages, a `preExecutionMessage` as one of its own. A media file is
+ * kept under the session before the turn runs, and an image goes to a model that accepts images.
  */
 async function converse(
   deps: WhatsappConversationDeps,
@@ -375,8 +401,9 @@ async function converse(
   customer: WhatsappCustomer,
   knownSession: string | undefined,
   content: string,
-  inbound: Record<string, string>,
+  inbound: Record<string, unknown>,
   outbox: Outbox,
+  media?: ReadMedia,
 ): Promise<void> {
   const input = { content, stream: false, metadata: { whatsapp: inbound } };
   const prepareIn = async (session: StoredSession | undefined) => session && prepareTurn(deps, number.orgId, session.id, input);
@@ -389,23 +416,34 @@ async function converse(
   }
   if (!turn) return;
   const session = turn.session;
+  const file = media?.file;
+  if (file && media.record.id) {
+    try {
+      await deps.media.put(mediaKey(session.orgId, session.id, media.record.id), file.body, file.mimeType);
+      media.record.stored = true;
+    } catch (error) {
+      turn.release();
+      throw error;
+    }
+  }
+  const images = file && file.mimeType.startsWith('image/') ? [{ mediaType: file.mimeType, data: file.body }] : [];
   let pending = '';
   const flush = () => {
     outbox.send(pending);
     pending = '';
   };
-  const result = await runTurn(deps, turn, { delta: (_id, text) => (pending += text), failed: () => undefined, boundary: flush });
+  const result = await runTurn(deps, turn, { delta: (_id, text) => (pending += text), failed: () => undefined, boundary: flush }, { closeWhenAgentEnds: true, userImages: images });
   flush();
   const reply = result.messages.at(-1);
   if (reply) await outbox.record(session, reply.id, result.replySeq);
 }
 
 /** A message the agent cannot read: recorded as the user's (with its type), answered with the number's reply. */
-async function answerUnsupported(deps: WhatsappConversationDeps, session: StoredSession, number: SealedWhatsappNumber, inbound: Record<string, string>, outbox: Outbox): Promise<void> {
+async function answerUnsupported(deps: WhatsappConversationDeps, session: StoredSession, number: SealedWhatsappNumber, inbound: Record<string, unknown>, outbox: Outbox): Promise<void> {
   const now = deps.clock.now();
   const at = now.toISOString();
   const text = number.unsupportedMessageReply ?? defaultUnsupportedReply;
-  const user: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content: `[${inbound.type}]`, metadata: { whatsapp: inbound }, createdAt: at };
+  const user: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content: `[${String(inbound.type)}]`, metadata: { whatsapp: inbound }, createdAt: at };
   const reply: Message = { id: newMessageId(), sessionId: session.id, role: 'ASSISTANT', content: text, metadata: { status: 'COMPLETED', unsupportedMessage: true }, createdAt: at };
   let current: StoredSession | undefined = session;
   while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at, expiresAt: expiryEpochSeconds(deps, now.getTime()) })) === 'conflict') {
@@ -423,7 +461,7 @@ async function answerUnsupported(deps: WhatsappConversationDeps, session: Stored
 class Outbox {
   private chain = Promise.resolve();
   private readonly sends: WhatsappSend[] = [];
-  private accessToken: Promise<string> | undefined;
+  private token: Promise<string> | undefined;
 
   private readonly deps: WhatsappConversationDeps;
   private readonly number: SealedWhatsappNumber;
@@ -443,6 +481,12 @@ class Outbox {
     for (const part of splitForWhatsapp(text, whatsappTextLimit)) this.chain = this.chain.then(() => this.sendPart(part));
   }
 
+  /** The number's access token, opened once for the message's sends and media downloads. */
+  accessToken(): Promise<string> {
+    this.token ??= this.deps.whatsapp.openSecret(this.number, 'accessToken');
+    return this.token;
+  }
+
   /** Waits for the sends, then writes them on the reply (message `seq` of the session, checked by its id). */
   async record(session: StoredSession, messageId: string, seq: number): Promise<void> {
     await this.chain;
@@ -453,37 +497,32 @@ class Outbox {
   private async sendPart(body: string): Promise<void> {
     const now = () => this.deps.clock.now();
     if (now().getTime() > this.windowEndsAt) {
-      this.sends.push({
-        chars: body.length,
-        status: 'refused',
-        attempts: 0,
-        updatedAt: now().toISOString(),
-        error: { code: 'WHATSAPP_WINDOW_CLOSED', message: 'More than 24 hours since the customer\'s message: WhatsApp allows only template messages, which this platform does not send.' },
-      });
+      logger.warn('WhatsApp reply not sent: the customer-service window is closed', { orgId: this.number.orgId, numberId: this.number.id });
+      this.sends.push({ chars: body.length, status: 'refused', attempts: 0, updatedAt: now().toISOString(), error: { code: 'WHATSAPP_WINDOW_CLOSED', message: windowClosedMessage } });
       return;
     }
-    this.accessToken ??= this.deps.whatsapp.openSecret(this.number, 'accessToken');
-    const accessToken = await this.accessToken;
-    const delays = this.deps.config.WHATSAPP_SEND_RETRY_MS;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const { wamid } = await this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body });
-        this.progress.sent = true;
-        this.sends.push({ wamid, chars: body.length, status: 'sent', attempts: attempt, updatedAt: now().toISOString() });
-        return;
-      } catch (error) {
-        const failure = error instanceof WhatsappSendError ? error : new WhatsappSendError('WHATSAPP_SEND_FAILED', (error as Error).message, true);
-        const delay = delays[attempt - 1];
-        if (!failure.retryable || delay === undefined) {
-          logger.error('WhatsApp send failed', { orgId: this.number.orgId, numberId: this.number.id, attempts: attempt, code: failure.code, reason: failure.message });
-          this.sends.push({ chars: body.length, status: 'failed', attempts: attempt, updatedAt: now().toISOString(), error: { code: failure.code, message: failure.message } });
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, delay * (1 - Math.random() * 0.2)));
-      }
+    // A token that cannot be opened fails the message before anything is sent: the queue retries it.
+    const accessToken = await this.accessToken();
+    let send: Pick<WhatsappSend, 'wamid' | 'status' | 'attempts' | 'error'>;
+    try {
+      const { wamid, attempts } = await withRetries(this.deps, () => this.deps.messaging.sendText({ phoneNumberId: this.number.phoneNumberId, accessToken, to: this.to, body }));
+      this.progress.sent = true;
+      send = { wamid, status: 'sent', attempts };
+    } catch (error) {
+      const failure = error as GraphApiError & { attempts: number };
+      const windowClosed = failure.code === 'WHATSAPP_WINDOW_CLOSED';
+      const context = { orgId: this.number.orgId, numberId: this.number.id, attempts: failure.attempts, code: failure.code, reason: failure.message };
+      if (windowClosed) logger.warn('WhatsApp reply refused by Meta: the customer-service window is closed', context);
+      else logger.error('WhatsApp send failed', context);
+      send = { status: windowClosed ? 'refused' : 'failed', attempts: failure.attempts, error: { code: failure.code, message: windowClosed ? `${windowClosedMessage} ${failure.message}` : failure.message } };
     }
+    this.sends.push({ ...send, chars: body.length, updatedAt: now().toISOString() });
   }
 }
+
+/** Why a free-form reply was not sent, in the words of the send's `error`. */
+const windowClosedMessage =
+  "More than 24 hours since the customer's last message: WhatsApp takes only template messages (POST /v1/chat/whatsapp/numbers/{id}/conversations) until the customer writes again.";
 
 /** A status notification (sent, delivered, read, failed), recorded on the reply it belongs to; statuses only move forward. */
 async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, status: StatusNotification, sent: { sessionId: string; seq: number; index: number } | undefined): Promise<void> {
@@ -493,7 +532,12 @@ async function recordStatus(deps: WhatsappConversationDeps, number: SealedWhatsa
     return;
   }
   const metaError = status.errors?.[0];
-  const error = metaError ? { code: `META_${metaError.code ?? 'ERROR'}`, message: metaError.message ?? metaError.title ?? 'Meta reported a failure.' } : undefined;
+  // Meta accepts a free-form message outside the window, then reports it failed with 131047.
+  const windowClosed = metaError?.code === windowClosedMetaCode;
+  if (windowClosed) logger.warn('WhatsApp reply failed at Meta: the customer-service window is closed', { orgId: number.orgId, numberId: number.id, wamid: status.id });
+  const error = metaError
+    ? { code: windowClosed ? 'WHATSAPP_WINDOW_CLOSED' : `META_${metaError.code ?? 'ERROR'}`, message: `${windowClosed ? `${windowClosedMessage} ` : ''}${metaError.message ?? metaError.title ?? 'Meta reported a failure.'}` }
+    : undefined;
   const at = new Date(Number(status.timestamp) * 1000).toISOString();
   await deps.whatsapp.advanceSend(number.orgId, sent, status.status as DeliveryStatus, at, error);
 }

@@ -10,6 +10,7 @@ import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
 import { settingsOf } from '../../functions/settings.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
+import { whatsappConversationRoutes } from '../../functions/whatsapp-conversations/routes.ts';
 import { whatsappNumberRoutes } from '../../functions/whatsapp-numbers/routes.ts';
 import { whatsappWebhookRoutes } from '../../functions/whatsapp-webhook/routes.ts';
 import { checkDeploymentConfig } from '../../infra/deployment-config.ts';
@@ -727,7 +728,19 @@ describe('the secrets key', () => {
     }
     const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
     expect(names((entry) => entry.seals)).toEqual(['phone-numbers', 'tools', 'webhooks', 'whatsapp-numbers']);
-    expect(names((entry) => entry.opens)).toEqual(['call-backstop', 'call-campaigns', 'campaign-dispatcher', 'carrier-callbacks', 'chat-messages', 'phone-numbers', 'voice-relay', 'webhook-delivery', 'whatsapp-inbound', 'whatsapp-webhook']);
+    expect(names((entry) => entry.opens)).toEqual([
+      'call-backstop',
+      'call-campaigns',
+      'campaign-dispatcher',
+      'carrier-callbacks',
+      'chat-messages',
+      'phone-numbers',
+      'voice-relay',
+      'webhook-delivery',
+      'whatsapp-conversations',
+      'whatsapp-inbound',
+      'whatsapp-webhook',
+    ]);
   });
 
   it('keeps the default key policy (the account), so the functions\' IAM policies alone say who may use the key', () => {
@@ -804,6 +817,31 @@ describe('voice', () => {
     expect(webhookVariables).toMatchObject({ WHATSAPP_INBOUND_QUEUE_URL: { Ref: inboundId } });
     const numbersVariables = (resource(functionIdOf(whatsappNumberRoutes), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
     expect(numbersVariables.PUBLIC_BASE_URL).toBeDefined();
+  });
+
+  it("keeps WhatsApp customers' media in an encrypted, private, TLS-only, retained bucket: the inbound function only puts them, the conversations function only reads them", () => {
+    const mediaBucket = Object.keys(template.findResources('AWS::S3::Bucket')).find((id) => id.startsWith('WhatsappMedia')) as string;
+    const bucket = resource(mediaBucket, 'AWS::S3::Bucket');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties).toMatchObject({
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      LifecycleConfiguration: { Rules: [expect.objectContaining({ ExpirationInDays: 365, Status: 'Enabled' })] },
+      LoggingConfiguration: { LogFilePrefix: 'whatsapp-media/' },
+    });
+    const policy = Object.values(resources).find((candidate) => candidate.Type === 'AWS::S3::BucketPolicy' && JSON.stringify(candidate.Properties.Bucket) === JSON.stringify({ Ref: mediaBucket }));
+    expect(statementsOf(policy?.Properties.PolicyDocument)).toContainEqual(expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }));
+    const s3Actions = (name: string) =>
+      statementsOfUnit(name)
+        .filter((statement) => JSON.stringify(statement.Resource).includes(mediaBucket))
+        .flatMap((statement) => asArray(statement.Action))
+        .sort();
+    for (const name of allFunctionNames) {
+      const expected = name === 'whatsapp-inbound' ? ['s3:PutObject'] : name === whatsappConversationRoutes.name ? ['s3:GetObject', 's3:ListBucket'] : [];
+      expect(s3Actions(name), name).toEqual(expected);
+      const variables = (resource(functionIdOf({ name }), 'AWS::Lambda::Function').Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(variables.WHATSAPP_MEDIA_BUCKET, name).toEqual(expected.length ? { Ref: mediaBucket } : undefined);
+    }
   });
 
   it("gives EventBridge Scheduler a role that may only send to the call-backstop queue, and lets only the call-starting functions create call-* schedules with it", () => {

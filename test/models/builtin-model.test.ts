@@ -148,7 +148,32 @@ describe('built-in model: (c) goodbye', () => {
   });
 });
 
-describe('built-in model: (d) default reply', () => {
+describe('built-in model: (d) image', () => {
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+  const withImage = (text: string) => [{ role: 'user' as const, content: [{ type: 'file' as const, data: png, mediaType: 'image/png' }, { type: 'text' as const, text }] }];
+
+  it('acknowledges an image with its type, size and the text beside it, the same every time', async () => {
+    // Act
+    const first = streamText({ model: createBuiltinModel(), messages: withImage('[image: Is this scratch covered?]') });
+    const second = await generateText({ model: createBuiltinModel(), messages: withImage('[image: Is this scratch covered?]') });
+
+    // Assess
+    const expected =
+      'I received your image (image/png, 12 bytes) with the text "[image: Is this scratch covered?]". I am the built-in offline model and cannot look at images; connect a provider model that accepts images for real answers.';
+    expect(await first.text).toBe(expected);
+    expect(second.text).toBe(expected);
+  });
+
+  it('still calls a tool the message names with a JSON object, image or not', async () => {
+    // Act
+    const result = streamText({ model: createBuiltinModel(), tools: observedTools, messages: withImage('get_weather {"city":"Oslo"}') });
+
+    // Assess
+    expect((await result.toolCalls).map((call) => [call.toolName, call.input])).toEqual([['get_weather', { city: 'Oslo' }]]);
+  });
+});
+
+describe('built-in model: (f) default reply', () => {
   it('streams a deterministic reply word by word, the deltas concatenating to the text', async () => {
     // Act
     const first = await run('  Hello there,\nhow are you?  ');

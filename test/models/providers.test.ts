@@ -1,8 +1,8 @@
 import { jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../shared/platform/config.ts';
-import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
-import { createLanguageModel } from '../../shared/models/model-providers.ts';
+import { builtinModels, createModelCatalog, modelId } from '../../shared/models/model-catalog.ts';
+import { createLanguageModel, createTranscriber } from '../../shared/models/model-providers.ts';
 import type { Model, ModelProvider, ModelType } from '../../shared/models/model-schemas.ts';
 import { startOpenAIStub, stubText, type OpenAIStub, type OpenAIStubOptions } from '../support/openai-stub.ts';
 
@@ -12,6 +12,7 @@ const catalogModel = (provider: ModelProvider, name: string, type: ModelType = '
   provider,
   name,
   isDefault: false,
+  acceptsImages: false,
 });
 
 const objectSchema = jsonSchema<Record<string, unknown>>({ type: 'object', additionalProperties: true });
@@ -202,5 +203,84 @@ describe('an OpenAI-compatible model against the local stub', () => {
     expect(parts.map((part) => part.type)).toEqual(['start', 'error']);
     expect(parts[1]).toMatchObject({ error: { name: 'AI_APICallError', statusCode: 503, isRetryable: true } });
     await expect(result.text).rejects.toMatchObject({ name: 'AI_NoOutputGeneratedError' });
+  });
+});
+
+describe('createTranscriber', () => {
+  it('transcribes with an OpenAI-compatible STT model through /audio/transcriptions, the format named by the file extension', async () => {
+    // Prepare
+    stub = await startOpenAIStub({ transcript: (bytes, filename) => `I heard ${bytes.length} bytes of ${filename}` });
+    const config = parseConfig({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_API_KEY: 'sk-stub-key', OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1' });
+    const transcriber = createTranscriber(catalogModel('openai-compatible', 'whisper-1', 'STT'), config)!;
+
+    // Act
+    const text = await transcriber.transcribe(new Uint8Array(321), 'audio/ogg; codecs=opus');
+
+    // Assess
+    expect(text).toBe('I heard 321 bytes of voice-note.ogg');
+    expect(stub.requests.map((request) => [request.path, request.headers.authorization, request.body])).toEqual([
+      ['/v1/audio/transcriptions', 'Bearer sk-stub-key', { model: 'whisper-1', filename: 'voice-note.ogg', bytes: 321 }],
+    ]);
+  });
+
+  it("rejects with the provider's reason a format it cannot read", async () => {
+    // Prepare
+    stub = await startOpenAIStub();
+    const config = parseConfig({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1' });
+    const transcriber = createTranscriber(catalogModel('openai-compatible', 'whisper-1', 'STT'), config)!;
+
+    // Act, Assess
+    await expect(transcriber.transcribe(new Uint8Array(10), 'audio/amr')).rejects.toThrow(/answered 400: Invalid file format/);
+  });
+
+  it('gives none for the built-in STT model, which transcribes nothing, nor for a model of another type', () => {
+    const config = parseConfig({});
+    expect(createTranscriber(catalogModel('builtin', 'builtin-stt', 'STT'), config)).toBeUndefined();
+    expect(createTranscriber(catalogModel('builtin', 'builtin-assistant'), config)).toBeUndefined();
+  });
+});
+
+describe('the catalog', () => {
+  it('lists OpenAI-compatible STT models and marks the LLMs that accept images (the built-in one always)', () => {
+    // Act
+    const catalog = createModelCatalog(
+      parseConfig({ OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_COMPATIBLE_MODELS: 'gpt-4o,text-only', OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1', IMAGE_INPUT_MODELS: 'openai-compatible/gpt-4o' }),
+    );
+
+    // Assess
+    const view = catalog.models.filter((model) => model.provider !== 'builtin' || model.type === 'LLM').map((model) => [model.type, `${model.provider}/${model.name}`, model.acceptsImages]);
+    expect(view).toEqual([
+      ['LLM', 'builtin/builtin-assistant', true],
+      ['LLM', 'openai-compatible/gpt-4o', true],
+      ['LLM', 'openai-compatible/text-only', false],
+      ['STT', 'openai-compatible/whisper-1', false],
+    ]);
+  });
+
+  it('refuses IMAGE_INPUT_MODELS naming a model that is not an LLM of the catalog, and STT models without a base URL', () => {
+    expect(() => createModelCatalog(parseConfig({ IMAGE_INPUT_MODELS: 'bedrock/unknown' }))).toThrow(/IMAGE_INPUT_MODELS names bedrock\/unknown/);
+    expect(() => parseConfig({ OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1' })).toThrow(/OPENAI_COMPATIBLE_STT_MODELS needs OPENAI_COMPATIBLE_BASE_URL/);
+  });
+});
+
+describe('images in a turn of an OpenAI-compatible model', () => {
+  it('reach the provider as image_url data parts beside the text', async () => {
+    // Prepare
+    const { stub, model } = await stubModel();
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
+
+    // Act
+    await consume(streamText({ model, messages: [{ role: 'user', content: [{ type: 'file', data: png, mediaType: 'image/png' }, { type: 'text', text: '[image: my receipt]' }] }] }));
+
+    // Assess
+    expect(stub.requests[0]!.body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${Buffer.from(png).toString('base64')}` } },
+          { type: 'text', text: '[image: my receipt]' },
+        ],
+      },
+    ]);
   });
 });

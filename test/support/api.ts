@@ -90,18 +90,24 @@ export async function startApi(
   const baseUrl = `http://127.0.0.1:${port}`;
   denyEgressTo(port);
   // Before the runtime reads its configuration: the queues set SQS_ENDPOINT and the consumers' queue URLs.
-  // Calls (recordings and backstops when the queues run): set up before the consumers' environments start.
+  // Calls (recordings and backstops when the queues run) and WhatsApp (media when the queues run): set up before the
+  // consumers' environments start.
   let voice: (LocalVoice & { simulator: TwilioSimulator }) | undefined;
-  const startVoice = async (local?: LocalQueues) => {
-    if (!options.voice) return;
-    const started = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
-    const { simulator } = started;
-    if (!simulator) throw new Error('TWILIO_API_BASE_URL was preset: the voice tests need the Twilio simulator.');
-    voice = { ...started, simulator };
+  let whatsapp: WhatsappSimulator | undefined;
+  const startChannels = async (local?: LocalQueues) => {
+    if (options.voice) {
+      const started = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+      const { simulator } = started;
+      if (!simulator) throw new Error('TWILIO_API_BASE_URL was preset: the voice tests need the Twilio simulator.');
+      voice = { ...started, simulator };
+    }
+    if (options.whatsapp) {
+      whatsapp = await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env, { queues: local });
+      if (!whatsapp) throw new Error('WHATSAPP_GRAPH_API_URL was preset: the WhatsApp tests need the WhatsApp simulator.');
+    }
   };
-  const whatsapp = options.whatsapp ? await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env) : undefined;
-  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startVoice, options.campaignTicker === true) : undefined;
-  if (!queues) await startVoice();
+  const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startChannels, options.campaignTicker === true) : undefined;
+  if (!queues) await startChannels();
   const deps = runtime();
   const sweeper =
     options.ttlSweepIntervalMs === undefined

@@ -22,6 +22,12 @@
  * embedder's hashing at the request's `dimensions` (or `embeddingDimensions`, which a test changes to play a
  * deployment whose model now answers another size), so that similar texts get near vectors as with a real model.
  *
+ * `POST /audio/transcriptions` (and `/v1/audio/transcriptions`) takes OpenAI's multipart form: `file`, whose
+ * filename's extension names the format (flac, mp3, mp4, mpeg, mpga, m4a, ogg, wav or webm; any other is a 400 as
+ * OpenAI answers it), and `model`; it answers `{text}` with `transcript(bytes, filename)` (by default
+ * `Transcribed <n> bytes.`). Its record's body is `{model, filename, bytes}`.
+ * https://platform.openai.com/docs/api-reference/audio/createTranscription
+ *
  * Every request is recorded (path, headers, parsed body, timings as epoch milliseconds with sub-millisecond
  * precision) unless `record: false`, for long benchmarks.
  */
@@ -52,6 +58,8 @@ export interface OpenAIStubOptions {
   answer?: (body: ChatRequestBody, index: number) => StubAnswer | undefined;
   /** The size of embeddings when the request names no `dimensions`; 64 by default. Mutable while the stub runs. */
   embeddingDimensions?: number;
+  /** The text of a transcription, by the audio's bytes and filename. */
+  transcript?: (bytes: Uint8Array, filename: string) => string;
 }
 
 export interface StubAnswer {
@@ -117,6 +125,10 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     const path = (request.url ?? '/').split('?')[0]!;
     if (request.method === 'POST' && (path === '/embeddings' || path === '/v1/embeddings')) {
       await embeddings(request, response, path);
+      return;
+    }
+    if (request.method === 'POST' && (path === '/audio/transcriptions' || path === '/v1/audio/transcriptions')) {
+      await transcription(request, response, path);
       return;
     }
     if (request.method !== 'POST' || (path !== '/chat/completions' && path !== '/v1/chat/completions')) {
@@ -233,6 +245,32 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     sendJson(response, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
+  async function transcription(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    let form: FormData;
+    try {
+      form = await new Request('http://stub/', { method: 'POST', headers: { 'content-type': request.headers['content-type'] ?? '' }, body: Buffer.concat(chunks) }).formData();
+    } catch {
+      sendJson(response, 400, openAIError('Could not parse multipart form', 'invalid_request_error'));
+      return;
+    }
+    const file = form.get('file');
+    const model = form.get('model');
+    if (!(file instanceof File) || typeof model !== 'string') {
+      sendJson(response, 400, openAIError("'file' and 'model' are required", 'invalid_request_error'));
+      return;
+    }
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    if (options.record !== false) requests.push({ method: 'POST', path, headers: request.headers, body: { model, filename: file.name, bytes: bytes.length } as unknown as ChatRequestBody, timings: { received: now() } });
+    const extension = file.name.split('.').at(-1)?.toLowerCase() ?? '';
+    if (!transcriptionFormats.includes(extension)) {
+      sendJson(response, 400, openAIError(`Invalid file format. Supported formats: ${JSON.stringify(transcriptionFormats)}`, 'invalid_request_error'));
+      return;
+    }
+    sendJson(response, 200, { text: options.transcript?.(bytes, file.name) ?? `Transcribed ${bytes.length} bytes.` });
+  }
+
   function chooseToolCall(body: ChatRequestBody): StubToolCall | undefined {
     if (!options.toolCall) return undefined;
     if (body.messages.at(-1)?.role === 'tool') return undefined;
@@ -272,6 +310,9 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
       }),
   };
 }
+
+/** The audio formats OpenAI's transcription endpoint reads, by file extension. */
+const transcriptionFormats = ['flac', 'mp3', 'mp4', 'mpeg', 'mpga', 'm4a', 'ogg', 'wav', 'webm'];
 
 function openAIError(message: string, type: string): { error: { message: string; type: string; code: string | null } } {
   return { error: { message, type, code: null } };

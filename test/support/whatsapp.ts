@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import type { TestApi } from './api.ts';
@@ -10,6 +11,9 @@ export const uniquePhoneNumberId = (): string => `10${String(Math.floor(Math.ran
 
 /** A customer's WhatsApp id no other test writes from. */
 export const uniqueCustomer = (): string => `316${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
+
+/** A business-scoped user id (BSUID) no other test writes from, in Meta's form (`US.` and digits). */
+export const uniqueUserId = (): string => `US.${String(Math.floor(Math.random() * 1e15)).padStart(15, '0')}${Date.now() % 10_000}`;
 
 export interface WhatsappOrg {
   key: string;
@@ -58,4 +62,21 @@ export async function messagesOf(api: TestApi, org: WhatsappOrg, sessionId: stri
   const listed = await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=100`, { key: org.key });
   expect(listed.status, listed.text).toBe(200);
   return listed.body.data;
+}
+
+/**
+ * One of Meta's documented payloads kept in test/fixtures/meta/ (each file names its source), with its
+ * placeholders filled: every string equal to a key becomes its value (of any type), and every occurrence of a key
+ * inside a longer string its text.
+ */
+export function metaFixture(name: string, fill: Record<string, unknown> = {}): any {
+  const { payload } = JSON.parse(readFileSync(new URL(`../fixtures/meta/${name}.json`, import.meta.url), 'utf8')) as { payload: unknown };
+  const keys = Object.keys(fill).sort((a, b) => b.length - a.length);
+  const filled = (value: unknown): unknown => {
+    if (typeof value === 'string') return Object.hasOwn(fill, value) ? fill[value] : keys.reduce((text, key) => text.split(key).join(String(fill[key])), value);
+    if (Array.isArray(value)) return value.map(filled);
+    if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, filled(item)]));
+    return value;
+  };
+  return filled(payload);
 }

@@ -7,7 +7,7 @@ import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { startWeatherApi } from '../support/voice.ts';
-import { customerSessions, messagesOf, repliesTo, uniqueCustomer, whatsappOrg } from '../support/whatsapp.ts';
+import { customerSessions, messagesOf, metaFixture, repliesTo, uniqueCustomer, whatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 const vectorDir = mkdtempSync(join(tmpdir(), 'whatsapp-vectors-'));
@@ -16,6 +16,8 @@ let weather: { url: string; server: Server };
 beforeAll(async () => {
   weather = await startWeatherApi();
   api = await startApi({ WHATSAPP_SEND_RETRY_MS: '10,20,30', KNOWLEDGE_VECTOR_DIR: vectorDir }, { queues: { visibilityTimeoutSeconds: 2 }, whatsapp: true });
+  // Loads the agents' and numbers' handlers (a cold start takes 20 s on a busy machine) outside the tests' time limit.
+  await whatsappOrg(api);
 });
 afterAll(async () => {
   await api.close();
@@ -169,19 +171,21 @@ describe('a WhatsApp conversation', () => {
     }
   });
 
-  it('answers an image, audio, a sticker or a location with the number\'s reply, recording the message with its type', async () => {
+  it("answers a message it cannot read (a location) with the number's reply; a voice note without a speech-to-text model reaches the agent as a placeholder", async () => {
     const org = await whatsappOrg(api, { number: { unsupportedMessageReply: 'Text only, please!' } });
     const customer = uniqueCustomer();
-    for (const type of ['image', 'audio', 'sticker', 'location']) await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, type });
-    expect(await repliesTo(simulator(), org, customer, 4)).toEqual(Array(4).fill('Text only, please!'));
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, type: 'location' });
+    expect(await repliesTo(simulator(), org, customer, 1)).toEqual(['Text only, please!']);
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, type: 'audio' });
+    const placeholder = '[voice note: not transcribed, no speech-to-text model]';
+    expect(await repliesTo(simulator(), org, customer, 2)).toEqual(['Text only, please!', echo(placeholder)]);
     const [session] = await customerSessions(api, org, customer);
-    const transcript = await messagesOf(api, org, session.id);
+    const transcript = await eventually(() => messagesOf(api, org, session.id), (found) => found.length === 4);
     expect(transcript.filter((message) => message.role === 'USER').map((message) => [message.content, message.metadata.whatsapp.type])).toEqual([
-      ['[image]', 'image'],
-      ['[audio]', 'audio'],
-      ['[sticker]', 'sticker'],
       ['[location]', 'location'],
+      [placeholder, 'audio'],
     ]);
+    expect(transcript[2].metadata.whatsapp.media).toMatchObject({ voice: true, stored: true, error: { code: 'NO_TRANSCRIPTION_MODEL' } });
   });
 
   it('refuses to reply outside the 24-hour window, with the reason in the reply\'s metadata', async () => {
@@ -195,5 +199,49 @@ describe('a WhatsApp conversation', () => {
       expect.objectContaining({ status: 'refused', attempts: 0, error: expect.objectContaining({ code: 'WHATSAPP_WINDOW_CLOSED' }) }),
     ]);
     expect(simulator().attempts.filter((attempt) => attempt.to === customer)).toHaveLength(0);
+  });
+
+  it('takes Meta\'s word on the window: a reply Meta accepts and then fails with 131047 is recorded as WHATSAPP_WINDOW_CLOSED', async () => {
+    const org = await whatsappOrg(api);
+    const customer = uniqueCustomer();
+    // A notification Meta never sent (straight to the webhook): the simulator, like Meta, has no message of this customer.
+    const { body } = simulator().notificationOf({ phoneNumberId: org.phoneNumberId, from: customer, text: 'Are you open today?' });
+    const posted = await fetch(`${api.baseUrl}/whatsapp/webhook/${org.phoneNumberId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hub-signature-256': simulator().sign(org.phoneNumberId, body) }, body });
+    expect(posted.status).toBe(200);
+    const [session] = await eventually(() => customerSessions(api, org, customer), (found) => found.length === 1);
+    const [, reply] = await eventually(() => messagesOf(api, org, session.id), (found) => found[1]?.metadata.whatsapp?.sends?.[0]?.status === 'failed');
+    expect(reply.metadata.whatsapp.sends[0]).toMatchObject({ status: 'failed', wamid: expect.any(String), error: { code: 'WHATSAPP_WINDOW_CLOSED', message: expect.stringContaining('Re-engagement message') } });
+    expect(simulator().attempts.filter((attempt) => attempt.to === customer).map((attempt) => attempt.status)).toEqual([200]);
+  });
+
+  it("reads Meta's documented failed status for the closed window (131047)", async () => {
+    const org = await whatsappOrg(api);
+    const customer = uniqueCustomer();
+    simulator().reportStatuses = false;
+    try {
+      await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: customer, text: 'Still there?' });
+      await repliesTo(simulator(), org, customer, 1);
+      const wamid = simulator().sent.find((message) => message.to === customer)!.wamid;
+      const [session] = await customerSessions(api, org, customer);
+      await eventually(() => messagesOf(api, org, session.id), (found) => found[1]?.metadata.whatsapp?.sends?.[0]?.status === 'sent');
+      const body = JSON.stringify(
+        metaFixture('status-failed-re-engagement', {
+          WHATSAPP_BUSINESS_ACCOUNT_ID: '102290129340398',
+          PHONE_NUMBER_ID: org.phoneNumberId,
+          PHONE_NUMBER: '15550783881',
+          WAMID: wamid,
+          TIMESTAMP: String(Math.floor(Date.now() / 1000)),
+          WHATSAPP_ID: customer,
+        }),
+      );
+      expect((await simulator().post(org.phoneNumberId, body, simulator().sign(org.phoneNumberId, body))).status).toBe(200);
+      const [, reply] = await eventually(() => messagesOf(api, org, session.id), (found) => found[1]?.metadata.whatsapp?.sends?.[0]?.status === 'failed');
+      expect(reply.metadata.whatsapp.sends[0].error).toEqual({
+        code: 'WHATSAPP_WINDOW_CLOSED',
+        message: expect.stringMatching(/^More than 24 hours since the customer's last message: .*Re-engagement message$/),
+      });
+    } finally {
+      simulator().reportStatuses = true;
+    }
   });
 });

@@ -11,7 +11,7 @@ import { logger } from '../../shared/platform/logger.ts';
 import fixtures from '../fixtures/meta/webhook-notifications.json' with { type: 'json' };
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { messagesOf, repliesTo, uniqueCustomer, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
+import { messagesOf, repliesTo, uniqueCustomer, uniqueUserId, whatsappOrg, type WhatsappOrg } from '../support/whatsapp.ts';
 
 let api: TestApi;
 
@@ -24,7 +24,6 @@ const simulator = () => api.whatsapp!;
 const echo = (text: string) => `You said: "${text}". I am the built-in offline model; connect a provider model for real answers.`;
 const documentedPhone = '16505551234';
 const documentedUserId = 'US.13491208655302741918';
-const uniqueUserId = () => `US.${String(Math.floor(Math.random() * 1e15)).padStart(15, '0')}${Date.now() % 10_000}`;
 
 /**
  * A documented notification for this test's number and customer: Meta's phone number, BSUID, ids and timestamps
@@ -114,14 +113,14 @@ describe("Meta's documented notifications", () => {
     const replies = await repliesTo(simulator(), org, phone, 2);
 
     expect([thanks.status, reaction.status]).toEqual([200, 200]);
-    expect(replies).toEqual([echo('thanks 👍'), 'Sorry, I can only read text messages. Could you write your question?']);
+    expect(replies).toEqual([echo('thanks 👍'), 'Sorry, I cannot read this kind of message. Could you write your question?']);
     const [session] = await sessionsOf(org);
     expect(session.metadata.whatsapp.customerName).toBe('Zoë 🌻');
     expect((await messagesOf(api, org, session.id)).map((message) => message.content)).toEqual([
       'thanks 👍',
       echo('thanks 👍'),
       '[reaction]',
-      'Sorry, I can only read text messages. Could you write your question?',
+      'Sorry, I cannot read this kind of message. Could you write your question?',
     ]);
   });
 

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simulatorDefaults, startWhatsappSimulator, type WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
+import { eventually } from '../support/eventually.ts';
 
 let simulator: WhatsappSimulator;
 
@@ -54,6 +55,30 @@ describe('the WhatsApp simulator, as strict as Meta', () => {
     for (const refused of [userInTo, phoneInRecipient, nobody]) {
       expect(refused.status).toBe(400);
       expect(await refused.json()).toMatchObject({ error: { code: 100 } });
+    }
+  });
+
+  it('keeps the 24-hour window of a customer known by their BSUID alone, and takes a template addressed by `recipient`', async () => {
+    const statusesOf = (wamid: string) =>
+      simulator.notifications.flatMap((notification) => JSON.parse(notification.body).entry[0].changes[0].value.statuses ?? []).filter((status: { id: string }) => status.id === wamid);
+    simulator.reportStatuses = true;
+    try {
+      await simulator.customerSays({ phoneNumberId: '1234567890', userId: 'US.20000000000000000001', text: 'Hi' });
+      const inside = (await (await send({ recipient: 'US.20000000000000000001' })).json()) as { messages: { id: string }[] };
+      const outside = (await (await send({ recipient: 'US.20000000000000000002' })).json()) as { messages: { id: string }[] };
+      const template = await send({ recipient: 'US.20000000000000000002', type: 'template', text: undefined, template: { name: 'hello_world', language: { code: 'en_US' } } });
+
+      expect(template.status).toBe(200);
+      expect(await template.json()).toMatchObject({ contacts: [{ input: 'US.20000000000000000002', user_id: 'US.20000000000000000002' }], messages: [{ message_status: 'accepted' }] });
+      const delivered = await eventually(() => statusesOf(inside.messages[0]!.id), (found) => found.length === 2);
+      expect(delivered.map((status: { status: string; recipient_user_id: string }) => [status.status, status.recipient_user_id])).toEqual([
+        ['sent', 'US.20000000000000000001'],
+        ['delivered', 'US.20000000000000000001'],
+      ]);
+      const [failed] = await eventually(() => statusesOf(outside.messages[0]!.id), (found) => found.length === 1);
+      expect(failed).toMatchObject({ status: 'failed', recipient_user_id: 'US.20000000000000000002', errors: [{ code: 131047 }] });
+    } finally {
+      simulator.reportStatuses = false;
     }
   });
 });

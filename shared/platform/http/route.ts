@@ -75,6 +75,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
    * download URLs) or writes call recordings, and may create each call's backstop schedule.
    */
   telephony?: { recordings?: 'read' | 'write'; schedulesBackstops?: boolean };
+  /** Works with WhatsApp customers' media (docs/whatsapp.md#media): `read` signs download URLs of the copies kept. */
+  whatsappMedia?: 'read' | 'write';
   /** Tells providers where to call this deployment (gets PUBLIC_BASE_URL): WhatsApp's webhook URL of each number. */
   namesPublicUrl?: boolean;
   /** Also receives every request no route matches (API Gateway's `$default` route), to answer 404 or 405. */

@@ -93,7 +93,10 @@ describe('npm start with preset provider addresses', () => {
       key,
       body: { fullName: 'Vox', description: 'Phone', role: 'You answer.', voiceEnabled: true, voicePipelineMode: 'pipeline' },
     });
-    await call(server, 'PUT', '/v1/chat/telephony/twilio', { key, body: { accountSid: `AC${'1'.repeat(32)}`, authToken: 'a'.repeat(32) } });
+    const account = { accountSid: `AC${'1'.repeat(32)}`, authToken: 'a'.repeat(32) };
+    await call(server, 'PUT', '/v1/chat/telephony/twilio', { key, body: account });
+    // Imported numbers are the account's at Twilio (here, the Twilio the environment names).
+    otherTwilio.addIncomingNumber({ ...account, phoneNumber: '+15557770042' });
     const number = await call(server, 'POST', '/api/v1/phone-numbers', { key, body: { phone_number: '+15557770042' } });
     const whatsappNumber = await call(server, 'POST', '/v1/chat/whatsapp/numbers', {
       key,
