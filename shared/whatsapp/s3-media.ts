@@ -1,5 +1,6 @@
 import { GetObjectCommand, HeadObjectCommand, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { traceAwsClient } from '../platform/tracing.ts';
 import type { WhatsappMediaStore } from './media-store.ts';
 
 /**
@@ -12,10 +13,12 @@ export function s3WhatsappMedia(options: { bucket: string | undefined; region: s
     const missing = () => Promise.reject(new Error('WHATSAPP_MEDIA_BUCKET is not set: WhatsApp media have nowhere to go.'));
     return { put: missing, exists: missing, signedUrl: missing };
   }
-  const client = new S3Client({
-    region: options.region,
-    ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  const client = traceAwsClient(
+    new S3Client({
+      region: options.region,
+      ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
   return {
     async put(key, body, contentType) {
       await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
