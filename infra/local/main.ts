@@ -10,6 +10,7 @@ import { orgIdPattern } from '../../shared/platform/http/principal.ts';
 import { createPlanCatalog, initialPlanId } from '../../shared/billing/plans.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
+import { checkSettingsTogether } from '../../shared/platform/config.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { announceRunningInstance, dataDirectory, dataDirPrefix, denyEgressTo, localUrl, startLocalDatabase, useLocalDatabase } from './environment.ts';
 import { startCampaignTicker } from './campaign-ticker.ts';
@@ -83,6 +84,7 @@ const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env,
 const uploads = await startLocalUploads(queues);
 const { server, preload } = createLocalServer(routeGroups);
 try {
+  checkSettingsTogether(runtime().config);
   await bootstrapOrganization();
   await preload();
 } catch (error) {

@@ -373,9 +373,6 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
-  for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS', 'OPENAI_COMPATIBLE_STT_MODELS'] as const) {
-    if (result.data[name].length > 0 && !result.data.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
-  }
   if (result.data.SECRETS_KMS_KEY_ID && result.data.SECRETS_KEY_FILE) {
     throw new Error('Invalid configuration: set SECRETS_KMS_KEY_ID or SECRETS_KEY_FILE, not both');
   }
@@ -383,4 +380,15 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (result.data[name] && result.data[secretArnVariable(name)]) throw new Error(`Invalid configuration: set ${name} or ${secretArnVariable(name)}, not both`);
   }
   return result.data;
+}
+
+/**
+ * Checks between settings that functions are given apart: every function reads the model lists (its catalogue), only
+ * those that call a model read the base URL. So they run where every setting is known: at the start of the local
+ * runtime here; on AWS the deployment file cannot list OpenAI-compatible models without their base URL.
+ */
+export function checkSettingsTogether(config: Config): void {
+  for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS', 'OPENAI_COMPATIBLE_STT_MODELS'] as const) {
+    if (config[name].length > 0 && !config.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
+  }
 }

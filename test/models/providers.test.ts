@@ -1,6 +1,6 @@
 import { jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseConfig } from '../../shared/platform/config.ts';
+import { checkSettingsTogether, parseConfig } from '../../shared/platform/config.ts';
 import { builtinModels, createModelCatalog, modelId } from '../../shared/models/model-catalog.ts';
 import { createLanguageModel, createTranscriber } from '../../shared/models/model-providers.ts';
 import type { Model, ModelProvider, ModelType } from '../../shared/models/model-schemas.ts';
@@ -259,7 +259,7 @@ describe('the catalog', () => {
 
   it('refuses IMAGE_INPUT_MODELS naming a model that is not an LLM of the catalog, and STT models without a base URL', () => {
     expect(() => createModelCatalog(parseConfig({ IMAGE_INPUT_MODELS: 'bedrock/unknown' }))).toThrow(/IMAGE_INPUT_MODELS names bedrock\/unknown/);
-    expect(() => parseConfig({ OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1' })).toThrow(/OPENAI_COMPATIBLE_STT_MODELS needs OPENAI_COMPATIBLE_BASE_URL/);
+    expect(() => checkSettingsTogether(parseConfig({ OPENAI_COMPATIBLE_STT_MODELS: 'whisper-1' }))).toThrow(/OPENAI_COMPATIBLE_STT_MODELS needs OPENAI_COMPATIBLE_BASE_URL/);
   });
 });
 
