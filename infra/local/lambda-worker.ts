@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type { Context } from 'aws-lambda';
+import { accountInvocation } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { localLambdaContext } from './lambda-context.ts';
 
@@ -18,6 +19,8 @@ const environmentRole = 'local-lambda-environment';
 interface EnvironmentData {
   role: typeof environmentRole;
   moduleUrl: string;
+  /** The function's name in the stack's declarations (functions/consumers.ts). */
+  name: string;
   functionName: string;
 }
 
@@ -130,7 +133,7 @@ function startEnvironment(
   onExit: () => void,
 ): Environment {
   const worker = new Worker(new URL(import.meta.url), {
-    workerData: { role: environmentRole, moduleUrl, functionName: `local-${definition.name}` } satisfies EnvironmentData,
+    workerData: { role: environmentRole, moduleUrl, name: definition.name, functionName: `local-${definition.name}` } satisfies EnvironmentData,
     // Variables are fixed when the environment starts, as on Lambda.
     env: { ...process.env },
   });
@@ -208,7 +211,9 @@ async function runEnvironment(data: EnvironmentData, port: MessagePort): Promise
   }
   port.on('message', async (invocation: Invocation) => {
     try {
-      const result = await handler(invocation.event, localLambdaContext(data.functionName, invocation.awsRequestId, invocation.deadline));
+      const result = await accountInvocation(data.name, 'queue', () =>
+        handler(invocation.event, localLambdaContext(data.functionName, invocation.awsRequestId, invocation.deadline)),
+      );
       port.postMessage({ kind: 'result', id: invocation.id, result } satisfies FromEnvironment);
     } catch (error) {
       const { name, message, stack } = error instanceof Error ? error : new Error(String(error));

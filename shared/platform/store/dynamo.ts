@@ -7,6 +7,7 @@ import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-s
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
+import { accountDynamoDbRequests } from '../cost-accounting.ts';
 
 /** One document client per process; on DynamoDB Local the endpoint and placeholder credentials come from config. */
 export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMODB_ENDPOINT'>): DynamoDBDocumentClient {
@@ -20,6 +21,7 @@ export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMO
       ? { endpoint: config.DYNAMODB_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
   });
+  accountDynamoDbRequests(client);
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
