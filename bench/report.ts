@@ -18,6 +18,7 @@ import { whatsappReport, type WhatsappBenchResult } from './whatsapp.ts';
 import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
 import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
+import { costReport, type CostBenchResult } from './cost.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -109,6 +110,8 @@ export interface BenchResults {
   whatsapp: WhatsappBenchResult;
   knowledgeIngestion: KnowledgeIngestionBenchResult;
   campaigns: CampaignsBenchResult;
+  /** Units, counts and dollars per chat turn, webhook delivery and call minute (docs/deploy.md#cost). */
+  cost: CostBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -370,6 +373,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...contactsImportReport(results.contactsImport));
   lines.push(...whatsappReport(results.whatsapp));
   lines.push(...campaignsReport(results.campaigns));
+  lines.push(...costReport(results.cost));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

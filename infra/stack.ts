@@ -32,7 +32,7 @@ import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefiniti
 import { metricsNamespace, queueRefusalsMetric } from '../shared/platform/metrics.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
-import { lambdaBundling } from './bundling.ts';
+import { functionMemoryMb, lambdaBundling } from './bundling.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -897,7 +897,7 @@ function bundledFunction(
     depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
     runtime: lambda.Runtime.NODEJS_24_X,
     architecture: lambda.Architecture.ARM_64,
-    memorySize: 1024,
+    memorySize: functionMemoryMb,
     timeout: options.timeout,
     logGroup,
     environment: { NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_SERVICE_NAME: 'agent-platform', ...options.environment },

@@ -75,7 +75,8 @@ const ownRequests = new WeakSet<object>();
  * figure cannot be used (4 units per KB of the largest item, whatever the item count: 4 for one small item as for
  * five), so the units are computed as AWS documents them, 2 per KB of each item and of each index entry it writes,
  * from the items written: a Put's item from the request, the others read back afterwards, outside the caller's
- * time. A write refused by its condition is billed by AWS yet reports nothing: it counts one unit.
+ * time. A write refused by its condition is billed by AWS yet reports nothing: it counts one unit. A Query or Scan
+ * that finds nothing is billed the least read (half a unit, one when strongly consistent); DynamoDB Local reports 0.
  */
 export function accountDynamoDbRequests(client: DynamoDBClient): void {
   if (!costAccountingOn()) return;
@@ -94,12 +95,14 @@ export function accountDynamoDbRequests(client: DynamoDBClient): void {
     (next, context) => async (args) => {
       const operation = operationOf(context.commandName);
       if (!accounted(args.input as object, operation)) return next(args);
-      const body = () => JSON.parse(bodyText((args.request as { body?: unknown }).body)) as { TransactItems?: TransactItem[] };
+      const body = () => JSON.parse(bodyText((args.request as { body?: unknown }).body)) as { TransactItems?: TransactItem[]; ConsistentRead?: boolean };
       try {
         const result = await next(args);
         const reported = reportedUnits((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
+        const leastRead = operation === 'Query' || operation === 'Scan' ? (body().ConsistentRead ? 1 : 0.5) : 0;
         if (operation === 'TransactWriteItems') void recordTransaction(client, body().TransactItems ?? []);
-        else recordCost({ kind: 'dynamodb', operation, ...(readOperations.has(operation) ? { readUnits: reported, writeUnits: 0 } : { readUnits: 0, writeUnits: reported }) });
+        else if (readOperations.has(operation)) recordCost({ kind: 'dynamodb', operation, readUnits: Math.max(reported, leastRead), writeUnits: 0 });
+        else recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: reported });
         return result;
       } catch (error) {
         const name = (error as Error).name;

@@ -52,6 +52,11 @@ export interface OpenAIStubOptions {
   answer?: (body: ChatRequestBody, index: number) => StubAnswer | undefined;
   /** The size of embeddings when the request names no `dimensions`; 64 by default. Mutable while the stub runs. */
   embeddingDimensions?: number;
+  /**
+   * How long an idle connection stays open (Node's 5 s by default). A benchmark that pauses longer between turns on
+   * a machine busy enough to delay timers may otherwise reuse a connection the stub is closing (ECONNRESET).
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface StubAnswer {
@@ -256,6 +261,7 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     }
   }
 
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
