@@ -9,6 +9,7 @@
 import { fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { cpus, loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -50,6 +51,8 @@ export interface CostBenchResult {
   callSeconds: number;
   callExchanges: number;
   functionMemoryMb: number;
+  /** The machine's one-minute load average when the measuring began and ended, and its cores: durations include waiting for a core. */
+  loadAverage: { start: number; end: number; cores: number };
 }
 
 const sessions = 2;
@@ -61,6 +64,7 @@ const floorRequests = 200;
 /** Quiet this long with every queue empty: whatever the last request set off has run. */
 const quietMs = 750;
 
+const loadAtStart = loadavg()[0] as number;
 const accountingFile = process.env[costAccountingVariable] as string;
 /** Where `takeRecords` has read the file to. */
 let offset = 0;
@@ -167,6 +171,7 @@ const result: CostBenchResult = {
   callSeconds,
   callExchanges,
   functionMemoryMb,
+  loadAverage: { start: loadAtStart, end: loadavg()[0] as number, cores: cpus().length },
 };
 process.send?.(result);
 await pollers.stop();
@@ -331,6 +336,8 @@ async function measureFloor(): Promise<CostRecord[]> {
     const port = await new Promise<number>((done) => child.once('message', (message: { port: number }) => done(message.port)));
     const turn = async () => void (await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' })).arrayBuffer());
     for (let index = 0; index < 20; index += 1) await turn();
+    // The warm-up's last transaction is written down once it has been read back: before the measured turns start.
+    await settle(() => true, floorFile);
     const measuredFrom = readFileSync(floorFile, 'utf8').length;
     for (let index = 0; index < floorRequests; index += 1) await turn();
     await settle(() => true, floorFile);

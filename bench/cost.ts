@@ -53,6 +53,7 @@ export function costReport(result: CostBenchResult): string[] {
         format(figure.dollars.total * 1000, 4),
       ]),
     ),
+    `   Load average ${result.loadAverage.start.toFixed(1)} at the start, ${result.loadAverage.end.toFixed(1)} at the end, on ${result.loadAverage.cores} cores: Lambda's durations (GB-s) include the time spent waiting for a core.`,
     `   A turn costs ${(result.perTurn.dollars.total / result.floorPerTurn.dollars.total).toFixed(1)}× the SDK floor's; dollars per 1,000 turns: DynamoDB ${format(result.perTurn.dollars.dynamodb * 1000, 4)}, Lambda ${format(result.perTurn.dollars.lambda * 1000, 4)}, API Gateway and CloudFront ${format((result.perTurn.dollars.apiGateway + result.perTurn.dollars.cloudFront) * 1000, 4)}, EventBridge ${format(result.perTurn.dollars.eventBridge * 1000, 4)}, SQS ${format(result.perTurn.dollars.sqs * 1000, 4)}`,
   ];
 }

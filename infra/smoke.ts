@@ -9,16 +9,14 @@
 import { parseArgs } from 'node:util';
 import { ApiError, createApiClient, type ApiClient, type ErrorEnvelope } from '../clients/typescript/index.ts';
 
+/** Reserved for documentation (RFC 2606) yet resolvable, as registration requires; it is never sent anything. */
+const defaultWebhookUrl = 'https://example.com/agent-platform-smoke';
+
 const usage = `Usage: npm run smoke -- --base-url <url> [--key <key>] [--webhook-url <https url>]
   --base-url     the API's base address (the stack's ApiBaseUrl, or http://127.0.0.1:3000)
   --key          an API key with agents:write, models:read, chat:write, webhooks:write and voice:read
                  (or SMOKE_API_KEY in the environment, which npm does not echo)
-  --webhook-url  the URL of the webhook the smoke test registers and deletes at once (default ${defaultWebhookUrl()})`;
-
-/** Reserved for documentation (RFC 2606) yet resolvable, as registration requires; it is never sent anything. */
-function defaultWebhookUrl(): string {
-  return 'https://example.com/agent-platform-smoke';
-}
+  --webhook-url  the URL of the webhook the smoke test registers and deletes at once (default ${defaultWebhookUrl})`;
 
 /** Bounds each step: a cold start plus a turn of a real model fit well within it. */
 const stepTimeoutMs = 60_000;
@@ -41,7 +39,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options | string {
   if (!baseUrl) return '--base-url is required.';
   if (!URL.canParse(baseUrl)) return `--base-url is not a URL: ${baseUrl}`;
   if (!key) return 'An API key is required: --key, or SMOKE_API_KEY in the environment.';
-  return { baseUrl, key, webhookUrl: values['webhook-url'] ?? defaultWebhookUrl() };
+  return { baseUrl, key, webhookUrl: values['webhook-url'] ?? defaultWebhookUrl };
 }
 
 /** What the steps created, for the cleanup. */

@@ -42,15 +42,15 @@ export type CostRecord = (
 const invocationScope = new AsyncLocalStorage<string>();
 
 /** Appends the record when accounting is on; the file is read once the measured work has settled. */
-export function recordCost(record: CostRecord, env: NodeJS.ProcessEnv = process.env): void {
-  const file = env[costAccountingVariable];
+export function recordCost(record: CostRecord): void {
+  const file = process.env[costAccountingVariable];
   if (!file) return;
   const functionName = record.function ?? invocationScope.getStore();
   appendFileSync(file, `${JSON.stringify(functionName ? { ...record, function: functionName } : record)}\n`);
 }
 
-export function costAccountingOn(env: NodeJS.ProcessEnv = process.env): boolean {
-  return Boolean(env[costAccountingVariable]);
+export function costAccountingOn(): boolean {
+  return Boolean(process.env[costAccountingVariable]);
 }
 
 /** Runs `invocation` and records its duration, as Lambda bills it, under the function's name. */
