@@ -84,8 +84,7 @@ export async function startWebSocketGateway(group: WebSocketRouteGroup, options:
         const message = Buffer.concat(chunks);
         recordCost({ kind: 'websocket-message', direction: 'out', bytes: message.length });
         socket.send(message.toString('utf8'));
-      }
-      else if (request.method === 'DELETE') socket.close(1000);
+      } else if (request.method === 'DELETE') socket.close(1000);
       response.writeHead(200, { 'content-type': 'application/json' }).end(request.method === 'GET' ? JSON.stringify({ connectedAt: new Date().toISOString() }) : '');
     });
   });
