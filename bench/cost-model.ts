@@ -171,6 +171,14 @@ export function usageDifference(a: UsageCounts, b: UsageCounts): UsageCounts {
   return combine(a, b, (x, y) => x - y);
 }
 
+/**
+ * Each figure at 0 or more: two runs of the same work can batch a request or two differently, and what a variant
+ * adds is never a saving.
+ */
+export function atLeastZero(usage: UsageCounts): UsageCounts {
+  return combine(usage, usage, (x) => Math.max(0, x));
+}
+
 export function scaleUsage(usage: UsageCounts, factor: number): UsageCounts {
   return combine(usage, usage, (x) => x * factor);
 }

@@ -27,7 +27,7 @@ import { costAccountingVariable, type CostRecord } from '../shared/platform/cost
 import { runtime } from '../shared/runtime.ts';
 import { startOpenAIStub } from '../test/support/openai-stub.ts';
 import { benchOrganization } from './bench-api.ts';
-import { costPer, isBilledWork, scaleUsage, usageDifference, usageOf, dollarsOf, type CostFigure } from './cost-model.ts';
+import { atLeastZero, costPer, dollarsOf, isBilledWork, scaleUsage, usageDifference, usageOf, type CostFigure } from './cost-model.ts';
 
 export interface CostBenchResult {
   /** Streamed turns in open sessions of `turnsPerSession` turns: everything a turn sets off, roll-ups aside. */
@@ -155,7 +155,7 @@ const withoutRollups = (records: CostRecord[]) => records.filter((record) => !is
 const perTurn = costPer(withoutRollups(turnRecords), turns, functionMemoryMb);
 const perSession = costPer(withoutRollups(sessionRecords), sessions, functionMemoryMb);
 const deliveryWork = (records: CostRecord[]) => usageOf(records.filter((record) => isBilledWork(record) && isDelivery(record)), functionMemoryMb);
-const deliveryUsage = scaleUsage(usageDifference(deliveryWork(deliveryTurnRecords), deliveryWork(turnRecords)), 1 / Math.max(1, webhookDeliveries));
+const deliveryUsage = scaleUsage(atLeastZero(usageDifference(deliveryWork(deliveryTurnRecords), deliveryWork(turnRecords))), 1 / Math.max(1, webhookDeliveries));
 const result: CostBenchResult = {
   perTurn,
   perSession,
