@@ -173,9 +173,9 @@ const result: CostBenchResult = {
   functionMemoryMb,
   loadAverage: { start: loadAtStart, end: loadavg()[0] as number, cores: cpus().length },
 };
-process.send?.(result);
-await pollers.stop();
+// Everything stopped before the figures go: the parent then stops the database.
 await poller.stop();
+await pollers.stop();
 await router.stop();
 await voice.stop();
 await queues.stop();
@@ -183,7 +183,7 @@ await stub.close();
 deliveries.close();
 server.closeAllConnections();
 server.close();
-process.exit(0);
+process.send?.(result, () => process.exit(0));
 
 /** The usage roll-up's work: its function, and Lambda's polls of its queue. */
 function isRollup(record: CostRecord): boolean {
