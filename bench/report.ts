@@ -19,6 +19,7 @@ import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
 import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 import { observabilityReport, type ObservabilityResults } from './observability.ts';
+import { costReport, type CostBenchResult } from './cost.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -111,6 +112,8 @@ export interface BenchResults {
   knowledgeIngestion: KnowledgeIngestionBenchResult;
   campaigns: CampaignsBenchResult;
   observability: ObservabilityResults;
+  /** Units, counts and dollars per chat turn, webhook delivery and call minute (docs/deploy.md#cost). */
+  cost: CostBenchResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -373,6 +376,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...whatsappReport(results.whatsapp));
   lines.push(...campaignsReport(results.campaigns));
   lines.push(...observabilityReport(results.observability));
+  lines.push(...costReport(results.cost));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
- * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval, the contacts import and call campaigns.
+ * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval, the contacts import, call campaigns
+ * and the cost of a chat turn, a webhook delivery and a call minute, counted from the requests they make.
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +28,7 @@ import { contactsImportChecks, measureContactsImport } from './contacts-import.t
 import { measureWhatsapp, whatsappChecks } from './whatsapp.ts';
 import { knowledgeIngestionChecks, measureKnowledgeIngestion } from './knowledge-ingestion.ts';
 import { campaignChecks, measureCampaigns } from './campaigns.ts';
+import { measureCost } from './cost.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { measureObservability, observabilityChecks } from './observability.ts';
@@ -118,6 +120,11 @@ const campaigns = await withDatabase('campaigns', 'bench-campaigns', (endpoint, 
   return measureCampaigns(endpoint, tableName);
 });
 
+const cost = await withDatabase('cost', 'bench-cost', (endpoint, tableName) => {
+  log('cost: 20 streamed turns, the same with a webhook endpoint, a one-minute call and the SDK floor\'s turn, every request written down');
+  return measureCost(endpoint, tableName);
+});
+
 const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
@@ -147,6 +154,7 @@ const results: BenchResults = {
   knowledgeIngestion,
   campaigns,
   observability,
+  cost,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

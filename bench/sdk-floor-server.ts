@@ -5,10 +5,11 @@
  * two reads alone, in sequence, as before a turn's first delta). Run by
  * `sdk-floor.ts` in a child process, so that its CPU is read apart.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BatchGetCommand, GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { parseConfig } from '../shared/platform/config.ts';
+import { accountInvocation } from '../shared/platform/cost-accounting.ts';
 import { createDocumentClient } from '../shared/platform/store/dynamo.ts';
 
 const config = parseConfig();
@@ -21,7 +22,9 @@ await Promise.all(
   ),
 );
 let next = 0;
-const server = createServer(async (request, response) => {
+// One invocation a request, for the cost accounting of `bench/cost-runtime.ts` (nothing when it is off).
+const server = createServer((request, response) => void accountInvocation('sdk-floor', 'rest-api', () => turn(request, response)));
+async function turn(request: IncomingMessage, response: ServerResponse): Promise<void> {
   request.resume();
   await client.send(new GetCommand({ TableName, Key: key('floor#key', '#'), ConsistentRead: true }));
   await client.send(
@@ -42,6 +45,6 @@ const server = createServer(async (request, response) => {
     }),
   );
   response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-});
+}
 server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
 process.on('disconnect', () => process.exit(0));

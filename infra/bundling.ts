@@ -1,5 +1,8 @@
 import type { BuildOptions } from 'esbuild';
 
+/** Every function's memory (and so its CPU share); `npm run bench` prices measured durations with it (docs/deploy.md#cost). */
+export const functionMemoryMb = 1024;
+
 /** The esbuild options of every Lambda bundle (CDK stack and `npm run bench`): one minified ESM file, AWS SDK v3 included, linked source map. */
 export const lambdaBundling = {
   bundle: true,

@@ -32,7 +32,7 @@ import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefiniti
 import { secretArnVariable, settingSources, type SecretSettingName, type SettingName } from '../shared/platform/config.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
-import { lambdaBundling } from './bundling.ts';
+import { functionMemoryMb, lambdaBundling } from './bundling.ts';
 import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
 import { OperationsStack } from './operations.ts';
 
@@ -991,7 +991,7 @@ function bundledFunction(
     depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
     runtime: lambda.Runtime.NODEJS_24_X,
     architecture: lambda.Architecture.ARM_64,
-    memorySize: 1024,
+    memorySize: functionMemoryMb,
     timeout: options.timeout,
     logGroup,
     // Settings come later, each function its own (functions/settings.ts).

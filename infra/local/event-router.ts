@@ -4,6 +4,7 @@ import { SendMessageBatchCommand, SQSClient, type SendMessageBatchRequestEntry }
 import type { EventRule } from '../../functions/consumers.ts';
 import type { DomainEvent } from '../../shared/events/events.ts';
 import { eventSource, localEventBus } from '../../shared/events/bus.ts';
+import { accountSqsRequests } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { emfMetrics, flushMetrics, queueRefusalsMetric } from '../../shared/platform/metrics.ts';
 import { queueMessageBody } from '../../shared/platform/queue/queue-message.ts';
@@ -94,6 +95,7 @@ export function startEventRouter(options: {
 }): { stop(): Promise<void> } {
   const bus = options.bus ?? localEventBus;
   const client = new SQSClient(options.queues.clientConfig);
+  accountSqsRequests(client, 'event-rule');
   const targets = options.rules.map((rule) => ({ pattern: rule.pattern, queueUrl: options.queues.urlOf(rule.target.name) }));
   const waiting = new Map<string, Delivery[]>();
   const inFlight = new Set<Promise<void>>();

@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type { Context } from 'aws-lambda';
 import type { SettingName } from '../../shared/platform/config.ts';
+import { accountInvocation } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { functionEnvironment } from './function-environment.ts';
 import { localLambdaContext } from './lambda-context.ts';
@@ -20,6 +21,8 @@ const environmentRole = 'local-lambda-environment';
 interface EnvironmentData {
   role: typeof environmentRole;
   moduleUrl: string;
+  /** The function's name in the stack's declarations (functions/consumers.ts). */
+  name: string;
   functionName: string;
 }
 
@@ -140,7 +143,7 @@ function startEnvironment(
   onExit: () => void,
 ): Environment {
   const worker = new Worker(new URL(import.meta.url), {
-    workerData: { role: environmentRole, moduleUrl, functionName: `local-${definition.name}` } satisfies EnvironmentData,
+    workerData: { role: environmentRole, moduleUrl, name: definition.name, functionName: `local-${definition.name}` } satisfies EnvironmentData,
     // Variables are fixed when the environment starts, as on Lambda, and hold the settings the function reads alone.
     env: functionEnvironment(definition.settings),
   });
@@ -218,7 +221,9 @@ async function runEnvironment(data: EnvironmentData, port: MessagePort): Promise
   }
   port.on('message', async (invocation: Invocation) => {
     try {
-      const result = await handler(invocation.event, localLambdaContext(data.functionName, invocation.awsRequestId, invocation.deadline));
+      const result = await accountInvocation(data.name, 'queue', () =>
+        handler(invocation.event, localLambdaContext(data.functionName, invocation.awsRequestId, invocation.deadline)),
+      );
       port.postMessage({ kind: 'result', id: invocation.id, result } satisfies FromEnvironment);
     } catch (error) {
       const { name, message, stack } = error instanceof Error ? error : new Error(String(error));

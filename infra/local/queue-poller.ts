@@ -8,6 +8,7 @@ import {
 import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import type { QueueConsumer } from '../../functions/consumers.ts';
 import { functionSettings } from '../../functions/settings.ts';
+import { accountSqsRequests } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { createLocalFunction, EnvironmentError, type LocalFunction } from './lambda-worker.ts';
 import type { LocalQueues } from './queues.ts';
@@ -37,6 +38,7 @@ export function startQueuePollers(options: {
   stopGraceMs?: number;
 }): QueuePollers {
   const client = new SQSClient(options.queues.clientConfig);
+  accountSqsRequests(client, 'event-source-mapping');
   const functions = new Map<string, LocalFunction>();
   let running = true;
 

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ScheduledFunction } from '../../functions/consumers.ts';
+import { accountInvocation } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import { localAccountId } from './queues.ts';
 
@@ -19,17 +20,20 @@ export function startScheduleTicker(options: { functions: readonly ScheduledFunc
       running = true;
       try {
         const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-        await (await handler)({
-          version: '0',
-          id: crypto.randomUUID(),
-          'detail-type': 'Scheduled Event',
-          source: 'aws.events',
-          account: localAccountId,
-          time,
-          region: options.region,
-          resources: [`arn:aws:events:${options.region}:${localAccountId}:rule/${scheduled.name}`],
-          detail: {},
-        });
+        const run = await handler;
+        await accountInvocation(scheduled.name, 'schedule', () =>
+          run({
+            version: '0',
+            id: crypto.randomUUID(),
+            'detail-type': 'Scheduled Event',
+            source: 'aws.events',
+            account: localAccountId,
+            time,
+            region: options.region,
+            resources: [`arn:aws:events:${options.region}:${localAccountId}:rule/${scheduled.name}`],
+            detail: {},
+          }),
+        );
       } catch (error) {
         logger.error('scheduled function failed', { name: scheduled.name, error: error as Error });
       } finally {

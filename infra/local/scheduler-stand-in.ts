@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { accountSqsRequests } from '../../shared/platform/cost-accounting.ts';
 import { logger } from '../../shared/platform/logger.ts';
 import type { LocalQueues } from './queues.ts';
 
@@ -20,6 +21,7 @@ export interface SchedulerStandIn {
 export async function startSchedulerStandIn(queues: Pick<LocalQueues, 'clientConfig' | 'urlOf'>, options: { host?: string } = {}): Promise<SchedulerStandIn> {
   const host = options.host ?? '127.0.0.1';
   const client = new SQSClient(queues.clientConfig);
+  accountSqsRequests(client, 'scheduler');
   const timers = new Map<string, NodeJS.Timeout>();
   const server: Server = createServer((request, response) => {
     void readJson(request).then(async (body) => {

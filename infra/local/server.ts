@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { accountInvocation } from '../../shared/platform/cost-accounting.ts';
 import { functionTimeoutSeconds, pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/platform/http/route.ts';
 import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
 import { localLambdaContext } from './lambda-context.ts';
@@ -70,14 +71,16 @@ export function createLocalServer(groups: readonly RouteGroup[]): { server: Serv
       const event = toEvent(request, url, method, route?.routeKey ?? '$default', route ? pathParameters : undefined, body);
       const handler = await load(group);
       const context = localLambdaContext(`local-${group.name}`, event.requestContext.requestId, Date.now() + functionTimeoutSeconds(group) * 1000);
+      // Streaming groups sit behind the REST API on AWS, the others behind the HTTP API (docs/streaming.md).
+      const trigger = group.streaming ? 'rest-api' : 'http-api';
       if (streamingHandlerMarker in handler) {
         const stream = new LocalResponseStream(response);
         // A client that leaves mid-stream destroys the stream with an error; it ends that response, never the runtime.
         stream.on('error', () => undefined);
-        await (handler as unknown as StreamingHandler)(event, stream, context);
+        await accountInvocation(group.name, trigger, () => (handler as unknown as StreamingHandler)(event, stream, context));
         return;
       }
-      writeResult(response, await handler(event, context));
+      writeResult(response, await accountInvocation(group.name, trigger, () => handler(event, context)));
     } catch (error) {
       if ((error as { code?: string }).code === 'ABORT_ERROR') return;
       console.error(JSON.stringify({ level: 'ERROR', message: 'handler failed', error: String((error as Error)?.stack ?? error) }));

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { WebSocketRouteGroup } from '../../functions/voice-relay/routes.ts';
+import { accountInvocation, recordCost } from '../../shared/platform/cost-accounting.ts';
 
 type WebSocketHandler = (event: Record<string, unknown>) => Promise<{ statusCode?: number } | undefined>;
 
@@ -57,7 +58,7 @@ export async function startWebSocketGateway(group: WebSocketRouteGroup, options:
 
   const invoke = async (routeKey: string, connectionId: string, extra: Record<string, unknown>): Promise<number> => {
     try {
-      return (await handler(event(routeKey, connectionId, extra)))?.statusCode ?? 200;
+      return (await accountInvocation(group.name, 'websocket-api', () => handler(event(routeKey, connectionId, extra))))?.statusCode ?? 200;
     } catch (error) {
       console.error(JSON.stringify({ level: 'ERROR', message: 'websocket handler failed', routeKey, error: String((error as Error)?.stack ?? error) }));
       return 500;
@@ -79,8 +80,11 @@ export async function startWebSocketGateway(group: WebSocketRouteGroup, options:
         response.writeHead(410, { 'content-type': 'application/json', 'x-amzn-errortype': 'GoneException' }).end(JSON.stringify({ message: 'Gone' }));
         return;
       }
-      if (request.method === 'POST') socket.send(Buffer.concat(chunks).toString('utf8'));
-      else if (request.method === 'DELETE') socket.close(1000);
+      if (request.method === 'POST') {
+        const message = Buffer.concat(chunks);
+        recordCost({ kind: 'websocket-message', direction: 'out', bytes: message.length });
+        socket.send(message.toString('utf8'));
+      } else if (request.method === 'DELETE') socket.close(1000);
       response.writeHead(200, { 'content-type': 'application/json' }).end(request.method === 'GET' ? JSON.stringify({ connectedAt: new Date().toISOString() }) : '');
     });
   });
@@ -103,9 +107,14 @@ export async function startWebSocketGateway(group: WebSocketRouteGroup, options:
       upgrader.handleUpgrade(request, socket, head, (ws) => {
         sockets.set(connectionId, ws);
         // API Gateway invokes the route for each message as it arrives, without waiting for earlier ones.
-        ws.on('message', (data) => void invoke('$default', connectionId, { body: data.toString() }));
+        ws.on('message', (data) => {
+          const body = data.toString();
+          recordCost({ kind: 'websocket-message', direction: 'in', bytes: Buffer.byteLength(body) });
+          void invoke('$default', connectionId, { body });
+        });
         ws.on('close', () => {
           sockets.delete(connectionId);
+          recordCost({ kind: 'websocket-connection', durationMs: Date.now() - (connectedAt.get(connectionId) ?? Date.now()) });
           void invoke('$disconnect', connectionId, {}).finally(() => connectedAt.delete(connectionId));
         });
       });

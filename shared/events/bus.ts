@@ -1,5 +1,6 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { EventEmitter } from 'node:events';
+import { costAccountingOn, recordPublishedEvents } from '../platform/cost-accounting.ts';
 import type { DomainEvent } from './events.ts';
 import { traceAwsClient } from '../platform/tracing.ts';
 
@@ -33,7 +34,7 @@ export class EventBridgeBus implements EventBus {
         Source: eventSource,
         DetailType: event.type,
         Time: new Date(event.createdAt),
-        Detail: JSON.stringify({ orgId: event.orgId, occurredAt: event.createdAt, event: event.payload }),
+        Detail: eventDetail(event),
       }));
       const result = await this.client.send(new PutEventsCommand({ Entries: entries }));
       if (result.FailedEntryCount) {
@@ -59,7 +60,24 @@ export class LocalEventBus extends EventEmitter implements EventBus {
 
 export const localEventBus = new LocalEventBus();
 
+function eventDetail(event: DomainEvent): string {
+  return JSON.stringify({ orgId: event.orgId, occurredAt: event.createdAt, event: event.payload });
+}
+
+/** An entry's size as EventBridge bills it: 14 bytes for the time, then source, detail type and detail. */
+function entryBytes(event: DomainEvent): number {
+  return 14 + [eventSource, event.type, eventDetail(event)].reduce((total, text) => total + Buffer.byteLength(text, 'utf8'), 0);
+}
+
 /** EventBridge when the deployment names a bus, the in-process bus otherwise (local runtime, tests). */
 export function eventBusFrom(config: { EVENT_BUS_NAME?: string | undefined }): EventBus {
-  return config.EVENT_BUS_NAME ? new EventBridgeBus(config.EVENT_BUS_NAME) : localEventBus;
+  const bus = config.EVENT_BUS_NAME ? new EventBridgeBus(config.EVENT_BUS_NAME) : localEventBus;
+  if (!costAccountingOn()) return bus;
+  // The bench's cost accounting (docs/deploy.md#cost): the events each publish puts on the bus, whichever bus it is.
+  return {
+    publish: async (events) => {
+      await bus.publish(events);
+      recordPublishedEvents(events.map(entryBytes));
+    },
+  };
 }

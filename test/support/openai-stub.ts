@@ -60,6 +60,11 @@ export interface OpenAIStubOptions {
   embeddingDimensions?: number;
   /** The text of a transcription, by the audio's bytes and filename. */
   transcript?: (bytes: Uint8Array, filename: string) => string;
+  /**
+   * How long an idle connection stays open (Node's 5 s by default). A benchmark that pauses longer between turns on
+   * a machine busy enough to delay timers may otherwise reuse a connection the stub is closing (ECONNRESET).
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface StubAnswer {
@@ -294,6 +299,7 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
     }
   }
 
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());

@@ -2,6 +2,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
+import { accountSqsRequests } from '../cost-accounting.ts';
 import { logger } from '../logger.ts';
 import { emfMetrics, queueRefusalsMetric } from '../metrics.ts';
 import { traceAwsClient } from '../tracing.ts';
@@ -10,13 +11,15 @@ import { queueMessageBody } from './queue-message.ts';
 const maxEntriesPerBatch = 10;
 
 export function createSqsClient(config: Pick<Config, 'AWS_REGION' | 'SQS_ENDPOINT'>): SQSClient {
-  return traceAwsClient(
+  const client = traceAwsClient(
     new SQSClient({
       region: config.AWS_REGION,
       requestHandler: { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) },
       ...(config.SQS_ENDPOINT ? { endpoint: config.SQS_ENDPOINT, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
     }),
   );
+  accountSqsRequests(client);
+  return client;
 }
 
 /** A message to send: its body (any JSON value), and the SQS settings it needs. */

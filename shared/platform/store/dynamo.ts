@@ -8,6 +8,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
 import { traceAwsClient } from '../tracing.ts';
+import { accountDynamoDbRequests } from '../cost-accounting.ts';
 
 /** One document client per process; on DynamoDB Local the endpoint and placeholder credentials come from config. */
 export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMODB_ENDPOINT'>): DynamoDBDocumentClient {
@@ -23,6 +24,7 @@ export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMO
       : {}),
     }),
   );
+  accountDynamoDbRequests(client);
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
