@@ -19,6 +19,7 @@ import { knowledgeIngestionReport } from './knowledge-ingestion.ts';
 import type { KnowledgeIngestionBenchResult } from './knowledge-ingestion-runtime.ts';
 import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 import { observabilityReport, type ObservabilityResults } from './observability.ts';
+import { startupReport, type StartupResults } from './startup.ts';
 import { costReport, type CostBenchResult } from './cost.ts';
 
 export const targets = {
@@ -112,6 +113,8 @@ export interface BenchResults {
   knowledgeIngestion: KnowledgeIngestionBenchResult;
   campaigns: CampaignsBenchResult;
   observability: ObservabilityResults;
+  /** `npm start` until /health answers, beside DynamoDB Local's own start. */
+  startup: StartupResults;
   /** Units, counts and dollars per chat turn, webhook delivery and call minute (docs/deploy.md#cost). */
   cost: CostBenchResult;
   checks: Check[];
@@ -376,6 +379,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...whatsappReport(results.whatsapp));
   lines.push(...campaignsReport(results.campaigns));
   lines.push(...observabilityReport(results.observability));
+  lines.push(...startupReport(results.startup));
   lines.push(...costReport(results.cost));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(

@@ -32,6 +32,7 @@ import { measureCost } from './cost.ts';
 import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environment.ts';
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { measureObservability, observabilityChecks } from './observability.ts';
+import { measureStartup, startupChecks } from './startup.ts';
 import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
 
 /** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
@@ -69,6 +70,7 @@ process.env.PLANS ??= JSON.stringify({
 
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const observability = await measureObservability(log);
+const startup = await measureStartup(log);
 const localRuntime = await measureLocalRuntime(loadRuns, log);
 const turns = await measureConversationTurns();
 const webhooks = await withDatabase('webhook', 'bench-webhooks', (endpoint, tableName) => measureWebhooks(endpoint, tableName, log));
@@ -125,7 +127,7 @@ const cost = await withDatabase('cost', 'bench-cost', (endpoint, tableName) => {
   return measureCost(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -154,6 +156,7 @@ const results: BenchResults = {
   knowledgeIngestion,
   campaigns,
   observability,
+  startup,
   cost,
   checks,
   pass: checks.every((check) => check.pass),
