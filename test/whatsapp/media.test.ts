@@ -231,58 +231,60 @@ describe("Meta's documented media notifications", () => {
   });
 });
 
+/**
+ * `npm run whatsapp` with `args`, attached to this file's simulator as to a running `npm start` (its running.json in a
+ * scratch DATA_DIR, beside `files` by name); `use` types into it and reads what it printed so far.
+ */
+async function withWhatsappCli(
+  args: string[],
+  use: (cli: { type(line: string): void; output(): string; dataDir: string }) => Promise<void>,
+  files: Record<string, Uint8Array> = {},
+): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'whatsapp-cli-'));
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dataDir, name), bytes);
+  writeFileSync(join(dataDir, 'running.json'), JSON.stringify({ pid: process.pid, dynamodbEndpoint: '', tableName: '', whatsappSimulator: simulator().baseUrl }));
+  const cli = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'infra/local/whatsapp-cli.ts', ...args], {
+    cwd: resolve(import.meta.dirname, '../..'),
+    env: { ...process.env, DATA_DIR: dataDir },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  try {
+    await use({ type: (line) => cli.stdin.write(`${line}\n`), output: () => output, dataDir });
+  } finally {
+    cli.stdin.end();
+    cli.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 describe('npm run whatsapp', () => {
   it('sends a file from the terminal as an image message with its caption, and prints the agent\'s answer', async () => {
     const org = await whatsappOrg(api);
     const customer = uniqueCustomer();
-    const dataDir = mkdtempSync(join(tmpdir(), 'whatsapp-cli-'));
-    const photo = join(dataDir, 'scratch.jpg');
-    writeFileSync(photo, jpeg);
-    // What a running `npm start` announces for the commands that attach to it.
-    writeFileSync(join(dataDir, 'running.json'), JSON.stringify({ pid: process.pid, dynamodbEndpoint: '', tableName: '', whatsappSimulator: simulator().baseUrl }));
-    const cli = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'infra/local/whatsapp-cli.ts', '--number', org.phoneNumberId, '--from', customer], {
-      cwd: resolve(import.meta.dirname, '../..'),
-      env: { ...process.env, DATA_DIR: dataDir },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let output = '';
-    cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    try {
-      cli.stdin.write(`/image ${photo} Is this covered?\n`);
-      const answered = await eventually(() => output, (text) => text.includes('agent> '), 20_000);
-      expect(answered).toContain(`agent> I received your image (image/jpeg, ${jpeg.length} bytes) with the text "[image: Is this covered?]".`);
-      const { messages } = await transcriptOf(org, customer);
-      expect(messages[0].metadata.whatsapp.media).toMatchObject({ mimeType: 'image/jpeg', bytes: jpeg.length, caption: 'Is this covered?', stored: true });
-    } finally {
-      cli.stdin.end();
-      cli.kill();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    await withWhatsappCli(
+      ['--number', org.phoneNumberId, '--from', customer],
+      async (cli) => {
+        cli.type(`/image ${join(cli.dataDir, 'scratch.jpg')} Is this covered?`);
+        const answered = await eventually(cli.output, (text) => text.includes('agent> '), 20_000);
+        expect(answered).toContain(`agent> I received your image (image/jpeg, ${jpeg.length} bytes) with the text "[image: Is this covered?]".`);
+        const { messages } = await transcriptOf(org, customer);
+        expect(messages[0].metadata.whatsapp.media).toMatchObject({ mimeType: 'image/jpeg', bytes: jpeg.length, caption: 'Is this covered?', stored: true });
+      },
+      { 'scratch.jpg': jpeg },
+    );
   });
 
   it('makes you a user who shares only their business-scoped user id with --user-id, and sends a sample file of a type', async () => {
     const org = await whatsappOrg(api);
     const userId = uniqueUserId();
-    const dataDir = mkdtempSync(join(tmpdir(), 'whatsapp-cli-'));
-    writeFileSync(join(dataDir, 'running.json'), JSON.stringify({ pid: process.pid, dynamodbEndpoint: '', tableName: '', whatsappSimulator: simulator().baseUrl }));
-    const cli = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'infra/local/whatsapp-cli.ts', '--number', org.phoneNumberId, '--user-id', userId], {
-      cwd: resolve(import.meta.dirname, '../..'),
-      env: { ...process.env, DATA_DIR: dataDir },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let output = '';
-    cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    try {
-      cli.stdin.write('/document The sample\n');
-      const answered = await eventually(() => output, (text) => text.includes('agent> '), 20_000);
+    await withWhatsappCli(['--number', org.phoneNumberId, '--user-id', userId], async (cli) => {
+      cli.type('/document The sample');
+      const answered = await eventually(cli.output, (text) => text.includes('agent> '), 20_000);
       expect(answered).toContain(`You are WhatsApp user ${userId}`);
       expect(answered).toContain('agent> You said: "[document: sample.txt — The sample]".');
       expect(simulator().sent.filter((message) => message.to === userId).map((message) => message.addressedBy)).toEqual(['recipient']);
-    } finally {
-      cli.stdin.end();
-      cli.kill();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
-
