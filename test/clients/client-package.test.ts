@@ -6,15 +6,15 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiVersion } from '../../shared/platform/http/openapi.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { repoRoot } from '../support/local-process.ts';
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '../..');
 const clientDir = join(repoRoot, 'clients/typescript');
 type Manifest = { name: string; version: string; engines: { node: string }; dependencies: Record<string, string>; devDependencies: Record<string, string> };
 const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
