@@ -25,12 +25,13 @@ for await (const delta of api.replyDeltas(session.id, { content: 'Hello!' })) pr
 process.stdout.write('\n');
 
 // The stream never ends by itself: abort it once both messages (the user's, the reply) have come, or after 10 s.
+// Events come in the log's order, close to time order: sort by `createdAt` where order matters.
 const stop = new AbortController();
 const giveUp = setTimeout(() => stop.abort(), 10_000);
-const roles = [];
-for await (const { data: event } of api.events({ types: 'message.added', lastEventId: since }, stop.signal)) {
-  if (event.data.sessionId === session.id) roles.push(event.data.role);
-  if (roles.length === 2) stop.abort();
+let seen = 0;
+for await (const { type, data: event } of api.events({ types: 'message.added', lastEventId: since }, stop.signal)) {
+  if (event.data.sessionId !== session.id) continue;
+  console.log(`${type}: ${event.data.role}`);
+  if (++seen === 2) stop.abort();
 }
 clearTimeout(giveUp);
-console.log(`message.added: ${roles.join(', ')}`);
