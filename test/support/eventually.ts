@@ -1,5 +1,5 @@
 /** Probes until `done` holds or the time is up, then returns the last value (the test's assertion says what was wrong). */
-export async function eventually<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
