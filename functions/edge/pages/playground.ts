@@ -1,11 +1,10 @@
 import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Session } from '../../../clients/typescript/index.ts';
+import { storedKeyName } from './stored-key.ts';
 
 /**
  * The playground: a key, agents with tools, a chat whose reply streams token by token, the organization's events
  * live, and the session's analysis once it exists. Plain DOM, the typed client for every call.
  */
-const keyStorage = 'agent-platform-playground-key';
-
 const root = document.querySelector<HTMLElement>('#playground') as HTMLElement;
 root.innerHTML = `
 <header><h1>Agent Platform playground</h1><p><a href="/docs">API reference</a> · <a href="/openapi.json">openapi.json</a></p></header>
@@ -95,7 +94,7 @@ function listItem(list: HTMLElement, text: string, className = ''): HTMLLIElemen
 }
 
 async function useKey(key: string): Promise<void> {
-  sessionStorage.setItem(keyStorage, key);
+  sessionStorage.setItem(storedKeyName, key);
   client = createApiClient({ baseUrl: location.origin, apiKey: key });
   try {
     await refreshAgents();
@@ -272,7 +271,7 @@ element<HTMLFormElement>('message-form').addEventListener('submit', (event) => v
 buttons.open.addEventListener('click', () => void openSession());
 buttons.close.addEventListener('click', () => void closeSession());
 
-const remembered = sessionStorage.getItem(keyStorage);
+const remembered = sessionStorage.getItem(storedKeyName);
 if (remembered) {
   keyInput.value = remembered;
   void useKey(remembered);
