@@ -23,7 +23,7 @@ import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
 import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
-import { startLocalVoice } from './voice.ts';
+import { acceptPhones, startLocalVoice } from './voice.ts';
 import { startLocalWhatsapp } from './whatsapp-simulator.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -83,6 +83,7 @@ const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env,
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
 const { server, preload } = createLocalServer(routeGroups);
+if (voice.simulator) acceptPhones(server, voice.simulator);
 try {
   checkSettingsTogether(runtime().config);
   await bootstrapOrganization();
