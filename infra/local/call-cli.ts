@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { dataDirectory, describeInstance, findRunningInstance, noRunningInstance } from './environment.ts';
-import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './twilio-simulator.ts';
+import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './phone-channel.ts';
 
 const usage = [
   'usage: AGENT_PLATFORM_API_KEY=apk_… npm run call -- --from PHONE_NUMBER_ID --to +15550100 --agent AGENT_ID [--ttl SECONDS] [--api URL]',

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
+import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './phone-channel.ts';
 import { createNumberInventory, twilioError, type SimulatedNumber } from './twilio-numbers.ts';
 
 /**
@@ -548,19 +549,6 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
   return simulator;
 }
 
-/** Where a person's phone connects (a WebSocket, `?number=+1…`), on the simulator and on the local API. */
-export const phoneChannelPath = '/simulator/phone';
-
-/** What a person's phone sends: a line said (on a call), a hang-up, or a number to dial (an inbound call to it). */
-export type PhoneMessage = { type: 'say'; text: string } | { type: 'hangup' } | { type: 'dial'; to: string };
-
-/** What it is told: attached, the call dialled (its SID) and connected, the agent's tokens, the end and why. */
-export type PhoneEvent =
-  | { type: 'ready'; number: string }
-  | { type: 'dialled'; callSid: string }
-  | { type: 'connected' }
-  | { type: 'token'; token: string; last: boolean }
-  | { type: 'end'; reason: string };
 
 const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 

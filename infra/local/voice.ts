@@ -6,7 +6,8 @@ import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import type { LocalQueues } from './queues.ts';
 import { startSchedulerStandIn, type SchedulerStandIn } from './scheduler-stand-in.ts';
 import { denyEgressTo } from './environment.ts';
-import { phoneChannelPath, startTwilioSimulator, type TwilioSimulator } from './twilio-simulator.ts';
+import { phoneChannelPath } from './phone-channel.ts';
+import { startTwilioSimulator, type TwilioSimulator } from './twilio-simulator.ts';
 import { startWebSocketGateway, type LocalWebSocketGateway } from './websocket-gateway.ts';
 
 const recordingsBucket = 'call-recordings';

@@ -11,7 +11,9 @@ import { resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { numberAtTwilio, twilioAccount } from '../support/voice.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 const artefacts = resolve(repoRoot, 'test-results/playground');
@@ -45,8 +47,8 @@ describe.skipIf(skip)('the playground in Chromium', () => {
       response.end(JSON.stringify({ city: decodeURIComponent(request.url?.split('/').pop() ?? ''), tempC: 21 }));
     });
     toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
-    // Queues and the stream poller: `session.ended` goes out once the session's analysis is done.
-    api = await startApi({ EVENT_STREAM_POLL_MS: '50' }, { streamPoller: true, queues: true });
+    // Queues and the stream poller: `session.ended` goes out once the session's analysis is done. Voice: test calls.
+    api = await startApi({ EVENT_STREAM_POLL_MS: '50' }, { streamPoller: true, queues: true, voice: true });
     // Root in a container has no user namespace for Chromium's sandbox.
     browser = await chromium.launch({ executablePath, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
   }, 660_000);
@@ -125,6 +127,51 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     const timings = { sendToFirstTokenMs: { firstTurn: firstTokenMs, warm: warmFirstTokenMs } };
     writeFileSync(resolve(artefacts, 'timings.json'), `${JSON.stringify(timings, null, 2)}\n`);
     console.log(`playground: send to first token on screen, built-in model: first turn ${firstTokenMs} ms, warm ${warmFirstTokenMs} ms`);
+  }, 120_000);
+
+  it('places a test call to a number of the organization: the number’s agent answers what is typed, as on a phone', async () => {
+    // Prepare: Twilio credentials, a voice agent, and a number of the account routed to it.
+    const { key } = await api.newOrg();
+    const account = twilioAccount();
+    expect((await api.request('PUT', '/v1/chat/telephony/twilio', { key, body: account })).status).toBe(200);
+    const agent = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { fullName: 'Reception', description: 'Phone', role: 'You answer the phone.', voiceEnabled: true, voicePipelineMode: 'pipeline' },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const phoneNumber = numberAtTwilio(api, account);
+    const imported = await api.request('POST', '/api/v1/phone-numbers', { key, body: { phone_number: phoneNumber, label: 'Front desk', agentId: agent.body.id } });
+    expect(imported.status, imported.text).toBe(201);
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+    page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
+    await page.goto(`${api.baseUrl}/playground`);
+    await page.getByLabel('Key (kept in this tab').fill(key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+
+    // Act: call the number, say one line, hang up.
+    await page.getByRole('button', { name: `Call ${phoneNumber}` }).click();
+    await expect.poll(() => page.locator('#call-status').textContent(), patience).toBe(`Connected to ${phoneNumber}. Say something.`);
+    await page.getByLabel('You say').fill('Is the shop open?');
+    await page.getByRole('button', { name: 'Say', exact: true }).click();
+    const reply = page.locator('#call-transcript li.assistant');
+    await expect.poll(() => reply.textContent(), patience).toContain('You said: "Is the shop open?"');
+    await snapshot(page, 'test-call');
+    await page.getByRole('button', { name: 'Hang up' }).click();
+    await expect.poll(() => page.locator('#call-status').textContent(), patience).toBe('The call ended (call completed).');
+
+    // Assess: an inbound call of the number's agent, from the playground's caller, with what was said.
+    const sessions = await eventually(
+      async () => (await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key })).body.data as { id: string }[],
+      (found) => found.length === 1,
+    );
+    const session = (await api.request('GET', `/api/v1/chat/sessions/${sessions[0]!.id}`, { key })).body;
+    expect(session).toMatchObject({ agentId: agent.body.id, direction: 'INBOUND', metadata: { customerPhoneNumber: '+15550143' } });
+    const messages = await api.request('GET', `/api/v1/chat/sessions/${session.id}/messages`, { key });
+    expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Is the shop open?');
+    await expect.poll(() => page.getByRole('button', { name: `Call ${phoneNumber}` }).isEnabled(), patience).toBe(true);
+    expect(failures).toEqual([]);
   }, 120_000);
 
   it('renders the API reference on the first screen, with the playground’s key, asking nothing of any other origin', async () => {
