@@ -212,6 +212,7 @@ function commandHints(orgId: string): string {
   return [
     `More keys: ${prefix}npm run --silent keys -- create --org ${orgId} --name NAME --scopes '*'`,
     `Calls from the terminal: export AGENT_PLATFORM_API_KEY=<key>, then ${prefix}npm run call -- --from <phone number id> --to +15550100 --agent <agent id>`,
+    `Call one of your numbers as a caller: ${prefix}npm run call -- --inbound <number, as +1…>`,
   ].join('\n');
 }
 

@@ -145,6 +145,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     // Assess: the start-up hint is the whole command, DATA_DIR included, so that the keys CLI finds this instance.
     expect(server.output().stdout).toContain('acme');
     expect(server.output().stdout).toContain(`More keys: DATA_DIR=${dataDir} npm run --silent keys -- create --org acme --name NAME --scopes '*'`);
+    expect(server.output().stdout).toContain(`Call one of your numbers as a caller: DATA_DIR=${dataDir} npm run call -- --inbound <number, as +1…>`);
     const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([]);
