@@ -59,6 +59,14 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     if (toolServer) await closeServer(toolServer);
   });
 
+  /** Opens the playground and gives it `key`, as a user pastes it. */
+  const giveKey = async (page: Page, key: string) => {
+    await page.goto(`${api.baseUrl}/playground`);
+    await page.getByLabel('Key (kept in this tab').fill(key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await expect.poll(() => page.locator('#key-status').textContent(), patience).toBe('Key accepted.');
+  };
+
   let step = 0;
   const snapshot = async (page: Page, name: string) => {
     step += 1;
@@ -146,9 +154,7 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     const failures: string[] = [];
     page.on('pageerror', (error) => failures.push(error.message));
     page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
-    await page.goto(`${api.baseUrl}/playground`);
-    await page.getByLabel('Key (kept in this tab').fill(key);
-    await page.getByRole('button', { name: 'Use this key' }).click();
+    await giveKey(page, key);
 
     // Act: call the number, say one line, hang up.
     await page.getByRole('button', { name: `Call ${phoneNumber}` }).click();
@@ -186,10 +192,7 @@ describe.skipIf(skip)('the playground in Chromium', () => {
       if (message.type() === 'error') consoleErrors.push(message.text());
     });
     page.on('pageerror', (error) => errors.push(error.message));
-    await page.goto(`${api.baseUrl}/playground`);
-    await page.getByLabel('Key (kept in this tab').fill(key);
-    await page.getByRole('button', { name: 'Use this key' }).click();
-    await expect.poll(() => page.locator('#key-status').textContent(), patience).toBe('Key accepted.');
+    await giveKey(page, key);
 
     // Act
     await page.getByRole('link', { name: 'API reference' }).click();
