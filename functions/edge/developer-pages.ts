@@ -62,6 +62,7 @@ const page = (title: string, body: string) => `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
+<link rel="icon" href="data:,">
 <title>${title}</title>
 ${body}`;
 
@@ -70,7 +71,7 @@ const referencePage = page(
   `</head>
 <body>
 <noscript>The reference needs JavaScript; the description itself is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<div id="api-reference"></div>
+<div id="reference"></div>
 <script src="/assets/scalar.js"></script>
 <script src="/assets/docs.js"></script>
 </body>

@@ -23,7 +23,7 @@ import { createLocalServer } from './server.ts';
 import { startStreamPoller } from './stream-poller.ts';
 import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
-import { startLocalVoice } from './voice.ts';
+import { acceptPhones, startLocalVoice } from './voice.ts';
 import { startLocalWhatsapp } from './whatsapp-simulator.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -83,6 +83,7 @@ const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env,
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
 const { server, preload } = createLocalServer(routeGroups);
+if (voice.simulator) acceptPhones(server, voice.simulator);
 try {
   checkSettingsTogether(runtime().config);
   await bootstrapOrganization();
@@ -211,6 +212,7 @@ function commandHints(orgId: string): string {
   return [
     `More keys: ${prefix}npm run --silent keys -- create --org ${orgId} --name NAME --scopes '*'`,
     `Calls from the terminal: export AGENT_PLATFORM_API_KEY=<key>, then ${prefix}npm run call -- --from <phone number id> --to +15550100 --agent <agent id>`,
+    `Call one of your numbers as a caller: ${prefix}npm run call -- --inbound <number, as +1…>`,
   ].join('\n');
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
+import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './phone-channel.ts';
 import { createNumberInventory, twilioError, type SimulatedNumber } from './twilio-numbers.ts';
 
 /**
@@ -90,6 +91,11 @@ export interface TwilioSimulator {
   setScript(number: string, script: CalleeScript): void;
   /** A callee driven from outside (`npm run call`): lines in, the agent's tokens out. */
   attachCallee(number: string, callee: InteractiveCallee): void;
+  /**
+   * A person's phone at `number`, over a WebSocket (`npm run call`, the playground): it answers calls to the number,
+   * or dials a number of an account here (see `PhoneMessage`).
+   */
+  connectPhone(channel: WebSocket, number: string): void;
   /**
    * Someone dials `to`, a number of an account here: Twilio asks the number's voice URL (signed with the account's
    * token) what to do, and tells its status callback when the call ends.
@@ -418,44 +424,63 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     json(response, 200, { sid: call.sid, status: call.status });
   }
 
-  // `npm run call`: a person is the callee of a number, over a WebSocket of the simulator's own.
-  const calleeChannel = new WebSocketServer({ noServer: true });
+  /** A person's phone: lines said and hang-ups in, the agent's tokens and the call's progress out. */
+  const connectPhone = (channel: WebSocket, number: string) => {
+    const tell = (message: PhoneEvent) => channel.readyState === WebSocket.OPEN && channel.send(JSON.stringify(message));
+    // One person a number: a second one would take the first one's calls.
+    if (callees.has(number)) {
+      tell({ type: 'end', reason: `${number} is already on a call from elsewhere` });
+      channel.close();
+      return;
+    }
+    let say: ((line: string | null) => void) | undefined;
+    const phone: InteractiveCallee = {
+      onToken: (token, last) => tell({ type: 'token', token, last }),
+      onEnd: (reason) => tell({ type: 'end', reason }),
+      onConnected: (speak) => {
+        say = speak;
+        tell({ type: 'connected' });
+      },
+    };
+    callees.set(number, phone);
+    channel.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as PhoneMessage;
+      if (message.type === 'say' && message.text) say?.(message.text);
+      else if (message.type === 'hangup') say?.(null);
+      else if (message.type === 'dial') {
+        simulator.dialIn({ from: number, to: message.to }).then(
+          (callSid) => tell({ type: 'dialled', callSid }),
+          (error: Error) => tell({ type: 'end', reason: error.message }),
+        );
+      }
+    });
+    channel.on('close', () => {
+      if (callees.get(number) === phone) callees.delete(number);
+    });
+    tell({ type: 'ready', number });
+  };
+
+  // `npm run call` talks to the simulator itself; the playground goes through the local API's origin.
+  const phoneChannel = new WebSocketServer({ noServer: true });
   server.on('upgrade', (request, socket, head) => {
     const url = new URL(request.url ?? '/', `http://${host}`);
     const number = url.searchParams.get('number');
-    if (url.pathname !== '/simulator/callee' || !number) {
+    if (url.pathname !== phoneChannelPath || !number) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    calleeChannel.handleUpgrade(request, socket, head, (channel) => {
-      let say: ((line: string | null) => void) | undefined;
-      const tell = (message: Record<string, unknown>) => channel.readyState === WebSocket.OPEN && channel.send(JSON.stringify(message));
-      callees.set(number, {
-        onToken: (token, last) => tell({ type: 'token', token, last }),
-        onEnd: (reason) => tell({ type: 'end', reason }),
-        onConnected: (speak) => {
-          say = speak;
-          tell({ type: 'connected' });
-        },
-      });
-      channel.on('message', (data) => {
-        const message = JSON.parse(data.toString()) as { type: string; text?: string };
-        if (message.type === 'say' && message.text) say?.(message.text);
-        else if (message.type === 'hangup') say?.(null);
-      });
-      channel.on('close', () => callees.delete(number));
-      tell({ type: 'ready', number });
-    });
+    phoneChannel.handleUpgrade(request, socket, head, (channel) => connectPhone(channel, number));
   });
 
   await new Promise<void>((resolveListen) => server.listen(options.port ?? 0, host, resolveListen));
   const port = (server.address() as { port: number }).port;
 
-  return {
+  const simulator: TwilioSimulator = {
     baseUrl: `http://${host}:${port}`,
     port,
     setScript: (number, script) => scripts.set(number, script),
     attachCallee: (number, callee) => callees.set(number, callee),
+    connectPhone,
     callbacks,
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
@@ -502,7 +527,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       if (call.recordingCallback) call.recordingSource = 'StartCallRecordingTwiML';
       if (!call.relayUrl) {
         call.finished = true;
-        await report(call, /<Reject/.test(twiml) ? 'busy' : 'failed');
+        const status = /<Reject/.test(twiml) ? 'busy' : 'failed';
+        await report(call, status);
+        callees.get(call.from)?.onEnd(`call ${status}: ${dial.to} did not take it`);
         return call.sid;
       }
       call.status = 'in-progress';
@@ -519,7 +546,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       await new Promise((resolveClose) => server.close(resolveClose));
     },
   };
+  return simulator;
 }
+
 
 const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 

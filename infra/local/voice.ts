@@ -1,9 +1,12 @@
+import type { Server } from 'node:http';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { WebSocketServer } from 'ws';
 import { callBackstopQueue } from '../../functions/consumers.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import type { LocalQueues } from './queues.ts';
 import { startSchedulerStandIn, type SchedulerStandIn } from './scheduler-stand-in.ts';
 import { denyEgressTo } from './environment.ts';
+import { phoneChannelPath } from './phone-channel.ts';
 import { startTwilioSimulator, type TwilioSimulator } from './twilio-simulator.ts';
 import { startWebSocketGateway, type LocalWebSocketGateway } from './websocket-gateway.ts';
 
@@ -72,4 +75,23 @@ export async function startLocalVoice(
       await gateway.stop();
     },
   };
+}
+
+/**
+ * Lets the playground, a page of the local API, be a person's phone at the Twilio simulator: WebSocket upgrades of
+ * `phoneChannelPath` on the API's own address. A page of another origin is refused (a WebSocket is not bound by
+ * CORS, and any site could otherwise place calls through this machine).
+ */
+export function acceptPhones(server: Server, simulator: TwilioSimulator): void {
+  const phones = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (request, socket, head) => {
+    const url = new URL(request.url ?? '/', 'http://local');
+    const number = url.searchParams.get('number');
+    const origin = request.headers.origin;
+    if (url.pathname !== phoneChannelPath || !number || (origin !== undefined && origin !== `http://${request.headers.host}`)) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    phones.handleUpgrade(request, socket, head, (channel) => simulator.connectPhone(channel, number));
+  });
 }

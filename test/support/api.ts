@@ -96,10 +96,13 @@ export async function startApi(
   let whatsapp: WhatsappSimulator | undefined;
   const startChannels = async (local?: LocalQueues) => {
     if (options.voice) {
-      const started = await (await import('../../infra/local/voice.ts')).startLocalVoice(baseUrl, process.env, { queues: local });
+      const localVoice = await import('../../infra/local/voice.ts');
+      const started = await localVoice.startLocalVoice(baseUrl, process.env, { queues: local });
       const { simulator } = started;
       if (!simulator) throw new Error('TWILIO_API_BASE_URL was preset: the voice tests need the Twilio simulator.');
       voice = { ...started, simulator };
+      // As npm start: the playground's test calls reach the simulator through the API's origin.
+      localVoice.acceptPhones(server, simulator);
     }
     if (options.whatsapp) {
       whatsapp = await (await import('../../infra/local/whatsapp-simulator.ts')).startLocalWhatsapp(baseUrl, process.env, { queues: local });

@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import twilio from 'twilio';
+import WebSocket from 'ws';
+import { phoneChannelPath } from '../../infra/local/phone-channel.ts';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
@@ -114,5 +116,22 @@ describe('inbound calls', () => {
     await endedOnce(org, sessionId);
     const toNumber = simulator().callbacks.filter((sent) => sent.params.CallSid === callSid && sent.url === `${api.baseUrl}/twilio/voice/status`);
     expect(toNumber.map((sent) => [sent.params.CallStatus, sent.status])).toEqual([['completed', 200]]);
+  });
+
+  it("are placed by the local API's own pages (the playground) as a phone at the simulator, and by no page of another origin", async () => {
+    // What the phone channel answers first: `ready`, or the refusal's HTTP status.
+    const firstAnswer = (origin: string) =>
+      new Promise<string>((resolveAnswer) => {
+        const socket = new WebSocket(`${api.baseUrl.replace(/^http/, 'ws')}${phoneChannelPath}?number=${encodeURIComponent('+15550144')}`, { origin });
+        socket.once('message', (data) => {
+          resolveAnswer((JSON.parse(data.toString()) as { type: string }).type);
+          socket.close();
+        });
+        socket.once('unexpected-response', (_request, response) => resolveAnswer(String(response.statusCode)));
+        socket.once('error', (error) => resolveAnswer(error.message));
+      });
+
+    expect(await firstAnswer(api.baseUrl)).toBe('ready');
+    expect(await firstAnswer('https://elsewhere.example')).toBe('404');
   });
 });

@@ -1,10 +1,15 @@
 import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Session } from '../../../clients/typescript/index.ts';
+import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from '../../../infra/local/phone-channel.ts';
+import { storedKeyName } from './stored-key.ts';
 
 /**
  * The playground: a key, agents with tools, a chat whose reply streams token by token, the organization's events
- * live, and the session's analysis once it exists. Plain DOM, the typed client for every call.
+ * live, the session's analysis once it exists, and test calls to the organization's numbers. Plain DOM, the typed
+ * client for every call.
  */
-const keyStorage = 'agent-platform-playground-key';
+
+/** The caller of the playground's test calls (the simulator's test range; `npm run call` calls from +15550142). */
+const callerNumber = '+15550143';
 
 const root = document.querySelector<HTMLElement>('#playground') as HTMLElement;
 root.innerHTML = `
@@ -45,6 +50,19 @@ root.innerHTML = `
     <button id="close-session" type="button" disabled>Close the session</button>
     <section aria-labelledby="analysis-heading"><h3 id="analysis-heading">Analysis</h3><pre id="analysis">None yet.</pre></section>
   </section>
+  <section aria-labelledby="phone-heading">
+    <h2 id="phone-heading">Phone numbers</h2>
+    <p>A test call rings the number through the local Twilio simulator (<code>npm start</code>): you call from ${callerNumber}, the number's agent answers, and what you type is what you say.</p>
+    <ul id="numbers"></ul>
+    <p id="call-status" role="status">No call.</p>
+    <ol id="call-transcript" aria-live="polite"></ol>
+    <form id="call-form">
+      <label for="call-line">You say</label>
+      <input id="call-line" autocomplete="off" required>
+      <button id="call-say" type="submit" disabled>Say</button>
+    </form>
+    <button id="hang-up" type="button" disabled>Hang up</button>
+  </section>
   <section aria-labelledby="events-heading">
     <h2 id="events-heading">Events</h2>
     <ol id="events" aria-live="polite"></ol>
@@ -59,10 +77,15 @@ const sessionStatus = element('session-status');
 const transcript = element<HTMLOListElement>('transcript');
 const eventList = element<HTMLOListElement>('events');
 const analysisView = element('analysis');
+const numberList = element<HTMLUListElement>('numbers');
+const callStatus = element('call-status');
+const callTranscript = element<HTMLOListElement>('call-transcript');
 const buttons = {
   open: element<HTMLButtonElement>('open-session'),
   send: element<HTMLButtonElement>('send'),
   close: element<HTMLButtonElement>('close-session'),
+  say: element<HTMLButtonElement>('call-say'),
+  hangUp: element<HTMLButtonElement>('hang-up'),
 };
 
 let client: ApiClient | undefined;
@@ -70,6 +93,7 @@ let selectedAgent: Agent | undefined;
 let session: Session | undefined;
 let shownMessages = 0;
 let eventsAbort: AbortController | undefined;
+let phone: WebSocket | undefined;
 
 function show(target: HTMLElement, text: string): void {
   target.textContent = text;
@@ -95,12 +119,13 @@ function listItem(list: HTMLElement, text: string, className = ''): HTMLLIElemen
 }
 
 async function useKey(key: string): Promise<void> {
-  sessionStorage.setItem(keyStorage, key);
+  sessionStorage.setItem(storedKeyName, key);
   client = createApiClient({ baseUrl: location.origin, apiKey: key });
   try {
     await refreshAgents();
     show(keyStatus, 'Key accepted.');
     followEvents();
+    await refreshNumbers();
   } catch (error) {
     show(keyStatus, `Key refused: ${describeError(error)}`);
   }
@@ -244,6 +269,78 @@ async function closeSession(): Promise<void> {
   show(analysisView, session.analysis ? JSON.stringify(session.analysis, null, 2) : 'No analysis yet; it appears on the session once made.');
 }
 
+async function refreshNumbers(): Promise<void> {
+  numberList.replaceChildren();
+  try {
+    const { items } = ok(await (client as ApiClient).GET('/api/v1/phone-numbers', {}));
+    if (items.length === 0) listItem(numberList, 'None yet: buy one with POST /api/v1/phone-numbers/buy.');
+    for (const number of items) {
+      const item = document.createElement('li');
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'dial';
+      button.textContent = `Call ${number.phone_number}`;
+      button.disabled = phone !== undefined;
+      button.addEventListener('click', () => testCall(number.phone_number));
+      item.append(button, ` ${number.label ?? ''}${number.agentId ? '' : ' (no agent answers it)'}`);
+      numberList.append(item);
+    }
+  } catch (error) {
+    listItem(numberList, `Could not list the numbers: ${describeError(error)}`);
+  }
+}
+
+function showCallOn(on: boolean): void {
+  for (const button of numberList.querySelectorAll<HTMLButtonElement>('button.dial')) button.disabled = on;
+  buttons.hangUp.disabled = !on;
+  if (!on) buttons.say.disabled = true;
+}
+
+/**
+ * A test call: this page is the caller's phone at the local Twilio simulator (through this origin), which dials the
+ * number as any caller would; the agent's reply shows as its tokens arrive.
+ */
+function testCall(number: string): void {
+  callTranscript.replaceChildren();
+  show(callStatus, `Calling ${number} from ${callerNumber}…`);
+  const channel = new WebSocket(`${location.origin.replace(/^http/, 'ws')}${phoneChannelPath}?number=${encodeURIComponent(callerNumber)}`);
+  const send = (message: PhoneMessage) => channel.send(JSON.stringify(message));
+  phone = channel;
+  showCallOn(true);
+  let reply: HTMLLIElement | undefined;
+  let ended = false;
+  channel.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as PhoneEvent;
+    if (message.type === 'ready') send({ type: 'dial', to: number });
+    else if (message.type === 'dialled') show(callStatus, `Call ${message.callSid} to ${number} is ringing.`);
+    else if (message.type === 'connected') {
+      show(callStatus, `Connected to ${number}. Say something.`);
+      buttons.say.disabled = false;
+    } else if (message.type === 'token') {
+      reply ??= listItem(callTranscript, '', 'assistant');
+      reply.textContent += message.token;
+      if (message.last) reply = undefined;
+    } else {
+      ended = true;
+      show(callStatus, `The call ended (${message.reason}).`);
+      channel.close();
+    }
+  });
+  channel.addEventListener('close', () => {
+    if (!ended) show(callStatus, 'No test call: they need the local Twilio simulator (npm start). On AWS, call the number from a phone.');
+    phone = undefined;
+    showCallOn(false);
+  });
+}
+
+function sayOnCall(event: SubmitEvent): void {
+  event.preventDefault();
+  const input = element<HTMLInputElement>('call-line');
+  listItem(callTranscript, input.value, 'user');
+  phone?.send(JSON.stringify({ type: 'say', text: input.value } satisfies PhoneMessage));
+  input.value = '';
+}
+
 /** The organization's events, live; the client resumes with Last-Event-ID when the connection drops. */
 function followEvents(): void {
   eventsAbort?.abort();
@@ -269,10 +366,12 @@ element<HTMLFormElement>('key-form').addEventListener('submit', (event) => {
 });
 element<HTMLFormElement>('agent-form').addEventListener('submit', (event) => void createAgent(event));
 element<HTMLFormElement>('message-form').addEventListener('submit', (event) => void send(event));
+element<HTMLFormElement>('call-form').addEventListener('submit', sayOnCall);
+buttons.hangUp.addEventListener('click', () => phone?.send(JSON.stringify({ type: 'hangup' } satisfies PhoneMessage)));
 buttons.open.addEventListener('click', () => void openSession());
 buttons.close.addEventListener('click', () => void closeSession());
 
-const remembered = sessionStorage.getItem(keyStorage);
+const remembered = sessionStorage.getItem(storedKeyName);
 if (remembered) {
   keyInput.value = remembered;
   void useKey(remembered);

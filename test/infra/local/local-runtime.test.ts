@@ -58,6 +58,30 @@ async function runKeysCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string):
   return { code: exit.code, stdout, stderr };
 }
 
+/**
+ * Talks through `npm run call` as a user would: waits to be connected, says `line`, waits for the agent's answer to
+ * it, then hangs up with an empty line.
+ */
+async function talkThroughCallCli(args: string[], env: NodeJS.ProcessEnv, line: string): Promise<{ exit: Awaited<ReturnType<typeof waitForExit>>; stdout: string; stderr: string }> {
+  const child = spawnInGroup([callScript, ...args], env, process.execPath, { stdin: 'pipe' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const until = async (done: () => boolean, what: string) => {
+    const deadline = Date.now() + 60_000;
+    while (!done()) {
+      if (!isRunning(child) || Date.now() > deadline) throw new Error(`call CLI: no ${what}; stdout: ${stdout} stderr: ${stderr}`);
+      await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+    }
+  };
+  await until(() => stdout.includes('Connected.'), 'connection');
+  child.stdin?.write(`${line}\n`);
+  await until(() => stdout.includes(`agent> You said: "${line}"`), 'answer');
+  child.stdin?.end('\n');
+  return { exit: await waitForExit(child, 30_000), stdout, stderr };
+}
+
 afterAll(stopEverything, 30_000);
 
 describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
@@ -121,6 +145,7 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     // Assess: the start-up hint is the whole command, DATA_DIR included, so that the keys CLI finds this instance.
     expect(server.output().stdout).toContain('acme');
     expect(server.output().stdout).toContain(`More keys: DATA_DIR=${dataDir} npm run --silent keys -- create --org acme --name NAME --scopes '*'`);
+    expect(server.output().stdout).toContain(`Call one of your numbers as a caller: DATA_DIR=${dataDir} npm run call -- --inbound <number, as +1…>`);
     const listed = await call(server, 'GET', '/v1/chat/agents', { key: initKey });
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([]);
@@ -199,23 +224,11 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     expect(number.status, number.text).toBe(201);
 
     // Act: the user says one line, waits for the agent's answer, then hangs up with an empty line.
-    const child = spawnInGroup([callScript, '--from', number.body.id, '--to', '+15550100', '--agent', agent.body.id], childEnv({ DATA_DIR: dataDir, AGENT_PLATFORM_API_KEY: initKey }), process.execPath, { stdin: 'pipe' });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (chunk) => (stdout += chunk));
-    child.stderr?.on('data', (chunk) => (stderr += chunk));
-    const until = async (done: () => boolean, what: string) => {
-      const deadline = Date.now() + 60_000;
-      while (!done()) {
-        if (!isRunning(child) || Date.now() > deadline) throw new Error(`call CLI: no ${what}; stdout: ${stdout} stderr: ${stderr}`);
-        await new Promise((resolveWait) => setTimeout(resolveWait, 50));
-      }
-    };
-    await until(() => stdout.includes('Connected.'), 'connection');
-    child.stdin?.write('Hello there\n');
-    await until(() => /agent> .*Hello there/.test(stdout), 'answer');
-    child.stdin?.end('\n');
-    const exit = await waitForExit(child, 30_000);
+    const { exit, stdout, stderr } = await talkThroughCallCli(
+      ['--from', number.body.id, '--to', '+15550100', '--agent', agent.body.id],
+      childEnv({ DATA_DIR: dataDir, AGENT_PLATFORM_API_KEY: initKey }),
+      'Hello there',
+    );
 
     // Assess
     expect(exit, stderr).toEqual({ code: 0, signal: null });
@@ -225,6 +238,29 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     const messages = await call(running, 'GET', `/api/v1/chat/sessions/${sessionId}/messages`, { key: initKey });
     expect(messages.status, messages.text).toBe(200);
     expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Hello there');
+  }, 120_000);
+
+  it('call CLI --inbound calls a number of the organization as a caller, without a key, and the number\'s agent answers', async () => {
+    // Prepare: a number routed to a voice agent (the organization has Twilio credentials from the test above).
+    const running = server as RunningServer;
+    const agent = await call(running, 'POST', '/v2/chat/agents', { key: initKey, body: { fullName: 'Reception', description: 'Phone', role: 'You answer the phone.', voiceEnabled: true, voicePipelineMode: 'pipeline' } });
+    expect(agent.status, agent.text).toBe(201);
+    const number = await call(running, 'POST', '/api/v1/phone-numbers/buy', { key: initKey, body: { area_code: '415', agentId: agent.body.id } });
+    expect(number.status, number.text).toBe(201);
+
+    // Act: dialled as a caller would, with no key in the environment.
+    const { exit, stdout, stderr } = await talkThroughCallCli(['--inbound', number.body.phone_number, '--caller', '+15550123'], childEnv({ DATA_DIR: dataDir }), 'Is the shop open?');
+
+    // Assess
+    expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(stdout).toContain(`Calling ${number.body.phone_number} from +15550123`);
+    const callSid = /Call (CA[0-9a-f]{32})/.exec(stdout)?.[1];
+    expect(callSid, stdout).toBeDefined();
+    const sessions = await call(running, 'GET', '/v1/chat/chat/sessions?platform=PHONE&limit=100', { key: initKey });
+    const session = sessions.body.data.find((candidate: { metadata: { roomName?: string } }) => candidate.metadata.roomName === callSid);
+    expect(session, sessions.text).toMatchObject({ agentId: agent.body.id, direction: 'INBOUND', metadata: { customerPhoneNumber: '+15550123' } });
+    const messages = await call(running, 'GET', `/api/v1/chat/sessions/${session.id}/messages`, { key: initKey });
+    expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Is the shop open?');
   }, 120_000);
 
   it('logs the campaign ticks that dispatch nothing at DEBUG, not INFO (they came every 5 s)', async () => {
