@@ -25,11 +25,13 @@
  */
 import type { EmbeddingModelV4, LanguageModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
+import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
 import { secretSetting } from '../platform/secrets/secret-settings.ts';
 import type { Model } from './model-schemas.ts';
+import type { ProviderConnection } from './provider-key-schemas.ts';
 import { builtinEmbeddingModel } from './builtin-embedder.ts';
 import { builtinRerankingModel } from './reranker.ts';
 import { builtinModelName, createBuiltinModel } from './builtin-model.ts';
@@ -98,8 +100,36 @@ export function createLanguageModel(model: Model, config: ProviderConfig): Langu
     case 'bedrock':
       return cachedModel(bedrockProvider(config), model, (provider) => provider(model.name));
     default:
-      throw new Error(`Unknown model provider ${String((model as Model).provider)}`);
+      throw new Error(`Model ${model.provider}/${model.name} is not one of the deployment's models`);
   }
+}
+
+/** Organizations' models by connection (provider, base URL, key): a changed key builds a new one; the oldest go first. */
+const organizationModels = new Map<string, LanguageModelV4>();
+const organizationModelsKept = 256;
+
+/**
+ * The language model of one of an organization's own models (docs/models.md#your-own-provider-keys), reached with
+ * its key and base URL through `fetch` (the egress guard: the organization chose the URL).
+ */
+export function createOrganizationLanguageModel(model: Model, connection: ProviderConnection, fetch: typeof globalThis.fetch): LanguageModelV4 {
+  const key = `${connection.provider}\n${connection.baseUrl ?? ''}\n${connection.apiKey}\n${model.name}`;
+  let created = organizationModels.get(key);
+  if (created) return created;
+  switch (connection.provider) {
+    case 'openai-compatible':
+      if (!connection.baseUrl) throw new Error('An openai-compatible key needs its base URL');
+      created = createOpenAICompatible({ name: 'openai-compatible', baseURL: connection.baseUrl, apiKey: connection.apiKey, includeUsage: true, fetch })(model.name);
+      break;
+    case 'anthropic':
+      created = createAnthropic({ apiKey: connection.apiKey, ...(connection.baseUrl ? { baseURL: connection.baseUrl } : {}), fetch })(model.name);
+      break;
+    default:
+      throw new Error(`A ${connection.provider} key serves no language model`);
+  }
+  if (organizationModels.size >= organizationModelsKept) organizationModels.delete(organizationModels.keys().next().value!);
+  organizationModels.set(key, created);
+  return created;
 }
 
 /** The AI SDK embedding model of a catalog EMBEDDING model (Bedrock embeds one text per call: `embedMany` runs calls in parallel). */
