@@ -49,7 +49,7 @@ function turnModelOf(base: Runtime): TurnDeps['turnModel'] {
     const deployed = base.catalog.byId(modelId);
     if (deployed) return deploymentModel(deployed);
     const own = await ownModelConnection(base, orgId, modelId);
-    if (own) return { model: own.model, languageModel: createOrganizationLanguageModel(own.model, own.connection, fetch) };
+    if (own) return { model: own.model, languageModel: await createOrganizationLanguageModel(own.model, own.connection, fetch) };
     return deploymentModel(base.catalog.defaultLlm);
   };
 }

@@ -13,6 +13,11 @@
  *   (environment, SSO, shared config and credentials files, process, web identity, container and instance
  *   metadata): on Lambda, the function role. Credentials are resolved on the first request, never at import.
  *
+ * - An organization's own models (`createOrganizationLanguageModel`): `openai-compatible` or `anthropic` with its key and
+ *   base URL, through the egress guard's fetch (docs/models.md#your-own-provider-keys). `@ai-sdk/anthropic` adds
+ *   286 KiB (minified) to a turn function's bundle (1450 → 1736 KiB for chat-messages, AWS SDK left out), so it is
+ *   imported on the first Anthropic model's use, not when the function loads.
+ *
  * Provider instances are built once per process and configuration, models once per name, so that a turn only
  * pays a map lookup. Nothing here opens a connection: the first network call is the first model request.
  *
@@ -25,7 +30,6 @@
  */
 import type { EmbeddingModelV4, LanguageModelV4, RerankingModelV4 } from '@ai-sdk/provider';
 import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
-import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
@@ -110,9 +114,10 @@ const organizationModelsKept = 256;
 
 /**
  * The language model of one of an organization's own models (docs/models.md#your-own-provider-keys), reached with
- * its key and base URL through `fetch` (the egress guard: the organization chose the URL).
+ * its key and base URL through `fetch` (the egress guard: the organization chose the URL). The Anthropic provider is
+ * loaded on its first use: only organizations' keys need it, and it is a third of a turn function's bundle.
  */
-export function createOrganizationLanguageModel(model: Model, connection: ProviderConnection, fetch: typeof globalThis.fetch): LanguageModelV4 {
+export async function createOrganizationLanguageModel(model: Model, connection: ProviderConnection, fetch: typeof globalThis.fetch): Promise<LanguageModelV4> {
   const key = `${connection.provider}\n${connection.baseUrl ?? ''}\n${connection.apiKey}\n${model.name}`;
   let created = organizationModels.get(key);
   if (created) return created;
@@ -121,9 +126,11 @@ export function createOrganizationLanguageModel(model: Model, connection: Provid
       if (!connection.baseUrl) throw new Error('An openai-compatible key needs its base URL');
       created = createOpenAICompatible({ name: 'openai-compatible', baseURL: connection.baseUrl, apiKey: connection.apiKey, includeUsage: true, fetch })(model.name);
       break;
-    case 'anthropic':
+    case 'anthropic': {
+      const { createAnthropic } = await import('@ai-sdk/anthropic');
       created = createAnthropic({ apiKey: connection.apiKey, ...(connection.baseUrl ? { baseURL: connection.baseUrl } : {}), fetch })(model.name);
       break;
+    }
     default:
       throw new Error(`A ${connection.provider} key serves no language model`);
   }

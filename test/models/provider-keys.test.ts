@@ -22,7 +22,8 @@ beforeAll(async () => {
   openai = await startOpenAIStub({ apiKey: orgKey, tokens: 5 });
   anthropic = await startAnthropicStub({
     apiKey: anthropicKey,
-    answer: (body, index) => (index === 0 && body.tools?.some((tool) => tool.name === 'get_weather') ? { replay: documented.response } : { text: 'It is sunny in San Francisco.' }),
+    // The question gets Anthropic's documented answer (a get_weather call); the tool's result, text.
+    answer: (body) => (body.messages.length === 1 && body.tools?.some((tool) => tool.name === 'get_weather') ? { replay: documented.response } : { text: 'It is sunny in San Francisco.' }),
   });
   api = await startApi();
 });

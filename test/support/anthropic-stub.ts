@@ -20,6 +20,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from './openai-stub.ts';
 
 export interface AnthropicAnswer {
   text?: string;
@@ -169,16 +170,4 @@ const outputTokens = (answer: AnthropicAnswer): number => (answer.text?.split(/\
 
 function sendError(response: ServerResponse, status: number, type: string, message: string): void {
   sendJson(response, status, { type: 'error', error: { type, message } });
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  response.end(text);
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -334,13 +334,14 @@ function openAIError(message: string, type: string): { error: { message: string;
   return { error: { message, type, code: null } };
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
+/** Also the Anthropic stub's. */
+export function sendJson(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   response.end(text);
 }
 
-async function readBody(request: IncomingMessage): Promise<string> {
+export async function readBody(request: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
