@@ -15,7 +15,7 @@
  *
  * - An organization's own models (`createOrganizationLanguageModel`): `openai-compatible` or `anthropic` with its key and
  *   base URL, through the egress guard's fetch (docs/models.md#your-own-provider-keys). `@ai-sdk/anthropic` adds
- *   286 KiB (minified) to a turn function's bundle (1450 → 1736 KiB for chat-messages, AWS SDK left out), so it is
+ *   about 290 kB (minified) to a turn function's bundle (1.45 → 1.74 MB for chat-messages, AWS SDK left out), so it is
  *   imported on the first Anthropic model's use, not when the function loads.
  *
  * Provider instances are built once per process and configuration, models once per name, so that a turn only
