@@ -41,7 +41,7 @@ const runtime = [
 const http = ['MAX_BODY_BYTES'] as const satisfies readonly SettingName[];
 /** Sending to a queue (the local SQS emulator's endpoint). */
 const queues = ['SQS_ENDPOINT'] as const satisfies readonly SettingName[];
-/** The egress guard of tools and webhooks. */
+/** The egress guard of tools, webhooks and organizations' own model providers (the base URL of their keys). */
 const egress = ['LOOPBACK_EGRESS_PORTS', 'EGRESS_DENIED_PORTS'] as const satisfies readonly SettingName[];
 /** Calling an OpenAI-compatible provider, with its key. */
 const modelProviders = ['OPENAI_COMPATIBLE_BASE_URL', 'OPENAI_COMPATIBLE_API_KEY', 'SECRETS_MANAGER_ENDPOINT'] as const satisfies readonly SettingName[];
@@ -84,7 +84,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   'api-keys': [...runtime, ...http],
   agents: [...runtime, ...http],
   tools: [...runtime, ...http, ...egress],
-  models: [...runtime, ...http],
+  models: [...runtime, ...http, ...egress],
   sessions: [...runtime, ...http, ...sessions],
   'chat-messages': [...runtime, ...http, ...turns, 'EVENT_STREAM_REAUTHORIZE_MS'],
   events: [...runtime, ...http, ...eventStream],

@@ -12,6 +12,7 @@ import type { AgentStore, ToolStore } from './agents/ports.ts';
 import type { AnalyticsStore, SubscriptionStore, UsageStore } from './billing/ports.ts';
 import type { SessionStore } from './conversations/ports.ts';
 import type { EventLogStore } from './events/ports.ts';
+import type { ProviderKeyStore } from './models/ports.ts';
 import type { ApiKeyStore, OrgStore } from './identity/ports.ts';
 import type { IdempotencyStore, MetricsRecorder } from './platform/ports.ts';
 import { emfMetrics } from './platform/metrics.ts';
@@ -24,6 +25,7 @@ import { createDocumentClient } from './platform/store/dynamo.ts';
 import { DynamoEventLogStore } from './events/event-log-store.ts';
 import { DynamoIdempotencyStore } from './platform/store/idempotency-store.ts';
 import { DynamoKnowledgeStore } from './knowledge/knowledge-store.ts';
+import { DynamoProviderKeyStore } from './models/provider-key-store.ts';
 import { DynamoOrgStore } from './identity/org-store.ts';
 import { DynamoSessionStore } from './conversations/session-store.ts';
 import { DynamoSubscriptionStore } from './billing/subscription-store.ts';
@@ -44,6 +46,8 @@ export interface Runtime {
   /** Operational metrics, sent when each invocation ends (docs/deploy.md#dashboards-and-alarms). */
   metrics: MetricsRecorder;
   catalog: ModelCatalog;
+  /** The organizations' own provider keys: their models join their catalog (docs/models.md#your-own-provider-keys). */
+  providerKeys: ProviderKeyStore;
   orgs: OrgStore;
   apiKeys: ApiKeyStore;
   agents: AgentStore;
@@ -80,6 +84,7 @@ function runtimeOf(config: Config): Runtime {
     clock: systemClock,
     metrics: emfMetrics,
     catalog: createModelCatalog(config),
+    providerKeys: new DynamoProviderKeyStore(client, table, secrets),
     orgs: new DynamoOrgStore(client, table),
     apiKeys,
     agents: new DynamoAgentStore(client, table),

@@ -54,12 +54,24 @@ export interface paths {
     patch: operations["updateTool"];
   };
   "/v1/chat/models": {
-    /** List the model catalog (LLM, STT, TTS) */
+    /** List the model catalog as the organization sees it: the deployment's models, then the organization's own (`source`) */
     get: operations["listModels"];
   };
   "/v1/chat/voices": {
     /** The TTS voices catalog (provider, voice id, name, language, gender), filterable by provider and language */
     get: operations["listVoices"];
+  };
+  "/v1/chat/provider-keys": {
+    /** The organization's own provider keys (never the key: its last four characters) */
+    get: operations["listProviderKeys"];
+  };
+  "/v1/chat/provider-keys/{provider}": {
+    /** The organization's key for a provider (never the key: its last four characters) */
+    get: operations["getProviderKey"];
+    /** Set the organization's own key for a provider (write-only; the models it names join the organization's catalog) */
+    put: operations["putProviderKey"];
+    /** Remove the organization's key for a provider (its models leave the organization's catalog) */
+    delete: operations["deleteProviderKey"];
   };
   "/v1/chat/chat/sessions": {
     /** List sessions by agent, state, platform and creation time */
@@ -430,10 +442,15 @@ export interface components {
       /** @enum {string} */
       type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
-      provider: "builtin" | "bedrock" | "openai-compatible";
+      provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
       name: string;
       isDefault: boolean;
       acceptsImages: boolean;
+      /**
+       * @description `organization`: one of the organization's own models, reached with its own provider key
+       * @enum {string}
+       */
+      source: "deployment" | "organization";
     };
     ApiKey: {
       /** Format: uuid */
@@ -681,6 +698,21 @@ export interface components {
           /** @enum {string} */
           gender: "female" | "male" | "neutral";
         })[];
+    };
+    ListProviderKeysResponse: {
+      data: components["schemas"]["PutProviderKeyResponse"][];
+    };
+    PutProviderKeyResponse: {
+      /** @enum {string} */
+      provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      /** @description The last four characters of the key, after an ellipsis: `…abcd` */
+      apiKeyHint: string;
+      baseUrl?: string;
+      models?: string[];
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      updatedAt: string;
     };
     ListSessionsResponse: {
       data: components["schemas"]["Session"][];
@@ -1638,6 +1670,12 @@ export interface components {
         url: string;
         timeoutMs?: number;
       };
+    };
+    PutProviderKeyBody: {
+      apiKey: string;
+      /** Format: uri */
+      baseUrl?: string;
+      models?: string[];
     };
     CreateSessionBody: {
       /** Format: uuid */
@@ -3556,14 +3594,15 @@ export interface operations {
       };
     };
   };
-  /** List the model catalog (LLM, STT, TTS) */
+  /** List the model catalog as the organization sees it: the deployment's models, then the organization's own (`source`) */
   listModels: {
     parameters: {
       query?: {
         page?: string;
         limit?: string;
         type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
-        provider?: "builtin" | "bedrock" | "openai-compatible";
+        provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
+        source?: "deployment" | "organization";
       };
     };
     responses: {
@@ -3703,6 +3742,406 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's own provider keys (never the key: its last four characters) */
+  listProviderKeys: {
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListProviderKeysResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** The organization's key for a provider (never the key: its last four characters) */
+  getProviderKey: {
+    parameters: {
+      path: {
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["PutProviderKeyResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Set the organization's own key for a provider (write-only; the models it names join the organization's catalog) */
+  putProviderKey: {
+    parameters: {
+      path: {
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["PutProviderKeyBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["PutProviderKeyResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Remove the organization's key for a provider (its models leave the organization's catalog) */
+  deleteProviderKey: {
+    parameters: {
+      path: {
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
             };
           };
         };

@@ -1,4 +1,5 @@
 import { listModels } from '../../shared/models/models.ts';
+import { deleteProviderKey, getProviderKey, listProviderKeys, organizationCatalog, putProviderKey } from '../../shared/models/provider-keys.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { listVoices } from '../../shared/models/voices.ts';
@@ -7,8 +8,12 @@ import { modelRoutes } from './routes.ts';
 export const handler = createHttpHandler(
   modelRoutes,
   {
-    listModels: async ({ deps, query }) => listModels(deps.catalog, query),
+    listModels: async ({ deps, principal, query }) => listModels(await organizationCatalog(deps, principal.orgId), query),
     listVoices: async ({ query }) => listVoices(query),
+    listProviderKeys: ({ deps, principal }) => listProviderKeys(deps, principal.orgId),
+    putProviderKey: ({ deps, principal, params, body }) => putProviderKey(deps, principal.orgId, params.provider, body),
+    getProviderKey: ({ deps, principal, params }) => getProviderKey(deps, principal.orgId, params.provider),
+    deleteProviderKey: ({ deps, principal, params }) => deleteProviderKey(deps, principal.orgId, params.provider),
   },
   runtime,
 );

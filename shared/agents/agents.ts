@@ -1,6 +1,7 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
 import { voiceCatalog } from '../models/voices.ts';
 import type { ModelCatalog } from '../models/model-catalog.ts';
+import { catalogHolding, type OrganizationModelDeps } from '../models/provider-keys.ts';
 import type { AgentStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { analysisConfigProblems } from './analysis-config-schemas.ts';
@@ -11,9 +12,8 @@ import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { assertKnowledgeStoreExists } from '../knowledge/knowledge.ts';
 
-export interface AgentDeps {
+export interface AgentDeps extends OrganizationModelDeps {
   agents: AgentStore;
-  catalog: ModelCatalog;
   clock: Clock;
   knowledge: Pick<DynamoKnowledgeStore, 'getStore'>;
 }
@@ -31,7 +31,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     createdAt: now,
     updatedAt: now,
   });
-  checkConfiguration(deps.catalog, agent, modelFields);
+  checkConfiguration(await catalogHolding(deps, orgId, modelFields.map((field) => agent[field])), agent, modelFields);
   checkVoice(agent);
   if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
   await deps.agents.create(agent, sealResponse?.(agent));
@@ -70,7 +70,8 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   }
   const next = merged as unknown as Agent;
   // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
-  checkConfiguration(deps.catalog, next, modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null));
+  const changedModels = modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null);
+  checkConfiguration(await catalogHolding(deps, orgId, changedModels.map((field) => next[field])), next, changedModels);
   // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
   if (changes.voice) checkVoice(next);
   if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);

@@ -1,13 +1,13 @@
-import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { Config } from '../platform/config.ts';
 import { retrieve } from '../knowledge/knowledge.ts';
 import { knowledgeRuntime } from '../knowledge/knowledge-runtime.ts';
-import { createLanguageModel } from '../models/model-providers.ts';
+import { createLanguageModel, createOrganizationLanguageModel } from '../models/model-providers.ts';
+import { ownModelConnection } from '../models/provider-keys.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
-import { egressPolicyFromConfig } from '../platform/net/egress-guard.ts';
+import { egressPolicyFromConfig, guardedFetch } from '../platform/net/egress-guard.ts';
 import { runtime, type Runtime } from '../runtime.ts';
 import type { Model } from '../models/model-schemas.ts';
-import type { ToolCallContext } from './turn.ts';
+import type { ToolCallContext, TurnDeps } from './turn.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
 import { executeApiTool, type ToolExecution } from '../agents/api-tool-executor.ts';
 import { executeFunctionTool } from '../agents/function-tool-executor.ts';
@@ -17,7 +17,7 @@ import { executeFunctionTool } from '../agents/function-tool-executor.ts';
  * run turns import this, so the others do not bundle (or load) the AI SDK providers.
  */
 export interface ConversationRuntime extends Runtime {
-  languageModel(model: Model): LanguageModelV4;
+  turnModel: TurnDeps['turnModel'];
   executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
   retrieveKnowledge(orgId: string, storeId: string, query: string): Promise<RetrievedChunk[] | undefined>;
 }
@@ -29,7 +29,7 @@ export function conversationRuntime(): ConversationRuntime {
     const base = runtime();
     processRuntime = {
       ...base,
-      languageModel: (model) => createLanguageModel(model, base.config),
+      turnModel: turnModelOf(base),
       executeTool: (tool, args, context) => executeTool(base.config, tool, args, context),
       retrieveKnowledge: async (orgId, storeId, query) => {
         const knowledge = knowledgeRuntime();
@@ -39,6 +39,19 @@ export function conversationRuntime(): ConversationRuntime {
     };
   }
   return processRuntime;
+}
+
+/** The deployment's models through their configured providers; an organization's own through its key, behind the egress guard (it chose the URL). */
+function turnModelOf(base: Runtime): TurnDeps['turnModel'] {
+  const fetch = guardedFetch(egressPolicyFromConfig(base.config));
+  const deploymentModel = (model: Model) => ({ model, languageModel: createLanguageModel(model, base.config) });
+  return async (orgId, modelId) => {
+    const deployed = base.catalog.byId(modelId);
+    if (deployed) return deploymentModel(deployed);
+    const own = await ownModelConnection(base, orgId, modelId);
+    if (own) return { model: own.model, languageModel: await createOrganizationLanguageModel(own.model, own.connection, fetch) };
+    return deploymentModel(base.catalog.defaultLlm);
+  };
 }
 
 async function executeTool(config: Config, tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution> {

@@ -7,7 +7,7 @@ import {
   SessionExpiredError,
   SessionNotFoundError,
 } from '../platform/errors.ts';
-import type { ModelCatalog } from '../models/model-catalog.ts';
+import { modelOfOrganization, type OrganizationModelDeps } from '../models/provider-keys.ts';
 import type { Page } from '../platform/schemas/common.ts';
 import type { CreateSessionInput, EndedReason, ListSessionsQuery, Message, Session } from './session-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';
@@ -20,10 +20,9 @@ import { conversationMetrics } from './conversation-metrics.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
 
-export interface SessionDeps {
+export interface SessionDeps extends OrganizationModelDeps {
   sessions: SessionStore;
   agents: AgentStore;
-  catalog: ModelCatalog;
   clock: Clock;
   config: { SESSION_IDLE_TIMEOUT_SECONDS: number };
   metrics: MetricsRecorder;
@@ -39,7 +38,7 @@ export async function createSession(
   const [agent] = await Promise.all([deps.agents.get(orgId, input.agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
   if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
-  if (!deps.catalog.byId(agent.modelId)) {
+  if (!(await modelOfOrganization(deps, orgId, agent.modelId))) {
     throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
   }
   const now = deps.clock.now();

@@ -44,7 +44,11 @@ export interface ToolCallContext {
 
 export interface TurnDeps extends SessionDeps, AdmissionDeps {
   tools: ToolStore;
-  languageModel(model: Model): LanguageModelV4;
+  /**
+   * The model of an agent's `modelId` for its organization (the deployment's, or one of the organization's own with
+   * its key), and its AI SDK model; the default LLM when the organization can no longer use that model.
+   */
+  turnModel(orgId: string, modelId: string): Promise<{ model: Model; languageModel: LanguageModelV4 }>;
   executeTool(tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution>;
   config: SessionDeps['config'] & AdmissionDeps['config'] & { MAX_TOOL_ROUNDS: number; TURN_TIMEOUT_SECONDS: number };
   /** The chunks of the knowledge store for `query`; undefined when the store no longer exists. */
@@ -228,8 +232,7 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
 
 async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions): Promise<TurnResult> {
   const { session, agent } = turn;
-  const model = deps.catalog.byId(agent.modelId) ?? deps.catalog.defaultLlm;
-  const languageModel = deps.languageModel(model);
+  const { model, languageModel } = await deps.turnModel(session.orgId, agent.modelId);
   const timeout = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
   const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));

@@ -59,12 +59,40 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
     name,
     isDefault: type === 'LLM' && `${provider}/${name}` === defaultName,
     acceptsImages: type === 'LLM' && imageModels.has(`${provider}/${name}`),
+    source: 'deployment' as const,
   }));
   const defaultLlm = models.find((model) => model.isDefault);
   if (!defaultLlm) throw new Error(`Invalid configuration: DEFAULT_LLM ${defaultName} is not in the model catalog`);
   const unknownImageModel = config.IMAGE_INPUT_MODELS.find((name) => !models.some((model) => model.type === 'LLM' && `${model.provider}/${model.name}` === name));
   if (unknownImageModel) throw new Error(`Invalid configuration: IMAGE_INPUT_MODELS names ${unknownImageModel}, which is not an LLM of the model catalog`);
+  return catalogOf(models, defaultLlm);
+}
+
+function catalogOf(models: readonly Model[], defaultLlm: Model): ModelCatalog {
   const index = new Map(models.map((model) => [model.id, model]));
-  const byName = new Map(models.map((model) => [`${model.type} ${model.provider}/${model.name}`, model]));
+  // The deployment's models come first: a name an organization's model shares names the deployment's.
+  const byName = new Map(models.toReversed().map((model) => [`${model.type} ${model.provider}/${model.name}`, model]));
   return { models, byId: (id) => index.get(id), byName: (type, providerAndName) => byName.get(`${type} ${providerAndName}`), defaultLlm };
+}
+
+/**
+ * An organization's own LLM: its id is a UUIDv5 of `organization/<orgId>/<provider>/LLM/<name>` in the catalog's
+ * namespace, so it is stable, differs from the deployment's model of the same name and from every other
+ * organization's, and finds nothing in another organization's catalog.
+ */
+export function organizationModel(orgId: string, provider: ModelProvider, name: string): Model {
+  return {
+    id: uuidv5(`organization/${orgId}/${provider}/LLM/${name}`, modelNamespace),
+    type: 'LLM',
+    provider,
+    name,
+    isDefault: false,
+    acceptsImages: false,
+    source: 'organization',
+  };
+}
+
+/** The deployment's catalog and, after it, the organization's own models. */
+export function withOrganizationModels(catalog: ModelCatalog, own: readonly Model[]): ModelCatalog {
+  return own.length === 0 ? catalog : catalogOf([...catalog.models, ...own], catalog.defaultLlm);
 }

@@ -4,8 +4,12 @@ import { pageOf, paginationQuery } from '../platform/schemas/common.ts';
 /** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
 export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;
 export type ModelType = (typeof modelTypes)[number];
-export const modelProviders = ['builtin', 'bedrock', 'openai-compatible'] as const;
+/** `anthropic` models are only ever an organization's own (docs/models.md#your-own-provider-keys). */
+export const modelProviders = ['builtin', 'bedrock', 'openai-compatible', 'anthropic'] as const;
 export type ModelProvider = (typeof modelProviders)[number];
+/** `deployment`: configured for every organization; `organization`: reached with the organization's own key. */
+export const modelSources = ['deployment', 'organization'] as const;
+export type ModelSource = (typeof modelSources)[number];
 
 export interface Model {
   id: string;
@@ -16,11 +20,13 @@ export interface Model {
   isDefault: boolean;
   /** An LLM that takes images with the text (a WhatsApp customer's photo is passed to it); false for every other type. */
   acceptsImages: boolean;
+  source: ModelSource;
 }
 
 export const listModelsQuery = paginationQuery.extend({
   type: z.enum(modelTypes).optional(),
   provider: z.enum(modelProviders).optional(),
+  source: z.enum(modelSources).optional(),
 });
 
 export const modelSchema = z.object({
@@ -30,6 +36,7 @@ export const modelSchema = z.object({
   name: z.string(),
   isDefault: z.boolean(),
   acceptsImages: z.boolean(),
+  source: z.enum(modelSources).describe("`organization`: one of the organization's own models, reached with its own provider key"),
 }) satisfies z.ZodType<Model>;
 
 export const modelPage = pageOf(modelSchema);

@@ -3,7 +3,7 @@
 /** What a secret at rest belongs to: sealed under this context, it opens only with the same one. */
 export interface SecretContext {
   orgId: string;
-  purpose: 'webhook-secret' | 'function-tool-secret' | 'telephony-auth-token' | 'whatsapp-access-token' | 'whatsapp-app-secret' | 'whatsapp-verify-token';
+  purpose: 'webhook-secret' | 'function-tool-secret' | 'telephony-auth-token' | 'whatsapp-access-token' | 'whatsapp-app-secret' | 'whatsapp-verify-token' | 'provider-api-key';
   /** The id of the item that holds it (the endpoint, the tool). */
   id: string;
 }

@@ -44,6 +44,7 @@ import { sessionEvents } from '../conversations/session-events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
 import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 import { histories, queueTurn } from '../conversations/turn-state.ts';
+import { modelOfOrganization } from '../models/provider-keys.ts';
 
 export interface VoiceDeps extends SessionDeps, CallSlotDeps {
   voice: VoiceStore;
@@ -309,7 +310,7 @@ async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): P
     );
   }
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to take calls.`);
-  if (!deps.catalog.byId(agent.modelId)) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
+  if (!(await modelOfOrganization(deps, orgId, agent.modelId))) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
   return agent;
 }
 

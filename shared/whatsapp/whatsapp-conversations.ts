@@ -24,6 +24,7 @@ import { GraphApiError, withRetries, type WhatsappMessaging } from './graph-clie
 import { mediaKey, type WhatsappMediaStore } from './media-store.ts';
 import { customerKey, type StartConversationInput, type WhatsappTemplate } from './whatsapp-schemas.ts';
 import { customerServiceWindowMs, type WhatsappDeps } from './whatsapp.ts';
+import { modelOfOrganization } from '../models/provider-keys.ts';
 
 /** What business-initiated conversations and media downloads need besides the numbers: the Graph API, admission and the media bucket. */
 export interface WhatsappOutboundDeps extends WhatsappDeps, AdmissionDeps {
@@ -47,7 +48,7 @@ export async function startConversation(deps: WhatsappOutboundDeps, orgId: strin
   const [agent] = await Promise.all([deps.agents.get(orgId, agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
   if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to start conversations.`);
-  if (!deps.catalog.byId(agent.modelId)) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
+  if (!(await modelOfOrganization(deps, orgId, agent.modelId))) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
   const template = filledTemplate(input.template, input.sessionVariables);
   const accessToken = await deps.whatsapp.openSecret(number, 'accessToken');
   let sent: { wamid: string; waId?: string | undefined; attempts: number };

@@ -40,6 +40,7 @@ import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { sessionEvents } from '../conversations/session-events.ts';
 import { expireIfIdle, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
 import { newMessageId, prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
+import { modelOfOrganization } from '../models/provider-keys.ts';
 
 export interface WhatsappDeps extends SessionDeps {
   whatsapp: WhatsappStore;
@@ -353,7 +354,7 @@ async function customerSession(deps: WhatsappConversationDeps, number: SealedWha
 
 async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer): Promise<StoredSession | undefined> {
   const agent = await deps.agents.get(number.orgId, number.agentId);
-  if (!agent?.isActive || !deps.catalog.byId(agent.modelId)) {
+  if (!agent?.isActive || !(await modelOfOrganization(deps, number.orgId, agent.modelId))) {
     logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
     return undefined;
   }

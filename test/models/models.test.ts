@@ -9,9 +9,9 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 const builtin = {
-  LLM: { id: modelId('builtin', 'LLM', builtinModels.llm), type: 'LLM', provider: 'builtin', name: builtinModels.llm, isDefault: true, acceptsImages: true },
-  STT: { id: modelId('builtin', 'STT', builtinModels.stt), type: 'STT', provider: 'builtin', name: builtinModels.stt, isDefault: false, acceptsImages: false },
-  TTS: { id: modelId('builtin', 'TTS', builtinModels.tts), type: 'TTS', provider: 'builtin', name: builtinModels.tts, isDefault: false, acceptsImages: false },
+  LLM: { id: modelId('builtin', 'LLM', builtinModels.llm), type: 'LLM', provider: 'builtin', name: builtinModels.llm, isDefault: true, acceptsImages: true, source: 'deployment' },
+  STT: { id: modelId('builtin', 'STT', builtinModels.stt), type: 'STT', provider: 'builtin', name: builtinModels.stt, isDefault: false, acceptsImages: false, source: 'deployment' },
+  TTS: { id: modelId('builtin', 'TTS', builtinModels.tts), type: 'TTS', provider: 'builtin', name: builtinModels.tts, isDefault: false, acceptsImages: false, source: 'deployment' },
 } as const;
 
 describe('listModels', () => {

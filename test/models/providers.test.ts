@@ -13,6 +13,7 @@ const catalogModel = (provider: ModelProvider, name: string, type: ModelType = '
   name,
   isDefault: false,
   acceptsImages: false,
+  source: 'deployment',
 });
 
 const objectSchema = jsonSchema<Record<string, unknown>>({ type: 'object', additionalProperties: true });

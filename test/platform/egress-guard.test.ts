@@ -8,6 +8,7 @@ import {
   createGuardedLookup,
   EgressBlockedError,
   egressPolicyFromConfig,
+  guardedFetch,
   guardedRequest,
   isAddressAllowed,
   policyForPort,
@@ -436,6 +437,56 @@ describe('guardedRequest', () => {
 
     // Assess
     expect(error).toMatchObject({ code: 'OUTBOUND_NETWORK_ERROR', reason: 'ERR_UNSUPPORTED_PROTOCOL' });
+  });
+});
+
+describe('guardedFetch', () => {
+  let server: http.Server;
+  let port: number;
+  let connections = 0;
+  let finish: (() => void) | undefined;
+
+  beforeAll(async () => {
+    server = http.createServer((request, response) => {
+      // Streams: the first chunk now, the rest when the test says so.
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'x-method': request.method ?? '' });
+      response.write('data: first\n\n');
+      finish = () => response.end('data: second\n\n');
+    });
+    server.on('connection', () => {
+      connections += 1;
+    });
+    port = await listenOnLoopback(server);
+  });
+  afterAll(() => closeServer(server));
+
+  it('streams the body as it arrives from an allowed server', async () => {
+    const response = await guardedFetch(loopback)(`http://127.0.0.1:${port}/v1/chat`, { method: 'POST', body: '{}', headers: { authorization: 'Bearer k' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-method')).toBe('POST');
+    const reader = response.body!.getReader();
+    // The first chunk arrives while the server still holds the response open.
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: first\n\n');
+    finish?.();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: second\n\n');
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it('refuses a disallowed target before connecting', async () => {
+    const before = connections;
+    await expect(guardedFetch(closed)(`http://127.0.0.1:${port}/`)).rejects.toBeInstanceOf(EgressBlockedError);
+    await expect(guardedFetch(everything)('http://169.254.169.254/latest/meta-data/')).rejects.toBeInstanceOf(EgressBlockedError);
+    expect(connections).toBe(before);
+  });
+
+  it('ends the body with the abort reason when the caller aborts', async () => {
+    const controller = new AbortController();
+    const response = await guardedFetch(loopback)(`http://127.0.0.1:${port}/`, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort(new Error('turn over'));
+    await expect(reader.read()).rejects.toThrow();
+    finish?.();
   });
 });
 

@@ -28,6 +28,9 @@
  * `Transcribed <n> bytes.`). Its record's body is `{model, filename, bytes}`.
  * https://platform.openai.com/docs/api-reference/audio/createTranscription
  *
+ * With `apiKey`, a request without `Authorization: Bearer <apiKey>` is answered 401 with OpenAI's `invalid_api_key`
+ * error, as OpenAI answers it, and not recorded.
+ *
  * Every request is recorded (path, headers, parsed body, timings as epoch milliseconds with sub-millisecond
  * precision) unless `record: false`, for long benchmarks.
  */
@@ -65,6 +68,8 @@ export interface OpenAIStubOptions {
    * a machine busy enough to delay timers may otherwise reuse a connection the stub is closing (ECONNRESET).
    */
   keepAliveTimeoutMs?: number;
+  /** The only key accepted (`Authorization: Bearer <apiKey>`); any key when unset. */
+  apiKey?: string;
 }
 
 export interface StubAnswer {
@@ -128,6 +133,11 @@ export async function startOpenAIStub(options: OpenAIStubOptions = {}): Promise<
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
+    if (options.apiKey !== undefined && request.headers.authorization !== `Bearer ${options.apiKey}`) {
+      request.resume();
+      sendJson(response, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } });
+      return;
+    }
     if (request.method === 'POST' && (path === '/embeddings' || path === '/v1/embeddings')) {
       await embeddings(request, response, path);
       return;
@@ -324,13 +334,14 @@ function openAIError(message: string, type: string): { error: { message: string;
   return { error: { message, type, code: null } };
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
+/** Also the Anthropic stub's. */
+export function sendJson(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   response.end(text);
 }
 
-async function readBody(request: IncomingMessage): Promise<string> {
+export async function readBody(request: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

@@ -9,6 +9,7 @@ export const scopes = [
   'tools:read',
   'tools:write',
   'models:read',
+  'models:write',
   'chat:read',
   'chat:write',
   'voice:read',

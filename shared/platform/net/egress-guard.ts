@@ -16,6 +16,7 @@ import * as dns from 'node:dns';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
+import { Readable } from 'node:stream';
 import { AppError } from '../errors.ts';
 
 /** Ports as inclusive ranges: `[[8080, 8080], [9000, 9099]]`. */
@@ -528,4 +529,47 @@ export function guardedRequest(url: URL, init: GuardedRequestInit, deploymentPol
     request.on('error', fail);
     request.end(init.body);
   });
+}
+
+/**
+ * A `fetch` whose requests go through the guard, for SDKs that take one (an organization's own model provider, whose
+ * base URL it chose): the same checks as {@link guardedRequest}, but the response body streams as it arrives (a
+ * model's server-sent events), and there is no total timeout (the caller's signal bounds it). Redirects are not
+ * followed. Refusals and network failures reject as {@link guardedRequest}'s do; an abort rejects (or ends the body)
+ * with the signal's reason.
+ */
+export function guardedFetch(deploymentPolicy: EgressPolicy): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    const refusal = staticEgressRefusal(url, deploymentPolicy);
+    if (refusal) throw refusal;
+    request.signal.throwIfAborted();
+    const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+    const policy = policyForPort(deploymentPolicy, portOf(url)) as EgressPolicy;
+    const protocol = url.protocol as 'http:' | 'https:';
+    const hostname = bareHostname(url);
+    return new Promise<Response>((resolve, reject) => {
+      const client = protocol === 'https:' ? https : http;
+      const outgoing = client.request(
+        url,
+        { method: request.method, headers: Object.fromEntries(request.headers), agent: agentFor(protocol, policy), lookup: createGuardedLookup(policy), signal: request.signal },
+        (response) => {
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(response.headers)) {
+            for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, item);
+          }
+          const status = response.statusCode ?? 0;
+          const empty = status === 204 || status === 304 || request.method === 'HEAD';
+          if (empty) response.resume();
+          resolve(new Response(empty ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), { status, statusText: response.statusMessage ?? '', headers }));
+        },
+      );
+      outgoing.on('error', (error) => {
+        if (request.signal.aborted) reject(request.signal.reason);
+        else reject(error instanceof AppError ? error : new OutboundNetworkError(hostname, errorCode(error), { cause: error }));
+      });
+      outgoing.end(body);
+    });
+  };
 }

@@ -91,6 +91,8 @@ export const keys = {
   /** Cross-tenant, like the API-key hash: which organization owns a number (inbound routing, worldwide uniqueness). */
   phoneNumberClaim: (e164: string) => ({ pk: `PHONENUMBER#${e164}`, sk: '#PHONENUMBER' }),
   telephonyCredentials: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'TELEPHONY#twilio' }),
+  providerKey: (orgId: string, provider: string) => ({ pk: `ORG#${orgId}`, sk: `PROVIDERKEY#${provider}` }),
+  providerKeyPrefix: 'PROVIDERKEY#',
   voiceCall: (orgId: string, sessionId: string) => ({ pk: `ORG#${orgId}#SES#${sessionId}`, sk: '#CALL' }),
   /** The plan's concurrent calls as numbered slots, each held by one call (docs/voice.md#call-slots). */
   callSlots: (orgId: string) => `ORG#${orgId}#CALLSLOTS`,
