@@ -749,6 +749,15 @@ export interface components {
     SendMessageEvent: {
       id: string;
       delta: string;
+      /** @description The reply's knowledge citations, as its metadata.citations; in the last event before [DONE], whose delta is empty */
+      citations?: {
+          documentId: string;
+          documentName: string;
+          chunkId: string;
+          score: number;
+          /** @description A PDF document's page the chunk is from, counted from 1 */
+          page?: number;
+        }[];
     } | {
       error: {
         code: string;

@@ -71,8 +71,8 @@ async function releaseKey(streamIdempotency: { release(): Promise<void> } | unde
 const doneEvent = 'data: [DONE]\n\n';
 
 /**
- * The SSE framing of a reply: `data: {"id","delta"}` events, an error event in the envelope shape if the turn
- * fails, then `data: [DONE]`. A client that goes away does not stop the turn: it finishes and is persisted.
+ * The SSE framing of a reply: `data: {"id","delta"}` events, the citations (`{"id","delta":"","citations"}`) of an
+ * agent with a knowledge store, an error event in the envelope shape if the turn fails, then `data: [DONE]`. A client that goes away does not stop the turn: it finishes and is persisted.
  */
 function serverSentEvents(stream: PassThrough, requestId: string): { sink: TurnSink; sent(): string; end(): void } {
   let sent = '';
@@ -92,6 +92,7 @@ function serverSentEvents(stream: PassThrough, requestId: string): { sink: TurnS
   return {
     sink: {
       delta: (id, delta) => send(JSON.stringify({ id, delta })),
+      citations: (id, citations) => send(JSON.stringify({ id, delta: '', citations })),
       failed: (error) => send(JSON.stringify({ error, meta: { requestId, timestamp: new Date().toISOString() } })),
     },
     sent: () => sent,

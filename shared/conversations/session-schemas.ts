@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { analysisResultSchema, type AnalysisResult } from './analysis-result-schemas.ts';
 import { instant, jsonRecord, pageCounts, pageOf, paginationQuery, sortQuery, timestamp } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
+import { retrievedChunkSchema } from '../knowledge/knowledge-schemas.ts';
 
 export const sessionPlatforms = ['SDK', 'WEB', 'WHATSAPP', 'VOICE', 'PHONE'] as const;
 /** Platforms a client may name when it opens a chat session; `PHONE` sessions are calls, opened by the platform. */
@@ -152,12 +153,22 @@ export const sentMessageSchema = z.object({
   assistantMessage: messageSchema,
 });
 
+/** A knowledge chunk an assistant message drew on: `metadata.citations` and a streamed reply's citations event. */
+export const citationSchema = retrievedChunkSchema.pick({ documentId: true, documentName: true, chunkId: true, score: true, page: true });
+export type Citation = z.output<typeof citationSchema>;
+
 /**
  * One `data:` event of a streamed reply: a text delta of the assistant message, or, if the turn fails after the
- * stream began, an error in the envelope's shape. The stream ends with `data: [DONE]`.
+ * stream began, an error in the envelope's shape. The stream ends with `data: [DONE]`. The turn of an agent with a
+ * knowledge store sends its citations just before, with an empty delta, so that a client that appends every
+ * event's delta is unaffected (docs/sessions.md#streamed-citations).
  */
 export const replyEventSchema = z.union([
-  z.object({ id: z.string(), delta: z.string() }),
+  z.object({
+    id: z.string(),
+    delta: z.string(),
+    citations: z.array(citationSchema).optional().describe("The reply's knowledge citations, as its metadata.citations; in the last event before [DONE], whose delta is empty"),
+  }),
   z.object({
     error: z.object({ code: z.string(), message: z.string(), status: z.int() }),
     meta: z.object({ requestId: z.string(), timestamp: instant }),

@@ -3,7 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
-import type { Message, SendMessageInput, ToolCallRecord } from './session-schemas.ts';
+import type { Citation, Message, SendMessageInput, ToolCallRecord } from './session-schemas.ts';
 import type { ExecutableTool, Tool } from '../agents/tool-schemas.ts';
 import { endConversationTool } from '../models/prompt-conventions.ts';
 import type { ToolStore } from '../agents/ports.ts';
@@ -32,6 +32,8 @@ export interface TurnSink {
    * sends it as a message of its own; a stream needs nothing).
    */
   boundary?(): void;
+  /** The knowledge chunks a completed reply drew on, after its last delta (a stream sends them before `[DONE]`). */
+  citations?(messageId: string, citations: Citation[]): void;
 }
 
 export interface ToolCallContext {
@@ -360,6 +362,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     sink.failed(failure);
   }
 
+  const citations = retrieval?.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) }));
+  if (citations && !failure) sink.citations?.(turn.assistantMessageId, citations);
   const totalMs = performance.now() - turn.startedAt;
   const toolsMs = toolTimings.reduce((sum, timing) => sum + timing.durationMs, 0);
   const platformMs = Math.max(0, totalMs - modelMs - toolsMs);
@@ -381,7 +385,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         platformMs: round2(platformMs),
         totalMs: round2(totalMs),
       },
-      ...(retrieval ? { citations: retrieval.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) })) } : {}),
+      ...(citations ? { citations } : {}),
       ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
     },
     createdAt: now.toISOString(),

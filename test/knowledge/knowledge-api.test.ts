@@ -9,6 +9,7 @@ import { knowledgeRoutes } from '../../functions/knowledge/routes.ts';
 import type { RouteDefinition } from '../../shared/platform/http/route.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
+import { replyDeltas } from '../support/sse.ts';
 import { refundPolicy } from '../support/knowledge-fixtures.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
@@ -281,6 +282,26 @@ describe('knowledge stores', () => {
     expectError(await api.request('POST', '/v2/chat/agents', { key: owner.key, body: { ...agent, knowledgeStoreId: 'ks-unknown' } }), 422, 'KNOWLEDGE_STORE_NOT_FOUND', 'knowledgeStoreId');
     const created = await api.request('POST', '/v2/chat/agents', { key: owner.key, body: { ...agent, knowledgeStoreId: store.id } });
     expect(created.status, created.text).toBe(201);
+  });
+
+  it('streams the citations of a grounded reply before [DONE], as the stored message holds them', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key, { config: { topK: 1 } });
+    const document = await addDocument(key, store.id, { name: 'Refund policy', text: refundPolicy });
+    await settled(key, store.id, document.id);
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Ada', description: 'Support', role: 'Support', knowledgeStoreId: store.id } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    const streamed = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'How many days do I have for a refund?' } });
+    expect(streamed.status, streamed.text).toBe(200);
+    const events = replyDeltas(streamed.text) as { id: string; delta: string; citations?: unknown[] }[];
+    const last = events.at(-1)!;
+    expect(events.slice(0, -1).every((event) => event.citations === undefined)).toBe(true);
+    expect(last).toEqual({ id: events[0]!.id, delta: '', citations: [{ documentId: document.id, documentName: 'Refund policy', chunkId: `doc#${document.id}#v1#0`, score: expect.any(Number) }] });
+    const messages = await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key });
+    const assistant = messages.body.data.find((message: { role: string }) => message.role === 'ASSISTANT');
+    expect(assistant.id).toBe(last.id);
+    expect(assistant.metadata.citations).toEqual(last.citations);
+    expect(events.map((event) => event.delta).join('')).toBe(assistant.content);
   });
 
   it('grounds a chat turn in the store and cites the chunk; deleting the store waits for its agents, then removes its vectors', async () => {
