@@ -28,7 +28,7 @@ import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduled
 import { routeGroups } from '../functions/route-groups.ts';
 import { settingsOf } from '../functions/settings.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
-import { functionTimeoutSeconds, routeKeyOf, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
+import { functionTimeoutSeconds, routeKeyOf, routeKeysOf, routePaths, type HttpMethod, type RouteDefinition, type RouteGroup } from '../shared/platform/http/route.ts';
 import { secretArnVariable, settingSources, type SecretSettingName, type SettingName } from '../shared/platform/config.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
@@ -209,10 +209,12 @@ export class AgentPlatformStack extends Stack {
         throttlingBurstLimit: stageThrottle.burstLimit,
         methodOptions: Object.fromEntries(
           streamingGroups.flatMap((group) =>
-            Object.values(group.routes).map((route) => [
-              `${route.path}/${route.method}`,
-              { throttlingRateLimit: routeThrottle[route.method].rateLimit, throttlingBurstLimit: routeThrottle[route.method].burstLimit },
-            ]),
+            Object.values(group.routes).flatMap((route) =>
+              routePaths(route).map((path) => [
+                `${path}/${route.method}`,
+                { throttlingRateLimit: routeThrottle[route.method].rateLimit, throttlingBurstLimit: routeThrottle[route.method].burstLimit },
+              ]),
+            ),
           ),
         ),
       },
@@ -298,8 +300,8 @@ export class AgentPlatformStack extends Stack {
           // Only the deployed stage may invoke the function; no permission for the console's test invoke.
           allowTestInvoke: false,
         });
-        for (const route of Object.values(group.routes)) {
-          const resource = resourceFor(streamingApi.root, route.path);
+        for (const [route, path] of Object.values(group.routes).flatMap((route) => routePaths(route).map((path) => [route, path] as const))) {
+          const resource = resourceFor(streamingApi.root, path);
           // No API Gateway authorizer: the function authenticates like every other handler.
           resource.addMethod(route.method, integration, { authorizationType: apigateway.AuthorizationType.NONE });
           // Other methods reach the function too, which answers them in the error envelope (as HTTP API's $default does).
@@ -314,7 +316,7 @@ export class AgentPlatformStack extends Stack {
         payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
       });
       for (const route of Object.values(group.routes)) {
-        routes.push(...httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration }));
+        for (const path of routePaths(route)) routes.push(...httpApi.addRoutes({ path, methods: [apigwv2.HttpMethod[route.method]], integration }));
       }
       if (group.catchAll) {
         defaultRoute = new apigwv2.HttpRoute(groupScope, 'DefaultRoute', { httpApi, routeKey: apigwv2.HttpRouteKey.DEFAULT, integration });
@@ -392,13 +394,15 @@ export class AgentPlatformStack extends Stack {
     // `routeSettings` is raw JSON to CloudFormation, so its keys are spelled as the template wants them.
     stage.routeSettings = Object.fromEntries(
       httpApiGroups.flatMap((group) =>
-        Object.values(group.routes).map((route) => [
-          routeKeyOf(route),
-          {
-            ThrottlingRateLimit: routeThrottle[route.method].rateLimit,
-            ThrottlingBurstLimit: routeThrottle[route.method].burstLimit,
-          },
-        ]),
+        Object.values(group.routes).flatMap((route) =>
+          routeKeysOf(route).map((routeKey) => [
+            routeKey,
+            {
+              ThrottlingRateLimit: routeThrottle[route.method].rateLimit,
+              ThrottlingBurstLimit: routeThrottle[route.method].burstLimit,
+            },
+          ]),
+        ),
       ),
     );
     // Route settings may only name routes that already exist.
@@ -431,14 +435,15 @@ export class AgentPlatformStack extends Stack {
     } satisfies Partial<cloudfront.BehaviorOptions>;
     const streamingOrigin = new origins.RestApiOrigin(streamingApi, { readTimeout: streamingOriginReadTimeout });
     const streamingPatterns = [
-      ...new Set(streamingGroups.flatMap((group) => Object.values(group.routes).map((route) => cloudFrontPathPattern(route)))),
+      ...new Set(streamingGroups.flatMap((group) => Object.values(group.routes).flatMap((route) => routePaths(route).map((path) => cloudFrontPathPattern({ path }))))),
     ];
     // A pattern that also caught an HTTP API route would send it to the REST API, where it does not exist.
     for (const group of httpApiGroups) {
       for (const route of Object.values(group.routes)) {
-        const example = route.path.replace(/\{[^}]+\}/g, 'x');
-        const pattern = streamingPatterns.find((candidate) => matchesPathPattern(candidate, example));
-        if (pattern) throw new Error(`${routeKeyOf(route)} (group ${group.name}) would be routed to the streaming API by ${pattern}`);
+        for (const path of routePaths(route)) {
+          const pattern = streamingPatterns.find((candidate) => matchesPathPattern(candidate, path.replace(/\{[^}]+\}/g, 'x')));
+          if (pattern) throw new Error(`${routeKeyOf({ method: route.method, path })} (group ${group.name}) would be routed to the streaming API by ${pattern}`);
+        }
       }
     }
     // CloudFront's standard logs need a bucket that takes ACLs; kept 90 days.

@@ -133,6 +133,17 @@ describe('docs/api-conventions.md', () => {
   });
 });
 
+describe('docs/api-conventions.md#aliases', () => {
+  it('lists exactly the declared aliases, each beside its route', () => {
+    const documented = tableRows(section(conventionsDoc, '## Aliases')).map(([method = '', alias = '', path = '']) => `${method} ${alias} → ${path}`);
+    const declared = routeGroups.flatMap((group) =>
+      Object.values(group.routes).flatMap((route) => (route.aliases ?? []).map((alias) => `${route.method} ${alias} → ${route.path}`)),
+    );
+    expect(declared.length).toBeGreaterThan(0);
+    expect([...documented].sort()).toEqual([...declared].sort());
+  });
+});
+
 describe('docs/deploy.md', () => {
   const operations = section(read('docs/deploy.md'), '## Dashboards and alarms');
 

@@ -22,22 +22,42 @@ export interface paths {
     delete: operations["deleteApiKey"];
   };
   "/v2/chat/agents": {
+    /**
+     * List agents
+     * @description Alias of `GET /v1/chat/agents`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["listAgentsAlias"];
     /** Create an agent */
     post: operations["createAgent"];
   };
   "/v2/chat/agents/{id}": {
+    /**
+     * Get an agent
+     * @description Alias of `GET /v1/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["getAgentAlias"];
+    /**
+     * Delete an agent
+     * @description Alias of `DELETE /v1/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    delete: operations["deleteAgentAlias"];
     /** Update an agent, including its tools */
     patch: operations["updateAgent"];
-  };
-  "/v1/chat/agents": {
-    /** List agents */
-    get: operations["listAgents"];
   };
   "/v1/chat/agents/{id}": {
     /** Get an agent */
     get: operations["getAgent"];
     /** Delete an agent */
     delete: operations["deleteAgent"];
+    /**
+     * Update an agent, including its tools
+     * @description Alias of `PATCH /v2/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    patch: operations["updateAgentAlias"];
+  };
+  "/v1/chat/agents": {
+    /** List agents */
+    get: operations["listAgents"];
   };
   "/v1/chat/tools": {
     /** List tools */
@@ -81,6 +101,11 @@ export interface paths {
   };
   "/api/v1/chat/sessions": {
     /**
+     * List sessions by agent, state, platform and creation time
+     * @description Alias of `GET /v1/chat/chat/sessions`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["listSessionsAlias"];
+    /**
      * Deprecated twin of POST /v1/chat/chat/sessions
      * @deprecated
      * @description Deprecated since 2026-06-01T00:00:00Z; removed after its Sunset date, 2027-06-01T00:00:00Z. Use /v1/chat/chat/sessions.
@@ -90,6 +115,13 @@ export interface paths {
   "/api/v1/chat/sessions/{id}": {
     /** Get a session */
     get: operations["getSession"];
+  };
+  "/v1/chat/chat/sessions/{id}": {
+    /**
+     * Get a session
+     * @description Alias of `GET /api/v1/chat/sessions/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["getSessionAlias"];
   };
   "/api/v1/chat/sessions/{id}/messages": {
     /** The full message history of a session, in order */
@@ -185,9 +217,23 @@ export interface paths {
     /** Import a number of the organization's Twilio account, optionally with the agent that answers it; Twilio routes its calls here */
     post: operations["importPhoneNumber"];
   };
+  "/v1/chat/phone-numbers": {
+    /**
+     * The organization's phone numbers (oldest first, at most `size`)
+     * @description Alias of `GET /api/v1/phone-numbers`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["listPhoneNumbersAlias"];
+  };
   "/api/v1/phone-numbers/available": {
     /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
     get: operations["searchAvailablePhoneNumbers"];
+  };
+  "/v1/chat/phone-numbers/available": {
+    /**
+     * Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size`
+     * @description Alias of `GET /api/v1/phone-numbers/available`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["searchAvailablePhoneNumbersAlias"];
   };
   "/api/v1/phone-numbers/buy": {
     /** Buy a number (one a search found, or any in an area code) in the organization's Twilio account, routed here */
@@ -201,6 +247,13 @@ export interface paths {
     /** Change a phone number's label or inbound agent (null removes it), or whether its inbound calls are recorded */
     patch: operations["updatePhoneNumber"];
   };
+  "/v1/chat/phone-numbers/{phone_number_id}": {
+    /**
+     * Get a phone number
+     * @description Alias of `GET /api/v1/phone-numbers/{phone_number_id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["getPhoneNumberAlias"];
+  };
   "/api/v1/phone-numbers/{phone_number_id}/calls/start": {
     /** Start an outbound call from this number, driven by a voice-enabled agent */
     post: operations["startCall"];
@@ -208,6 +261,13 @@ export interface paths {
   "/v1/chat/sessions/{id}/recording": {
     /** A call's recording: 302 to a signed URL valid for 5 minutes */
     get: operations["getRecording"];
+  };
+  "/v1/chat/chat/sessions/{id}/recording": {
+    /**
+     * A call's recording: 302 to a signed URL valid for 5 minutes
+     * @description Alias of `GET /v1/chat/sessions/{id}/recording`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["getRecordingAlias"];
   };
   "/v1/chat/telephony/twilio": {
     /** The organization's Twilio account SID (never the token) */
@@ -300,6 +360,13 @@ export interface paths {
   "/v1/chat/sessions/{id}/media/{mediaId}": {
     /** A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes */
     get: operations["getSessionMedia"];
+  };
+  "/v1/chat/chat/sessions/{id}/media/{mediaId}": {
+    /**
+     * A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes
+     * @description Alias of `GET /v1/chat/sessions/{id}/media/{mediaId}`: answers exactly as it does (docs/api-conventions.md#aliases).
+     */
+    get: operations["getSessionMediaAlias"];
   };
   "/v1/chat/call-campaigns": {
     /** The organization's call campaigns, newest first */
@@ -2372,6 +2439,110 @@ export interface operations {
       };
     };
   };
+  /**
+   * List agents
+   * @description Alias of `GET /v1/chat/agents`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  listAgentsAlias: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+        sort?: string;
+        isActive?: "true" | "false";
+        isPublic?: "true" | "false";
+        voiceEnabled?: "true" | "false";
+        createdAfter?: string;
+        createdBefore?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListAgentsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** Create an agent */
   createAgent: {
     parameters: {
@@ -2524,8 +2695,553 @@ export interface operations {
       };
     };
   };
+  /**
+   * Get an agent
+   * @description Alias of `GET /v1/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  getAgentAlias: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Agent"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Delete an agent
+   * @description Alias of `DELETE /v1/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  deleteAgentAlias: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** Update an agent, including its tools */
   updateAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["UpdateAgentBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Agent"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: MODELS_NOT_FOUND, TOOLS_NOT_FOUND, INVALID_ANALYSIS_CONFIG, VOICE_NOT_FOUND, KNOWLEDGE_STORE_NOT_FOUND */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "MODELS_NOT_FOUND" | "TOOLS_NOT_FOUND" | "INVALID_ANALYSIS_CONFIG" | "VOICE_NOT_FOUND" | "KNOWLEDGE_STORE_NOT_FOUND";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Get an agent */
+  getAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Agent"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Delete an agent */
+  deleteAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description No content */
+      204: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Update an agent, including its tools
+   * @description Alias of `PATCH /v2/chat/agents/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  updateAgentAlias: {
     parameters: {
       path: {
         id: string;
@@ -2744,192 +3460,6 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
-            };
-          };
-        };
-      };
-      /** @description Error: RATE_LIMITED */
-      429: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "RATE_LIMITED";
-              /** @constant */
-              status?: 429;
-            };
-          };
-        };
-      };
-      /** @description Internal error: GENERIC_ERROR */
-      500: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "GENERIC_ERROR";
-              /** @constant */
-              status?: 500;
-            };
-          };
-        };
-      };
-      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
-      503: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "UPSTREAM_UNAVAILABLE";
-              /** @constant */
-              status?: 503;
-            };
-          };
-        };
-      };
-    };
-  };
-  /** Get an agent */
-  getAgent: {
-    parameters: {
-      path: {
-        id: string;
-      };
-    };
-    responses: {
-      /** @description OK */
-      200: {
-        content: {
-          "application/json": components["schemas"]["Agent"];
-        };
-      };
-      /** @description No valid credential: UNAUTHORIZED */
-      401: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "UNAUTHORIZED";
-              /** @constant */
-              status?: 401;
-            };
-          };
-        };
-      };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
-      403: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "FORBIDDEN";
-              /** @constant */
-              status?: 403;
-            };
-          };
-        };
-      };
-      /** @description Not found: NOT_FOUND */
-      404: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "NOT_FOUND";
-              /** @constant */
-              status?: 404;
-            };
-          };
-        };
-      };
-      /** @description Error: RATE_LIMITED */
-      429: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "RATE_LIMITED";
-              /** @constant */
-              status?: 429;
-            };
-          };
-        };
-      };
-      /** @description Internal error: GENERIC_ERROR */
-      500: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "GENERIC_ERROR";
-              /** @constant */
-              status?: 500;
-            };
-          };
-        };
-      };
-      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
-      503: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "UPSTREAM_UNAVAILABLE";
-              /** @constant */
-              status?: 503;
-            };
-          };
-        };
-      };
-    };
-  };
-  /** Delete an agent */
-  deleteAgent: {
-    parameters: {
-      path: {
-        id: string;
-      };
-    };
-    responses: {
-      /** @description No content */
-      204: {
-        content: never;
-      };
-      /** @description No valid credential: UNAUTHORIZED */
-      401: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "UNAUTHORIZED";
-              /** @constant */
-              status?: 401;
-            };
-          };
-        };
-      };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
-      403: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "FORBIDDEN";
-              /** @constant */
-              status?: 403;
-            };
-          };
-        };
-      };
-      /** @description Not found: NOT_FOUND */
-      404: {
-        content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: "NOT_FOUND";
-              /** @constant */
-              status?: 404;
             };
           };
         };
@@ -4463,6 +4993,110 @@ export interface operations {
     };
   };
   /**
+   * List sessions by agent, state, platform and creation time
+   * @description Alias of `GET /v1/chat/chat/sessions`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  listSessionsAlias: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+        sort?: string;
+        agentId?: string;
+        state?: "OPEN" | "CLOSED" | "EXPIRED";
+        platform?: "SDK" | "WEB" | "WHATSAPP" | "VOICE" | "PHONE";
+        createdAfter?: string;
+        cursor?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListSessionsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
    * Deprecated twin of POST /v1/chat/chat/sessions
    * @deprecated
    * @description Deprecated since 2026-06-01T00:00:00Z; removed after its Sunset date, 2027-06-01T00:00:00Z. Use /v1/chat/chat/sessions.
@@ -4633,6 +5267,103 @@ export interface operations {
   };
   /** Get a session */
   getSession: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Session"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND" | "SESSION_NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Get a session
+   * @description Alias of `GET /api/v1/chat/sessions/{id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  getSessionAlias: {
     parameters: {
       path: {
         id: string;
@@ -7653,8 +8384,237 @@ export interface operations {
       };
     };
   };
+  /**
+   * The organization's phone numbers (oldest first, at most `size`)
+   * @description Alias of `GET /api/v1/phone-numbers`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  listPhoneNumbersAlias: {
+    parameters: {
+      query?: {
+        size?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListPhoneNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size` */
   searchAvailablePhoneNumbers: {
+    parameters: {
+      query?: {
+        country?: string;
+        type?: "local" | "mobile" | "toll_free";
+        area_code?: string;
+        contains?: string;
+        region?: string;
+        postal_code?: string;
+        locality?: string;
+        near_number?: string;
+        distance?: string;
+        size?: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SearchAvailablePhoneNumbersResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED, TELEPHONY_REQUEST_REJECTED */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED" | "TELEPHONY_REQUEST_REJECTED";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description The model provider failed: TELEPHONY_UNAVAILABLE */
+      502: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TELEPHONY_UNAVAILABLE";
+              /** @constant */
+              status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size`
+   * @description Alias of `GET /api/v1/phone-numbers/available`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  searchAvailablePhoneNumbersAlias: {
     parameters: {
       query?: {
         country?: string;
@@ -8326,6 +9286,103 @@ export interface operations {
       };
     };
   };
+  /**
+   * Get a phone number
+   * @description Alias of `GET /api/v1/phone-numbers/{phone_number_id}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  getPhoneNumberAlias: {
+    parameters: {
+      path: {
+        phone_number_id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ImportPhoneNumberResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** Start an outbound call from this number, driven by a voice-enabled agent */
   startCall: {
     parameters: {
@@ -8509,6 +9566,101 @@ export interface operations {
   };
   /** A call's recording: 302 to a signed URL valid for 5 minutes */
   getRecording: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description Found: the `Location` header names where to get it */
+      302: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND" | "SESSION_NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * A call's recording: 302 to a signed URL valid for 5 minutes
+   * @description Alias of `GET /v1/chat/sessions/{id}/recording`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  getRecordingAlias: {
     parameters: {
       path: {
         id: string;
@@ -11986,6 +13138,102 @@ export interface operations {
   };
   /** A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes */
   getSessionMedia: {
+    parameters: {
+      path: {
+        id: string;
+        mediaId: string;
+      };
+    };
+    responses: {
+      /** @description Found: the `Location` header names where to get it */
+      302: {
+        content: never;
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND, SESSION_NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND" | "SESSION_NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /**
+   * A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes
+   * @description Alias of `GET /v1/chat/sessions/{id}/media/{mediaId}`: answers exactly as it does (docs/api-conventions.md#aliases).
+   */
+  getSessionMediaAlias: {
     parameters: {
       path: {
         id: string;

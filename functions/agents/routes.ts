@@ -20,6 +20,7 @@ export const agentRoutes = defineRouteGroup({
     updateAgent: {
       method: 'PATCH',
       path: '/v2/chat/agents/{id}',
+      aliases: ['/v1/chat/agents/{id}'],
       scope: 'agents:write',
       summary: 'Update an agent, including its tools',
       successStatus: 200,
@@ -31,6 +32,7 @@ export const agentRoutes = defineRouteGroup({
     listAgents: {
       method: 'GET',
       path: '/v1/chat/agents',
+      aliases: ['/v2/chat/agents'],
       scope: 'agents:read',
       summary: 'List agents',
       successStatus: 200,
@@ -41,6 +43,7 @@ export const agentRoutes = defineRouteGroup({
     getAgent: {
       method: 'GET',
       path: '/v1/chat/agents/{id}',
+      aliases: ['/v2/chat/agents/{id}'],
       scope: 'agents:read',
       summary: 'Get an agent',
       successStatus: 200,
@@ -51,6 +54,7 @@ export const agentRoutes = defineRouteGroup({
     deleteAgent: {
       method: 'DELETE',
       path: '/v1/chat/agents/{id}',
+      aliases: ['/v2/chat/agents/{id}'],
       scope: 'agents:write',
       summary: 'Delete an agent',
       successStatus: 204,

@@ -28,6 +28,7 @@ export const phoneNumberRoutes = defineRouteGroup({
     listPhoneNumbers: {
       method: 'GET',
       path: '/api/v1/phone-numbers',
+      aliases: ['/v1/chat/phone-numbers'],
       scope: 'voice:read',
       summary: "The organization's phone numbers (oldest first, at most `size`)",
       successStatus: 200,
@@ -48,6 +49,7 @@ export const phoneNumberRoutes = defineRouteGroup({
     searchAvailablePhoneNumbers: {
       method: 'GET',
       path: '/api/v1/phone-numbers/available',
+      aliases: ['/v1/chat/phone-numbers/available'],
       scope: 'voice:read',
       summary: "Numbers for sale at Twilio (local, mobile or toll-free, with Twilio's filters), at most `size`",
       successStatus: 200,
@@ -69,6 +71,7 @@ export const phoneNumberRoutes = defineRouteGroup({
     getPhoneNumber: {
       method: 'GET',
       path: '/api/v1/phone-numbers/{phone_number_id}',
+      aliases: ['/v1/chat/phone-numbers/{phone_number_id}'],
       scope: 'voice:read',
       summary: 'Get a phone number',
       successStatus: 200,
@@ -110,6 +113,7 @@ export const phoneNumberRoutes = defineRouteGroup({
     getRecording: {
       method: 'GET',
       path: '/v1/chat/sessions/{id}/recording',
+      aliases: ['/v1/chat/chat/sessions/{id}/recording'],
       scope: 'chat:read',
       summary: "A call's recording: 302 to a signed URL valid for 5 minutes",
       successStatus: 302,

@@ -40,6 +40,7 @@ export const sessionRoutes = defineRouteGroup({
     listSessions: {
       method: 'GET',
       path: '/v1/chat/chat/sessions',
+      aliases: ['/api/v1/chat/sessions'],
       scope: 'chat:read',
       summary: 'List sessions by agent, state, platform and creation time',
       successStatus: 200,
@@ -49,6 +50,7 @@ export const sessionRoutes = defineRouteGroup({
     getSession: {
       method: 'GET',
       path: '/api/v1/chat/sessions/{id}',
+      aliases: ['/v1/chat/chat/sessions/{id}'],
       scope: 'chat:read',
       summary: 'Get a session',
       successStatus: 200,

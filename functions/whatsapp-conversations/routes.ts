@@ -37,6 +37,7 @@ export const whatsappConversationRoutes = defineRouteGroup({
     getSessionMedia: {
       method: 'GET',
       path: '/v1/chat/sessions/{id}/media/{mediaId}',
+      aliases: ['/v1/chat/chat/sessions/{id}/media/{mediaId}'],
       scope: 'chat:read',
       summary: "A WhatsApp customer's media (`metadata.whatsapp.media.id` of their message): 302 to a signed URL valid for 5 minutes",
       successStatus: 302,

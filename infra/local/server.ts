@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { accountInvocation } from '../../shared/platform/cost-accounting.ts';
-import { functionTimeoutSeconds, pathMatcher, routeKeyOf, type RouteGroup } from '../../shared/platform/http/route.ts';
+import { functionTimeoutSeconds, pathMatcher, routeKeyOf, routePaths, type RouteGroup } from '../../shared/platform/http/route.ts';
 import { installAwsLambdaGlobal, LocalResponseStream, streamingHandlerMarker } from './awslambda.ts';
 import { localLambdaContext } from './lambda-context.ts';
 
@@ -32,13 +32,15 @@ interface LocalRoute {
 export function createLocalServer(groups: readonly RouteGroup[]): { server: Server; preload(): Promise<void> } {
   const routes: LocalRoute[] = groups
     .flatMap((group) =>
-      Object.values(group.routes).map((route) => ({
-        group,
-        routeKey: routeKeyOf(route),
-        method: route.method,
-        matches: pathMatcher(route.path),
-        literalSegments: route.path.split('/').filter((segment) => !segment.startsWith('{')).length,
-      })),
+      Object.values(group.routes).flatMap((route) =>
+        routePaths(route).map((path) => ({
+          group,
+          routeKey: routeKeyOf({ method: route.method, path }),
+          method: route.method,
+          matches: pathMatcher(path),
+          literalSegments: path.split('/').filter((segment) => !segment.startsWith('{')).length,
+        })),
+      ),
     )
     // Like API Gateway, a literal segment wins over a path parameter.
     .sort((a, b) => b.literalSegments - a.literalSegments);

@@ -15,7 +15,7 @@ import { whatsappNumberRoutes } from '../../functions/whatsapp-numbers/routes.ts
 import { whatsappWebhookRoutes } from '../../functions/whatsapp-webhook/routes.ts';
 import { checkDeploymentConfig } from '../../infra/deployment-config.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
-import type { RouteGroup } from '../../shared/platform/http/route.ts';
+import { routePaths, type RouteGroup } from '../../shared/platform/http/route.ts';
 import { tableDefinition } from '../../shared/platform/store/table.ts';
 
 interface Resource {
@@ -43,7 +43,8 @@ const readOnlyActions = ['dynamodb:GetItem', 'dynamodb:Query'];
 const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
-const allRoutes = routeGroups.flatMap((group) => Object.values(group.routes).map((route) => ({ group, route })));
+/** Each route at each path it answers at, its aliases included. */
+const allRoutes = routeGroups.flatMap((group) => Object.values(group.routes).flatMap((route) => routePaths(route).map((path) => ({ group, route: { ...route, path } }))));
 /** Served by the HTTP API. */
 const httpRoutes = allRoutes.filter(({ group }) => !group.streaming);
 /** Served by the streaming REST API, behind the same CloudFront base address. */

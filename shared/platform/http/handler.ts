@@ -26,7 +26,7 @@ import type { IdempotencyCompletion, IdempotencyStore, SealResponse, StoredRespo
 import { unacceptableBodyPart } from '../schemas/storable-json.ts';
 import { toErrorEnvelope } from './error-envelope.ts';
 import { isRestApiEvent, restToHttpApiEvent } from './rest-event.ts';
-import { pathMatcher, routeKeyOf, type RouteDefinition, type RouteGroup } from './route.ts';
+import { pathMatcher, routeKeysOf, routePaths, type RouteDefinition, type RouteGroup } from './route.ts';
 
 type Parsed<Schema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
 
@@ -235,7 +235,7 @@ const resolveRoute = (
   routes: Map<string, { operation: string; route: RouteDefinition }>,
   unmatched: readonly RouteDefinition[],
 ): Middleware => {
-  const matchers = unmatched.map((route) => ({ method: route.method, matches: pathMatcher(route.path) }));
+  const matchers = unmatched.flatMap((route) => routePaths(route).map((path) => ({ method: route.method, matches: pathMatcher(path) })));
   return {
     before: (request) => {
       const match = routes.get(request.event.routeKey);
@@ -444,7 +444,7 @@ export function createHttpHandler<Routes extends Record<string, RouteDefinition>
   deps: () => Deps,
   options: { unmatched?: readonly RouteDefinition[] } = {},
 ) {
-  const routes = new Map(Object.entries(group.routes).map(([operation, route]) => [routeKeyOf(route), { operation, route }]));
+  const routes = new Map(Object.entries(group.routes).flatMap(([operation, route]) => routeKeysOf(route).map((key) => [key, { operation, route }] as const)));
   // Started with the module, so a cold start loads the tracer during init.
   const tracing = startTracing(loadTracer);
   return middy<APIGatewayProxyEventV2, Result, Error, Context, { api: ApiState }>({

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { scopes } from './scopes.ts';
 import { statusByCode, type ErrorCode } from './error-envelope.ts';
-import type { RouteDefinition, RouteGroup } from './route.ts';
+import { routePaths, type RouteDefinition, type RouteGroup } from './route.ts';
 
 /** The published API's semantic version: the latest release in CHANGELOG.md (a test keeps the two equal). */
 export const apiVersion = '1.0.0';
@@ -212,14 +212,32 @@ function operationOf(operation: string, route: RouteDefinition, refs: ReturnType
   };
 }
 
+/**
+ * The operation at a route's alias: the route's own, under an operationId of its own (generators name a function
+ * per operationId), marked with `x-alias-of` (the route's operationId), deprecated only when the route is.
+ */
+function aliasOf(operation: Operation, route: RouteDefinition, position: number): Operation {
+  const suffix = (route.aliases?.length ?? 0) > 1 ? `Alias${position}` : 'Alias';
+  return {
+    ...operation,
+    operationId: `${String(operation.operationId)}${suffix}`,
+    description: [`Alias of \`${route.method} ${route.path}\`: answers exactly as it does (docs/api-conventions.md#aliases).`, operation.description].filter(Boolean).join('\n\n'),
+    deprecated: route.deprecated !== undefined,
+    'x-alias-of': operation.operationId,
+  };
+}
+
 /** The OpenAPI 3.1 description of the documented routes, generated from their declarations (docs/openapi.md). */
 export function buildOpenApiDocument(groups: readonly RouteGroup[], namedComponents: NamedComponents): Document {
   const routes = documentedRoutes(groups);
   const { refs, schemas } = componentsOf(routes, namedComponents);
   const paths: Document['paths'] = {};
   routes.forEach(({ operation, route }, index) => {
-    paths[route.path] ??= {};
-    (paths[route.path] as Record<string, Operation>)[route.method.toLowerCase()] = operationOf(operation, route, refs[index] as (typeof refs)[number]);
+    const described = operationOf(operation, route, refs[index] as (typeof refs)[number]);
+    routePaths(route).forEach((path, position) => {
+      paths[path] ??= {};
+      (paths[path] as Record<string, Operation>)[route.method.toLowerCase()] = position === 0 ? described : aliasOf(described, route, position);
+    });
   });
   return {
     openapi: '3.1.1',

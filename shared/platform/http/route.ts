@@ -54,6 +54,12 @@ export interface RouteDefinition {
   overlapAuthentication?: boolean;
   /** A deprecated route: every response carries `Deprecation`, `Sunset` and a `Link` to the successor. */
   deprecated?: { since: string; sunset: string; successor: string };
+  /**
+   * Other paths that answer exactly as `path` does (the same handler, scope, input, errors): where a reader of the
+   * spec's mixed layout looks next, e.g. `/v2/chat/agents/{id}` beside `/v1/chat/agents/{id}`
+   * (docs/api-conventions.md#aliases). Never on an `idempotent` route: a replay is bound to the path it was sent to.
+   */
+  aliases?: readonly string[];
 }
 
 export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Record<string, RouteDefinition>> {
@@ -101,6 +107,12 @@ export function defineRouteGroup<const Routes extends Record<string, RouteDefini
 export const functionTimeoutSeconds = (group: Pick<RouteGroup, 'streaming'>): number => (group.streaming ? 900 : 29);
 
 export const routeKeyOf = (route: Pick<RouteDefinition, 'method' | 'path'>): string => `${route.method} ${route.path}`;
+
+/** Every path a route answers at: its own, then its aliases. */
+export const routePaths = (route: Pick<RouteDefinition, 'path' | 'aliases'>): string[] => [route.path, ...(route.aliases ?? [])];
+
+/** The API Gateway route key of each path a route answers at. */
+export const routeKeysOf = (route: Pick<RouteDefinition, 'method' | 'path' | 'aliases'>): string[] => routePaths(route).map((path) => routeKeyOf({ method: route.method, path }));
 
 /** Compiles an API Gateway path template into a matcher that returns its path parameters, percent-decoded. */
 export function pathMatcher(path: string): (candidate: string) => Record<string, string> | undefined {
