@@ -196,16 +196,37 @@ function typedValue(field: ExtractionField, raw: string): ExtractedValue {
   }
 }
 
+/** A string value found through the field's description must look like an identifier (hold a digit): `ORD-1234`, not `late`. */
+const describedString = '((?=[\\p{L}\\p{N}._@+/-]*\\p{N})[\\p{L}\\p{N}][\\p{L}\\p{N}._@+/-]*)';
+
+/** What makes a field an identifier: the only fields (strings or numbers) looked for through their description. */
+const identifierWords = new Set(words('id ids number code reference ref identifier'));
+
+/** A field's name as words (`orderId`, `order_id` → `order Id`, `order id`) and its description. */
+const fieldText = (field: ExtractionField): string => `${field.name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replaceAll('_', ' ')} ${field.description ?? ''}`;
+
+/** The words of a field's name and description as people write them (`gives` also `give`), longest first. */
+function describingWords(field: ExtractionField): string {
+  const own = [...keywords(fieldText(field))].filter((word) => word.length >= 3);
+  return own.sort((a, b) => b.length - a.length || a.localeCompare(b)).map((word) => `${escapeRegExp(word)}s?`).join('|');
+}
+
 /**
- * The value of a field: the field's name followed by its value (`order id is A-123`, `order_id: A-123`), in the
- * user's most recent message that has one; a date or enum value anywhere in the user's messages if the name is
- * never written; otherwise null.
+ * The value of a field, in the user's most recent message that has one: the field's name followed by its value
+ * (`order id is A-123`, `order_id: A-123`); else a word of its name or description followed by its value (`order
+ * ORD-1234` for an `order_id` described as "the order number the customer gives"), for a string or number field
+ * whose name or description says id, number, code or reference, a string value holding a digit; else a date or
+ * enum value anywhere in the user's messages; otherwise null.
  */
 function extract(field: ExtractionField, user: readonly TranscriptLine[]): ExtractedValue {
   const value = valuePatterns[field.type](field);
-  const named = new RegExp(`(?<![\\p{L}\\p{N}])${namePattern(field.name)}(?![\\p{L}\\p{N}])\\s*(?:(?:is|was|=|:|#)\\s*)*${value}(?![\\p{L}\\p{N}])`, 'iu');
+  const after = (words: string, found: string) =>
+    new RegExp(`(?<![\\p{L}\\p{N}])(?:${words})(?![\\p{L}\\p{N}])\\s*(?:(?:is|was|=|:|#)\\s*)*${found}(?![\\p{L}\\p{N}])`, 'iu');
+  const named = after(namePattern(field.name), value);
+  const identifier = words(fieldText(field)).some((word) => identifierWords.has(word));
+  const described = identifier && (field.type === 'string' || field.type === 'number') ? describingWords(field) : '';
   const anywhere = new RegExp(`(?<![\\p{L}\\p{N}])${value}(?![\\p{L}\\p{N}])`, 'iu');
-  const patterns = field.type === 'date' || field.type === 'enum' ? [named, anywhere] : [named];
+  const patterns = [named, ...(described ? [after(described, field.type === 'string' ? describedString : value)] : []), ...(field.type === 'date' || field.type === 'enum' ? [anywhere] : [])];
   for (const pattern of patterns) {
     for (const line of [...user].reverse()) {
       const match = pattern.exec(line.text);

@@ -168,6 +168,23 @@ describe('the built-in analysis', () => {
     // 2026-02-31 is no date, so the date written anywhere (the enum and date rule) is taken instead.
     expect(output.extractedData).toEqual({ order_id: 'ZX-10', delivery_date: '2026-03-01', count: 4, express: false, tier: 'premium', coupon: null });
   });
+  it('finds an identifier by its description when its name is never written, and nothing else so', () => {
+    const transcript = boundedTranscript([message(1, 'USER', 'Hello, my order no. 7 is late.'), message(2, 'USER', 'where is my order ORD-1234?')]);
+    const output = builtinAnalysis({
+      transcript,
+      config: analysisConfigSchema.parse({
+        dataExtraction: {
+          fields: [
+            { name: 'order_id', type: 'string', description: 'the order number the customer gives' },
+            { name: 'reason', type: 'string', description: 'why the order is late' },
+            { name: 'parcels', type: 'number', description: 'how many boxes arrived' },
+            { name: 'gift', type: 'boolean', description: 'whether the order is a gift' },
+          ],
+        },
+      }),
+    });
+    expect(output.extractedData).toEqual({ order_id: 'ORD-1234', reason: null, parcels: null, gift: null });
+  });
 });
 
 describe('the transcript budget', () => {
