@@ -416,8 +416,26 @@ function recordTurnMetrics(
   }
 }
 
-/** A short follow-up ("and for Canada?") is retrieved with the previous user message for context. */
+/** A follow-up is short: under this many words. */
 const followUpWords = 6;
+/** Opening words that carry on from the message before ("and for Canada?", "what about returns?"). */
+const continuations = new Set(['and', 'or', 'but', 'also', 'then', 'so', 'plus']);
+/** Words that point back at the message before ("how much is it?", "is that free?"). */
+const backReferences = new Set(['it', 'its', 'that', 'this', 'these', 'those', 'they', 'them', 'their', 'there', 'one', 'ones', 'same', 'else']);
+const questionWords = new Set(['a', 'an', 'the', 'is', 'are', 'was', 'were', 'be', 'do', 'does', 'did', 'can', 'could', 'will', 'would', 'should', 'i', 'you', 'we', 'my', 'your', 'our', 'me', 'us', 'to', 'of', 'in', 'on', 'at', 'for', 'with', 'what', 'when', 'where', 'who', 'why', 'how', 'which', 'much', 'many', 'please']);
+
+/**
+ * Whether a message leans on the previous user message, and is retrieved with it: a short one (under six words)
+ * that opens by carrying on, points back, or names fewer than two things of its own. A short question with its
+ * own subject ("When is support open?") stands alone: merged, the previous question's words would pull
+ * retrieval back to the previous answer.
+ */
+function leansOnPrevious(content: string): boolean {
+  if (content.split(/\s+/).filter(Boolean).length >= followUpWords) return false;
+  const words = content.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (continuations.has(words[0] ?? '') || ((words[0] === 'what' || words[0] === 'how') && words[1] === 'about')) return true;
+  return words.some((word) => backReferences.has(word)) || words.filter((word) => !questionWords.has(word)).length < 2;
+}
 
 /**
  * Retrieval for an agent with a knowledge store. Never fails the turn: a store deleted meanwhile, or a retrieval
@@ -427,7 +445,7 @@ async function retrieveForTurn(deps: TurnDeps, session: StoredSession, agent: Ag
   if (!agent.knowledgeStoreId || !deps.retrieveKnowledge) return undefined;
   const started = performance.now();
   const previous = history.findLast((message) => message.role === 'USER')?.content;
-  const query = previous && content.split(/\s+/).length < followUpWords ? `${previous}\n${content}` : content;
+  const query = previous && leansOnPrevious(content) ? `${previous}\n${content}` : content;
   try {
     const chunks = await deps.retrieveKnowledge(session.orgId, agent.knowledgeStoreId, query);
     if (!chunks) logger.warn('the agent\'s knowledge store no longer exists; answering without it', { sessionId: session.id, knowledgeStoreId: agent.knowledgeStoreId });

@@ -304,6 +304,22 @@ describe('knowledge stores', () => {
     expect(events.map((event) => event.delta).join('')).toBe(assistant.content);
   });
 
+  it('retrieves a short question that stands alone by itself, and a follow-up with the question before it', async () => {
+    const { key } = await api.newOrg();
+    const store = await newStore(key, { config: { topK: 1 } });
+    await settled(key, store.id, (await addDocument(key, store.id, { name: 'Refund policy', text: refundPolicy })).id);
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Ada', description: 'Support', role: 'Support', knowledgeStoreId: store.id } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    const ask = async (content: string): Promise<string> => {
+      const reply = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content, stream: false } });
+      expect(reply.status, reply.text).toBe(200);
+      return reply.body.assistantMessage.content;
+    };
+    expect(await ask('How many days do I have for a refund, and when are refunds accepted?')).toMatch(/Deadlines \[1\]/);
+    expect(await ask('When is support open?')).toMatch(/Opening hours \[1\]/);
+    expect(await ask('And on Saturday?')).toMatch(/Opening hours \[1\]/);
+  });
+
   it('grounds a chat turn in the store and cites the chunk; deleting the store waits for its agents, then removes its vectors', async () => {
     const { key } = await api.newOrg();
     const store = await newStore(key, { config: { topK: 1 } });
