@@ -28,6 +28,18 @@
  *     with the text "<text>". I am the built-in offline model and cannot look at images; connect a provider model
  *     that accepts images for real answers.`, `<text>` as in (f).
  *
+ * (d2) **Tool asked for in plain words.** If the last message is the user's, names no tool and carries no JSON
+ *     object (the exact form (a), whose near misses call nothing) and asks for a tool in plain words, it calls that tool and nothing else (`builtin-tool-choice.ts`): each word of
+ *     the message (stop words left out, a plural `s` dropped) scores 2 when it is a word of the tool's name
+ *     (`get_weather` → get, weather) and 1 when it is a word of its description or of a parameter's name or
+ *     description; the best tool scoring at least 2 (the first offered among equals, `end_conversation` never) is
+ *     called when every required parameter has a value in the message. A value is, by the parameter's schema: an
+ *     `enum` value written in the message; for a number, the first number; for a string, an e-mail address (a
+ *     parameter about e-mail), else the first `"quoted"` text, else a token holding a digit (a parameter about an
+ *     id, number, code or reference), else capitalised words after `in`, `at`, `for`, `from`, `to`, `near`, `of`
+ *     or `about`, else the first capitalised words not opening the message. Example: `What is the weather in
+ *     Paris?` with `get_weather` (a required string `city`) calls it with `{"city":"Paris"}`.
+ *
  * (e) **Knowledge.** If a system message carries retrieved knowledge excerpts (`prompt-conventions.ts`),
  *     it answers from the first one: `According to <source> [1]: <text>`, the excerpt's text cut to its first
  *     300 characters (with `…` when cut). Example: `According to Refund policy › Deadlines [1]: Refunds are …`.
@@ -56,6 +68,7 @@ import type {
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { endConversationTool, firstExcerpt } from './prompt-conventions.ts';
+import { toolAskedFor } from './builtin-tool-choice.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';
@@ -116,6 +129,10 @@ export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV
     }
     const image = typeof last.content === 'string' ? undefined : last.content.find((part) => part.type === 'file' && part.mediaType.startsWith('image'));
     if (image?.type === 'file') return { text: imageReply(image.mediaType, byteLength(image.data), text) };
+    // A message that names a tool or carries a JSON object is the exact form (a): a near miss calls nothing.
+    const plain = !named && firstJsonObject(text) === undefined;
+    const asked = plain ? toolAskedFor(text, functionTools.filter((tool) => tool.name !== endConversationTool)) : undefined;
+    if (asked) return { text: '', toolCall: { toolCallId, toolName: asked.tool.name, input: JSON.stringify(asked.input) } };
   }
 
   const excerpt = prompt.map((message) => (message.role === 'system' ? firstExcerpt(message.content) : undefined)).find(Boolean);

@@ -112,7 +112,7 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     expect(firstTokenMs).toBeGreaterThan(0);
     await snapshot(page, 'streamed-reply');
 
-    await page.getByLabel('Message').fill('Please run get_weather with {"city": "Paris"}');
+    await page.getByLabel('Message').fill('What is the weather in Paris?');
     await page.getByRole('button', { name: 'Send' }).click();
     const toolCall = page.locator('#transcript li.tool-call');
     await expect.poll(() => toolCall.textContent(), patience).toMatch(/^Tool call get_weather\({"city":"Paris"}\) → SUCCESS/);

@@ -103,6 +103,25 @@ describe('a turn with an API_TOOL call', () => {
     expect(history[2].metadata.timings.tools).toEqual([{ name: 'GET_WEATHER', durationMs: tool.durationMs }]);
   });
 
+  it('is called by the built-in model when the user asks in plain words, with the city read from the message', async () => {
+    const { key } = await api.newOrg();
+    const { sessionId } = await agentWithTool(key, {
+      name: 'GET_WEATHER',
+      description: 'Current weather for a city',
+      type: 'API_TOOL',
+      ajvPropertiesSchema: weatherSchema,
+      apiTool: { url: `${toolBase}/weather/{{city}}`, method: 'GET' },
+    });
+    const before = received.length;
+    const response = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'What is the weather in Paris?', stream: false } });
+    expect(response.status, response.text).toBe(200);
+    expect(received.slice(before).map((call) => call.url)).toEqual(['/weather/Paris']);
+    expect(response.body.toolMessages.map((message: { toolCall: unknown }) => message.toolCall)).toEqual([
+      expect.objectContaining({ name: 'GET_WEATHER', arguments: { city: 'Paris' }, status: 'SUCCESS' }),
+    ]);
+    expect(response.body.assistantMessage.content).toBe('The GET_WEATHER tool returned: {"temperature":21,"unit":"C"}');
+  });
+
   it('sends the arguments to the model as an error, without calling the tool, when they break the schema', async () => {
     const { key } = await api.newOrg();
     const { sessionId } = await agentWithTool(key, {

@@ -69,6 +69,51 @@ describe('built-in model: (a) tool call', () => {
   });
 });
 
+describe('built-in model: (d2) a tool asked for in plain words', () => {
+  const schema = (properties: Record<string, object>, required: string[]) => jsonSchema<Record<string, unknown>>({ type: 'object', properties, required });
+  const shopTools = {
+    get_weather: tool({ description: 'Current weather for a city', inputSchema: schema({ city: { type: 'string', description: 'City name' } }, ['city']) }),
+    lookup_order: tool({
+      description: 'Where an order is, by its number',
+      inputSchema: schema({ order_number: { type: 'string', description: 'The order number the customer gives' } }, ['order_number']),
+    }),
+    book_table: tool({
+      description: 'Books a table at the restaurant',
+      inputSchema: schema({ guests: { type: 'integer' }, area: { type: 'string', enum: ['inside', 'terrace'] } }, ['guests']),
+    }),
+    end_conversation: observedTools.end_conversation,
+  };
+
+  it.each([
+    ['What is the weather in Paris?', 'get_weather', { city: 'Paris' }],
+    ['How is the weather in New York today?', 'get_weather', { city: 'New York' }],
+    ['Where is my order ORD-1234?', 'lookup_order', { order_number: 'ORD-1234' }],
+    ['Could you book a table for 4 guests on the terrace?', 'book_table', { guests: 4, area: 'terrace' }],
+  ])('%j calls %s with %j', async (message, toolName, input) => {
+    // Act
+    const first = await run(message, shopTools);
+    const again = await run(message, shopTools);
+
+    // Assess
+    expect(first.toolCalls.map(({ toolName: name, input: args }) => ({ name, args }))).toEqual([{ name: toolName, args: input }]);
+    expect(again.toolCalls.map(({ toolName: name, input: args }) => ({ name, args }))).toEqual([{ name: toolName, args: input }]);
+    expect(first.deltas).toEqual([]);
+  });
+
+  it.each([
+    ['How do refunds work?', 'no tool shares enough words with it'],
+    ['What is the weather like?', 'the required city is not in it'],
+    ['Is the end of the conversation near?', 'end_conversation is only called on a goodbye'],
+  ])('answers %j with text: %s', async (message) => {
+    // Act
+    const { toolCalls, text } = await run(message, shopTools);
+
+    // Assess
+    expect(toolCalls).toEqual([]);
+    expect(text).toBe(echo(message));
+  });
+});
+
 describe('built-in model: (b) after tool results', () => {
   it('replies with the tool result verbatim', async () => {
     // Prepare

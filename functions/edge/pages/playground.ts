@@ -44,7 +44,7 @@ root.innerHTML = `
     <ol id="transcript" aria-live="polite"></ol>
     <form id="message-form">
       <label for="message">Message</label>
-      <textarea id="message" rows="2" required></textarea>
+      <textarea id="message" rows="2" required placeholder="What is the weather in Paris?"></textarea>
       <button id="send" type="submit" disabled>Send</button>
     </form>
     <button id="close-session" type="button" disabled>Close the session</button>
@@ -159,6 +159,8 @@ async function createAgent(event: SubmitEvent): Promise<void> {
   try {
     const tools: { toolId: string }[] = [];
     if (value('tool-name')) {
+      // The URL's placeholders are the tool's parameters: the built-in model fills them from a plain request.
+      const parameters = [...new Set([...value('tool-url').matchAll(/\{\{(\w+)\}\}/g)].map((match) => match[1] as string))];
       const tool = ok(
         await api.POST('/v1/chat/tools', {
           body: {
@@ -166,7 +168,7 @@ async function createAgent(event: SubmitEvent): Promise<void> {
             description: `Calls ${value('tool-url')}`,
             type: 'API_TOOL',
             apiTool: { url: value('tool-url'), method: 'GET' },
-            ajvPropertiesSchema: { type: 'object', properties: {}, additionalProperties: true },
+            ajvPropertiesSchema: { type: 'object', properties: Object.fromEntries(parameters.map((name) => [name, { type: 'string' }])), required: parameters, additionalProperties: true },
           },
         }),
       );
