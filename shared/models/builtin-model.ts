@@ -68,7 +68,7 @@ import type {
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { endConversationTool, firstExcerpt } from './prompt-conventions.ts';
-import { toolAskedFor } from './builtin-tool-choice.ts';
+import { escapeRegExp, toolAskedFor } from './builtin-tool-choice.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';
@@ -214,10 +214,6 @@ function firstNamedTool(text: string, tools: LanguageModelV4FunctionTool[]): Lan
     }
   }
   return best?.tool;
-}
-
-function escapeRegExp(value: string): string {
-  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** The first balanced `{…}` in `text` that parses as a JSON object, or undefined. */

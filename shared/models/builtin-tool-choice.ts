@@ -71,7 +71,7 @@ function properName(text: string): string | undefined {
   return [...text.matchAll(new RegExp(`(?<![\\p{L}\\p{N}])${name}`, 'gu'))].find((match) => match.index >= opening && match[0] !== 'I')?.[0];
 }
 
-function escapeRegExp(value: string): string {
+export function escapeRegExp(value: string): string {
   return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
