@@ -72,7 +72,8 @@ const doneEvent = 'data: [DONE]\n\n';
 
 /**
  * The SSE framing of a reply: `data: {"id","delta"}` events, the citations (`{"id","delta":"","citations"}`) of an
- * agent with a knowledge store, an error event in the envelope shape if the turn fails, then `data: [DONE]`. A client that goes away does not stop the turn: it finishes and is persisted.
+ * agent with a knowledge store, an error event in the envelope shape if the turn fails, then `data: [DONE]`. A
+ * client that goes away does not stop the turn: it finishes and is persisted.
  */
 function serverSentEvents(stream: PassThrough, requestId: string): { sink: TurnSink; sent(): string; end(): void } {
   let sent = '';
