@@ -314,6 +314,9 @@ export class AgentPlatformStack extends Stack {
 
       const integration = new HttpLambdaIntegration('Integration', fn, {
         payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
+        // One invoke permission per function for this API, not one per route: a permission per route (and alias)
+        // took the stack past CloudFormation's 500 resources. API Gateway still sends a function only its routes.
+        scopePermissionToRoute: false,
       });
       for (const route of Object.values(group.routes)) {
         for (const path of routePaths(route)) routes.push(...httpApi.addRoutes({ path, methods: [apigwv2.HttpMethod[route.method]], integration }));

@@ -229,6 +229,22 @@ describe('AgentPlatformStack', () => {
       expect(routesOfApi('HTTP')).toHaveLength(httpRoutes.length + 1);
     });
 
+    it('lets API Gateway invoke each HTTP API function through one permission for the API, not one per route', () => {
+      const httpGroups = routeGroups.filter((group) => !group.streaming);
+      for (const group of httpGroups) {
+        const fromApiGateway = Object.values(resources).filter(
+          (candidate) =>
+            candidate.Type === 'AWS::Lambda::Permission' &&
+            candidate.Properties.Principal === 'apigateway.amazonaws.com' &&
+            JSON.stringify(candidate.Properties.FunctionName).includes(functionIdOf(group)),
+        );
+        expect(fromApiGateway, group.name).toHaveLength(1);
+        expect(JSON.stringify(fromApiGateway[0]?.Properties.SourceArn), group.name).toContain('/*/*/*');
+      }
+      // CloudFormation refuses a stack of more than 500 resources; each route is one, and it was two with its permission.
+      expect(Object.keys(resources).length).toBeLessThanOrEqual(500);
+    });
+
     it.each(streamingRoutes.map(({ route }) => [`${route.method} ${route.path}`] as const))('%s is not on the HTTP API', (routeKey) => {
       const onHttpApi = Object.values(resources).filter(
         (candidate) => candidate.Type === 'AWS::ApiGatewayV2::Route' && candidate.Properties.RouteKey === routeKey,
