@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 import { startOpenAIStub, stubText, type OpenAIStub } from '../support/openai-stub.ts';
 
 let api: TestApi;
@@ -41,12 +42,10 @@ describe('a client that disconnects mid-stream', () => {
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
     const first = await sendAndHangUp(key, session.body.id);
     expect(first).toMatch(/^data: \{"id":"msg_/);
-    let messages: { role: string; content: string; metadata: { status?: string } }[] = [];
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      messages = (await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key })).body.data;
-      if (messages.length === 2) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const messages: { role: string; content: string; metadata: { status?: string } }[] = await eventually(
+      async () => (await api.request('GET', `/api/v1/chat/sessions/${session.body.id}/messages`, { key })).body.data,
+      (found) => found.length === 2,
+    );
     expect(messages.map((message) => message.role)).toEqual(['USER', 'ASSISTANT']);
     expect(messages[1]).toMatchObject({ content: stubText(20), metadata: { status: 'COMPLETED' } });
   });

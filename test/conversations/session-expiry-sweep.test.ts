@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -16,11 +17,7 @@ describe('durable expiry through TTL deletions', () => {
     const [{ runtime }, { createDocumentClient }] = await Promise.all([import('../../shared/runtime.ts'), import('../../shared/platform/store/dynamo.ts')]);
     const deps = runtime();
     // The TTL attribute has second precision: give the sweep time to see the item as lapsed.
-    let stored = await deps.sessions.get(orgId, session.body.id);
-    for (let attempt = 0; attempt < 40 && stored?.state === 'OPEN'; attempt += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      stored = await deps.sessions.get(orgId, session.body.id);
-    }
+    const stored = await eventually(() => deps.sessions.get(orgId, session.body.id), (found) => found?.state !== 'OPEN');
     expect(stored).toMatchObject({ state: 'EXPIRED', endedReason: 'EXPIRED' });
     const outbox = await createDocumentClient(deps.config).send(
       new QueryCommand({

@@ -4,6 +4,7 @@ import { localEventBus } from '../../shared/events/bus.ts';
 import { eventSchemas, type EventType } from '../../shared/webhooks/event-catalog.ts';
 import { eventsOfItem } from '../../shared/webhooks/table-stream-events.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 
 let api: TestApi;
 const published: DomainEvent[] = [];
@@ -19,13 +20,8 @@ afterAll(async () => {
   await api.close();
 });
 
-async function eventsOf(orgId: string, count: number): Promise<DomainEvent[]> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const mine = published.filter((event) => event.orgId === orgId);
-    if (mine.length >= count) return mine;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return published.filter((event) => event.orgId === orgId);
+function eventsOf(orgId: string, count: number): Promise<DomainEvent[]> {
+  return eventually(() => published.filter((event) => event.orgId === orgId), (mine) => mine.length >= count);
 }
 
 describe('the event relay', () => {

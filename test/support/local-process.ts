@@ -130,7 +130,8 @@ export async function call(server: RunningServer, method: string, path: string, 
     method,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(15_000),
+    // A backstop: a busy machine may take long to answer, a hung server never does.
+    signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
