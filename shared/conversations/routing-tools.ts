@@ -1,5 +1,6 @@
 import type { LanguageModelV4FunctionTool } from '@ai-sdk/provider';
-import type { Agent, TransferDestination } from '../agents/agent-schemas.ts';
+import * as z from 'zod';
+import { transferModes, type Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';
 import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
 import type { Session } from './session-schemas.ts';
@@ -19,15 +20,16 @@ export interface HandoffRecord {
 }
 
 /** The transfer a call asked for, as `metadata.transfer` keeps it: the carrier's `<Connect>` action dials it. */
-export interface TransferRecord {
-  number: string;
-  mode: TransferDestination['mode'];
-  description: string;
-  reason?: string;
+export const transferRecordSchema = z.object({
+  number: z.string(),
+  mode: z.enum(transferModes),
+  description: z.string(),
+  reason: z.string().optional(),
   /** What the destination hears before it is connected (warm transfers). */
-  summary?: string;
-  requestedAt: string;
-}
+  summary: z.string().optional(),
+  requestedAt: z.string(),
+});
+export type TransferRecord = z.output<typeof transferRecordSchema>;
 
 /** What a turn's routing tools changed: written in the transaction that writes the turn. */
 export interface RoutingChange {
