@@ -131,7 +131,7 @@ function checkVoice(agent: Agent): void {
 /**
  * Handoff targets are other agents of the agent's own organization: an id of another organization's agent is
  * refused like one that does not exist. Checked when set; a target deleted later is refused when the model asks
- * for it (docs/agents.md#handoff).
+ * for it (docs/sessions.md#handoff).
  */
 async function checkHandoffAgents(deps: Pick<AgentDeps, 'agents'>, agent: Agent): Promise<void> {
   const targets = agent.handoffAgents ?? [];

@@ -6,7 +6,7 @@ import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
 import type { Session } from './session-schemas.ts';
 
 /**
- * The built-in tools that route a conversation elsewhere (docs/agents.md#transfer-and-handoff): `transfer_call`
+ * The built-in tools that route a conversation elsewhere (docs/sessions.md#handoff, docs/voice.md#transfer): `transfer_call`
  * gives a call to a number of the agent's `transferDestinations`, `handoff` passes the session to one of its
  * `handoffAgents`. They run in the turn itself; what they decide is written with the turn's messages.
  */

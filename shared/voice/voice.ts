@@ -298,8 +298,8 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
     ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
     voice: agent.voice?.voiceId,
   });
-  // When the relay ends with the call still up (the agent said goodbye, the connection dropped), Twilio asks this
-  // action what to do next, and we answer <Hangup/>.
+  // When the relay ends with the call still up (the agent said goodbye or transfers, the connection dropped), Twilio
+  // asks this action what to do next, and we answer <Hangup/>, or <Dial> for a transfer.
   return twiml.replace('<Connect>', `<Connect action="${relayEndedUrl(deps, orgId, sessionId)}">`);
 }
 

@@ -122,6 +122,14 @@ describe('handoff in chat', { timeout: 60_000 }, () => {
     expectError(badNumber, 400, 'VALIDATION_ERROR');
   });
 
+  it('keeps the built-in tools\' names: no tool may be named handoff or transfer_call', async () => {
+    const { key } = await api.newOrg();
+    for (const name of ['handoff', 'TRANSFER_CALL']) {
+      const created = await api.request('POST', '/v1/chat/tools', { key, body: { name, description: 'Mine', type: 'FUNCTION_TOOL' } });
+      expectError(created, 400, 'VALIDATION_ERROR');
+    }
+  });
+
   it('declares the routing fields in the agents\' schema of /openapi.json', async () => {
     const document = await api.request('GET', '/openapi.json');
     const agent = document.body.components.schemas.Agent;
