@@ -22,6 +22,9 @@ function transferAsked(body: ChatRequestBody) {
   if (!body.tools) return undefined;
   const said = JSON.stringify(body.messages.at(-1)?.content ?? '');
   if (said.includes('sales')) return { name: 'transfer_call', arguments: { destination: sales, reason: 'wants a quote', summary: 'The caller wants a quote for twenty seats.' } };
+  const handTo = /hand me to ([0-9a-f-]{36})/.exec(said);
+  if (handTo) return { name: 'handoff', arguments: { agentId: handTo[1] } };
+  if (said.includes('helpdesk')) return { name: 'transfer_call', arguments: { destination: support, summary: 'Locked out after a password reset.' } };
   if (said.includes('support')) return { name: 'transfer_call', arguments: { destination: support, reason: 'broken login' } };
   if (said.includes('the boss')) return { name: 'transfer_call', arguments: { destination: '+15550109' } };
   return undefined;
@@ -45,11 +48,15 @@ afterAll(async () => {
 
 const simulator = () => api.voice!.simulator;
 
+/** The stub's model in the catalog. */
+async function stubModelId(): Promise<string> {
+  return (await api.request('GET', '/v1/chat/models?provider=openai-compatible', { key: (await api.newOrg()).key })).body.data[0].id;
+}
+
 async function transferringOrg(): Promise<VoiceOrg> {
-  const models = await api.request('GET', '/v1/chat/models?provider=openai-compatible', { key: (await api.newOrg()).key });
   return voiceOrg(api, receiver, receiverUrl, {
     agent: {
-      modelId: models.body.data[0].id,
+      modelId: await stubModelId(),
       transferDestinations: [
         { number: sales, description: 'The sales team', mode: 'cold' },
         { number: support, description: 'The support desk', mode: 'warm' },
@@ -104,6 +111,12 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
     expect(session).toMatchObject({ endedReason: 'TRANSFERRED', metadata: { transfer: { number: support, mode: 'warm' } } });
   });
 
+  it('warm: the whisper is the summary the agent gave', async () => {
+    const org = await transferringOrg();
+    const { callSid } = await callSaying(org, '+15550124', 'Connect me to the helpdesk');
+    expect(simulator().dials(callSid)[0]!.whisper).toEqual(['Transferred call from +15550124. Summary: Locked out after a password reset.']);
+  });
+
   it('refuses a destination the agent was not given as a tool error, and the call goes on', async () => {
     // Prepare
     const org = await transferringOrg();
@@ -124,6 +137,31 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
     expect(session.endedReason).toBe('HANGUP_CALLEE');
     expect(session.metadata.transfer).toBeUndefined();
     expect(simulator().dials(session.metadata.roomName)).toEqual([]);
+    expect(simulator().heard(session.metadata.roomName)).toHaveLength(3);
+  });
+});
+
+describe('handoff on a call', { timeout: 90_000 }, () => {
+  it('the next thing the caller says is answered by the other agent, on the same call', async () => {
+    // Prepare: a billing agent the phone agent may hand over to
+    const org = await transferringOrg();
+    const billing = await api.request('POST', '/v2/chat/agents', {
+      key: org.key,
+      body: { fullName: 'Billing', description: 'Billing', role: 'You are the billing agent.', modelId: await stubModelId(), voiceEnabled: true, voicePipelineMode: 'pipeline' },
+    });
+    const patched = await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key: org.key, body: { handoffAgents: [{ agentId: billing.body.id, description: 'Invoices' }] } });
+    expect(patched.status, patched.text).toBe(200);
+    simulator().setScript('+15550125', { steps: [{ say: 'Hello?' }, { say: `hand me to ${billing.body.id}` }, { say: 'Why was I charged twice?' }], then: 'hangup' });
+
+    // Act
+    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: '+15550125', agent_id: org.agentId } });
+    await sessionEvents(receiver, org.webhookPath, started.body.sessionId);
+    const session = (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}`, { key: org.key })).body;
+
+    // Assess: the last question went to the billing agent's prompt, and the call itself went on to its end
+    const asked = stub.requests.findLast((request) => request.body.tools !== undefined && JSON.stringify(request.body.messages.at(-1)).includes('charged twice'));
+    expect(asked?.body.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You are the billing agent.') });
+    expect(session).toMatchObject({ endedReason: 'HANGUP_CALLEE', agentId: org.agentId, metadata: { activeAgentId: billing.body.id } });
     expect(simulator().heard(session.metadata.roomName)).toHaveLength(3);
   });
 });
