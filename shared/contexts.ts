@@ -65,8 +65,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'conversations',
     layer: 7,
-    purpose: 'Sessions (with the analysis result they hold and the analysis job an ended one hands over), turns, transcripts, their events (session.*, message.added), and the conversation composition root (models, tools, knowledge for a turn).',
-    surface: ['analysis-result-schemas.ts', 'conversation-metrics.ts', 'conversation-runtime.ts', 'ports.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
+    purpose: 'Sessions (with the analysis result they hold and the analysis job an ended one hands over), turns, transcripts, their events (session.*, message.added), the built-in routing tools (transfer, handoff), and the conversation composition root (models, tools, knowledge for a turn).',
+    surface: ['analysis-result-schemas.ts', 'conversation-metrics.ts', 'conversation-runtime.ts', 'ports.ts', 'routing-tools.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
   },
   {
     name: 'analysis',

@@ -466,6 +466,20 @@ export interface components {
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
         welcomeMessage?: string;
       };
+      transferDestinations?: ({
+          number: string;
+          description: string;
+          /**
+           * @default cold
+           * @enum {string}
+           */
+          mode: "cold" | "warm";
+        })[];
+      handoffAgents?: {
+          /** Format: uuid */
+          agentId: string;
+          description: string;
+        }[];
       isActive: boolean;
       isPublic: boolean;
       /** Format: date-time */
@@ -564,7 +578,7 @@ export interface components {
       /** Format: date-time */
       endedAt?: string;
       /** @enum {string} */
-      endedReason?: "USER_CLOSED" | "AGENT_ENDED" | "EXPIRED" | "HANGUP_CALLEE" | "HANGUP_AGENT" | "TTL" | "NO_ANSWER" | "BUSY" | "FAILED" | "CANCELED" | "CONNECTION_LOST" | "CARRIER_SILENT";
+      endedReason?: "USER_CLOSED" | "AGENT_ENDED" | "EXPIRED" | "HANGUP_CALLEE" | "HANGUP_AGENT" | "TTL" | "NO_ANSWER" | "BUSY" | "FAILED" | "CANCELED" | "CONNECTION_LOST" | "CARRIER_SILENT" | "TRANSFERRED";
       messageCount: number;
       analysis?: components["schemas"]["AnalysisResult"];
       recordingUrl?: string;
@@ -1635,6 +1649,20 @@ export interface components {
             })[];
         };
       };
+      transferDestinations?: ({
+          number: string;
+          description: string;
+          /**
+           * @default cold
+           * @enum {string}
+           */
+          mode?: "cold" | "warm";
+        })[];
+      handoffAgents?: {
+          /** Format: uuid */
+          agentId: string;
+          description: string;
+        }[];
     };
     UpdateAgentBody: {
       fullName?: string;
@@ -1693,6 +1721,20 @@ export interface components {
             })[];
         };
       }) | null;
+      transferDestinations?: (({
+          number: string;
+          description: string;
+          /**
+           * @default cold
+           * @enum {string}
+           */
+          mode?: "cold" | "warm";
+        })[]) | null;
+      handoffAgents?: {
+          /** Format: uuid */
+          agentId: string;
+          description: string;
+        }[] | null;
       isActive?: boolean;
       isPublic?: boolean;
     };

@@ -1,4 +1,4 @@
-import { handleInboundCall, handleInboundStatusCallback, handleRecordingCallback, handleRelayEnded, handleStatusCallback } from '../../shared/voice/voice.ts';
+import { handleInboundCall, handleInboundStatusCallback, handleRecordingCallback, handleRelayEnded, handleStatusCallback, handleWhisper } from '../../shared/voice/voice.ts';
 import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
 import { voiceRuntime } from '../../shared/voice/voice-runtime.ts';
 import { carrierCallbackRoutes } from './routes.ts';
@@ -16,6 +16,8 @@ export const handler = createHttpHandler(
     },
     relayEnded: async ({ deps, params, body, headers, rawQueryString }) =>
       twiml(await handleRelayEnded(deps, params.orgId, params.sessionId, body, signedWith(headers, rawQueryString))),
+    whisper: async ({ deps, params, body, headers, rawQueryString }) =>
+      twiml(await handleWhisper(deps, params.orgId, params.sessionId, body, signedWith(headers, rawQueryString))),
     recording: async ({ deps, params, body, headers, rawQueryString }) => {
       await handleRecordingCallback(deps, params.orgId, params.sessionId, body, signedWith(headers, rawQueryString));
       return twiml(emptyTwiml);

@@ -82,6 +82,22 @@ interface SimulatedCall {
   silent?: boolean;
   /** What the callee heard: each reply's tokens joined, and the replies in order. */
   heard: string[];
+  /** The `handoffData` of the relay's `end` message, passed to the `<Connect>` action as `HandoffData`. */
+  handoffData?: string | undefined;
+  /** The `<Dial>`s the call ran after its relay (transfers). */
+  dials: SimulatedDial[];
+}
+
+/** A `<Dial><Number>` a call ran, as the simulator played it. */
+export interface SimulatedDial {
+  number: string;
+  callerId: string | undefined;
+  /** The `<Say>`s the caller heard before the dial (a hold message). */
+  callerHeard: string[];
+  /** The `<Say>`s of the `<Number url>` TwiML, heard by the person who answered before being connected. */
+  whisper: string[];
+  /** `answered` (then connected), or why not: `busy`, `no-answer`, `failed`. */
+  outcome: 'answered' | 'busy' | 'no-answer' | 'failed';
 }
 
 export interface TwilioSimulator {
@@ -110,6 +126,8 @@ export interface TwilioSimulator {
   heard(callSid: string): string[];
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
+  /** The `<Dial>`s a call ran after its relay ended (transfers), by call SID. */
+  dials(callSid: string): SimulatedDial[];
   /** Sends a message, as given, on a call's live ConversationRelay socket (contract tests send Twilio's own examples). */
   sendToRelay(callSid: string, message: string): void;
   /** Recordings by recording SID: the audio, its call, and whether the platform deleted it. */
@@ -228,12 +246,46 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     });
   };
 
-  /** The relay ended with the call up: Twilio asks the `<Connect>` action what next, and hangs up on `<Hangup/>`. */
+  /**
+   * The relay ended with the call up: Twilio asks the `<Connect>` action what next (with the `handoffData` of the
+   * relay's `end` message as `HandoffData`), hangs up on `<Hangup/>`, and runs a `<Dial>`.
+   */
   const relayEnded = async (call: SimulatedCall) => {
     if (call.finished || call.relayEndReported || call.silent) return;
     call.relayEndReported = true;
-    const twiml = call.actionUrl ? await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended' }) : '';
-    if (!call.actionUrl || /<Hangup\s*\/>/.test(twiml)) await finish(call, 'completed');
+    const handoff: Record<string, string> = call.handoffData === undefined ? {} : { HandoffData: call.handoffData };
+    const twiml = call.actionUrl ? await post(call, call.actionUrl, { ...baseParams(call), SessionStatus: 'ended', ...handoff }) : '';
+    if (/<Dial\b/.test(twiml)) await dial(call, twiml);
+    else if (!call.actionUrl || /<Hangup\s*\/>/.test(twiml)) await finish(call, 'completed');
+  };
+
+  /**
+   * `<Dial><Number>` from a live call: the caller hears the `<Say>`s before it, then ringing; the number behaves as
+   * the test range says. The caller ID must be a number of the call's account, as Twilio requires. When the number
+   * answers, a `<Number url>` is requested (signed, with the new leg's `CallSid` and its `ParentCallSid`) and its
+   * TwiML plays to that person only, before the two are connected; Twilio allows no `<Dial>` in it. The connected
+   * parties then talk until the destination hangs up, and the document, having no more verbs, ends the call.
+   */
+  const dial = async (call: SimulatedCall, twiml: string) => {
+    const number = /<Number\b[^>]*>([^<]*)<\/Number>/.exec(twiml)?.[1]?.trim() ?? '';
+    const callerId = attribute(twiml, 'Dial', 'callerId');
+    const record: SimulatedDial = { number, callerId, callerHeard: saysOf(twiml.slice(0, twiml.indexOf('<Dial'))), whisper: [], outcome: 'failed' };
+    call.dials.push(record);
+    const ownNumber = callerId ? numbers.byPhoneNumber(callerId)?.accountSid === call.accountSid : false;
+    const behaviour = ownNumber ? (callees.has(number) ? 'answer' : (behaviourOf(number) ?? 'failed')) : 'failed';
+    if (behaviour !== 'failed') await new Promise((resolveRing) => setTimeout(resolveRing, ringMs));
+    if (behaviour === 'busy' || behaviour === 'no-answer' || behaviour === 'failed') record.outcome = behaviour;
+    else {
+      record.outcome = 'answered';
+      const url = attribute(twiml, 'Number', 'url');
+      if (url) {
+        const leg = { AccountSid: call.accountSid, ApiVersion: '2010-04-01', CallSid: `CA${randomBytes(16).toString('hex')}`, ParentCallSid: call.sid, CallStatus: 'in-progress', Direction: 'outbound-dial', From: callerId as string, To: number };
+        const whisper = await post(call, url, leg);
+        if (!/<Dial\b/.test(whisper)) record.whisper = saysOf(whisper);
+      }
+      await new Promise((resolveTalk) => setTimeout(resolveTalk, ringMs));
+    }
+    await finish(call, 'completed');
   };
 
   const converse = (call: SimulatedCall, script: CalleeScript) => {
@@ -261,7 +313,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         replyDone = resolveReply;
       });
     socket.on('message', (data) => {
-      const message = JSON.parse(data.toString()) as { type: string; token?: string; last?: boolean };
+      const message = JSON.parse(data.toString()) as { type: string; token?: string; last?: boolean; handoffData?: unknown };
       if (message.type === 'text') {
         callee?.onToken(message.token ?? '', message.last === true);
         if (interruptAfter !== undefined && tokensThisReply >= interruptAfter) {
@@ -276,6 +328,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         }
         if (message.last) finishReply();
       } else if (message.type === 'end') {
+        if (typeof message.handoffData === 'string') call.handoffData = message.handoffData;
         callee?.onEnd('agent ended the call');
         socket.close(1000);
       }
@@ -409,6 +462,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         sequence: -1,
         finished: false,
         heard: [],
+        dials: [],
       };
       calls.set(call.sid, call);
       created.push({ sid: call.sid, to: call.to, createdAt: Date.now() });
@@ -485,6 +539,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
     twimlOf: (callSid) => calls.get(callSid)?.twiml,
+    dials: (callSid) => calls.get(callSid)?.dials ?? [],
     sendToRelay: (callSid, message) => {
       const socket = calls.get(callSid)?.socket;
       if (socket?.readyState !== WebSocket.OPEN) throw new Error(`Call ${callSid} has no live relay`);
@@ -518,6 +573,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         sequence: -1,
         finished: false,
         heard: [],
+        dials: [],
       };
       calls.set(call.sid, call);
       const twiml = await post(call, number.voiceUrl, { ...baseParams(call), CallerName: '' });
@@ -565,10 +621,17 @@ function relayOf(twiml: string): Pick<SimulatedCall, 'relayUrl' | 'actionUrl' | 
   };
 }
 
+/** The text of each `<Say>` of a TwiML document, in order. */
+function saysOf(twiml: string): string[] {
+  return [...twiml.matchAll(/<Say\b[^>]*>([^<]*)<\/Say>/g)].map((match) => unescapeXml(match[1] as string));
+}
+
+const unescapeXml = (value: string): string => value.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
 function attribute(twiml: string, element: string, name: string): string | undefined {
   const tag = new RegExp(`<${element}\\b[^>]*>`).exec(twiml)?.[0];
   const value = tag ? new RegExp(`\\b${name}="([^"]*)"`).exec(tag)?.[1] : undefined;
-  return value?.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return value === undefined ? undefined : unescapeXml(value);
 }
 
 /** The account SID and auth token of a request's Basic authorization. */

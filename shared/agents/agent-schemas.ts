@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { analysisConfigSchema, type AnalysisConfig } from './analysis-config-schemas.ts';
 import { ttsProviders } from '../models/voices.ts';
-import { booleanQuery, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
+import { booleanQuery, e164, instant, optionalText, pageOf, paginationQuery, requiredText, sortQuery, timestamp } from '../platform/schemas/common.ts';
 
 export const maxToolsPerAgent = 32;
 
@@ -44,6 +44,36 @@ const agentToolsSchema = z
     error: 'must not attach the same tool twice',
   });
 
+/** How a call is transferred: straight through (`cold`), or after a whispered summary to the destination (`warm`). */
+export const transferModes = ['cold', 'warm'] as const;
+export const maxTransferDestinations = 10;
+export const maxHandoffAgents = 10;
+
+/** A number the agent may transfer a call to (the built-in `transfer_call` tool); the description tells the model when. */
+export const transferDestinationSchema = z.strictObject({
+  number: e164,
+  description: requiredText(500),
+  mode: z.enum(transferModes).default('cold'),
+});
+
+/** Another agent of the organization the agent may hand the conversation to (the built-in `handoff` tool). */
+export const handoffAgentSchema = z.strictObject({
+  agentId: z.uuid({ error: 'must be a UUID' }),
+  description: requiredText(500),
+});
+
+const transferDestinationsSchema = z
+  .array(transferDestinationSchema)
+  .max(maxTransferDestinations)
+  .refine((destinations) => new Set(destinations.map((destination) => destination.number)).size === destinations.length, {
+    error: 'must not list the same number twice',
+  });
+
+const handoffAgentsSchema = z
+  .array(handoffAgentSchema)
+  .max(maxHandoffAgents)
+  .refine((agents) => new Set(agents.map((agent) => agent.agentId)).size === agents.length, { error: 'must not list the same agent twice' });
+
 const modelId = z.uuid({ error: 'must be a UUID from GET /v1/chat/models' });
 
 const agentFields = {
@@ -63,6 +93,8 @@ const agentFields = {
   welcomeAllowInterruptions: z.boolean(),
   voice: agentVoiceSchema,
   analysis: analysisConfigSchema,
+  transferDestinations: transferDestinationsSchema,
+  handoffAgents: handoffAgentsSchema,
 };
 
 export const createAgentBody = z.strictObject({
@@ -82,6 +114,8 @@ export const createAgentBody = z.strictObject({
   welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions.optional(),
   voice: agentFields.voice.optional(),
   analysis: agentFields.analysis.optional(),
+  transferDestinations: agentFields.transferDestinations.optional(),
+  handoffAgents: agentFields.handoffAgents.optional(),
 });
 
 /** Every field optional; `null` clears an optional field. `isActive` and `isPublic` can be changed here only. */
@@ -103,6 +137,8 @@ export const updateAgentBody = z
     welcomeAllowInterruptions: agentFields.welcomeAllowInterruptions,
     voice: agentFields.voice.nullable(),
     analysis: agentFields.analysis.nullable(),
+    transferDestinations: agentFields.transferDestinations.nullable(),
+    handoffAgents: agentFields.handoffAgents.nullable(),
     isActive: z.boolean(),
     isPublic: z.boolean(),
   })
@@ -138,6 +174,8 @@ export const agentSchema = z.object({
   welcomeAllowInterruptions: z.boolean().optional(),
   analysis: analysisConfigSchema.optional(),
   voice: agentVoiceSchema.optional(),
+  transferDestinations: z.array(transferDestinationSchema).optional(),
+  handoffAgents: z.array(handoffAgentSchema).optional(),
   isActive: z.boolean(),
   isPublic: z.boolean(),
   createdAt: instant,
@@ -150,6 +188,8 @@ export type CreateAgentInput = z.output<typeof createAgentBody>;
 export type UpdateAgentInput = z.output<typeof updateAgentBody>;
 export type ListAgentsQuery = z.output<typeof listAgentsQuery>;
 export type AgentToolRef = z.output<typeof agentToolSchema>;
+export type TransferDestination = z.output<typeof transferDestinationSchema>;
+export type HandoffAgent = z.output<typeof handoffAgentSchema>;
 
 export interface Agent {
   id: string;
@@ -172,6 +212,10 @@ export interface Agent {
   voice?: AgentVoice | undefined;
   /** Post-session analysis; absent: only the summary is produced. */
   analysis?: AnalysisConfig | undefined;
+  /** Calls: numbers the built-in `transfer_call` tool may transfer to (docs/voice.md#transfer). */
+  transferDestinations?: TransferDestination[] | undefined;
+  /** Agents of the same organization the built-in `handoff` tool may pass the conversation to. */
+  handoffAgents?: HandoffAgent[] | undefined;
   isActive: boolean;
   isPublic: boolean;
   createdAt: string;

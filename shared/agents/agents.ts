@@ -34,6 +34,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
   checkConfiguration(await catalogHolding(deps, orgId, modelFields.map((field) => agent[field])), agent, modelFields);
   checkVoice(agent);
   if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
+  await checkHandoffAgents(deps, agent);
   await deps.agents.create(agent, sealResponse?.(agent));
   return agent;
 }
@@ -75,6 +76,7 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
   if (changes.voice) checkVoice(next);
   if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
+  if (changes.handoffAgents) await checkHandoffAgents(deps, next);
   await deps.agents.replace(previous, next);
   return next;
 }
@@ -124,6 +126,22 @@ function checkVoice(agent: Agent): void {
       details: [{ field: 'voice.voiceId', message: `is not a ${provider} voice of the catalog` }],
     });
   }
+}
+
+/**
+ * Handoff targets are other agents of the agent's own organization: an id of another organization's agent is
+ * refused like one that does not exist. Checked when set; a target deleted later is refused when the model asks
+ * for it (docs/sessions.md#handoff).
+ */
+async function checkHandoffAgents(deps: Pick<AgentDeps, 'agents'>, agent: Agent): Promise<void> {
+  const targets = agent.handoffAgents ?? [];
+  const found = await Promise.all(targets.map((target) => (target.agentId === agent.id ? undefined : deps.agents.get(agent.orgId, target.agentId))));
+  const details: FieldIssue[] = targets.flatMap((target, index) =>
+    found[index]
+      ? []
+      : [{ field: `handoffAgents[${index}].agentId`, message: target.agentId === agent.id ? 'must be another agent than this one' : 'is not an agent of this organization' }],
+  );
+  if (details.length > 0) throw new ValidationError(details.map((issue) => `${issue.field} ${issue.message}`).join('; '), { details });
 }
 
 function withoutUndefined<T>(record: Record<string, unknown>): T {

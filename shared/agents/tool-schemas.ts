@@ -6,8 +6,12 @@ import { endConversationTool } from '../models/prompt-conventions.ts';
 export const toolTypes = ['API_TOOL', 'FUNCTION_TOOL'] as const;
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+/** The built-in tools an agent gets from its `transferDestinations` (calls only) and `handoffAgents`. */
+export const transferCallTool = 'transfer_call';
+export const handoffTool = 'handoff';
+
 /** Names of the platform's built-in tools, which customer tools cannot shadow. */
-export const reservedToolNames: ReadonlySet<string> = new Set([endConversationTool]);
+export const reservedToolNames: ReadonlySet<string> = new Set([endConversationTool, transferCallTool, handoffTool]);
 
 export const toolNamePattern = /^[A-Za-z0-9]+(_[A-Za-z0-9]+)*$/;
 

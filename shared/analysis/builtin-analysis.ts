@@ -54,6 +54,7 @@ const endings: Record<EndedReason, string> = {
   CANCELED: 'The call was canceled before it was answered.',
   CONNECTION_LOST: "The connection to the agent was lost and the call was ended.",
   CARRIER_SILENT: 'The carrier never reported the end of the call; it was ended at its time limit.',
+  TRANSFERRED: 'The agent transferred the call to a number of the organization.',
 };
 
 function summarize(lines: readonly TranscriptLine[], omitted: number, endedReason: EndedReason | undefined): string {

@@ -26,6 +26,7 @@ export function outcomeOf(reason: EndedReason | undefined): AttemptOutcome {
     case 'HANGUP_AGENT':
     case 'TTL':
     case 'CONNECTION_LOST':
+    case 'TRANSFERRED':
       return 'ANSWERED';
     default:
       // FAILED, CANCELED, CARRIER_SILENT (the carrier lost the call), EXPIRED (never dialled).

@@ -95,7 +95,16 @@ export interface SessionStore {
    * assistant reply.
    */
   truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean>;
-  /** Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. */
-  /** `completion` records the idempotent send's response in the same transaction (none without an Idempotency-Key). */
-  commitTurn(session: StoredSession, messages: readonly Message[], at: { nowIso: string; expiresAt: number }, completion?: IdempotencyCompletion): Promise<'committed' | 'conflict'>;
+  /**
+   * Appends a turn's messages after `session.nextSeq`; 'conflict' when another turn appended first. `completion`
+   * records the idempotent send's response in the same transaction (none without an Idempotency-Key); `metadata`,
+   * when given, replaces the session's (a handoff or transfer the turn decided).
+   */
+  commitTurn(
+    session: StoredSession,
+    messages: readonly Message[],
+    at: { nowIso: string; expiresAt: number },
+    completion?: IdempotencyCompletion,
+    metadata?: Session['metadata'],
+  ): Promise<'committed' | 'conflict'>;
 }

@@ -45,7 +45,7 @@ export type ListSessionsQuery = z.output<typeof listSessionsQuery>;
 export type SessionState = (typeof sessionStates)[number];
 export type MessageRole = (typeof messageRoles)[number];
 /** Chat: the first three. Calls: how the call ended (docs/voice.md#endedreason). */
-export const endedReasons = ['USER_CLOSED', 'AGENT_ENDED', 'EXPIRED', 'HANGUP_CALLEE', 'HANGUP_AGENT', 'TTL', 'NO_ANSWER', 'BUSY', 'FAILED', 'CANCELED', 'CONNECTION_LOST', 'CARRIER_SILENT'] as const;
+export const endedReasons = ['USER_CLOSED', 'AGENT_ENDED', 'EXPIRED', 'HANGUP_CALLEE', 'HANGUP_AGENT', 'TTL', 'NO_ANSWER', 'BUSY', 'FAILED', 'CANCELED', 'CONNECTION_LOST', 'CARRIER_SILENT', 'TRANSFERRED'] as const;
 export type EndedReason = (typeof endedReasons)[number];
 
 export interface Session {

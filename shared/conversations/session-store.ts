@@ -375,14 +375,14 @@ export class DynamoSessionStore implements SessionStore {
     messages: readonly Message[],
     at: { nowIso: string; expiresAt: number },
     completion?: IdempotencyCompletion,
+    metadata?: Session['metadata'],
   ): Promise<'committed' | 'conflict'> {
     const committed = await this.writeIfFirstHolds([
       {
         Update: {
           TableName: this.tableName,
           Key: keys.session(session.orgId, session.id),
-          UpdateExpression:
-            'SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added REMOVE activeUntil',
+          UpdateExpression: `SET nextSeq = :next, lastActivityAt = :now, updatedAt = :now, messageCount = messageCount + :added${metadata ? ', metadata = :metadata' : ''} REMOVE activeUntil`,
           // A session closed meanwhile takes no more messages: none may follow its endedAt or change its messageCount.
           ConditionExpression: 'nextSeq = :seen AND #state = :open',
           ExpressionAttributeNames: { '#state': 'state' },
@@ -392,6 +392,7 @@ export class DynamoSessionStore implements SessionStore {
             ':seen': session.nextSeq,
             ':now': at.nowIso,
             ':added': messages.length,
+            ...(metadata ? { ':metadata': metadata } : {}),
           },
         },
       },

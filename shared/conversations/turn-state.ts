@@ -21,7 +21,7 @@ class BoundedMap<K, V> extends Map<K, V> {
   }
 }
 
-/** A session's agent never changes. */
+/** The agent that answers a session: it changes only by a handoff, which sets it here; other processes see the session's `metadata.activeAgentId` and follow. */
 export const agentOfSession = new BoundedMap<string, string>(10_000);
 
 /** An agent's tool ids as last read: a guess, to read the tools in the same round trip as the agent. */

@@ -18,6 +18,7 @@ import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
+import { activeAgentId, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
 
 /** Why a turn failed after it began, as the error envelope's `error` object. */
 export type TurnFailure = { code: string; message: string; status: number };
@@ -83,6 +84,8 @@ export interface TurnResult {
   failure?: TurnFailure | undefined;
   /** The model called `end_conversation`. */
   agentEnded: boolean;
+  /** What the turn's `transfer_call` or `handoff` decided, written with its messages (the call acts on a transfer). */
+  routed: RoutingChange;
   /** The number (`seq`) the session gave the turn's last message, its reply. */
   replySeq: number;
 }
@@ -174,11 +177,19 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
   if (!agentId) {
     const session = await deps.sessions.get(orgId, sessionId);
     if (!session) return { session: undefined, agent: undefined, tools: [] };
-    agentId = session.agentId;
+    agentId = activeAgentId(session);
     agentOfSession.set(sessionKey, agentId);
   }
-  const guessed = lastKnownTools.get(agentId) ?? [];
-  const context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  let guessed = lastKnownTools.get(agentId) ?? [];
+  let context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  // A handoff in another process changed the agent that answers: read that one.
+  const answering = context.session && activeAgentId(context.session);
+  if (answering && answering !== agentId) {
+    agentId = answering;
+    agentOfSession.set(sessionKey, agentId);
+    guessed = lastKnownTools.get(agentId) ?? [];
+    context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  }
   if (!context.agent) return context;
   const attached = context.agent.tools.map((tool) => tool.toolId);
   lastKnownTools.set(agentId, attached);
@@ -192,12 +203,14 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  * process appended meanwhile, the session is read again and the messages go after those. A session that ended
  * meanwhile takes none of them.
  */
-async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date, completion?: IdempotencyCompletion): Promise<number> {
+async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date, routed: RoutingChange, completion?: IdempotencyCompletion): Promise<number> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
   const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
   let session: StoredSession | undefined = turn.session;
   for (let attempt = 0; session; attempt += 1) {
-    if ((await deps.sessions.commitTurn(session, messages, at, completion)) === 'committed') {
+    const metadata = routed.handoff || routed.transfer ? routedMetadata(session.metadata, routed) : undefined;
+    if ((await deps.sessions.commitTurn(session, messages, at, completion, metadata)) === 'committed') {
+      if (routed.handoff) agentOfSession.set(sessionKey, routed.handoff.toAgentId);
       // After a conflict the history has others' messages too: the next turn reads it whole.
       if (attempt === 0) {
         histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });
@@ -238,7 +251,9 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   const timeout = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
   const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
-  const offeredTools = functionTools(agent, turn.tools);
+  const offeredRouting = routingTools(agent, session);
+  const offeredTools = [...functionTools(agent, turn.tools), ...offeredRouting];
+  const routed: RoutingChange = {};
   const retrieval = await turn.retrieval;
   const prompt: LanguageModelV4Prompt = [
     { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
@@ -277,6 +292,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
 
   try {
     for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
+      // A routed conversation is another's from here: the model gets one round, without tools, to tell the user.
+      const closing = routed.handoff !== undefined || routed.transfer !== undefined;
       const calls: PendingCall[] = [];
       let stepText = '';
       const modelStart = performance.now();
@@ -286,7 +303,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
       const { stream } = await languageModel.doStream({
         prompt,
         // After the last allowed round the model must answer in text.
-        ...(round < deps.config.MAX_TOOL_ROUNDS ? { tools: offeredTools, toolChoice: { type: 'auto' } } : {}),
+        ...(round < deps.config.MAX_TOOL_ROUNDS && !closing ? { tools: offeredTools, toolChoice: { type: 'auto' } } : {}),
         abortSignal: signal,
       });
       for await (const part of stream) {
@@ -308,7 +325,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
       inModelCall = false;
       modelMs += performance.now() - modelStart;
       // No tools were offered in the last round; calls the model makes anyway are not run.
-      if (calls.length === 0 || round === deps.config.MAX_TOOL_ROUNDS) break;
+      if (calls.length === 0 || round === deps.config.MAX_TOOL_ROUNDS || closing) break;
       prompt.push({
         role: 'assistant',
         content: [
@@ -328,7 +345,9 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
           results.content.push({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: 'The conversation is over.' } });
           continue;
         }
-        const record = await callTool(deps, toolsByName.get(call.toolName), call, session, signal, sayApart);
+        const record = offeredRouting.some((tool) => tool.name === call.toolName)
+          ? await callRoutingTool(deps, call, turn, routed)
+          : await callTool(deps, toolsByName.get(call.toolName), call, session, agent.id, signal, sayApart);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),
@@ -391,12 +410,12 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     createdAt: now.toISOString(),
   };
   const messages = [turn.userMessage, ...toolMessages, assistant];
-  const replySeq = await commitTurn(deps, turn, messages, now, failure ? undefined : options.sealReply?.(messages));
+  const replySeq = await commitTurn(deps, turn, messages, now, routed, failure ? undefined : options.sealReply?.(messages));
   if (agentEnded && options.closeWhenAgentEnds) {
     const active = { ...session, lastActivityAt: now.toISOString(), messageCount: session.messageCount + messages.length };
     await endSession(deps, active, 'CLOSED', 'AGENT_ENDED', now.toISOString());
   }
-  return { messages: [...toolMessages, assistant], failure, agentEnded, replySeq };
+  return { messages: [...toolMessages, assistant], failure, agentEnded, routed, replySeq };
 }
 
 /** What a turn adds to the operational metrics (docs/deploy.md#dashboards-and-alarms): the same figures as its reply's metadata. */
@@ -478,6 +497,7 @@ async function callTool(
   tool: ExecutableTool | undefined,
   call: PendingCall,
   session: StoredSession,
+  agentId: string,
   signal: AbortSignal,
   say: (text: string) => void,
 ): Promise<ToolCallRecord> {
@@ -494,11 +514,19 @@ async function callTool(
   const execution = await deps.executeTool(tool, args, {
     toolCallId: call.toolCallId,
     sessionId: session.id,
-    agentId: session.agentId,
+    agentId,
     sessionVariables: session.metadata.sessionVariables,
     signal,
   });
   return { id: call.toolCallId, name: tool.name, arguments: args, result: execution.result, status: execution.status, durationMs: round2(execution.durationMs) ?? 0 };
+}
+
+/** A built-in routing tool's call, recorded like any tool call (the transcript, and so the analysis, shows it). */
+async function callRoutingTool(deps: TurnDeps, call: PendingCall, turn: PreparedTurn, routed: RoutingChange): Promise<ToolCallRecord> {
+  const started = performance.now();
+  const args = parseArguments(call.input) ?? {};
+  const outcome = await runRoutingTool(deps, call.toolName, args, { session: turn.session, agent: turn.agent, now: deps.clock.now().toISOString() }, routed);
+  return { id: call.toolCallId, name: call.toolName, arguments: args, result: outcome.result, status: outcome.status, durationMs: round2(performance.now() - started) ?? 0 };
 }
 
 function parseArguments(input: string): Record<string, unknown> | undefined {

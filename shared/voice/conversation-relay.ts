@@ -73,6 +73,26 @@ export function conversationRelayTwiml(settings: RelaySettings): string {
   return `<?xml version="1.0" encoding="UTF-8"?><Response>${recording}<Connect><ConversationRelay ${rendered}/></Connect></Response>`;
 }
 
+/**
+ * A transfer (the `<Connect>` action's answer once the relay ended with a transfer's `handoffData`): `<Dial>` the
+ * destination from the call's own number. A warm transfer first tells the caller to hold, and gives the
+ * destination's `<Number>` a `url` whose TwiML (the whisper) runs for the person who answers before the two are
+ * connected; a cold one connects straight away.
+ */
+export function transferTwiml(transfer: { number: string; callerId: string; whisperUrl?: string | undefined; holdMessage?: string | undefined }): string {
+  const hold = transfer.holdMessage ? `<Say>${escapeXml(transfer.holdMessage)}</Say>` : '';
+  const whisper = transfer.whisperUrl ? ` url="${escapeXml(transfer.whisperUrl)}"` : '';
+  return `<?xml version="1.0" encoding="UTF-8"?><Response>${hold}<Dial callerId="${escapeXml(transfer.callerId)}"><Number${whisper}>${escapeXml(transfer.number)}</Number></Dial></Response>`;
+}
+
+/** What the destination of a warm transfer hears before it is connected to the caller. */
+export function whisperTwiml(text: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?><Response><Say>${escapeXml(text)}</Say></Response>`;
+}
+
+/** The `<Connect>` action when the relay is over and the call is too. */
+export const hangupTwiml = '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+
 /** An inbound call we cannot take: the carrier says so and hangs up. */
 export function rejectTwiml(): string {
   return '<?xml version="1.0" encoding="UTF-8"?><Response><Reject reason="rejected"/></Response>';

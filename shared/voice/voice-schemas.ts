@@ -1,9 +1,6 @@
 import * as z from 'zod';
-import { booleanQuery, optionalText } from '../platform/schemas/common.ts';
+import { booleanQuery, e164, optionalText } from '../platform/schemas/common.ts';
 import { storableJsonObject } from '../platform/schemas/storable-json.ts';
-
-/** E.164: `+`, a country code that does not start with 0, at most 15 digits in all. */
-export const e164 = z.string().trim().regex(/^\+[1-9]\d{6,14}$/, { error: 'must be an E.164 number such as +15550100' });
 
 export const telephonyProviders = ['twilio'] as const;
 

@@ -34,7 +34,7 @@ import {
   type UpdatePhoneNumberInput,
   type VoiceCall,
 } from './voice-schemas.ts';
-import { conversationRelayTwiml, rejectTwiml, relayInbound, type RelayOutbound } from './conversation-relay.ts';
+import { conversationRelayTwiml, hangupTwiml, rejectTwiml, relayInbound, transferTwiml, whisperTwiml, type RelayOutbound } from './conversation-relay.ts';
 import { isValidTwilioSignature } from './twilio-signature.ts';
 import type { TtsProvider } from '../models/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
@@ -45,6 +45,7 @@ import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversatio
 import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
 import { histories, queueTurn } from '../conversations/turn-state.ts';
 import { modelOfOrganization } from '../models/provider-keys.ts';
+import { transferRecordSchema, type TransferRecord } from '../conversations/routing-tools.ts';
 
 export interface VoiceDeps extends SessionDeps, CallSlotDeps {
   voice: VoiceStore;
@@ -248,6 +249,10 @@ export const statusCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: str
 export const relayEndedUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
   `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/relay-ended`;
 
+/** Where the destination of a warm transfer gets its whisper (`<Number url>`). */
+export const whisperUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
+  `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/whisper`;
+
 export const recordingCallbackUrl = (deps: VoiceDeps, orgId: string, sessionId: string): string =>
   `${publicBase(deps)}/twilio/calls/${orgId}/${sessionId}/recording`;
 
@@ -293,8 +298,8 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
     ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
     voice: agent.voice?.voiceId,
   });
-  // When the relay ends with the call still up (the agent said goodbye, the connection dropped), Twilio asks this
-  // action what to do next, and we answer <Hangup/>.
+  // When the relay ends with the call still up (the agent said goodbye or transfers, the connection dropped), Twilio
+  // asks this action what to do next, and we answer <Hangup/>, or <Dial> for a transfer.
   return twiml.replace('<Connect>', `<Connect action="${relayEndedUrl(deps, orgId, sessionId)}">`);
 }
 
@@ -515,20 +520,70 @@ function endedReasonOf(status: TwilioCallStatus, call: VoiceCall, params: Carrie
 }
 
 /**
- * The relay ended (the `<Connect>` action). With the call still up, the agent said goodbye or the connection
- * dropped: the session ends now and the carrier is told to hang up. A completed call is the status callback's to
- * report for an outbound call; an inbound call has no status callback, so its end is read here.
+ * The relay ended (the `<Connect>` action). When it ended with a transfer's `handoffData` and the caller is still
+ * on the line, the session ends as TRANSFERRED and the answer dials the destination the agent chose. Otherwise,
+ * with the call still up, the agent said goodbye or the connection dropped: the session ends now and the carrier
+ * is told to hang up. A completed call is the status callback's to report for an outbound call; an inbound call
+ * has no status callback, so its end is read here.
  */
 export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
   await verifiedCredentials(deps, orgId, relayEndedUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
   if (params.CallStatus === 'in-progress') {
+    const transfer = isTransferHandoff(params.HandoffData) ? await requestedTransfer(deps, orgId, sessionId) : undefined;
+    if (transfer) {
+      await endCall(deps, orgId, sessionId, 'TRANSFERRED');
+      const warm = transfer.mode === 'warm';
+      return transferTwiml({
+        number: transfer.number,
+        // The call's own number of the organization: the one the carrier lets it show.
+        callerId: call.direction === 'OUTBOUND' ? call.from : call.to,
+        whisperUrl: warm ? whisperUrl(deps, orgId, sessionId) : undefined,
+        holdMessage: warm ? 'Please hold while I transfer your call.' : undefined,
+      });
+    }
     await endCall(deps, orgId, sessionId, call.agentHangupAt ? 'HANGUP_AGENT' : 'CONNECTION_LOST');
   } else if (call.direction === 'INBOUND' && isCallStatus(params.CallStatus) && finalStatuses.has(params.CallStatus)) {
     await endCall(deps, orgId, sessionId, endedReasonOf(params.CallStatus, call, params));
   }
-  return '<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>';
+  return hangupTwiml;
+}
+
+function isTransferHandoff(handoffData: string | undefined): boolean {
+  try {
+    const parsed: unknown = JSON.parse(handoffData ?? '');
+    return typeof parsed === 'object' && parsed !== null && (parsed as { reasonCode?: unknown }).reasonCode === transferReasonCode;
+  } catch {
+    return false;
+  }
+}
+
+/** The transfer the session's agent asked for (its `metadata.transfer`), unless the session ended otherwise. */
+async function requestedTransfer(deps: VoiceDeps, orgId: string, sessionId: string): Promise<TransferRecord | undefined> {
+  const session = await deps.sessions.get(orgId, sessionId);
+  if (!session || (session.endedReason && session.endedReason !== 'TRANSFERRED')) return undefined;
+  const transfer = transferRecordSchema.safeParse(session.metadata.transfer);
+  return transfer.success ? transfer.data : undefined;
+}
+
+/** What of the caller's words a whisper quotes: `<Say>` takes at most 4,096 characters. */
+const whisperQuoteChars = 500;
+
+/**
+ * The whisper of a warm transfer (`<Number url>`): the person who answers hears who calls and why before being
+ * connected: the summary the agent gave, or else what the caller said last.
+ */
+export async function handleWhisper(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  await verifiedCredentials(deps, orgId, whisperUrl(deps, orgId, sessionId), params, signed);
+  const session = await deps.sessions.get(orgId, sessionId);
+  const transfer = transferRecordSchema.safeParse(session?.metadata.transfer);
+  if (!session || !transfer.success) throw new NotFoundError(`Session ${sessionId} has no transfer.`);
+  const { reason, summary } = transfer.data;
+  const said = summary ? undefined : (await deps.sessions.messages(orgId, sessionId)).findLast((message) => message.role === 'USER')?.content.slice(0, whisperQuoteChars);
+  const caller = typeof session.metadata.customerPhoneNumber === 'string' && session.metadata.customerPhoneNumber ? ` from ${session.metadata.customerPhoneNumber}` : '';
+  const parts = [`Transferred call${caller}.`, reason && `Reason: ${reason}.`, summary ? `Summary: ${summary}` : said && `The caller said: ${said}`];
+  return whisperTwiml(parts.filter(Boolean).join(' '));
 }
 
 /**
@@ -794,13 +849,20 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
     return;
   }
   send({ type: 'text', token: '', last: true });
-  if (result.agentEnded) {
+  const transfer = result.routed.transfer;
+  if (transfer) {
+    // ConversationRelay ends its session and gives `handoffData` to the <Connect> action, which dials (handleRelayEnded).
+    send({ type: 'end', handoffData: JSON.stringify({ reasonCode: transferReasonCode, reason: transfer.reason ?? transfer.description }) });
+  } else if (result.agentEnded) {
     await deps.voice.markAgentHangup(call.orgId, call.sessionId, deps.clock.now().toISOString());
     send({ type: 'end' });
   }
   await outbox;
-  if (result.agentEnded) await hangUp(deps, call);
+  if (result.agentEnded && !transfer) await hangUp(deps, call);
 }
+
+/** The `reasonCode` of the `handoffData` a transfer ends the relay with. */
+const transferReasonCode = 'transfer';
 
 /**
  * The callee talked over the agent: the reply being spoken is cut to what was said, and the rest is recorded as

@@ -49,6 +49,9 @@ export const pageOf = <Item extends z.ZodType>(item: Item) => z.object({ data: z
 /** A timestamp the API writes: always UTC (`toISOString`). */
 export const instant = z.iso.datetime();
 
+/** E.164: `+`, a country code that does not start with 0, at most 15 digits in all. */
+export const e164 = z.string().trim().regex(/^\+[1-9]\d{6,14}$/, { error: 'must be an E.164 number such as +15550100' });
+
 /** A free-form JSON object as the client stored it (metadata, variables, tool schemas). */
 export const jsonRecord = z.record(z.string(), z.unknown());
 
