@@ -217,6 +217,6 @@ describe('routing', () => {
     expectEnvelope(onCollection, 405, 'METHOD_NOT_ALLOWED');
     expect(onCollection.headers.get('allow')?.split(/,\s*/).sort()).toEqual(['GET', 'POST']);
     expectEnvelope(onItem, 405, 'METHOD_NOT_ALLOWED');
-    expect(onItem.headers.get('allow')?.split(/,\s*/).sort()).toEqual(['DELETE', 'GET']);
+    expect(onItem.headers.get('allow')?.split(/,\s*/).sort()).toEqual(['DELETE', 'GET', 'PATCH']);
   });
 });

@@ -8,6 +8,7 @@ import { DynamoRateLimitStore } from '../../shared/billing/rate-limit-store.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { childEnv, spawnInGroup } from '../support/local-process.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
+import { testTableName } from '../support/database.ts';
 
 const freePlan = { name: 'Free (test)', quotas: { chat_messages: 1000, voice_seconds: 60, knowledge_chunks: 10 }, concurrentCalls: 1, requestsPerSecond: 5, burst: 5 };
 let api: TestApi;
@@ -69,7 +70,7 @@ interface WorkerResult {
 }
 
 function runWorker(env: Record<string, string>): Promise<WorkerResult> {
-  const child = spawnInGroup(['test/support/limiter-worker.ts'], childEnv({ DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), TABLE_NAME: inject('tableName'), ...env }));
+  const child = spawnInGroup(['test/support/limiter-worker.ts'], childEnv({ DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), TABLE_NAME: testTableName(), ...env }));
   let output = '';
   let errors = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -125,7 +126,7 @@ describe('rate limiter on a slow table', () => {
     });
     const port = await listenOnLoopback(proxy);
     const client = createDocumentClient({ AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` });
-    const limiter = new RateLimiter(new DynamoRateLimitStore(client, inject('tableName')));
+    const limiter = new RateLimiter(new DynamoRateLimitStore(client, testTableName()));
     const limit = { requestsPerSecond: 50, burst: 20 };
     const orgId = crypto.randomUUID();
 

@@ -11,6 +11,7 @@ import { startApi, type TestApi } from '../support/api.ts';
 import { slowProxy } from '../support/crash-proxy.ts';
 import { killGroup, startApiProcess, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { testTableName } from '../support/database.ts';
 
 let api: TestApi;
 let deps: Runtime;
@@ -188,7 +189,7 @@ describe('an import on a slow table', () => {
     // Prepare: each transaction takes a second longer, so the import cannot write every row within 29 s.
     const proxy = slowProxy(new URL(inject('dynamodbEndpoint')), (operation) => (operation === 'TransactWriteItems' ? 1_000 : 0));
     const proxyUrl = `http://127.0.0.1:${await listenOnLoopback(proxy)}`;
-    const child = await startApiProcess(proxyUrl, inject('tableName'), inject('secretsKeyFile'));
+    const child = await startApiProcess(proxyUrl, testTableName(), inject('secretsKeyFile'));
     const { orgId, key } = await api.newOrg();
     const numbers = Array.from({ length: 10_000 }, () => newNumber());
     const csv = `phone,name\n${numbers.map((number, index) => `${number},Person ${index}`).join('\n')}\n`;

@@ -19,6 +19,7 @@ import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 import { voiceOrg } from '../support/voice.ts';
 import { addContacts, allCalls, callee, campaignBody, dialsOf, startedCampaign, unlimitedPlans } from '../support/campaigns.ts';
+import { testTableName } from '../support/database.ts';
 
 let api: TestApi;
 const receiver = new Receiver();
@@ -89,7 +90,7 @@ describe('a dispatcher killed mid-batch', () => {
       ['test/support/campaign-dispatch-child.ts', org.orgId, campaignId, '20000'],
       childEnv({
         DYNAMODB_ENDPOINT: proxyUrl,
-        TABLE_NAME: inject('tableName'),
+        TABLE_NAME: testTableName(),
         SECRETS_KEY_FILE: inject('secretsKeyFile'),
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'local',

@@ -49,7 +49,7 @@ async function startPoller(checkpointFile?: string) {
 }
 
 async function handedOver(pk: string): Promise<void> {
-  await vi.waitFor(() => expect(handed).toContain(pk), { timeout: 5_000, interval: 10 });
+  await vi.waitFor(() => expect(handed).toContain(pk), { timeout: 60_000, interval: 10 });
 }
 
 describe('the stream poller with a checkpoint file', () => {

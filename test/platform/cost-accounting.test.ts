@@ -14,10 +14,11 @@ import { createDocumentClient } from '../../shared/platform/store/dynamo.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
+import { testTableName } from '../support/database.ts';
 
 const directory = mkdtempSync(join(tmpdir(), 'cost-accounting-'));
 const file = join(directory, 'requests.jsonl');
-const tableName = inject('tableName');
+const tableName = testTableName();
 let api: TestApi;
 const receiver = new Receiver();
 let receiverUrl: string;

@@ -13,6 +13,7 @@ import { startApi, type TestApi } from '../support/api.ts';
 import { crashProxy } from '../support/crash-proxy.ts';
 import { killGroup, startApiProcess, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { testTableName } from '../support/database.ts';
 
 let api: TestApi;
 let key: string;
@@ -42,7 +43,7 @@ afterAll(async () => {
   await closeServer(proxy);
 });
 
-const startChild = () => startApiProcess(proxyUrl, inject('tableName'), inject('secretsKeyFile'));
+const startChild = () => startApiProcess(proxyUrl, testTableName(), inject('secretsKeyFile'));
 
 function post(baseUrl: string, path: string, idempotencyKey: string, body: unknown): Promise<Response> {
   return fetch(baseUrl + path, {
@@ -127,8 +128,8 @@ describe('a request that outlived its claim on the Idempotency-Key', () => {
     // Prepare
     const client = createDocumentClient({ AWS_REGION: 'us-east-1', DYNAMODB_ENDPOINT: inject('dynamodbEndpoint') });
     let nowMs = Date.now();
-    const idempotency = new DynamoIdempotencyStore(client, inject('tableName'), 86_400, () => nowMs);
-    const agents = new DynamoAgentStore(client, inject('tableName'));
+    const idempotency = new DynamoIdempotencyStore(client, testTableName(), 86_400, () => nowMs);
+    const agents = new DynamoAgentStore(client, testTableName());
     const orgId = crypto.randomUUID();
     const slow = await idempotency.claim(orgId, 'key-1', 'request');
     nowMs += 61_000;

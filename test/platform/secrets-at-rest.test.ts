@@ -6,10 +6,11 @@ import type { Runtime } from '../../shared/runtime.ts';
 import { SecretUnreadableError } from '../../shared/platform/secrets/envelope-cipher.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { testTableName } from '../support/database.ts';
 
 let api: TestApi;
 let deps: Runtime;
-const table = inject('tableName');
+const table = testTableName();
 const documents = DynamoDBDocumentClient.from(
   new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
 );

@@ -9,6 +9,7 @@ import type { LocalVoice } from '../../infra/local/voice.ts';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
 import { assertDocumentedResponse } from './contract.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
+import { testTableName } from './database.ts';
 
 export interface ApiResponse<Body = any> {
   status: number;
@@ -84,7 +85,7 @@ export async function startApi(
   // Tests talk to receivers and tool servers on random loopback ports; the platform's own ports stay denied.
   process.env.LOOPBACK_EGRESS_PORTS ??= '1024-65535';
   if (!process.env.SECRETS_KMS_KEY_ID) process.env.SECRETS_KEY_FILE ??= inject('secretsKeyFile');
-  useLocalDatabase({ endpoint: inject('dynamodbEndpoint'), tableName: inject('tableName') });
+  useLocalDatabase({ endpoint: inject('dynamodbEndpoint'), tableName: testTableName() });
   const { server } = createLocalServer(routeGroups);
   const port = await listenOnLoopback(server);
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -115,8 +116,8 @@ export async function startApi(
   const sweeper =
     options.ttlSweepIntervalMs === undefined
       ? undefined
-      : await startSweeper(deps.config, inject('tableName'), options.ttlSweepIntervalMs);
-  const poller = options.streamPoller ? await startPoller(inject('dynamodbEndpoint'), inject('tableName'), queues !== undefined) : undefined;
+      : await startSweeper(deps.config, testTableName(), options.ttlSweepIntervalMs);
+  const poller = options.streamPoller ? await startPoller(inject('dynamodbEndpoint'), testTableName(), queues !== undefined) : undefined;
 
   const newKey = async (orgId: string, scopes: Scope[]) => (await issueApiKey(deps, orgId, { name: 'test', scopes })).key;
 

@@ -5,6 +5,7 @@ import { keys } from '../../shared/platform/store/keys.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from '../support/whatsapp.ts';
+import { testTableName } from '../support/database.ts';
 
 let api: TestApi;
 
@@ -51,7 +52,7 @@ describe('WhatsApp numbers', () => {
       new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
     );
     try {
-      const { Item } = await documents.send(new GetCommand({ TableName: inject('tableName'), Key: keys.whatsappNumber(org.orgId, org.numberId) }));
+      const { Item } = await documents.send(new GetCommand({ TableName: testTableName(), Key: keys.whatsappNumber(org.orgId, org.numberId) }));
       const stored = JSON.stringify(Item);
       for (const secret of [...Object.values(org.secrets), 'EAAreplacement-token-1234']) expect(stored).not.toContain(secret);
       expect(Object.values(Item!.sealed as Record<string, string>).map((value) => value.split(':').slice(0, 2).join(':'))).toEqual(['sealed:v1', 'sealed:v1', 'sealed:v1']);
