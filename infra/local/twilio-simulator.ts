@@ -126,7 +126,7 @@ export interface TwilioSimulator {
   heard(callSid: string): string[];
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
-  /** The `<Dial>`s a call ran after its relay ended (transfers), by call SID. */
+  /** The `<Dial>`s a call ran after its relay ended (transfers), by call SID, each once it is over. */
   dials(callSid: string): SimulatedDial[];
   /** Sends a message, as given, on a call's live ConversationRelay socket (contract tests send Twilio's own examples). */
   sendToRelay(callSid: string, message: string): void;
@@ -270,7 +270,6 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     const number = /<Number\b[^>]*>([^<]*)<\/Number>/.exec(twiml)?.[1]?.trim() ?? '';
     const callerId = attribute(twiml, 'Dial', 'callerId');
     const record: SimulatedDial = { number, callerId, callerHeard: saysOf(twiml.slice(0, twiml.indexOf('<Dial'))), whisper: [], outcome: 'failed' };
-    call.dials.push(record);
     const ownNumber = callerId ? numbers.byPhoneNumber(callerId)?.accountSid === call.accountSid : false;
     const behaviour = ownNumber ? (callees.has(number) ? 'answer' : (behaviourOf(number) ?? 'failed')) : 'failed';
     if (behaviour !== 'failed') await new Promise((resolveRing) => setTimeout(resolveRing, ringMs));
@@ -285,6 +284,8 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       }
       await new Promise((resolveTalk) => setTimeout(resolveTalk, ringMs));
     }
+    // Shown once played whole, so that a reader never sees a dial half done.
+    call.dials.push(record);
     await finish(call, 'completed');
   };
 

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 import { startOpenAIStub, type ChatRequestBody, type OpenAIStub } from '../support/openai-stub.ts';
 import { sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
@@ -76,6 +77,9 @@ async function callSaying(org: VoiceOrg, to: string, line: string) {
   return { session, messages, ended: events.find((receipt) => receipt.body.eventType === 'session.ended')!.body, callSid: session.metadata.roomName as string };
 }
 
+/** The dials of a call once the carrier has played them (the session ends before the transfer's dial is over). */
+const dialsOf = (callSid: string) => eventually(() => simulator().dials(callSid), (dials) => dials.length > 0);
+
 describe('transfer_call on a call', { timeout: 90_000 }, () => {
   it('cold: dials the destination from the call\'s number, and the session records the transfer', async () => {
     // Prepare
@@ -85,7 +89,7 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
     const { session, messages, ended, callSid } = await callSaying(org, '+15550121', 'Put me through to sales please');
 
     // Assess: the carrier dialled sales straight away, with no hold message and no whisper
-    expect(simulator().dials(callSid)).toEqual([{ number: sales, callerId: org.phoneNumber, callerHeard: [], whisper: [], outcome: 'answered' }]);
+    expect(await dialsOf(callSid)).toEqual([{ number: sales, callerId: org.phoneNumber, callerHeard: [], whisper: [], outcome: 'answered' }]);
     expect(session).toMatchObject({ state: 'CLOSED', endedReason: 'TRANSFERRED' });
     expect(session.metadata.transfer).toMatchObject({ number: sales, mode: 'cold', description: 'The sales team', reason: 'wants a quote' });
     expect(messages.find((message: { role: string }) => message.role === 'TOOL').toolCall).toMatchObject({ name: 'transfer_call', status: 'SUCCESS' });
@@ -105,7 +109,7 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
     const { session, callSid } = await callSaying(org, '+15550122', 'My login is broken, get me support');
 
     // Assess: no summary was given, so the whisper says the caller's own words
-    const [dialled] = simulator().dials(callSid);
+    const [dialled] = await dialsOf(callSid);
     expect(dialled).toMatchObject({ number: support, callerHeard: ['Please hold while I transfer your call.'], outcome: 'answered' });
     expect(dialled!.whisper).toEqual([`Transferred call from +15550122. Reason: broken login. The caller said: My login is broken, get me support`]);
     expect(session).toMatchObject({ endedReason: 'TRANSFERRED', metadata: { transfer: { number: support, mode: 'warm' } } });
@@ -114,7 +118,7 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
   it('warm: the whisper is the summary the agent gave', async () => {
     const org = await transferringOrg();
     const { callSid } = await callSaying(org, '+15550124', 'Connect me to the helpdesk');
-    expect(simulator().dials(callSid)[0]!.whisper).toEqual(['Transferred call from +15550124. Summary: Locked out after a password reset.']);
+    expect((await dialsOf(callSid))[0]!.whisper).toEqual(['Transferred call from +15550124. Summary: Locked out after a password reset.']);
   });
 
   it('refuses a destination the agent was not given as a tool error, and the call goes on', async () => {
