@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { eventually } from './eventually.ts';
-import type { TestApi } from './api.ts';
+import { startApi, type TestApi } from './api.ts';
 import { listenOnLoopback } from './loopback-server.ts';
-import type { Receipt, Receiver } from './webhook-receiver.ts';
+import { Receiver, type Receipt } from './webhook-receiver.ts';
 
 /** A Twilio account of a test organization: any SID and token; the simulator signs with the token it is given. */
 export function twilioAccount() {
@@ -98,4 +98,36 @@ export function postAsTwilio(url: string, params: Record<string, string>, signat
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...(signature === undefined ? {} : { 'x-twilio-signature': signature }) },
     body: new URLSearchParams(params).toString(),
   });
+}
+
+/**
+ * The API of a test file about calls (queues, the table stream and the Twilio simulator running) and its webhook
+ * receiver: started before the file's tests, closed after them.
+ */
+export function voiceTestApi() {
+  const receiver = new Receiver();
+  let api: TestApi | undefined;
+  let receiverUrl = '';
+  beforeAll(async () => {
+    receiverUrl = await receiver.start();
+    api = await startApi({}, { streamPoller: true, queues: true, voice: true });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await receiver.close();
+  });
+  const started = (): TestApi => {
+    if (!api) throw new Error('the API starts before the first test');
+    return api;
+  };
+  return {
+    receiver,
+    get api(): TestApi {
+      return started();
+    },
+    get receiverUrl(): string {
+      return receiverUrl;
+    },
+    simulator: () => started().voice!.simulator,
+  };
 }

@@ -1,34 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
-import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { Receiver } from '../support/webhook-receiver.ts';
-import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, voiceTestApi, type VoiceOrg } from '../support/voice.ts';
 
-let api: TestApi;
-const receiver = new Receiver();
-let receiverUrl: string;
-
-beforeAll(async () => {
-  receiverUrl = await receiver.start();
-  api = await startApi({}, { streamPoller: true, queues: true, voice: true });
-});
-afterAll(async () => {
-  await api.close();
-  await receiver.close();
-});
-
-const simulator = () => api.voice!.simulator;
+const suite = voiceTestApi();
+const { receiver, simulator } = suite;
 
 /** The relay URL of a call's TwiML, as the carrier was given it (token included). */
 async function relayUrlOf(org: VoiceOrg, sessionId: string): Promise<string> {
-  const callSid = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName;
+  const callSid = (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName;
   return /<ConversationRelay\b[^>]*\burl="([^"]*)"/.exec(simulator().twimlOf(callSid) ?? '')?.[1]?.replace(/&amp;/g, '&') as string;
 }
 
 async function call(org: VoiceOrg, to: string, extra: object = {}): Promise<string> {
-  const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId, ...extra } });
+  const started = await suite.api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId, ...extra } });
   expect(started.status, started.text).toBe(201);
   return started.body.sessionId;
 }
@@ -36,20 +22,20 @@ async function call(org: VoiceOrg, to: string, extra: object = {}): Promise<stri
 const endedOnce = async (org: VoiceOrg, sessionId: string) => {
   const events = await sessionEvents(receiver, org.webhookPath, sessionId);
   expect(events.filter((receipt) => receipt.body.eventType === 'session.ended')).toHaveLength(1);
-  return (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body;
+  return (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body;
 };
 
-const messages = async (org: VoiceOrg, sessionId: string) => (await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
+const messages = async (org: VoiceOrg, sessionId: string) => (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
 
 describe('the conversation of a call', () => {
   it('truncates an interrupted reply to what was spoken and records the rest', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const to = '+15550103';
     simulator().setScript(to, { steps: [{ say: 'Tell me everything about your offers please', interruptAfterTokens: 3 }, { say: 'Sorry, go on.' }], then: 'hangup' });
     const sessionId = await call(org, to);
     await endedOnce(org, sessionId);
     const [, interrupted] = await messages(org, sessionId);
-    const heard = simulator().heard((await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName);
+    const heard = simulator().heard((await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName);
     expect(interrupted.role).toBe('ASSISTANT');
     expect(interrupted.content).toBe(heard[0]);
     expect(interrupted.metadata.interruption).toMatchObject({ spokenChars: heard[0]!.length, unspoken: expect.any(String), durationUntilInterruptMs: 400 });
@@ -59,7 +45,7 @@ describe('the conversation of a call', () => {
   });
 
   it('makes a key press a user message the agent answers', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const to = '+15550104';
     simulator().setScript(to, { steps: [{ dtmf: '5' }], then: 'hangup' });
     const sessionId = await call(org, to);
@@ -70,7 +56,7 @@ describe('the conversation of a call', () => {
   });
 
   it('ends at ttl (±1 s) as TTL when the callee stays on the line', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const sessionId = await call(org, '+15550151', { ttl: 10 });
     const session = await endedOnce(org, sessionId);
     expect(session).toMatchObject({ state: 'CLOSED', endedReason: 'TTL' });
@@ -82,17 +68,17 @@ describe('the conversation of a call', () => {
   });
 
   it('ends once as CONNECTION_LOST when the WebSocket drops, the carrier hanging up', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const sessionId = await call(org, '+15550152');
     await eventually(() => messages(org, sessionId), (found) => found.length >= 2);
-    api.voice!.gateway.dropConnections();
+    suite.api.voice!.gateway.dropConnections();
     const session = await endedOnce(org, sessionId);
     expect(session).toMatchObject({ state: 'CLOSED', endedReason: 'CONNECTION_LOST' });
     await eventually(() => simulator().callbacks.some((callback) => callback.params.CallSid === session.metadata.roomName && callback.params.CallStatus === 'completed'), Boolean);
   });
 
   it('ends exactly once when the callbacks come again, in reverse order', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const to = '+15550105';
     simulator().setScript(to, { steps: [{ say: 'Hi there' }], then: 'hangup' });
     const sessionId = await call(org, to);
@@ -108,14 +94,14 @@ describe('the conversation of a call', () => {
   });
 
   it('answers an inbound call to an imported number with its agent, and ends it once when the caller hangs up', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const callSid = await simulator().dialIn({
       from: '+15550142',
       to: org.phoneNumber,
       script: { steps: [{ say: 'Hi, I am calling about my order' }], then: 'hangup' },
     });
     const sessions = await eventually(
-      async () => (await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data,
+      async () => (await suite.api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data,
       (found: { id: string; state: string }[]) => found.length === 1 && found[0]!.state === 'CLOSED',
     );
     const session = await endedOnce(org, sessions[0]!.id);
@@ -135,14 +121,14 @@ describe('the conversation of a call', () => {
     const retried = await postAsTwilio(first.url, first.params, first.signature);
     expect(retried.status).toBe(200);
     expect(await retried.text()).toContain(`session=${session.id}`);
-    expect((await api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data).toHaveLength(1);
+    expect((await suite.api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data).toHaveLength(1);
   });
 
   it('rejects an inbound call to a number without an inbound agent, and refuses an unknown number (404)', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
-    await api.request('PATCH', `/api/v1/phone-numbers/${org.phoneNumberId}`, { key: org.key, body: { agentId: null } });
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
+    await suite.api.request('PATCH', `/api/v1/phone-numbers/${org.phoneNumberId}`, { key: org.key, body: { agentId: null } });
     const params = { CallSid: 'CA0123', From: '+15550142', To: org.phoneNumber, AccountSid: org.account.accountSid };
-    const url = `${api.baseUrl}/twilio/voice`;
+    const url = `${suite.api.baseUrl}/twilio/voice`;
     const rejected = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));
     expect(rejected.status).toBe(200);
     expect(await rejected.text()).toContain('<Reject');
@@ -152,11 +138,11 @@ describe('the conversation of a call', () => {
 
   it('checks the signature over the URL as requested, query included: a signed request sent with a query appended is refused (401)', async () => {
     // Prepare: requests signed for our URLs, sent to those URLs with `?extra=1` / `&extra=1` appended.
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const sessionId = await call(org, '+15550154');
-    const statusUrl = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
+    const statusUrl = `${suite.api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
     const completed = { CallSid: 'CAappended', CallStatus: 'completed', CallDuration: '3' };
-    const voiceUrl = `${api.baseUrl}/twilio/voice`;
+    const voiceUrl = `${suite.api.baseUrl}/twilio/voice`;
     const inbound = { CallSid: 'CAappended', From: '+15550155', To: org.phoneNumber, AccountSid: org.account.accountSid };
     const relayUrl = await relayUrlOf(org, sessionId);
     const queriedStatusUrl = `${statusUrl}?attempt=2`;
@@ -173,7 +159,7 @@ describe('the conversation of a call', () => {
       socket.on('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
       socket.on('error', () => resolve(0));
     });
-    const stillOpen = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.state;
+    const stillOpen = (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.state;
     // A URL Twilio was given with a query is signed with it, and passes.
     const signedWithQuery = await postAsTwilio(queriedStatusUrl, completed, twilioSignature(org.account.authToken, queriedStatusUrl, completed));
 
@@ -190,7 +176,7 @@ describe('the conversation of a call', () => {
 
   it('refuses a second WebSocket for a live call with the same URL and signature (403): it neither speaks nor hears, and the first keeps working', async () => {
     // Prepare: a callee who speaks when told to, on a call whose relay is up.
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const to = '+15550106';
     const calleeHeard: string[] = [];
     let repliesHeard = 0;
@@ -240,9 +226,9 @@ describe('the conversation of a call', () => {
   }, 60_000);
 
   it('refuses callbacks and WebSocket upgrades whose signature does not verify (401), changing nothing', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const sessionId = await call(org, '+15550153');
-    const url = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
+    const url = `${suite.api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
     const params = { CallSid: 'CAforged', CallStatus: 'completed', CallDuration: '3' };
     const forged = await postAsTwilio(url, params, twilioSignature('0'.repeat(32), url, params));
     expect(forged.status).toBe(401);
@@ -250,12 +236,12 @@ describe('the conversation of a call', () => {
     const unsigned = await postAsTwilio(url, params);
     expect(unsigned.status).toBe(401);
     const upgrade = await new Promise<number>((resolve) => {
-      const socket = new WebSocket(`${api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`);
+      const socket = new WebSocket(`${suite.api.voice!.gateway.url}?org=${org.orgId}&session=${sessionId}`);
       socket.onopen = () => resolve(101);
       socket.onerror = () => resolve(401);
     });
     expect(upgrade).toBe(401);
-    const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
+    const session = await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
     expect(session.body.state).toBe('OPEN');
     // A correctly signed completed callback then ends it.
     const signed = await postAsTwilio(url, params, twilioSignature(org.account.authToken, url, params));

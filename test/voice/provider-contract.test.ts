@@ -4,48 +4,34 @@
  * sends them and signed with the twilio package's reference signer.
  */
 import twilio from 'twilio';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import relayMessages from '../fixtures/twilio/conversation-relay-messages.json' with { type: 'json' };
 import statusCallbacks from '../fixtures/twilio/status-callbacks.json' with { type: 'json' };
-import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { Receiver } from '../support/webhook-receiver.ts';
-import { postAsTwilio, sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
+import { postAsTwilio, sessionEvents, voiceOrg, voiceTestApi, type VoiceOrg } from '../support/voice.ts';
 
-let api: TestApi;
-const receiver = new Receiver();
-let receiverUrl: string;
-
-beforeAll(async () => {
-  receiverUrl = await receiver.start();
-  api = await startApi({}, { streamPoller: true, queues: true, voice: true });
-});
-afterAll(async () => {
-  await api.close();
-  await receiver.close();
-});
-
-const simulator = () => api.voice!.simulator;
+const suite = voiceTestApi();
+const { receiver, simulator } = suite;
 const { messages: documented } = relayMessages;
 
 type Message = { role: string; content: string; metadata?: Record<string, any> };
 const transcript = async (org: VoiceOrg, sessionId: string): Promise<Message[]> =>
-  (await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
+  (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
 
 /** A call on a callee who says "Hello?" and stays on the line: its relay stays open for the documented messages. */
 async function liveCall(org: VoiceOrg, to: string): Promise<{ sessionId: string; callSid: string }> {
-  const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId } });
+  const started = await suite.api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId } });
   expect(started.status, started.text).toBe(201);
   const { sessionId } = started.body;
   await eventually(() => transcript(org, sessionId), (found) => found.length >= 2);
-  const callSid = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName as string;
+  const callSid = (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body.metadata.roomName as string;
   return { sessionId, callSid };
 }
 
 describe("ConversationRelay's documented messages", () => {
   it('setup, prompt, both forms of interrupt, dtmf and error, sent verbatim on a live call, each do what Twilio means', async () => {
     // Prepare
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const { sessionId, callSid } = await liveCall(org, '+15550155');
     const send = (message: object) => simulator().sendToRelay(callSid, JSON.stringify(message));
     const settled = (count: number) => eventually(() => transcript(org, sessionId), (found) => found.length >= count && found.at(-1)?.role === 'ASSISTANT');
@@ -73,12 +59,12 @@ describe("ConversationRelay's documented messages", () => {
       expect(interrupted.content).toBe('Life is a complex set of');
       expect(interrupted.metadata?.interruption).toMatchObject({ spokenChars: 24, durationUntilInterruptMs: 460, unspoken: expect.any(String) });
     }
-    const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
+    const session = await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
     expect(session.body.state).toBe('OPEN');
   }, 60_000);
 
   it('the TwiML of a call turns DTMF detection on, so that Twilio sends key presses at all', async () => {
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
 
     const { callSid } = await liveCall(org, '+15550156');
 
@@ -98,9 +84,9 @@ describe("Twilio's documented status callbacks", () => {
     ['busy', 'BUSY', parameterSets(statusCallbacks.busy)],
   ] as const)('%s: every documented parameter is signed and verified, and the call ends once as %s', async (_, endedReason, sequence) => {
     // Prepare: a call whose callee stays silent, so that only the documented callbacks end it.
-    const org = await voiceOrg(api, receiver, receiverUrl);
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const { sessionId, callSid } = await liveCall(org, '+15550157');
-    const url = `${api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
+    const url = `${suite.api.baseUrl}/twilio/calls/${org.orgId}/${sessionId}/status`;
 
     // Act
     const statuses = [];
@@ -113,7 +99,7 @@ describe("Twilio's documented status callbacks", () => {
     expect(statuses).toEqual(sequence.map(() => 200));
     const events = await sessionEvents(receiver, org.webhookPath, sessionId);
     expect(events.filter((receipt) => receipt.body.eventType === 'session.ended')).toHaveLength(1);
-    const session = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
+    const session = await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key });
     expect(session.body).toMatchObject({ state: 'CLOSED', endedReason });
   }, 60_000);
 });
