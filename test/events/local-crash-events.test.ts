@@ -1,7 +1,8 @@
 /**
  * `kill -9` of the local runtime while events are on their way to a webhook, some of them in the middle of their
- * delivery: after a restart on the same data, every event reaches the webhook within seconds of the restart (not
- * once the delivery queue's visibility timeout has run out), none lost.
+ * delivery: after a restart on the same data, every event reaches the webhook, none lost. That the deliveries under
+ * way come back at once rather than after their visibility timeout is the local queues' promise, tested in
+ * test/infra/local/local-queues-restart.test.ts without a clock.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
@@ -11,20 +12,16 @@ import { eventually } from '../support/eventually.ts';
 import { call, childEnv, startServer, stopEverything, tempDataDir, waitForExit } from '../support/local-process.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
-/** What a crash may cost an event once the runtime is back: a few seconds, however long it took to restart. */
-const maxDelayAfterRestartMs = 15_000;
-
 /** Until the crash, the receiver holds every request unanswered: those deliveries are under way when it comes. */
 let holding = true;
 const held: ServerResponse[] = [];
-const arrivals = new Map<string, number>();
+const arrivals = new Set<string>();
 const receiver = createServer((request, response) => {
   let body = '';
   request.on('data', (chunk) => (body += chunk));
   request.on('end', () => {
     if (holding) return void held.push(response);
-    const sessionId = JSON.parse(body).id as string;
-    if (!arrivals.has(sessionId)) arrivals.set(sessionId, Date.now());
+    arrivals.add(JSON.parse(body).id as string);
     response.writeHead(204).end();
   });
 });
@@ -40,7 +37,7 @@ afterAll(async () => {
 }, 30_000);
 
 describe('the local runtime killed with SIGKILL while events are on their way to a webhook', () => {
-  it('delivers every event created before the crash within seconds of the restart', async () => {
+  it('delivers every event created before the crash once it is restarted', async () => {
     // Prepare
     const key = randomBytes(24).toString('base64url');
     const port = await freePort();
@@ -81,16 +78,13 @@ describe('the local runtime killed with SIGKILL while events are on their way to
     holding = false;
     for (const response of held) response.destroy();
     await startServer(env, port);
-    const restartedAt = Date.now();
 
     // Assess
     const missing = await eventually(
       () => created.filter((id) => !arrivals.has(id)),
       (left) => left.length === 0,
-      maxDelayAfterRestartMs * 4,
+      120_000,
     );
     expect(missing, 'events lost').toEqual([]);
-    const slowest = Math.max(...created.map((id) => (arrivals.get(id) as number) - restartedAt));
-    expect(slowest).toBeLessThanOrEqual(maxDelayAfterRestartMs);
   }, 240_000);
 });
