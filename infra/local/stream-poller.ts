@@ -5,9 +5,12 @@ import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
   DynamoDBStreamsServiceException,
+  ExpiredIteratorException,
   GetRecordsCommand,
   GetShardIteratorCommand,
+  type GetRecordsCommandOutput,
   type ShardIteratorType,
+  TrimmedDataAccessException,
   type _Record as StreamRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -20,7 +23,7 @@ import { consumerHandlers } from './consumer-handlers.ts';
  * as failed. TTL deletions come from the TTL sweeper instead (DynamoDB Local has no TTL).
  *
  * With `checkpointFile`, it keeps its place in each shard across restarts, as an event source mapping does
- * (docs/local-runtime.md#stream-poller); without it, it starts at LATEST. `ready` settles once every shard is open
+ * (docs/local-runtime.md#stream-poller); without it, it starts after the last record of each shard. `ready` settles once every shard is open
  * (or the poller has failed), so that whatever is written after it is handed over.
  */
 export function startStreamPoller(options: {
@@ -86,9 +89,9 @@ export function startStreamPoller(options: {
   }
 
   /**
-   * LATEST, with a position to write down: on the first start on this data, what a shard holds was written before
-   * and is skipped, and its last sequence number becomes the checkpoint, so a later start cannot replay it even if
-   * nothing new arrives on the shard meanwhile. DynamoDB Local fills each page until the shard's end.
+   * LATEST, with a position: what a shard holds was written before and is skipped, and its last sequence number
+   * becomes the position (the checkpoint on a first start on this data, so that a later start cannot replay it even
+   * if nothing new arrives on the shard meanwhile). DynamoDB Local fills each page until the shard's end.
    */
   async function skipToEnd(streamArn: string, shardId: string): Promise<string | undefined> {
     let iterator = await iteratorOf(streamArn, shardId, 'TRIM_HORIZON');
@@ -100,6 +103,24 @@ export function startStreamPoller(options: {
       iterator = page.NextShardIterator;
     }
     return undefined;
+  }
+
+  /**
+   * One page of a shard. DynamoDB Local may call an iterator trimmed (reading through a LATEST iterator taken on an
+   * empty shard: aws/aws-sdk-java#2923) or expired (15 minutes); the shard is then opened again where this poller
+   * is, instead of the poller stopping and handing nothing over ever again.
+   */
+  async function readPage(streamArn: string, shardId: string, iterator: string): Promise<GetRecordsCommandOutput> {
+    try {
+      return await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+    } catch (error) {
+      if (!(error instanceof TrimmedDataAccessException || error instanceof ExpiredIteratorException)) throw error;
+      const position = positions.get(shardId);
+      warn('stream poller: opening a shard again after an unusable iterator', { shardId, position, error: error.name });
+      const reopened = position ? await iteratorOf(streamArn, shardId, 'AFTER_SEQUENCE_NUMBER', position) : await iteratorOf(streamArn, shardId, 'TRIM_HORIZON');
+      if (!reopened) throw error;
+      return streams.send(new GetRecordsCommand({ ShardIterator: reopened, Limit: 1000 }));
+    }
   }
 
   async function saveCheckpoint(): Promise<void> {
@@ -142,7 +163,7 @@ export function startStreamPoller(options: {
     const known = new Set<string>();
     const saved = checkpointFile ? readCheckpoint(checkpointFile) : undefined;
     const iterators = await openNewShards(streamArn, known, (shardId) =>
-      checkpointFile ? openAtCheckpoint(streamArn, shardId, saved) : iteratorOf(streamArn, shardId, 'LATEST'),
+      checkpointFile ? openAtCheckpoint(streamArn, shardId, saved) : skipToEnd(streamArn, shardId),
     );
     // At once, so that the file exists from the first start on (and forgets shards the stream no longer has).
     await saveCheckpoint();
@@ -152,7 +173,7 @@ export function startStreamPoller(options: {
       let shardClosed = false;
       for (const [shardId, iterator] of iterators) {
         if (!running) break;
-        const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+        const page = await readPage(streamArn, shardId, iterator);
         const records = page.Records ?? [];
         received += records.length;
         if (records.length > 0) {

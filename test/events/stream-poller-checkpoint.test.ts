@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
@@ -9,6 +10,7 @@ import type { TableStreamConsumer } from '../../functions/consumers.ts';
 import { prepareTable } from '../../infra/local/environment.ts';
 import { startStreamPoller } from '../../infra/local/stream-poller.ts';
 import { failing, handed } from '../support/fixtures/recording-stream-consumer.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 const consumers: TableStreamConsumer[] = [
   { name: 'recorder', entry: 'test/support/fixtures/recording-stream-consumer.ts', select: { records: 'inserts', entities: ['outbox'] }, worksOnTable: false },
@@ -124,7 +126,7 @@ describe('the stream poller with a checkpoint file', () => {
 });
 
 describe('the stream poller without a checkpoint file', () => {
-  it('starts at LATEST: older records are not handed over', async () => {
+  it('starts after the records the stream holds: they are not handed over', async () => {
     await put('before-start');
     const poller = await startPoller();
     await put('after-start');
@@ -132,5 +134,57 @@ describe('the stream poller without a checkpoint file', () => {
     await poller.stop();
 
     expect(handed).toEqual(['after-start']);
+  });
+});
+
+describe('the stream poller when DynamoDB Local calls its iterator trimmed', () => {
+  // DynamoDB Local answers TrimmedDataAccessException to a read through a LATEST iterator taken on an empty shard
+  // once something is written (aws/aws-sdk-java#2923): a proxy answers the poller's next read so, at will.
+  let trimNextRead = false;
+  let proxy: Server;
+  let proxyEndpoint: string;
+  beforeAll(async () => {
+    const upstream = new URL(clientConfig.endpoint);
+    proxy = createServer((incoming, outgoing) => {
+      const operation = String(incoming.headers['x-amz-target'] ?? '');
+      if (trimNextRead && operation.endsWith('.GetRecords')) {
+        trimNextRead = false;
+        incoming.resume();
+        outgoing.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
+        outgoing.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException', message: 'The operation attempted to read past the oldest stream record in a shard.' }));
+        return;
+      }
+      const forwarded = request({ host: upstream.hostname, port: upstream.port, method: incoming.method, path: incoming.url, headers: incoming.headers }, (response) => {
+        outgoing.writeHead(response.statusCode ?? 500, response.headers);
+        response.pipe(outgoing);
+      });
+      forwarded.on('error', () => outgoing.destroy());
+      incoming.pipe(forwarded);
+    });
+    proxyEndpoint = `http://127.0.0.1:${await listenOnLoopback(proxy)}`;
+  });
+  afterAll(() => closeServer(proxy));
+
+  it.each([
+    ['without a checkpoint file, before handing anything over', () => undefined, []],
+    ['with a checkpoint file, after handing records over', () => join(checkpointDir, `trimmed-${randomUUID()}.json`), ['handed-before']],
+  ])('opens the shard again and hands over what comes next, once each, %s', async (_when, checkpointFileOf, before) => {
+    const emptyTable = `stream-trimmed-${randomUUID()}`;
+    await prepareTable(clientConfig.endpoint, emptyTable);
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const poller = startStreamPoller({ endpoint: proxyEndpoint, tableName: emptyTable, consumers, idleDelayMs: 10, checkpointFile: checkpointFileOf() });
+    startedPollers.push(poller);
+    await poller.ready;
+    const putInto = (pk: string) => client.send(new PutItemCommand({ TableName: emptyTable, Item: { pk: { S: pk }, sk: { S: 'item' }, entity: { S: 'outbox' } } }));
+    for (const pk of before) await putInto(pk);
+    await vi.waitFor(() => expect(handed).toEqual(before), { timeout: 60_000, interval: 10 });
+
+    trimNextRead = true;
+    await vi.waitFor(() => expect(trimNextRead).toBe(false), { timeout: 60_000, interval: 10 });
+    for (const pk of ['first-after', 'second-after']) await putInto(pk);
+
+    await vi.waitFor(() => expect(handed).toEqual([...before, 'first-after', 'second-after']), { timeout: 60_000, interval: 10 });
+    expect(JSON.parse(warn.mock.calls.at(-1)?.[0] as string)).toMatchObject({ level: 'WARN', error: 'TrimmedDataAccessException' });
+    warn.mockRestore();
   });
 });
