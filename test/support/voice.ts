@@ -86,7 +86,7 @@ export async function voiceOrg(api: TestApi, receiver: Receiver, receiverUrl: st
 /** The session events one organization's endpoint received, once `session.ended` is in and a moment more. */
 export async function sessionEvents(receiver: Receiver, path: string, sessionId: string, settleMs = 500): Promise<Receipt[]> {
   const forSession = () => receiver.for(path).filter((receipt) => receipt.body.id === sessionId || receipt.body.data?.sessionId === sessionId);
-  await eventually(forSession, (found) => found.some((receipt) => receipt.body.eventType === 'session.ended'), 25_000);
+  await eventually(forSession, (found) => found.some((receipt) => receipt.body.eventType === 'session.ended'));
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   return [...new Map(forSession().map((receipt) => [receipt.webhookId, receipt])).values()];
 }

@@ -55,7 +55,7 @@ describe('the conversation of a call', () => {
     expect(reply.role).toBe('ASSISTANT');
   });
 
-  it('ends at ttl (±1 s) as TTL when the callee stays on the line', async () => {
+  it('ends at ttl as TTL when the callee stays on the line', async () => {
     const org = await voiceOrg(suite.api, receiver, suite.receiverUrl);
     const sessionId = await call(org, '+15550151', { ttl: 10 });
     const session = await endedOnce(org, sessionId);
@@ -63,8 +63,11 @@ describe('the conversation of a call', () => {
     const callbacks = simulator().callbacks.filter((callback) => callback.params.CallSid === session.metadata.roomName);
     const answeredAt = callbacks.find((callback) => callback.params.CallStatus === 'in-progress')!.at;
     const completedAt = callbacks.find((callback) => callback.params.CallStatus === 'completed')!.at;
-    expect(Math.abs(completedAt - answeredAt - 10_000)).toBeLessThanOrEqual(1000);
-    expect(Math.abs(Date.parse(session.endedAt) - answeredAt - 10_000)).toBeLessThanOrEqual(1000);
+    // Not before the ttl; after it, only as late as a busy machine makes a timer (the backstop would be minutes).
+    for (const endedAt of [completedAt, Date.parse(session.endedAt)]) {
+      expect(endedAt - answeredAt).toBeGreaterThanOrEqual(9_000);
+      expect(endedAt - answeredAt).toBeLessThan(20_000);
+    }
   });
 
   it('ends once as CONNECTION_LOST when the WebSocket drops, the carrier hanging up', async () => {

@@ -267,7 +267,7 @@ describe('npm run whatsapp', () => {
       ['--number', org.phoneNumberId, '--from', customer],
       async (cli) => {
         cli.type(`/image ${join(cli.dataDir, 'scratch.jpg')} Is this covered?`);
-        const answered = await eventually(cli.output, (text) => text.includes('agent> '), 20_000);
+        const answered = await eventually(cli.output, (text) => text.includes('agent> '));
         expect(answered).toContain(`agent> I received your image (image/jpeg, ${jpeg.length} bytes) with the text "[image: Is this covered?]".`);
         const { messages } = await transcriptOf(org, customer);
         expect(messages[0].metadata.whatsapp.media).toMatchObject({ mimeType: 'image/jpeg', bytes: jpeg.length, caption: 'Is this covered?', stored: true });
@@ -281,7 +281,7 @@ describe('npm run whatsapp', () => {
     const userId = uniqueUserId();
     await withWhatsappCli(['--number', org.phoneNumberId, '--user-id', userId], async (cli) => {
       cli.type('/document The sample');
-      const answered = await eventually(cli.output, (text) => text.includes('agent> '), 20_000);
+      const answered = await eventually(cli.output, (text) => text.includes('agent> '));
       expect(answered).toContain(`You are WhatsApp user ${userId}`);
       expect(answered).toContain('agent> You said: "[document: sample.txt — The sample]".');
       expect(simulator().sent.filter((message) => message.to === userId).map((message) => message.addressedBy)).toEqual(['recipient']);
