@@ -31,7 +31,7 @@ function chromiumPath(): string {
 }
 
 /** expect.poll gives up after 1 s by default; a page under a loaded test run needs longer. */
-const patience = { timeout: 15_000 };
+const patience = { timeout: 60_000 };
 
 let api: TestApi;
 let browser: Browser;
