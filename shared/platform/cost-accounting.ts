@@ -71,7 +71,8 @@ const writeOperations = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWr
 const ownRequests = new WeakSet<object>();
 
 /**
- * Asks DynamoDB for the capacity each request consumes and records it. For TransactWriteItems, DynamoDB Local's
+ * Records the capacity each request consumes (the client asks for it on every request: `askConsumedCapacity` in
+ * store/dynamo.ts). For TransactWriteItems, DynamoDB Local's
  * figure cannot be used (4 units per KB of the largest item, whatever the item count: 4 for one small item as for
  * five), so the units are computed as AWS documents them, 2 per KB of each item and of each index entry it writes,
  * from the items written: a Put's item from the request, the others read back afterwards, outside the caller's
@@ -82,14 +83,6 @@ export function accountDynamoDbRequests(client: DynamoDBClient): void {
   if (!costAccountingOn()) return;
   const operationOf = (commandName: string | undefined) => (commandName ?? '').replace(/Command$/, '');
   const accounted = (input: object, operation: string) => !ownRequests.has(input) && (readOperations.has(operation) || writeOperations.has(operation));
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as Record<string, unknown>;
-      if (accounted(input, operationOf(context.commandName))) input.ReturnConsumedCapacity ??= 'TOTAL';
-      return next(args);
-    },
-    { step: 'initialize', name: 'costAccountingAsk' },
-  );
   // After serialization, where the items are in DynamoDB's own form whichever client (document or not) sent them.
   client.middlewareStack.add(
     (next, context) => async (args) => {
