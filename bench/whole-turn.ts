@@ -23,6 +23,7 @@ import { startLocalDatabase } from '../infra/local/environment.ts';
 import { freePort } from '../infra/local/free-port.ts';
 import { costAccountingVariable, type CostRecord } from '../shared/platform/cost-accounting.ts';
 import { startOpenAIStub, type OpenAIStub } from '../test/support/openai-stub.ts';
+import { readCostRecords } from './cost-model.ts';
 import { processCpuMs, processTree } from './cpu.ts';
 import { startDynamoDbProxy, type ProxiedCall } from './dynamodb-proxy.ts';
 import type { Check } from './report.ts';
@@ -270,13 +271,9 @@ async function startRuntime(database: BenchDatabase, stub: OpenAIStub, toolUrl: 
     database,
     calls: proxy.calls,
     takeRecords: () => {
-      const text = readFileSync(accountingFile, 'utf8');
-      const fresh = text.slice(offset);
-      offset = text.length;
-      return fresh
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as CostRecord);
+      const { records, end } = readCostRecords(accountingFile, offset);
+      offset = end;
+      return records;
     },
     startMs,
     warnings: () => warnings,
@@ -488,11 +485,7 @@ async function sdkFloorUnits(endpoint: string, tableName: string): Promise<Whole
     const port = await new Promise<number>((done) => child.once('message', (message: { port: number }) => done(message.port)));
     const turns = 10;
     for (let turn = 0; turn < turns; turn += 1) await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' })).arrayBuffer();
-    const records = (): CostRecord[] =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as CostRecord);
+    const records = () => readCostRecords(file).records;
     // A transaction is written down once it has been read back to size it.
     const deadline = performance.now() + idleDeadlineMs;
     while (records().filter((record) => record.kind === 'dynamodb' && record.operation === 'TransactWriteItems').length < turns) {
