@@ -97,7 +97,10 @@ export interface WholeTurnResult {
   measured: {
     turns: number;
     cpuMsPerTurn: ByProcess;
-    /** What the runtime and DynamoDB Local would have used idle (their idle level after start) over the same time, per turn: part of cpuMsPerTurn. */
+    /**
+     * What the runtime and DynamoDB Local would have used idle over the same time, per turn (part of cpuMsPerTurn):
+     * at the lower of their idle levels after start and after the run (the first may still hold start-up work).
+     */
     idleCpuMsPerTurn: number;
     /** Every DynamoDB table request of the measured turns, counted at the proxy, per turn (the counted run's sync + async, checked). */
     requestsPerTurn: number;
@@ -140,7 +143,8 @@ export async function measureWholeTurn(log: (line: string) => void): Promise<Who
     });
     log(`whole turn, measured: ${measuredTurns} streamed turns, ${toolTurns} tool turns, ${loadDurationMs / 1000} s of non-streamed turns at c=${loadConcurrency}, idle before and after`);
     const measured = await withDatabase(async (database) => {
-      const databaseIdle = await idleFigures(database.pids);
+      const [databaseIdleShare = 0] = await idleShares([database.pids]);
+      const databaseIdleRssMiB = database.pids.reduce((total, pid) => total + processRssMb(pid), 0);
       const runtime = await startRuntime(database, stub, toolServer.url, false);
       let figures: Awaited<ReturnType<typeof measureRun>>;
       try {
@@ -151,7 +155,7 @@ export async function measureWholeTurn(log: (line: string) => void): Promise<Who
       log('whole turn: the SDK floor on the same DynamoDB Local');
       const sdk = await measureSdkFloor(database.endpoint, database.tableName, database.pids);
       const sdkUnits = await sdkFloorUnits(database.endpoint, database.tableName);
-      return { ...figures, floor: { sdk, sdkUnits, database: { startMs: database.startMs, idleRssMiB: databaseIdle.rssMiB, idleCpuShare: databaseIdle.cpuShare } } };
+      return { ...figures, floor: { sdk, sdkUnits, database: { startMs: database.startMs, idleRssMiB: databaseIdleRssMiB, idleCpuShare: databaseIdleShare } } };
     });
     return {
       turnsPerSession,
@@ -296,24 +300,20 @@ function rssNow(runtime: Runtime): ByProcess {
 
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
-/** CPU (share of a core) and RSS of processes left alone for `idleWindowMs`. */
-async function idleFigures(pids: readonly number[]): Promise<{ cpuShare: number; rssMiB: number }> {
-  const cpu = () => pids.reduce((total, pid) => total + processCpuMs(pid), 0);
-  const before = cpu();
+/** The share of a core each group of processes uses over `idleWindowMs`, measured from 5 s after now (a start, or the end of the run). */
+async function idleShares(groups: readonly (readonly number[])[]): Promise<number[]> {
+  const cpu = (pids: readonly number[]) => pids.reduce((total, pid) => total + processCpuMs(pid), 0);
+  await sleep(5_000);
+  const before = groups.map(cpu);
   const started = performance.now();
   await sleep(idleWindowMs);
-  return { cpuShare: (cpu() - before) / (performance.now() - started), rssMiB: pids.reduce((total, pid) => total + processRssMb(pid), 0) };
+  const elapsed = performance.now() - started;
+  return groups.map((pids, index) => (cpu(pids) - (before[index] as number)) / elapsed);
 }
 
-/** Both processes' idle CPU share over `idleWindowMs`, 5 s after `after` (the start, or the end of the run). */
 async function idleCpu(runtime: Runtime): Promise<ByProcess> {
-  await sleep(5_000);
-  const before = cpuNow(runtime);
-  const started = performance.now();
-  await sleep(idleWindowMs);
-  const after = cpuNow(runtime);
-  const elapsed = performance.now() - started;
-  return { runtime: (after.runtime - before.runtime) / elapsed, database: (after.database - before.database) / elapsed };
+  const [runtimeShare = 0, databaseShare = 0] = await idleShares([processTree(runtime.pid), runtime.database.pids]);
+  return { runtime: runtimeShare, database: databaseShare };
 }
 
 /**
@@ -457,7 +457,7 @@ async function measureRun(runtime: Runtime, log: (line: string) => void) {
     measured: {
       turns: measuredTurns,
       cpuMsPerTurn: { runtime: (cpuAtIdle.runtime - cpuBefore.runtime) / measuredTurns, database: (cpuAtIdle.database - cpuBefore.database) / measuredTurns },
-      idleCpuMsPerTurn: (runtime.idleCores * (idleFrom - turnsFrom)) / measuredTurns,
+      idleCpuMsPerTurn: (Math.min(runtime.idleCores, idleAfterRun.runtime + idleAfterRun.database) * (idleFrom - turnsFrom)) / measuredTurns,
       requestsPerTurn: requests / measuredTurns,
       firstTextMs: percentiles(firstText),
       toolTurns,
@@ -561,7 +561,7 @@ export function wholeTurnReport(result: WholeTurnResult): string[] {
       `${fixed(sdkCpu)} ms (${fixed(floor.sdk.cpuMsPerRequest)} + ${fixed(floor.sdk.databaseCpuMsPerRequest ?? 0)})`,
       `${fixed(measured.cpuMsPerTurn.runtime + measured.cpuMsPerTurn.database)} ms (${fixed(measured.cpuMsPerTurn.runtime)} + ${fixed(measured.cpuMsPerTurn.database)})`,
     ],
-    ['  of which the idle level over the same time', '', '', `${fixed(measured.idleCpuMsPerTurn)} ms`],
+    ['  of which the idle level over the same time (the lower of after start and after the run)', '', '', `${fixed(measured.idleCpuMsPerTurn)} ms`],
     [
       'streamed turn, time to first text p50 / p99',
       `peer ${budget.peer.firstTextP50Ms} / ${budget.peer.firstTextP99Ms} ms`,
