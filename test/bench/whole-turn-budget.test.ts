@@ -38,7 +38,7 @@ function run(sync: TurnShare, background: TurnShare): WholeTurnResult {
       idleTimeouts: 0,
       warnings: 0,
     },
-    startMs: { database: 1_000, runtimeOnDatabase: budget.startOverDatabaseMs },
+    runtimeStartMs: budget.startOverDatabaseMs,
     rssMiB: { idle: { runtime: budget.idleRssMiB, database: 0 }, afterRun: { runtime: budget.afterRunRssMiB, database: 0 } },
     idleCpuShare: { afterStart: nothing, afterRun: nothing },
     floor: {
