@@ -280,8 +280,15 @@ export async function nonStreamedLoad(
   };
 }
 
+/** A process's resident memory; 0 for one that has ended meanwhile. */
 export function processRssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:')) ?? '';
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return 0;
+  }
+  const line = status.split('\n').find((entry) => entry.startsWith('VmRSS:')) ?? '';
   return Number(line.replace(/\D+/g, '')) / 1024;
 }
 

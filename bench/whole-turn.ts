@@ -148,7 +148,7 @@ export async function measureWholeTurn(log: (line: string) => void): Promise<Who
     log(`whole turn, measured: ${measuredTurns} streamed turns, ${toolTurns} tool turns, ${loadDurationMs / 1000} s of non-streamed turns at c=${loadConcurrency}, idle before and after`);
     const measured = await withDatabase(async (database) => {
       const [databaseIdleShare = 0] = await idleShares([database.pids]);
-      const databaseIdleRssMiB = database.pids.reduce((total, pid) => total + processRssMb(pid), 0);
+      const databaseIdleRssMiB = sumOver(database.pids, processRssMb);
       const runtime = await startRuntime(database, stub, toolServer.url, false);
       let figures: Awaited<ReturnType<typeof measureRun>>;
       try {
@@ -291,22 +291,21 @@ async function startRuntime(database: BenchDatabase, stub: OpenAIStub, toolUrl: 
   return runtime;
 }
 
-/** CPU milliseconds so far of the runtime's process tree and of DynamoDB Local's. */
-function cpuNow(runtime: Runtime): ByProcess {
-  const sum = (pids: readonly number[]) => pids.reduce((total, pid) => total + processCpuMs(pid), 0);
-  return { runtime: sum(processTree(runtime.pid)), database: sum(runtime.database.pids) };
+/** A figure (CPU milliseconds so far, RSS) summed over the runtime's process tree and over DynamoDB Local's processes. */
+function byProcess(runtime: Runtime, figure: (pid: number) => number): ByProcess {
+  return { runtime: sumOver(processTree(runtime.pid), figure), database: sumOver(runtime.database.pids, figure) };
 }
 
-function rssNow(runtime: Runtime): ByProcess {
-  const sum = (pids: readonly number[]) => pids.reduce((total, pid) => total + processRssMb(pid), 0);
-  return { runtime: sum(processTree(runtime.pid)), database: sum(runtime.database.pids) };
-}
+const sumOver = (pids: readonly number[], figure: (pid: number) => number) => pids.reduce((total, pid) => total + figure(pid), 0);
+
+const cpuNow = (runtime: Runtime) => byProcess(runtime, processCpuMs);
+const rssNow = (runtime: Runtime) => byProcess(runtime, processRssMb);
 
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
 /** The share of a core each group of processes uses over `idleWindowMs`, measured from 5 s after now (a start, or the end of the run). */
 async function idleShares(groups: readonly (readonly number[])[]): Promise<number[]> {
-  const cpu = (pids: readonly number[]) => pids.reduce((total, pid) => total + processCpuMs(pid), 0);
+  const cpu = (pids: readonly number[]) => sumOver(pids, processCpuMs);
   await sleep(5_000);
   const before = groups.map(cpu);
   const started = performance.now();
