@@ -4,6 +4,7 @@
  * per unit of it, and their dollars. Pure functions of the records, so a later check can hold the counts to a
  * budget (docs/deploy.md#cost).
  */
+import { readFileSync } from 'node:fs';
 import type { CostRecord } from '../shared/platform/cost-accounting.ts';
 
 /**
@@ -213,4 +214,15 @@ function emptyUsage(): UsageCounts {
     apiGateway: { httpApiRequests: 0, restApiRequests: 0, websocketMessages: 0, websocketConnectionMinutes: 0 },
     cloudFront: { requests: 0 },
   };
+}
+
+/** The records a COST_ACCOUNTING_FILE holds from `offset` (characters) on, and where they end. */
+export function readCostRecords(file: string, offset = 0): { records: CostRecord[]; end: number } {
+  const text = readFileSync(file, 'utf8');
+  const records = text
+    .slice(offset)
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as CostRecord);
+  return { records, end: text.length };
 }

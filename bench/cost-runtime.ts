@@ -27,7 +27,7 @@ import { costAccountingVariable, type CostRecord } from '../shared/platform/cost
 import { runtime } from '../shared/runtime.ts';
 import { startOpenAIStub } from '../test/support/openai-stub.ts';
 import { benchOrganization } from './bench-api.ts';
-import { atLeastZero, costPer, dollarsOf, isBilledWork, scaleUsage, usageDifference, usageOf, type CostFigure } from './cost-model.ts';
+import { atLeastZero, costPer, dollarsOf, isBilledWork, readCostRecords, scaleUsage, usageDifference, usageOf, type CostFigure } from './cost-model.ts';
 
 export interface CostBenchResult {
   /** Streamed turns in open sessions of `turnsPerSession` turns: everything a turn sets off, roll-ups aside. */
@@ -199,13 +199,9 @@ function isDelivery(record: CostRecord): boolean {
 
 /** The records written since the last call. */
 function takeRecords(): CostRecord[] {
-  const text = readFileSync(accountingFile, 'utf8');
-  const fresh = text.slice(offset);
-  offset = text.length;
-  return fresh
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as CostRecord);
+  const { records, end } = readCostRecords(accountingFile, offset);
+  offset = end;
+  return records;
 }
 
 /**
@@ -346,11 +342,7 @@ async function measureFloor(): Promise<CostRecord[]> {
     const measuredFrom = readFileSync(floorFile, 'utf8').length;
     for (let index = 0; index < floorRequests; index += 1) await turn();
     await settle(() => true, floorFile);
-    return readFileSync(floorFile, 'utf8')
-      .slice(measuredFrom)
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as CostRecord);
+    return readCostRecords(floorFile, measuredFrom).records;
   } finally {
     child.kill('SIGTERM');
   }

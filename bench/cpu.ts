@@ -81,11 +81,22 @@ function reapedChildTicks(): number {
   return Number(after[13]) + Number(after[14]);
 }
 
-function childPids(): number[] {
+/** A process and all its descendants (a process tree's CPU is the sum of theirs). */
+export function processTree(pid: number): number[] {
+  return [pid, ...childPids(String(pid)).flatMap(processTree)];
+}
+
+function childPids(pid = 'self'): number[] {
   const pids: number[] = [];
-  for (const task of readdirSync('/proc/self/task')) {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return pids;
+  }
+  for (const task of tasks) {
     try {
-      const listed = readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim();
+      const listed = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
       if (listed) pids.push(...listed.split(/\s+/).map(Number));
     } catch {
       // The thread ended while we looked.

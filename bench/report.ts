@@ -21,6 +21,7 @@ import { campaignsReport, type CampaignsBenchResult } from './campaigns.ts';
 import { observabilityReport, type ObservabilityResults } from './observability.ts';
 import { startupReport, type StartupResults } from './startup.ts';
 import { costReport, type CostBenchResult } from './cost.ts';
+import { wholeTurnReport, type WholeTurnResult } from './whole-turn.ts';
 
 export const targets = {
   bundleBytes: 300_000,
@@ -117,6 +118,8 @@ export interface BenchResults {
   startup: StartupResults;
   /** Units, counts and dollars per chat turn, webhook delivery and call minute (docs/deploy.md#cost). */
   cost: CostBenchResult;
+  /** A turn on `npm start`'s whole runtime: requests, units, CPU until idle, latency, memory (docs/performance.md). */
+  wholeTurn: WholeTurnResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;
@@ -201,7 +204,7 @@ export function evaluate(
   return checks;
 }
 
-export function writeJson(file: string, results: BenchResults): void {
+export function writeJson(file: string, results: object): void {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 }
@@ -381,6 +384,7 @@ export function formatReport(results: BenchResults): string {
   lines.push(...observabilityReport(results.observability));
   lines.push(...startupReport(results.startup));
   lines.push(...costReport(results.cost));
+  lines.push(...wholeTurnReport(results.wholeTurn));
 
   const contended = [results.initTimeCpu, ...results.localRuntime.runs.map((run) => run.cpu)].some(
     (cpu) => cpu !== undefined && cpu.otherProcessCores > busyMachineCores,
@@ -389,21 +393,28 @@ export function formatReport(results: BenchResults): string {
     lines.push('', `   WARNING: other processes used more than ${busyMachineCores} cores during a measurement; timings are inflated. Re-run on an idle machine.`);
   }
 
-  const failed = results.checks.filter((check) => !check.pass);
-  lines.push('', `Summary (${results.checks.length} checks, ${failed.length} failed, ${(results.durationMs / 1000).toFixed(1)} s)`);
-  lines.push(
+  lines.push(...checksSummary(results.checks, results.durationMs));
+  return lines.join('\n');
+}
+
+/** The checks' table and verdict, which end the report (of the whole bench or of one section). */
+export function checksSummary(checks: readonly Check[], durationMs: number): string[] {
+  const failed = checks.filter((check) => !check.pass);
+  return [
+    '',
+    `Summary (${checks.length} checks, ${failed.length} failed, ${(durationMs / 1000).toFixed(1)} s)`,
     table(
       ['figure', 'value', 'target', 'result'],
-      results.checks.map((check) => [
+      checks.map((check) => [
         check.figure,
         `${check.value}${check.unit ? ` ${check.unit}` : ''}`,
         check.target === 0 ? '= 0' : `${check.comparison ?? '<'} ${check.target}${check.unit ? ` ${check.unit}` : ''}`,
         verdict(check.pass),
       ]),
     ),
-  );
-  lines.push('', results.pass ? 'PASS: every figure is within its target.' : `FAIL: ${failed.map((check) => check.figure).join('; ')}`);
-  return lines.join('\n');
+    '',
+    failed.length === 0 ? 'PASS: every figure is within its target.' : `FAIL: ${failed.map((check) => check.figure).join('; ')}`,
+  ];
 }
 
 const cpuLine = (cpu: CpuShare, self: string, children: string) =>

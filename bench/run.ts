@@ -2,8 +2,10 @@
  * `npm run bench`: Lambda bundle sizes and module-init time of each function, the latency of the local runtime,
  * conversation turns, webhook delivery, post-session analysis, long message histories and session lists, the
  * developer pages, calls, usage (rate limits, quota checks, analytics), knowledge retrieval, the contacts import, call campaigns
- * and the cost of a chat turn, a webhook delivery and a call minute, counted from the requests they make.
+ * the cost of a chat turn, a webhook delivery and a call minute, counted from the requests they make, and the whole
+ * cost of a turn on `npm start`'s runtime against its budget (bench/whole-turn.ts, docs/performance.md).
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
+ * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -33,7 +35,8 @@ import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environ
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { measureObservability, observabilityChecks } from './observability.ts';
 import { measureStartup, startupChecks } from './startup.ts';
-import { evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
+import { checksSummary, evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
+import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
 
 /** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
 const functions = [
@@ -67,6 +70,15 @@ process.on('exit', () => rmSync(secretsKeyDir, { recursive: true, force: true })
 process.env.PLANS ??= JSON.stringify({
   free: { name: 'Bench', quotas: { chat_messages: null, voice_seconds: null, knowledge_chunks: null }, concurrentCalls: 1_000, requestsPerSecond: 1_000_000, burst: 1_000_000 },
 });
+
+if (process.argv.slice(2).includes('whole-turn')) {
+  const wholeTurn = await measureWholeTurn(log);
+  const checks = wholeTurnChecks(wholeTurn);
+  const file = resolve(import.meta.dirname, 'results', 'whole-turn.json');
+  writeJson(file, { generatedAt: new Date().toISOString(), loadAverageAtStart, wholeTurn, checks });
+  console.log(`\n${[...wholeTurnReport(wholeTurn), ...checksSummary(checks, performance.now() - started)].join('\n')}\n\nFigures written to ${file}`);
+  process.exit(checks.every((check) => check.pass) ? 0 : 1);
+}
 
 const { bundles, initTime, initTimeCpu } = await bundlesAndInitTimes();
 const observability = await measureObservability(log);
@@ -127,7 +139,10 @@ const cost = await withDatabase('cost', 'bench-cost', (endpoint, tableName) => {
   return measureCost(endpoint, tableName);
 });
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup)];
+log('whole turn: npm start\'s runtime, counted and measured, beside its floors');
+const wholeTurn = await measureWholeTurn(log);
+
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup), ...wholeTurnChecks(wholeTurn)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -158,6 +173,7 @@ const results: BenchResults = {
   observability,
   startup,
   cost,
+  wholeTurn,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,

@@ -7,6 +7,8 @@ export interface SdkFloorResult {
   concurrency: number;
   requestsPerSecond: number;
   cpuMsPerRequest: number;
+  /** DynamoDB Local's CPU per request over the same window, when the caller names its processes. */
+  databaseCpuMsPerRequest?: number;
   p50Ms: number;
   /** One client, the two reads before a turn's first delta, in sequence. */
   readsAloneP50Ms: number;
@@ -21,7 +23,7 @@ const durationMs = 10_000;
  * DynamoDB calls with the AWS SDK and does nothing else, at the turn load's concurrency; and, with one client, the
  * latency of the two reads a turn makes before its first delta (HTTP to the floor server included).
  */
-export async function measureSdkFloor(dynamodbEndpoint: string, tableName: string): Promise<SdkFloorResult> {
+export async function measureSdkFloor(dynamodbEndpoint: string, tableName: string, databasePids: readonly number[] = []): Promise<SdkFloorResult> {
   const child = fork(resolve(import.meta.dirname, 'sdk-floor-server.ts'), {
     env: { ...process.env, DYNAMODB_ENDPOINT: dynamodbEndpoint, TABLE_NAME: tableName },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -34,17 +36,23 @@ export async function measureSdkFloor(dynamodbEndpoint: string, tableName: strin
     const stopAt = measureFrom + durationMs;
     const latencies: number[] = [];
     let cpuBefore = Number.NaN;
+    let databaseCpuBefore = 0;
+    const databaseCpuMs = () => databasePids.reduce((total, pid) => total + processCpuMs(pid), 0);
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (performance.now() < stopAt) {
           const start = performance.now();
-          if (start >= measureFrom && Number.isNaN(cpuBefore)) cpuBefore = processCpuMs(child.pid as number);
+          if (start >= measureFrom && Number.isNaN(cpuBefore)) {
+            cpuBefore = processCpuMs(child.pid as number);
+            databaseCpuBefore = databaseCpuMs();
+          }
           await (await fetch(url, { method: 'POST', body: '{}' })).arrayBuffer();
           if (start >= measureFrom) latencies.push(performance.now() - start);
         }
       }),
     );
     const cpuMs = processCpuMs(child.pid as number) - cpuBefore;
+    const databaseCpuPerRequest = (databaseCpuMs() - databaseCpuBefore) / latencies.length;
     const reads: number[] = [];
     for (let index = 0; index < 300; index += 1) {
       const start = performance.now();
@@ -55,6 +63,7 @@ export async function measureSdkFloor(dynamodbEndpoint: string, tableName: strin
       concurrency,
       requestsPerSecond: latencies.length / (durationMs / 1000),
       cpuMsPerRequest: cpuMs / latencies.length,
+      ...(databasePids.length ? { databaseCpuMsPerRequest: databaseCpuPerRequest } : {}),
       p50Ms: percentiles(latencies).p50,
       readsAloneP50Ms: percentiles(reads).p50,
     };

@@ -18,7 +18,7 @@ export interface TurnBenchResult {
   streamedOverheadMs: Percentiles & { turns: number };
   toolTurnOverheadMs: Percentiles & { turns: number };
   dynamodb: { callsPerTurn: number; callsBeforeFirstDelta: number; roundTripsBeforeFirstDelta: number; operations: Record<string, number> };
-  nonStreamed: { concurrency: number; durationMs: number; turns: number; turnsPerSecond: number; errors: number; p50Ms: number; p99Ms: number; allTurns: number };
+  nonStreamed: Awaited<ReturnType<typeof nonStreamedLoad>>;
   apiCpuMsPerTurn: number;
   apiRssMb: number;
   /** What the three DynamoDB calls of a turn cost alone (`sdk-floor.ts`); filled in by the bench after the turns. */
@@ -81,7 +81,7 @@ export async function measureTurns(dynamodbEndpoint: string, tableName: string, 
   }
 }
 
-function lastUserText(body: { messages: { role: string; content?: unknown }[] }): string {
+export function lastUserText(body: { messages: { role: string; content?: unknown }[] }): string {
   const last = [...body.messages].reverse().find((message) => message.role === 'user' || message.role === 'tool');
   return last?.role === 'user' ? JSON.stringify(last.content) : '';
 }
@@ -95,7 +95,7 @@ async function startApi(env: Record<string, string>): Promise<{ child: ChildProc
   return { child, baseUrl: `http://127.0.0.1:${port}` };
 }
 
-async function startToolServer(): Promise<{ server: Server; url: string; handled: number[] }> {
+export async function startToolServer(): Promise<{ server: Server; url: string; handled: number[] }> {
   const handled: number[] = [];
   const server = createServer((incoming, outgoing) => {
     const start = performance.now();
@@ -121,6 +121,11 @@ async function setUp(baseUrl: string, endpoint: string, tableName: string, toolU
   const orgId = crypto.randomUUID();
   await deps.orgs.ensure({ id: orgId, name: 'bench', createdAt: new Date().toISOString() });
   const { key } = await issueApiKey(deps, orgId, { name: 'bench', scopes: ['*'] });
+  return { key, ...(await createBenchAgents(baseUrl, key, toolUrl)) };
+}
+
+/** An agent on the stub model, and one with an HTTP tool (LOOKUP) at `toolUrl`, for the organization of `key`. */
+export async function createBenchAgents(baseUrl: string, key: string, toolUrl: string): Promise<{ agentId: string; toolAgentId: string }> {
   const call = async (method: string, path: string, body: unknown) => {
     const response = await fetch(baseUrl + path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
@@ -137,10 +142,10 @@ async function setUp(baseUrl: string, endpoint: string, tableName: string, toolU
     apiTool: { url: toolUrl, method: 'POST' },
   });
   const toolAgent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Use tools.', modelId, tools: [{ toolId: tool.id }] });
-  return { key, agentId: agent.id, toolAgentId: toolAgent.id };
+  return { agentId: agent.id, toolAgentId: toolAgent.id };
 }
 
-async function openSession(baseUrl: string, key: string, agentId: string): Promise<string> {
+export async function openSession(baseUrl: string, key: string, agentId: string): Promise<string> {
   const response = await fetch(`${baseUrl}/v1/chat/chat/sessions`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -150,7 +155,7 @@ async function openSession(baseUrl: string, key: string, agentId: string): Promi
 }
 
 /** One streamed turn: when it was sent, when its first delta arrived, when it ended. */
-function streamTurn(baseUrl: string, key: string, sessionId: string, content: string): Promise<{ start: number; firstDelta: number; end: number }> {
+export function streamTurn(baseUrl: string, key: string, sessionId: string, content: string): Promise<{ start: number; firstDelta: number; end: number }> {
   return new Promise((done, fail) => {
     const start = performance.now();
     let firstDelta = 0;
@@ -225,20 +230,26 @@ function modelTime(requests: RecordedRequest[], firstDelta: number): number {
   );
 }
 
-async function nonStreamedLoad(baseUrl: string, key: string, agentId: string) {
-  const sessions = await Promise.all(Array.from({ length: loadConcurrency }, () => openSession(baseUrl, key, agentId)));
+/** Non-streamed turns from `concurrency` clients at once, each in sessions of `sessionTurns` turns; measured after a warm-up. */
+export async function nonStreamedLoad(
+  baseUrl: string,
+  key: string,
+  agentId: string,
+  { concurrency = loadConcurrency, warmupMs = loadWarmupMs, durationMs = loadDurationMs, sessionTurns = turnsPerSession } = {},
+) {
+  const sessions = await Promise.all(Array.from({ length: concurrency }, () => openSession(baseUrl, key, agentId)));
   const latencies: number[] = [];
   let errors = 0;
   let total = 0;
   const started = performance.now();
-  const measureFrom = started + loadWarmupMs;
-  const stopAt = measureFrom + loadDurationMs;
+  const measureFrom = started + warmupMs;
+  const stopAt = measureFrom + durationMs;
   await Promise.all(
     sessions.map(async (first) => {
       // A fresh session now and then keeps the history (and so the prompt) the size of a short conversation.
       let current = first;
       for (let turn = 1; performance.now() < stopAt; turn += 1) {
-        if (turn % turnsPerSession === 0) current = await openSession(baseUrl, key, agentId);
+        if (turn % sessionTurns === 0) current = await openSession(baseUrl, key, agentId);
         const start = performance.now();
         const response = await fetch(`${baseUrl}/v1/chat/chat/sessions/${current}/messages`, {
           method: 'POST',
@@ -256,19 +267,28 @@ async function nonStreamedLoad(baseUrl: string, key: string, agentId: string) {
   );
   const measured = percentiles(latencies);
   return {
-    concurrency: loadConcurrency,
-    durationMs: loadDurationMs,
+    concurrency,
+    durationMs,
     turns: latencies.length,
-    turnsPerSecond: latencies.length / (loadDurationMs / 1000),
+    turnsPerSecond: latencies.length / (durationMs / 1000),
     errors,
+    /** Answered, but after more than 2 s (a client that gives up at 2 s would have counted them failed). */
+    over2s: latencies.filter((latency) => latency > 2_000).length,
     p50Ms: measured.p50,
     p99Ms: measured.p99,
     allTurns: total,
   };
 }
 
-function processRssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:')) ?? '';
+/** A process's resident memory; 0 for one that has ended meanwhile. */
+export function processRssMb(pid: number): number {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return 0;
+  }
+  const line = status.split('\n').find((entry) => entry.startsWith('VmRSS:')) ?? '';
   return Number(line.replace(/\D+/g, '')) / 1024;
 }
 

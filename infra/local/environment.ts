@@ -100,6 +100,15 @@ export async function startLocalDatabase(options: { dataDir?: string; tableName?
   return { endpoint: emulator.endpoint, tableName, stop: emulator.stop };
 }
 
+/**
+ * A database someone else runs at `endpoint` (DYNAMODB_ENDPOINT set before `npm start`: the bench's DynamoDB Local
+ * behind its counting proxy), with the table in place; stopping leaves it running.
+ */
+export async function useRunningDatabase(endpoint: string): Promise<LocalDatabase> {
+  await prepareTable(endpoint, defaultTableName);
+  return { endpoint, tableName: defaultTableName, stop: async () => undefined };
+}
+
 export async function prepareTable(endpoint: string, tableName: string): Promise<void> {
   const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   try {

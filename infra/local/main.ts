@@ -12,7 +12,7 @@ import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts
 import { newId } from '../../shared/platform/clock.ts';
 import { checkSettingsTogether } from '../../shared/platform/config.ts';
 import { runtime } from '../../shared/runtime.ts';
-import { announceRunningInstance, dataDirectory, dataDirPrefix, denyEgressTo, localUrl, startLocalDatabase, useLocalDatabase } from './environment.ts';
+import { announceRunningInstance, dataDirectory, dataDirPrefix, denyEgressTo, localUrl, startLocalDatabase, useLocalDatabase, useRunningDatabase } from './environment.ts';
 import { startCampaignTicker } from './campaign-ticker.ts';
 import { startEventRouter } from './event-router.ts';
 import { startQueuePollers } from './queue-poller.ts';
@@ -32,7 +32,8 @@ const dataDir = dataDirectory();
 mkdirSync(dataDir, { recursive: true });
 denyEgressTo(port);
 
-const database = await startLocalDatabase({ dataDir }).catch((error: Error) => {
+const presetEndpoint = process.env.DYNAMODB_ENDPOINT;
+const database = await (presetEndpoint ? useRunningDatabase(presetEndpoint) : startLocalDatabase({ dataDir })).catch((error: Error) => {
   console.error(error.message);
   process.exit(1);
 });

@@ -36,6 +36,8 @@ export type CostRecord = (
 ) & {
   /** The function whose invocation made the request; none for the local runtime's own machinery and the bench's set-up. */
   function?: string;
+  /** When the request was sent (epoch ms; when it was written down, unless given): tells a turn's own requests from what follows it. */
+  at?: number;
 };
 
 /** The function being invoked, for the requests its invocation makes. */
@@ -46,7 +48,7 @@ export function recordCost(record: CostRecord): void {
   const file = process.env[costAccountingVariable];
   if (!file) return;
   const functionName = record.function ?? invocationScope.getStore();
-  appendFileSync(file, `${JSON.stringify(functionName ? { ...record, function: functionName } : record)}\n`);
+  appendFileSync(file, `${JSON.stringify({ ...record, ...(functionName ? { function: functionName } : {}), at: record.at ?? Date.now() })}\n`);
 }
 
 export function costAccountingOn(): boolean {
@@ -71,7 +73,8 @@ const writeOperations = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWr
 const ownRequests = new WeakSet<object>();
 
 /**
- * Asks DynamoDB for the capacity each request consumes and records it. For TransactWriteItems, DynamoDB Local's
+ * Records the capacity each request consumes (the client asks for it on every request: `askConsumedCapacity` in
+ * store/dynamo.ts). For TransactWriteItems, DynamoDB Local's
  * figure cannot be used (4 units per KB of the largest item, whatever the item count: 4 for one small item as for
  * five), so the units are computed as AWS documents them, 2 per KB of each item and of each index entry it writes,
  * from the items written: a Put's item from the request, the others read back afterwards, outside the caller's
@@ -82,33 +85,26 @@ export function accountDynamoDbRequests(client: DynamoDBClient): void {
   if (!costAccountingOn()) return;
   const operationOf = (commandName: string | undefined) => (commandName ?? '').replace(/Command$/, '');
   const accounted = (input: object, operation: string) => !ownRequests.has(input) && (readOperations.has(operation) || writeOperations.has(operation));
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as Record<string, unknown>;
-      if (accounted(input, operationOf(context.commandName))) input.ReturnConsumedCapacity ??= 'TOTAL';
-      return next(args);
-    },
-    { step: 'initialize', name: 'costAccountingAsk' },
-  );
   // After serialization, where the items are in DynamoDB's own form whichever client (document or not) sent them.
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const operation = operationOf(context.commandName);
       if (!accounted(args.input as object, operation)) return next(args);
       const body = () => JSON.parse(bodyText((args.request as { body?: unknown }).body)) as { TransactItems?: TransactItem[]; ConsistentRead?: boolean };
+      const at = Date.now();
       try {
         const result = await next(args);
         const reported = reportedUnits((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
         const leastRead = operation === 'Query' || operation === 'Scan' ? (body().ConsistentRead ? 1 : 0.5) : 0;
-        if (operation === 'TransactWriteItems') void recordTransaction(client, body().TransactItems ?? []);
-        else if (readOperations.has(operation)) recordCost({ kind: 'dynamodb', operation, readUnits: Math.max(reported, leastRead), writeUnits: 0 });
-        else recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: reported });
+        if (operation === 'TransactWriteItems') void recordTransaction(client, body().TransactItems ?? [], at);
+        else if (readOperations.has(operation)) recordCost({ kind: 'dynamodb', operation, readUnits: Math.max(reported, leastRead), writeUnits: 0, at });
+        else recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: reported, at });
         return result;
       } catch (error) {
         const name = (error as Error).name;
-        if (name === 'ConditionalCheckFailedException') recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: 1 });
+        if (name === 'ConditionalCheckFailedException') recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: 1, at });
         // A canceled transaction went through its prepare phase on every item: billed as if written.
-        else if (name === 'TransactionCanceledException') void recordTransaction(client, body().TransactItems ?? []);
+        else if (name === 'TransactionCanceledException') void recordTransaction(client, body().TransactItems ?? [], at);
         throw error;
       }
     },
@@ -132,7 +128,7 @@ type TransactItem = {
   ConditionCheck?: { TableName?: string; Key?: Record<string, AttributeValue> };
 };
 
-async function recordTransaction(client: DynamoDBClient, items: TransactItem[]): Promise<void> {
+async function recordTransaction(client: DynamoDBClient, items: TransactItem[], at: number): Promise<void> {
   const readBack = items.flatMap((item) => {
     const target = item.Update ?? item.Delete ?? item.ConditionCheck;
     return target?.TableName && target.Key ? [{ TableName: target.TableName, Key: target.Key }] : [];
@@ -153,7 +149,7 @@ async function recordTransaction(client: DynamoDBClient, items: TransactItem[]):
     if (!written) return total + 2;
     return total + 2 * kilobytes(itemBytes(written)) * (1 + indexWrites(written, item.Update));
   }, 0);
-  recordCost({ kind: 'dynamodb', operation: 'TransactWriteItems', readUnits: 0, writeUnits });
+  recordCost({ kind: 'dynamodb', operation: 'TransactWriteItems', readUnits: 0, writeUnits, at });
 }
 
 function keyOf(item: Record<string, AttributeValue>): string {
@@ -212,6 +208,7 @@ export function accountSqsRequests(client: SQSClient, caller: SqsCaller = 'funct
   if (!costAccountingOn()) return;
   client.middlewareStack.add(
     (next, context) => async (args) => {
+      const at = Date.now();
       const result = await next(args);
       const input = args.input as { QueueUrl?: string; MessageBody?: string; Entries?: { MessageBody?: string }[] };
       const output = result.output as { Messages?: { Body?: string }[] };
@@ -225,6 +222,7 @@ export function accountSqsRequests(client: SQSClient, caller: SqsCaller = 'funct
         queue: (input.QueueUrl ?? '').split('/').pop() ?? '',
         caller,
         entryBytes: bodies.map(utf8),
+        at,
       });
       return result;
     },

@@ -24,10 +24,30 @@ export function createDocumentClient(config: Pick<Config, 'AWS_REGION' | 'DYNAMO
       : {}),
     }),
   );
+  askConsumedCapacity(client);
   accountDynamoDbRequests(client);
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
+}
+
+/** The operations that report the capacity they consume when asked (ReturnConsumedCapacity). */
+const capacityOperations = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+
+/**
+ * Every read and write asks DynamoDB for the capacity it consumes (`TOTAL`), on AWS as locally (decision 400): the
+ * answer costs nothing, and whatever reads the responses (the bench's counting proxy, its cost accounting) sees
+ * the units a request was billed without each call site asking. A caller's own setting (`INDEXES`) is kept.
+ */
+export function askConsumedCapacity(client: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as Record<string, unknown>;
+      if (capacityOperations.has((context.commandName ?? '').replace(/Command$/, ''))) input.ReturnConsumedCapacity ??= 'TOTAL';
+      return next(args);
+    },
+    { step: 'initialize', name: 'askConsumedCapacity' },
+  );
 }
 
 /** True when a write failed because its condition did not hold. */
