@@ -8,28 +8,22 @@ import { runtime } from '../../shared/runtime.ts';
 import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
- * Appends the domain events of each new outbox or message item to its organization's event log, which the SSE
- * event stream reads. Records are logged concurrently (log order is the time of the write, not stream order); the
- * first failed record is reported, so it and those after it are retried (events are logged at least once).
+ * Appends the domain events of the batch's new outbox and message items to their organizations' event logs, which
+ * the SSE event stream reads: all of them in one write (25 entries a request), not one per event. When it fails,
+ * the whole batch is retried from its first record (events are logged at least once).
  */
 async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = runtime();
-  const settings = eventStreamSettings(deps.config);
-  const outcomes = await Promise.allSettled(
-    event.Records.map(async (record) => {
-      const image = record.dynamodb?.NewImage;
-      if (record.eventName !== 'INSERT' || !image) return;
-      await logEvents(deps, eventsOfItem(unmarshall(image as Record<string, AttributeValue>)), settings);
-    }),
-  );
-  const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
-  if (failed < 0) return { batchItemFailures: [] };
-  const record = event.Records[failed];
-  logger.error('could not log events; retrying from this record', {
-    error: (outcomes[failed] as PromiseRejectedResult).reason as Error,
-    sequenceNumber: record?.dynamodb?.SequenceNumber,
-  });
-  return { batchItemFailures: [{ itemIdentifier: record?.dynamodb?.SequenceNumber ?? '' }] };
+  const records = event.Records.filter((record) => record.eventName === 'INSERT' && record.dynamodb?.NewImage);
+  const events = records.flatMap((record) => eventsOfItem(unmarshall(record.dynamodb?.NewImage as Record<string, AttributeValue>)));
+  try {
+    await logEvents(deps, events, eventStreamSettings(deps.config));
+    return { batchItemFailures: [] };
+  } catch (error) {
+    const sequenceNumber = records[0]?.dynamodb?.SequenceNumber ?? '';
+    logger.error('could not log events; retrying the batch', { error: error as Error, sequenceNumber });
+    return { batchItemFailures: [{ itemIdentifier: sequenceNumber }] };
+  }
 }
 
 export const handler = observedHandler('event-log', handle);

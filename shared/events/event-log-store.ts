@@ -1,7 +1,8 @@
-import { PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from './events.ts';
 import type { EventLogStore, LoggedEvent, LogPosition } from './ports.ts';
 import { keys } from '../platform/store/keys.ts';
+import { putAll } from '../platform/store/dynamo.ts';
 
 /**
  * Each organization's event log is one partition (`ORG#<org>#EVENTS`) whose sort key is the time an entry was
@@ -16,22 +17,21 @@ export class DynamoEventLogStore implements EventLogStore {
     this.tableName = tableName;
   }
 
-  async append({ loggedAt, event }: LoggedEvent, expiresAt: number): Promise<void> {
-    await this.client.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: {
-          ...keys.eventLogEntry(event.orgId, loggedAt, event.eventId),
-          entity: 'eventLog',
-          loggedAt,
-          eventId: event.eventId,
-          type: event.type,
-          orgId: event.orgId,
-          createdAt: event.createdAt,
-          payload: event.payload,
-          expiresAt,
-        },
-      }),
+  async append(entries: readonly LoggedEvent[], expiresAt: number): Promise<void> {
+    await putAll(
+      this.client,
+      this.tableName,
+      entries.map(({ loggedAt, event }) => ({
+        ...keys.eventLogEntry(event.orgId, loggedAt, event.eventId),
+        entity: 'eventLog',
+        loggedAt,
+        eventId: event.eventId,
+        type: event.type,
+        orgId: event.orgId,
+        createdAt: event.createdAt,
+        payload: event.payload,
+        expiresAt,
+      })),
     );
   }
 

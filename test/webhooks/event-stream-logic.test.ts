@@ -283,29 +283,37 @@ function steppingClock(start: number): Clock & { advance(ms: number): void } {
 describe('logEvents', () => {
   const settings = { overlapMs: 900, retentionMs: 24 * hour };
 
-  it('logs each event at the time of the write, kept for the retention', async () => {
+  it('logs the events in one write at its time, kept for the retention', async () => {
     const clock = steppingClock(1_000_000);
-    const appended: { entry: LoggedEvent; expiresAt: number }[] = [];
-    const eventLog = fakeEventLog({ append: async (entry: LoggedEvent, expiresAt: number) => void appended.push({ entry, expiresAt }) });
+    const appended: { entries: readonly LoggedEvent[]; expiresAt: number }[] = [];
+    const eventLog = fakeEventLog({ append: async (entries: readonly LoggedEvent[], expiresAt: number) => void appended.push({ entries, expiresAt }) });
     await logEvents({ eventLog, clock }, [domainEvent('a'), domainEvent('b')], settings);
     expect(appended).toEqual([
-      { entry: { loggedAt: 1_000_000, event: domainEvent('a') }, expiresAt: 1000 + 24 * 3600 },
-      { entry: { loggedAt: 1_000_000, event: domainEvent('b') }, expiresAt: 1000 + 24 * 3600 },
+      {
+        entries: [
+          { loggedAt: 1_000_000, event: domainEvent('a') },
+          { loggedAt: 1_000_000, event: domainEvent('b') },
+        ],
+        expiresAt: 1000 + 24 * 3600,
+      },
     ]);
   });
 
-  it('logs an event again at a fresh time when its write took longer than a third of the overlap', async () => {
+  it('logs the events again at a fresh time when their write took longer than a third of the overlap', async () => {
     const clock = steppingClock(1_000_000);
     const latencies = [301, 300];
-    const loggedAt: number[] = [];
+    const written: [string, number][][] = [];
     const eventLog = fakeEventLog({
-      append: async (entry: LoggedEvent) => {
-        loggedAt.push(entry.loggedAt);
+      append: async (entries: readonly LoggedEvent[]) => {
+        written.push(entries.map((entry) => [entry.event.eventId, entry.loggedAt]));
         clock.advance(latencies.shift() ?? 0);
       },
     });
-    await logEvents({ eventLog, clock }, [domainEvent('a')], settings);
-    expect(loggedAt).toEqual([1_000_000, 1_000_301]);
+    await logEvents({ eventLog, clock }, [domainEvent('a'), domainEvent('b')], settings);
+    expect(written).toEqual([
+      [['a', 1_000_000], ['b', 1_000_000]],
+      [['a', 1_000_301], ['b', 1_000_301]],
+    ]);
   });
 
   it('fails after three slow writes, so that the stream record is retried later', async () => {

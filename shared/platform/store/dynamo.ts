@@ -3,7 +3,7 @@ import {
   DynamoDBClient,
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Config } from '../config.ts';
@@ -100,4 +100,29 @@ export async function sendTransaction(client: DynamoDBDocumentClient, items: Tra
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * 2 ** attempt));
     }
   }
+}
+
+/** BatchWriteItem's limit on the requests of one call. */
+const maxItemsPerBatchWrite = 25;
+const maxBatchWriteRounds = 6;
+
+/**
+ * Puts the items with BatchWriteItem, 25 a request (the requests side by side), writing again what DynamoDB left
+ * unprocessed after a backoff; fails when some are still unwritten after a few rounds. Unconditional: for items a
+ * second write of leaves as they were.
+ */
+export async function putAll(client: DynamoDBDocumentClient, tableName: string, items: readonly Record<string, unknown>[]): Promise<void> {
+  const chunks: Record<string, unknown>[][] = [];
+  for (let start = 0; start < items.length; start += maxItemsPerBatchWrite) chunks.push(items.slice(start, start + maxItemsPerBatchWrite));
+  await Promise.all(
+    chunks.map(async (chunk) => {
+      let requests: Record<string, unknown>[] = chunk.map((Item) => ({ PutRequest: { Item } }));
+      for (let round = 0; requests.length > 0; round += 1) {
+        if (round === maxBatchWriteRounds) throw new Error(`DynamoDB left ${requests.length} item(s) unwritten`);
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
+        const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
+        requests = (result.UnprocessedItems?.[tableName] ?? []) as Record<string, unknown>[];
+      }
+    }),
+  );
 }
