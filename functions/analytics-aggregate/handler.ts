@@ -1,14 +1,14 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import { analyticsRecordOf, analyticsSubject, type AnalyticsRecord } from '../../shared/billing/analytics.ts';
+import { analyticsRecordsOf, analyticsSubject } from '../../shared/billing/analytics.ts';
 import { perOrganization } from '../../shared/events/per-organization.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * Maintains the analytics aggregates from the table's stream: session starts, ends and messages, each counted
- * exactly once into its agent's hour and day items. The agent of a message and the facts of an ended session
- * come from one BatchGetItem of the batch's sessions. A failure retries the batch from the organization's first
- * record, which the per-session markers make harmless.
+ * exactly once into its agent's hour and day items, in one write per organization of the batch. A message's agent
+ * is its session's, read once per session (with the facts of an ended session). A failure retries the batch from
+ * the organization's first record, which the per-session markers make harmless.
  */
 async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = runtime();
@@ -16,19 +16,9 @@ async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse
     event,
     (item) => {
       const subject = analyticsSubject(item);
-      return subject && { orgId: subject.orgId, value: { item, subject } };
+      return subject && { orgId: subject.orgId, value: item };
     },
-    async (orgId, entries) => {
-      const needingFacts = entries.filter(({ subject }) => subject.kind !== 'created').map(({ subject }) => subject.sessionId);
-      const facts = await deps.analytics.sessionFacts(orgId, needingFacts);
-      const records = entries
-        .map(({ item, subject }) => {
-          const sessionFacts = facts.get(subject.sessionId);
-          return analyticsRecordOf(item, sessionFacts?.agentId ?? 'unknown', sessionFacts);
-        })
-        .filter((record): record is AnalyticsRecord => record !== undefined);
-      await deps.analytics.record(orgId, records);
-    },
+    async (orgId, items) => deps.analytics.record(orgId, await analyticsRecordsOf(items, (sessionIds) => deps.analytics.sessionFacts(orgId, sessionIds))),
     'could not aggregate analytics; retrying from the first record of the organization',
   );
 }

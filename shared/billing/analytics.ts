@@ -70,6 +70,47 @@ export interface AnalyticsRecord {
 
 const sessionPartitionPattern = /^ORG#(.+)#SES#([^#]+)$/;
 
+/** Sessions' agents this process has read or been told of (a session keeps its agent), by `<org>/<session>`. */
+const knownAgents = new Map<string, string>();
+const maxKnownAgents = 10_000;
+
+function rememberAgent(orgId: string, sessionId: string, agentId: string): void {
+  const key = `${orgId}/${sessionId}`;
+  if (knownAgents.has(key)) return;
+  if (knownAgents.size >= maxKnownAgents) knownAgents.delete(knownAgents.keys().next().value as string);
+  knownAgents.set(key, agentId);
+}
+
+/**
+ * What an organization's items of one stream batch add. A message does not carry its session's agent, and an end
+ * needs facts of the session item: the sessions whose agent this process does not know yet (from a start, an end
+ * or an earlier read) and those that ended are read in one request, so the messages of a session already seen
+ * need no read at all.
+ */
+export async function analyticsRecordsOf(
+  items: readonly Record<string, unknown>[],
+  sessionFacts: (sessionIds: readonly string[]) => Promise<Map<string, { agentId: string } & EndedSessionFacts>>,
+): Promise<AnalyticsRecord[]> {
+  const subjects = items.flatMap((item) => {
+    const subject = analyticsSubject(item);
+    return subject ? [{ item, subject }] : [];
+  });
+  for (const { item, subject } of subjects) {
+    if (subject.kind !== 'message') rememberAgent(subject.orgId, subject.sessionId, (item.payload as { agentId: string }).agentId);
+  }
+  const agentOf = (subject: { orgId: string; sessionId: string }) => knownAgents.get(`${subject.orgId}/${subject.sessionId}`);
+  const unread = subjects.filter(({ subject }) => subject.kind === 'ended' || (subject.kind === 'message' && !agentOf(subject)));
+  const facts = unread.length === 0 ? new Map() : await sessionFacts(unread.map(({ subject }) => subject.sessionId));
+  for (const { subject } of unread) {
+    const read = facts.get(subject.sessionId);
+    if (read) rememberAgent(subject.orgId, subject.sessionId, read.agentId);
+  }
+  return subjects
+    .map(({ item, subject }) => analyticsRecordOf(item, agentOf(subject) ?? 'unknown', facts.get(subject.sessionId)))
+    .filter((record): record is AnalyticsRecord => record !== undefined);
+}
+
+
 /** The session a stream item belongs to (its partition), for the items the analytics count. */
 export function analyticsSubject(item: Record<string, unknown>): { orgId: string; sessionId: string; kind: 'created' | 'ended' | 'message' } | undefined {
   const partition = sessionPartitionPattern.exec(String(item.pk));
