@@ -23,12 +23,23 @@ export interface RollupDeps {
 const lostAfterMs = 5 * 60 * 1000;
 
 /**
+ * The roll-ups this process marked, by organization, with the time each is due: until shortly before then, the
+ * mark is still there (a roll-up is handled only once due), so marking again could only find it and is skipped.
+ */
+const markedByThisProcess = new Map<string, number>();
+const maxRemembered = 10_000;
+/** Clocks of the meter and of the roll-up that differ by less than this never make a needed mark skipped. */
+const clockMarginMs = 5_000;
+
+/**
  * After usage of the organization was counted: unless a roll-up is pending, one is marked and queued for
  * USAGE_ROLLUP_SECONDS from now. Since a roll-up is marked only once the previous one is done, `usage.updated`
- * leaves at most once per USAGE_ROLLUP_SECONDS per organization, and a change waits at most that long.
+ * leaves at most once per USAGE_ROLLUP_SECONDS per organization, and a change waits at most that long. A mark this
+ * process made, not yet nearly due, is known to be there without a write.
  */
 export async function scheduleRollup(deps: RollupDeps, orgId: string): Promise<void> {
   const now = deps.clock.now().getTime();
+  if ((markedByThisProcess.get(orgId) ?? 0) - clockMarginMs > now) return;
   const due = now + deps.config.USAGE_ROLLUP_SECONDS * 1000;
   if (!(await deps.usage.markRollupDue(orgId, due, now - deps.config.USAGE_ROLLUP_SECONDS * 1000 - lostAfterMs))) return;
   try {
@@ -38,6 +49,9 @@ export async function scheduleRollup(deps: RollupDeps, orgId: string): Promise<v
     await deps.usage.unmarkRollup(orgId, due);
     throw error;
   }
+  markedByThisProcess.delete(orgId);
+  if (markedByThisProcess.size >= maxRemembered) markedByThisProcess.delete(markedByThisProcess.keys().next().value as string);
+  markedByThisProcess.set(orgId, due);
 }
 
 /**
