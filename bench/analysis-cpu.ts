@@ -67,7 +67,7 @@ async function endedSession(count: number): Promise<StoredSession> {
         createdAt: new Date().toISOString(),
       };
     });
-    await runtime.sessions.commitTurn(session, messages, { nowIso: new Date().toISOString(), expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+    await runtime.sessions.commitTurn(session, messages, { nowIso: new Date().toISOString() });
     session = (await runtime.sessions.get(orgId, session.id)) as StoredSession;
   }
   await closeSession(runtime, orgId, session.id);

@@ -33,7 +33,7 @@ for (let written = 0; written < historyLength; written += messagesPerCommit) {
     metadata: {},
     createdAt: now,
   }));
-  await deps.sessions.commitTurn(session, batch, { nowIso: now, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+  await deps.sessions.commitTurn(session, batch, { nowIso: now });
 }
 
 const messagesPath = `/api/v1/chat/sessions/${sessionId}/messages?limit=${limit}`;

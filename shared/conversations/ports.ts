@@ -89,6 +89,8 @@ export interface SessionStore {
   replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
   readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
+  /** Sets the session's expiry item to lapse at `expiresAt` (epoch s): its TTL deletion tells the session-expiry consumer to look again. */
+  armExpiry(orgId: string, sessionId: string, expiresAt: number): Promise<void>;
   /**
    * A reply cut short on a call: its `content` becomes what was spoken and `metadata.interruption` records the
    * rest, and the session's `historyRevision` counts the change (with it). False when message `seq` is not an
@@ -103,7 +105,7 @@ export interface SessionStore {
   commitTurn(
     session: StoredSession,
     messages: readonly Message[],
-    at: { nowIso: string; expiresAt: number },
+    at: { nowIso: string },
     completion?: IdempotencyCompletion,
     metadata?: Session['metadata'],
   ): Promise<'committed' | 'conflict'>;

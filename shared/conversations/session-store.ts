@@ -368,12 +368,13 @@ export class DynamoSessionStore implements SessionStore {
   /**
    * Appends a turn's messages after the sequence number last seen, with the session's bookkeeping, in one
    * transaction; 'conflict' when another turn appended first (read again and retry after it). Each message item
-   * is also the record of its `message.added` event.
+   * is also the record of its `message.added` event. The expiry item is left where it is: when it lapses, the
+   * session-expiry consumer finds the activity and sets it again (`armExpiry`), once per idle window, not per turn.
    */
   async commitTurn(
     session: StoredSession,
     messages: readonly Message[],
-    at: { nowIso: string; expiresAt: number },
+    at: { nowIso: string },
     completion?: IdempotencyCompletion,
     metadata?: Session['metadata'],
   ): Promise<'committed' | 'conflict'> {
@@ -397,9 +398,12 @@ export class DynamoSessionStore implements SessionStore {
         },
       },
       ...messages.map((message, index) => this.messagePut(session.orgId, session.nextSeq + index, message)),
-      this.expiryPut(session.orgId, session.id, at.expiresAt),
     ], completion);
     return committed ? 'committed' : 'conflict';
+  }
+
+  async armExpiry(orgId: string, sessionId: string, expiresAt: number): Promise<void> {
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: expiryItem(orgId, sessionId, expiresAt) }));
   }
 
   async truncateReply(orgId: string, sessionId: string, seq: number, spoken: string, interruption: Record<string, unknown>): Promise<boolean> {

@@ -188,10 +188,18 @@ export function expiryEpochSeconds(deps: Pick<SessionDeps, 'config'>, fromMs: nu
   return Math.ceil(fromMs / 1000) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS;
 }
 
-/** Called when a session's expiry item lapsed: expires it if it is indeed idle; a missing session is ignored. */
+/**
+ * Called when a session's expiry item lapsed: expires it if it is indeed idle; one still OPEN was active since (turns
+ * do not move the item), so the item is set again to lapse a window after its last activity. A missing session is
+ * ignored.
+ */
 export async function expireAbandonedSession(deps: SessionDeps, orgId: string, sessionId: string): Promise<void> {
   const session = await deps.sessions.get(orgId, sessionId);
-  if (session) await expireIfIdle(deps, session);
+  if (!session) return;
+  const current = await expireIfIdle(deps, session);
+  if (current.state !== 'OPEN') return;
+  const lastActiveMs = Math.max(Date.parse(current.lastActivityAt), current.activeUntil ?? 0);
+  await deps.sessions.armExpiry(orgId, sessionId, expiryEpochSeconds(deps, lastActiveMs));
 }
 
 /** Throws SESSION_EXPIRED for an idle or expired session (after recording the expiry), for operations that need OPEN. */

@@ -205,7 +205,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  */
 async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[], now: Date, routed: RoutingChange, completion?: IdempotencyCompletion): Promise<number> {
   const sessionKey = `${turn.session.orgId}/${turn.session.id}`;
-  const at = { nowIso: now.toISOString(), expiresAt: expiryEpochSeconds(deps, now.getTime()) };
+  const at = { nowIso: now.toISOString() };
   let session: StoredSession | undefined = turn.session;
   for (let attempt = 0; session; attempt += 1) {
     const metadata = routed.handoff || routed.transfer ? routedMetadata(session.metadata, routed) : undefined;

@@ -447,7 +447,7 @@ async function answerUnsupported(deps: WhatsappConversationDeps, session: Stored
   const user: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content: `[${String(inbound.type)}]`, metadata: { whatsapp: inbound }, createdAt: at };
   const reply: Message = { id: newMessageId(), sessionId: session.id, role: 'ASSISTANT', content: text, metadata: { status: 'COMPLETED', unsupportedMessage: true }, createdAt: at };
   let current: StoredSession | undefined = session;
-  while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at, expiresAt: expiryEpochSeconds(deps, now.getTime()) })) === 'conflict') {
+  while (current && (await deps.sessions.commitTurn(current, [user, reply], { nowIso: at })) === 'conflict') {
     current = await deps.sessions.get(session.orgId, session.id);
   }
   if (!current) return;
