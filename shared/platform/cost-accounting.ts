@@ -66,6 +66,19 @@ export async function accountInvocation<T>(functionName: string, trigger: Invoca
   }
 }
 
+/** Transactions of this process still being sized: their records are written once these settle. */
+const sizing = new Set<Promise<void>>();
+
+/** Settles once every transaction this process has made so far is written down. */
+export async function transactionsAccounted(): Promise<void> {
+  await Promise.all(sizing);
+}
+
+function sizeTransaction(client: DynamoDBClient, items: TransactItem[], at: number): void {
+  const recorded = recordTransaction(client, items, at).finally(() => sizing.delete(recorded));
+  sizing.add(recorded);
+}
+
 const readOperations = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan', 'TransactGetItems']);
 const writeOperations = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
@@ -96,7 +109,7 @@ export function accountDynamoDbRequests(client: DynamoDBClient): void {
         const result = await next(args);
         const reported = reportedUnits((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
         const leastRead = operation === 'Query' || operation === 'Scan' ? (body().ConsistentRead ? 1 : 0.5) : 0;
-        if (operation === 'TransactWriteItems') void recordTransaction(client, body().TransactItems ?? [], at);
+        if (operation === 'TransactWriteItems') sizeTransaction(client, body().TransactItems ?? [], at);
         else if (readOperations.has(operation)) recordCost({ kind: 'dynamodb', operation, readUnits: Math.max(reported, leastRead), writeUnits: 0, at });
         else recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: reported, at });
         return result;
@@ -104,7 +117,7 @@ export function accountDynamoDbRequests(client: DynamoDBClient): void {
         const name = (error as Error).name;
         if (name === 'ConditionalCheckFailedException') recordCost({ kind: 'dynamodb', operation, readUnits: 0, writeUnits: 1, at });
         // A canceled transaction went through its prepare phase on every item: billed as if written.
-        else if (name === 'TransactionCanceledException') void recordTransaction(client, body().TransactItems ?? [], at);
+        else if (name === 'TransactionCanceledException') sizeTransaction(client, body().TransactItems ?? [], at);
         throw error;
       }
     },
