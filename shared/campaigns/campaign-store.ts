@@ -1,9 +1,9 @@
-import { BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DomainEvent } from '../events/events.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { AttemptOutcome, Campaign, CampaignAttempt, CampaignCall, CampaignContactState, CampaignProgress, CampaignStatus } from './campaign-schemas.ts';
 import { callSlotPut, type CallSlotClaim } from '../voice/call-slot-store.ts';
-import { conditionalWrite, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
+import { conditionalWrite, putAll, sendTransaction, transactionCancellationCodes } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
@@ -147,14 +147,7 @@ export class DynamoCampaignStore {
 
   /** Writes the contacts of a campaign being started (25 per request); a row written twice is the same row. */
   async putContacts(rows: readonly CampaignContactRow[]): Promise<void> {
-    for (let start = 0; start < rows.length; start += 25) {
-      let requests = rows.slice(start, start + 25).map((row) => ({ PutRequest: { Item: contactItem(row) } }));
-      for (let round = 0; requests.length > 0; round += 1) {
-        const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }));
-        requests = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof requests;
-        if (requests.length > 0) await new Promise((resolveLater) => setTimeout(resolveLater, Math.min(1000, 50 * 2 ** round)));
-      }
-    }
+    await putAll(this.client, this.tableName, rows.map(contactItem));
   }
 
   /** PENDING contacts due by `nowMs`, earliest first (the index is eventually consistent: claims re-check). */

@@ -15,7 +15,7 @@ export interface LoggedEvent {
 }
 
 export interface EventLogStore {
-  /** Adds the events to their organizations' logs, each at its `loggedAt`, in as few requests as it can; the entries are kept until `expiresAt` (epoch s). */
+  /** Adds the events to their organizations' logs, each at its `loggedAt`, 25 a request; the entries are kept until `expiresAt` (epoch s). */
   append(entries: readonly LoggedEvent[], expiresAt: number): Promise<void>;
   /** Up to `limit` entries after `after`, in log order, strongly consistent; `more` when others may follow. */
   read(orgId: string, after: LogPosition, limit: number): Promise<{ entries: LoggedEvent[]; more: boolean }>;

@@ -5,6 +5,7 @@ import { ValidationError } from '../platform/errors.ts';
 import { eventTypes } from './event-catalog.ts';
 import type { EventLogStore, LoggedEvent, LogPosition } from '../events/ports.ts';
 import type { Clock } from '../platform/clock.ts';
+import { maxItemsPerBatchWrite } from '../platform/store/dynamo.ts';
 import type { DomainEvent } from '../events/events.ts';
 
 /**
@@ -198,29 +199,34 @@ export class EventLogReader {
 }
 
 /**
- * Appends events to their organizations' logs, all at one time, in one write (of up to 25 entries a request). A
- * write that took longer than a third of the overlap may have become visible after readers passed its time, so
- * its events are logged again at a fresh time (readers send an event once per stream; clients deduplicate on
- * `eventId` across streams).
+ * Appends events to their organizations' logs, in writes of up to 25 entries (one request each, side by side), the
+ * entries of a write all logged at its time. A write that took longer than a third of the overlap may have become
+ * visible after readers passed its time, so its events are logged again at a fresh time (readers send an event
+ * once per stream; clients deduplicate on `eventId` across streams).
  */
 export async function logEvents(
   deps: { eventLog: EventLogStore; clock: Clock },
   events: readonly DomainEvent[],
   settings: Pick<EventStreamSettings, 'overlapMs' | 'retentionMs'>,
 ): Promise<void> {
-  if (events.length === 0) return;
   const deadlineMs = settings.overlapMs / 3;
-  for (let attempt = 1; ; attempt += 1) {
-    const loggedAt = deps.clock.now().getTime();
-    await deps.eventLog.append(
-      events.map((event) => ({ loggedAt, event })),
-      Math.ceil((loggedAt + settings.retentionMs) / 1000),
-    );
-    if (deps.clock.now().getTime() - loggedAt <= deadlineMs) return;
-    if (attempt === maxLogAttempts) {
-      throw new Error(`Event log writes of ${events.map((event) => event.eventId).join(', ')} took longer than ${deadlineMs} ms ${attempt} times.`);
-    }
-  }
+  const writes: DomainEvent[][] = [];
+  for (let start = 0; start < events.length; start += maxItemsPerBatchWrite) writes.push(events.slice(start, start + maxItemsPerBatchWrite));
+  await Promise.all(
+    writes.map(async (written) => {
+      for (let attempt = 1; ; attempt += 1) {
+        const loggedAt = deps.clock.now().getTime();
+        await deps.eventLog.append(
+          written.map((event) => ({ loggedAt, event })),
+          Math.ceil((loggedAt + settings.retentionMs) / 1000),
+        );
+        if (deps.clock.now().getTime() - loggedAt <= deadlineMs) return;
+        if (attempt === maxLogAttempts) {
+          throw new Error(`Event log writes of ${written.map((event) => event.eventId).join(', ')} took longer than ${deadlineMs} ms ${attempt} times.`);
+        }
+      }
+    }),
+  );
 }
 
 export interface EventStreamOutput {

@@ -1,12 +1,10 @@
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeliveryChanges, StoredDelivery, WebhookDeliveryStore } from './ports.ts';
 import type { DeliveryState, WebhookDelivery } from './webhook-schemas.ts';
-import { conditionalWrite, isConditionFailure } from '../platform/store/dynamo.ts';
+import { conditionalWrite, isConditionFailure, putAll } from '../platform/store/dynamo.ts';
 import { toRecord } from '../platform/store/items.ts';
 import { keys } from '../platform/store/keys.ts';
 
-const maxItemsPerBatchWrite = 25;
-const maxBatchWriteAttempts = 5;
 
 const deliveryFieldOrder = [
   'id',
@@ -58,15 +56,7 @@ export class DynamoWebhookDeliveryStore implements WebhookDeliveryStore {
   }
 
   async recordDelivered(stored: readonly StoredDelivery[], expiresAt: number): Promise<void> {
-    for (let start = 0; start < stored.length; start += maxItemsPerBatchWrite) {
-      let requests: Record<string, unknown>[] = stored.slice(start, start + maxItemsPerBatchWrite).map((one) => ({ PutRequest: { Item: this.itemOf(one, expiresAt) } }));
-      for (let attempt = 0; requests.length > 0; attempt += 1) {
-        if (attempt === maxBatchWriteAttempts) throw new Error(`DynamoDB left ${requests.length} delivery record(s) unwritten`);
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
-        const result = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }));
-        requests = (result.UnprocessedItems?.[this.tableName] ?? []) as Record<string, unknown>[];
-      }
-    }
+    await putAll(this.client, this.tableName, stored.map((one) => this.itemOf(one, expiresAt)));
   }
 
   private itemOf({ orgId, delivery, body }: StoredDelivery, expiresAt: number): Record<string, unknown> {

@@ -299,6 +299,14 @@ describe('logEvents', () => {
     ]);
   });
 
+  it('writes up to 25 events at a time, as one BatchWriteItem takes', async () => {
+    const clock = steppingClock(1_000_000);
+    const sizes: number[] = [];
+    const eventLog = fakeEventLog({ append: async (entries: readonly LoggedEvent[]) => void sizes.push(entries.length) });
+    await logEvents({ eventLog, clock }, Array.from({ length: 30 }, (_, index) => domainEvent(`e${index}`)), settings);
+    expect(sizes).toEqual([25, 5]);
+  });
+
   it('logs the events again at a fresh time when their write took longer than a third of the overlap', async () => {
     const clock = steppingClock(1_000_000);
     const latencies = [301, 300];

@@ -103,26 +103,22 @@ export async function sendTransaction(client: DynamoDBDocumentClient, items: Tra
 }
 
 /** BatchWriteItem's limit on the requests of one call. */
-const maxItemsPerBatchWrite = 25;
+export const maxItemsPerBatchWrite = 25;
 const maxBatchWriteRounds = 6;
 
 /**
- * Puts the items with BatchWriteItem, 25 a request (the requests side by side), writing again what DynamoDB left
+ * Puts the items with BatchWriteItem, 25 a request, one request after another, writing again what DynamoDB left
  * unprocessed after a backoff; fails when some are still unwritten after a few rounds. Unconditional: for items a
  * second write of leaves as they were.
  */
 export async function putAll(client: DynamoDBDocumentClient, tableName: string, items: readonly Record<string, unknown>[]): Promise<void> {
-  const chunks: Record<string, unknown>[][] = [];
-  for (let start = 0; start < items.length; start += maxItemsPerBatchWrite) chunks.push(items.slice(start, start + maxItemsPerBatchWrite));
-  await Promise.all(
-    chunks.map(async (chunk) => {
-      let requests: Record<string, unknown>[] = chunk.map((Item) => ({ PutRequest: { Item } }));
-      for (let round = 0; requests.length > 0; round += 1) {
-        if (round === maxBatchWriteRounds) throw new Error(`DynamoDB left ${requests.length} item(s) unwritten`);
-        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
-        const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
-        requests = (result.UnprocessedItems?.[tableName] ?? []) as Record<string, unknown>[];
-      }
-    }),
-  );
+  for (let start = 0; start < items.length; start += maxItemsPerBatchWrite) {
+    let requests: Record<string, unknown>[] = items.slice(start, start + maxItemsPerBatchWrite).map((Item) => ({ PutRequest: { Item } }));
+    for (let round = 0; requests.length > 0; round += 1) {
+      if (round === maxBatchWriteRounds) throw new Error(`DynamoDB left ${requests.length} item(s) unwritten`);
+      if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** round)));
+      const result = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: requests } }));
+      requests = (result.UnprocessedItems?.[tableName] ?? []) as Record<string, unknown>[];
+    }
+  }
 }
