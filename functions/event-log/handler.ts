@@ -9,8 +9,8 @@ import { observedHandler } from '../../shared/platform/invocation.ts';
 
 /**
  * Appends the domain events of the batch's new outbox and message items to their organizations' event logs, which
- * the SSE event stream reads: all of them in one write (25 entries a request), not one per event. When it fails,
- * the whole batch is retried from its first record (events are logged at least once).
+ * the SSE event stream reads: 25 entries a request, not one request per event. When it fails, the whole batch is
+ * retried from its first record (events are logged at least once).
  */
 async function handle(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const deps = runtime();

@@ -110,7 +110,6 @@ export async function analyticsRecordsOf(
     .filter((record): record is AnalyticsRecord => record !== undefined);
 }
 
-
 /** The session a stream item belongs to (its partition), for the items the analytics count. */
 export function analyticsSubject(item: Record<string, unknown>): { orgId: string; sessionId: string; kind: 'created' | 'ended' | 'message' } | undefined {
   const partition = sessionPartitionPattern.exec(String(item.pk));
