@@ -1,6 +1,7 @@
+import { cpSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AssetHashType, CfnOutput, DockerImage, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
@@ -13,7 +14,6 @@ import * as eventTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -25,6 +25,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions, type NagPackSuppression } from 'cdk-nag';
 import { Construct, type IConstruct } from 'constructs';
 import { callBackstopQueue, campaignQueue, eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, uploadEventRule, type TableStreamConsumer } from '../functions/consumers.ts';
+import { memoryMbOf } from '../functions/lambda-functions.ts';
 import { routeGroups } from '../functions/route-groups.ts';
 import { settingsOf } from '../functions/settings.ts';
 import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
@@ -32,7 +33,7 @@ import { functionTimeoutSeconds, routeKeyOf, routeKeysOf, routePaths, type HttpM
 import { secretArnVariable, settingSources, type SecretSettingName, type SettingName } from '../shared/platform/config.ts';
 import type { QueueDefinition } from '../shared/platform/queue/queue-definition.ts';
 import { tableDefinition } from '../shared/platform/store/table.ts';
-import { functionMemoryMb, lambdaBundling } from './bundling.ts';
+import { bundleEntryFile, bundleFunctionSync } from './bundling.ts';
 import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
 import { OperationsStack } from './operations.ts';
 
@@ -104,7 +105,7 @@ export interface AgentPlatformStackProps extends StackProps {
 
 export class AgentPlatformStack extends Stack {
   /** The function of each route group and stream consumer, by name. */
-  readonly functions = new Map<string, NodejsFunction>();
+  readonly functions = new Map<string, lambda.Function>();
   /** The alarms and the dashboard (a nested stack). */
   readonly operations: OperationsStack;
 
@@ -272,6 +273,7 @@ export class AgentPlatformStack extends Stack {
     for (const group of routeGroups) {
       const groupScope = new Construct(this, group.name);
       const fn = bundledFunction(groupScope, group.entry, {
+        memoryMb: memoryMbOf(group.name),
         assets: group.assets,
         traced: true,
         timeout: Duration.seconds(functionTimeoutSeconds(group)),
@@ -333,7 +335,7 @@ export class AgentPlatformStack extends Stack {
     const streamFailures = deadLetterQueue(this, 'StreamFailures', 'table-stream', 'A table stream batch a consumer kept failing');
     for (const consumer of tableStreamConsumers) {
       const consumerScope = new Construct(this, consumer.name);
-      const fn = bundledFunction(consumerScope, consumer.entry, { timeout: Duration.seconds(60), logRetention });
+      const fn = bundledFunction(consumerScope, consumer.entry, { memoryMb: memoryMbOf(consumer.name), timeout: Duration.seconds(60), logRetention });
       for (const definition of Object.values(consumer.queueUrls ?? {})) queueFor(definition).grantSendMessages(fn);
       if (consumer.publishesEvents) eventBus.grantPutEventsTo(fn);
       if (consumer.worksOnTable) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
@@ -364,7 +366,11 @@ export class AgentPlatformStack extends Stack {
     // Queue consumers report partial batch failures, so one failing message does not send its whole batch back.
     for (const consumer of queueConsumers) {
       const queue = queueFor(consumer.queue);
-      const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, { timeout: Duration.seconds(consumer.timeoutSeconds), logRetention });
+      const fn = bundledFunction(new Construct(this, consumer.name), consumer.entry, {
+        memoryMb: memoryMbOf(consumer.name),
+        timeout: Duration.seconds(consumer.timeoutSeconds),
+        logRetention,
+      });
       if (consumer.worksOnTable !== false) fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       if (consumer.queueUrlVariable) queue.grantSendMessages(fn);
       for (const definition of Object.values(consumer.sendsTo ?? {})) queueFor(definition).grantSendMessages(fn);
@@ -378,7 +384,11 @@ export class AgentPlatformStack extends Stack {
 
     // Scheduled functions (the knowledge sweeper): an EventBridge rule on a rate; a missed run is made up by the next.
     for (const scheduled of scheduledFunctions) {
-      const fn = bundledFunction(new Construct(this, scheduled.name), scheduled.entry, { timeout: Duration.seconds(scheduled.timeoutSeconds), logRetention });
+      const fn = bundledFunction(new Construct(this, scheduled.name), scheduled.entry, {
+        memoryMb: memoryMbOf(scheduled.name),
+        timeout: Duration.seconds(scheduled.timeoutSeconds),
+        logRetention,
+      });
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       new events.Rule(this, `Schedule-${scheduled.name}`, {
         description: scheduled.description,
@@ -487,6 +497,7 @@ export class AgentPlatformStack extends Stack {
     // Calls (docs/voice.md): ConversationRelay's WebSocket API and its function, the recordings bucket, and the
     // role EventBridge Scheduler sends each call's backstop with.
     const relayFunction = bundledFunction(new Construct(this, voiceRelayRoutes.name), voiceRelayRoutes.entry, {
+      memoryMb: memoryMbOf(voiceRelayRoutes.name),
       traced: true,
       // A prompt's turn streams its tokens through the management API; the integration's answer does not wait for it.
       timeout: streamingTurnTimeout.plus(Duration.seconds(20)),
@@ -543,7 +554,7 @@ export class AgentPlatformStack extends Stack {
       ...queueConsumers.flatMap((consumer) => (consumer.placesCalls ? [{ name: consumer.name, telephony: { schedulesBackstops: true } as NonNullable<RouteGroup['telephony']> }] : [])),
     ];
     for (const group of telephonyUnits) {
-      const fn = this.functions.get(group.name) as NodejsFunction;
+      const fn = this.functions.get(group.name) as lambda.Function;
       const objects = recordings.arnForObjects('*');
       if (group.telephony.recordings === 'write') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [objects] }));
       if (group.telephony.recordings === 'read') fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [objects] }));
@@ -699,7 +710,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
-    const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as NodejsFunction);
+    const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as lambda.Function);
     const operations = (this.operations = new OperationsStack(this, 'Operations', {
       alarmTopic: alarms,
       alarmEmail: deployment.config.alarmEmail,
@@ -965,41 +976,50 @@ function streamFilter(consumer: TableStreamConsumer): Record<string, unknown> {
   };
 }
 
-/** Copies a group's built assets beside its bundle, where the handler reads them (`./assets/`). */
-function copyAssets(directory: string) {
-  const source = path.join(repoRoot, directory);
-  return {
-    beforeBundling: () => [],
-    beforeInstall: () => [],
-    afterBundling: (_inputDir: string, outputDir: string) => [`cp -R "${source}" "${outputDir}/assets"`],
-  };
-}
-
-/** A Lambda function bundled from a handler module with the esbuild options shared with `npm run bench`. */
+/**
+ * A Lambda function bundled from a handler module by infra/bundling.ts, as `npm run bench` bundles it: esbuild's
+ * JavaScript API in this process (never Docker), split so that a rare path's dependencies load only when it runs.
+ */
 function bundledFunction(
   scope: Construct,
   entry: string,
   options: {
+    /** From the function's declaration (functions/lambda-functions.ts). */
+    memoryMb: number;
     timeout: Duration;
     logRetention: logs.RetentionDays;
     assets?: string | undefined;
     /** On the request path: X-Ray active tracing, and Powertools Tracer (shared/platform/tracing.ts) told so. */
     traced?: boolean;
   },
-): NodejsFunction {
+): lambda.Function {
   // An explicit log group avoids CDK's log-retention custom resource; an explicit role may write to it alone,
   // instead of the AWSLambdaBasicExecutionRole managed policy, which allows every log group of the account.
   const logGroup = new logs.LogGroup(scope, 'Logs', { retention: options.logRetention });
   const role = new iam.Role(scope, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
   logGroup.grantWrite(role);
-  return new NodejsFunction(scope, 'Function', {
-    entry: path.join(repoRoot, entry),
+  const code = lambda.Code.fromAsset(path.join(repoRoot, path.dirname(entry)), {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Never used: local bundling always succeeds or throws.
+      image: DockerImage.fromRegistry('scratch'),
+      local: {
+        tryBundle(outputDir) {
+          bundleFunctionSync(path.join(repoRoot, entry), outputDir, repoRoot);
+          // The group's built pages and scripts, beside the handler, where it reads them (`./assets/`).
+          if (options.assets) cpSync(path.join(repoRoot, options.assets), path.join(outputDir, 'assets'), { recursive: true });
+          return true;
+        },
+      },
+    },
+  });
+  return new lambda.Function(scope, 'Function', {
+    code,
     role,
-    handler: 'handler',
-    depsLockFilePath: path.join(repoRoot, 'package-lock.json'),
+    handler: `${path.basename(bundleEntryFile, '.mjs')}.handler`,
     runtime: lambda.Runtime.NODEJS_24_X,
     architecture: lambda.Architecture.ARM_64,
-    memorySize: functionMemoryMb,
+    memorySize: options.memoryMb,
     timeout: options.timeout,
     logGroup,
     // Settings come later, each function its own (functions/settings.ts).
@@ -1009,18 +1029,5 @@ function bundledFunction(
       ...(options.traced ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
     },
     ...(options.traced ? { tracing: lambda.Tracing.ACTIVE } : {}),
-    bundling: {
-      format: lambdaBundling.format as OutputFormat,
-      minify: lambdaBundling.minify,
-      // esbuild's default source map is the linked one lambdaBundling asks for.
-      sourceMap: true,
-      target: lambdaBundling.target,
-      mainFields: lambdaBundling.mainFields,
-      banner: lambdaBundling.banner.js,
-      externalModules: lambdaBundling.external,
-      // Bundle with the esbuild devDependency: synth must work without Docker.
-      forceDockerBundling: false,
-      ...(options.assets ? { commandHooks: copyAssets(options.assets) } : {}),
-    },
   });
 }
