@@ -14,23 +14,19 @@
  *   metadata): on Lambda, the function role. Credentials are resolved on the first request, never at import.
  *
  * - An organization's own models (`createOrganizationLanguageModel`): `openai-compatible` or `anthropic` with its key and
- *   base URL, through the egress guard's fetch (docs/models.md#your-own-provider-keys). `@ai-sdk/anthropic` adds
- *   about 290 kB (minified) to a turn function's bundle (1.45 → 1.74 MB for chat-messages, AWS SDK left out), so it is
- *   imported on the first Anthropic model's use, not when the function loads.
+ *   base URL, through the egress guard's fetch (docs/models.md#your-own-provider-keys).
+ *
+ * Each provider package (`@ai-sdk/openai-compatible`, `@ai-sdk/amazon-bedrock`, `@ai-sdk/anthropic`) is imported on
+ * its first model call, not when the function loads: the stack bundles each into a chunk of its own (decision 420),
+ * so a function loads only the provider its models use, and only once it calls one. The models handed out are
+ * stand-ins with the provider's name and model id, which load the provider and pass each call on.
  *
  * Provider instances are built once per process and configuration, models once per name, so that a turn only
  * pays a map lookup. Nothing here opens a connection: the first network call is the first model request.
- *
- * Import cost, bundled with the Lambda esbuild options and timed as `await import()` of the bundle (Node 22, a
- * busy 2-core machine, medians): the DynamoDB clients alone 333 KiB / ~85 ms; adding `ai` (streamText),
- * `@ai-sdk/openai-compatible` and the built-in model 1259 KiB / ~180 ms; adding `@ai-sdk/amazon-bedrock` (it
- * bundles parts of the Anthropic and OpenAI providers) 1399 KiB / ~195 ms. `@aws-sdk/credential-provider-node`
- * adds nothing: the DynamoDB client already bundles it. Standalone: `ai` 447 KiB / ~40 ms, openai-compatible
- * 574 KiB / ~40 ms, amazon-bedrock 647 KiB / ~65 ms, this module with its providers 1001 KiB / ~135 ms.
  */
 import type { EmbeddingModelV4, LanguageModelV4, RerankingModelV4 } from '@ai-sdk/provider';
-import { createAmazonBedrock, type AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
-import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
+import type { AmazonBedrockProvider } from '@ai-sdk/amazon-bedrock';
+import type { OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Config } from '../platform/config.ts';
 import { secretSetting } from '../platform/secrets/secret-settings.ts';
@@ -47,7 +43,8 @@ type ProviderConfig = Pick<Config, 'AWS_REGION' | 'SECRETS_MANAGER_ENDPOINT' | '
 
 interface CachedProvider<P> {
   key: string;
-  provider: P;
+  /** The provider, built on its package's first import. */
+  provider: () => Promise<P>;
   models: Map<string, LanguageModelV4 | EmbeddingModelV4 | RerankingModelV4>;
 }
 
@@ -60,7 +57,10 @@ function openAICompatibleProvider(model: Model, config: ProviderConfig): CachedP
   if (!baseURL) throw new Error(`Model openai-compatible/${model.name} needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
   const key = `${baseURL}\n${config.OPENAI_COMPATIBLE_API_KEY ?? ''}\n${config.OPENAI_COMPATIBLE_API_KEY_ARN ?? ''}`;
   if (openAICompatible?.key !== key) {
-    const provider = createOpenAICompatible({ name: 'openai-compatible', baseURL, includeUsage: true, fetch: withApiKey(config) });
+    const provider = once(async () => {
+      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+      return createOpenAICompatible({ name: openAICompatibleName, baseURL, includeUsage: true, fetch: withApiKey(config) });
+    });
     openAICompatible = { key, provider, models: new Map() };
   }
   return openAICompatible;
@@ -83,7 +83,10 @@ function bedrockProvider(config: ProviderConfig): CachedProvider<AmazonBedrockPr
   if (bedrock?.key !== region) {
     // The chain is memoized and refreshes credentials before they expire.
     const credentials = defaultProvider();
-    const provider = createAmazonBedrock({ region, credentialProvider: () => credentials() });
+    const provider = once(async () => {
+      const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
+      return createAmazonBedrock({ region, credentialProvider: () => credentials() });
+    });
     bedrock = { key: region, provider, models: new Map() };
   }
   return bedrock;
@@ -100,9 +103,9 @@ export function createLanguageModel(model: Model, config: ProviderConfig): Langu
       builtin ??= createBuiltinModel();
       return builtin;
     case 'openai-compatible':
-      return cachedModel(openAICompatibleProvider(model, config), model, (provider) => provider(model.name));
+      return cachedModel(openAICompatibleProvider(model, config), model, (provider) => lazyLanguageModel(`${openAICompatibleName}.chat`, model.name, async () => (await provider())(model.name)));
     case 'bedrock':
-      return cachedModel(bedrockProvider(config), model, (provider) => provider(model.name));
+      return cachedModel(bedrockProvider(config), model, (provider) => lazyLanguageModel(bedrockName, model.name, async () => (await provider())(model.name)));
     default:
       throw new Error(`Model ${model.provider}/${model.name} is not one of the deployment's models`);
   }
@@ -124,7 +127,8 @@ export async function createOrganizationLanguageModel(model: Model, connection: 
   switch (connection.provider) {
     case 'openai-compatible':
       if (!connection.baseUrl) throw new Error('An openai-compatible key needs its base URL');
-      created = createOpenAICompatible({ name: 'openai-compatible', baseURL: connection.baseUrl, apiKey: connection.apiKey, includeUsage: true, fetch })(model.name);
+      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+      created = createOpenAICompatible({ name: openAICompatibleName, baseURL: connection.baseUrl, apiKey: connection.apiKey, includeUsage: true, fetch })(model.name);
       break;
     case 'anthropic': {
       const { createAnthropic } = await import('@ai-sdk/anthropic');
@@ -146,9 +150,11 @@ export function createEmbeddingModel(model: Model, config: ProviderConfig): Embe
     case 'builtin':
       return builtinEmbeddingModel(`builtin/${model.name}`);
     case 'openai-compatible':
-      return cachedModel(openAICompatibleProvider(model, config), model, (provider) => provider.embeddingModel(model.name));
+      return cachedModel(openAICompatibleProvider(model, config), model, (provider) =>
+        lazyEmbeddingModel(`${openAICompatibleName}.embedding`, model.name, async () => (await provider()).embeddingModel(model.name)),
+      );
     case 'bedrock':
-      return cachedModel(bedrockProvider(config), model, (provider) => provider.embeddingModel(model.name));
+      return cachedModel(bedrockProvider(config), model, (provider) => lazyEmbeddingModel(bedrockName, model.name, async () => (await provider()).embeddingModel(model.name)));
     default:
       throw new Error(`Unknown model provider ${String((model as Model).provider)}`);
   }
@@ -161,7 +167,7 @@ export function createRerankingModel(model: Model, config: ProviderConfig): Rera
     case 'builtin':
       return builtinRerankingModel();
     case 'bedrock':
-      return cachedModel(bedrockProvider(config), model, (provider) => provider.rerankingModel(model.name));
+      return cachedModel(bedrockProvider(config), model, (provider) => lazyRerankingModel(bedrockName, model.name, async () => (await provider()).rerankingModel(model.name)));
     default:
       throw new Error(`No rerank models from ${model.provider}`);
   }
@@ -173,7 +179,7 @@ export function createTranscriber(model: Model, config: ProviderConfig): Transcr
   return openAICompatibleTranscriber({ baseURL: config.OPENAI_COMPATIBLE_BASE_URL, apiKey: config.OPENAI_COMPATIBLE_API_KEY || undefined, model: model.name });
 }
 
-function cachedModel<P, M extends LanguageModelV4 | EmbeddingModelV4 | RerankingModelV4>(cache: CachedProvider<P>, model: Model, create: (provider: P) => M): M {
+function cachedModel<P, M extends LanguageModelV4 | EmbeddingModelV4 | RerankingModelV4>(cache: CachedProvider<P>, model: Model, create: (provider: () => Promise<P>) => M): M {
   const key = `${model.type} ${model.name}`;
   let created = cache.models.get(key) as M | undefined;
   if (!created) {
@@ -181,4 +187,53 @@ function cachedModel<P, M extends LanguageModelV4 | EmbeddingModelV4 | Reranking
     cache.models.set(key, created);
   }
   return created;
+}
+
+/** The providers' own names, which the stand-ins carry before their package is loaded. */
+const openAICompatibleName = 'openai-compatible';
+const bedrockName = 'amazon-bedrock';
+
+/** Runs `load` on the first call only; a failed load is tried again on the next call. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loading: Promise<T> | undefined;
+  return () =>
+    (loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    }));
+}
+
+function lazyLanguageModel(provider: string, modelId: string, load: () => Promise<LanguageModelV4>): LanguageModelV4 {
+  const model = once(load);
+  return {
+    specificationVersion: 'v4',
+    provider,
+    modelId,
+    get supportedUrls() {
+      return model().then((loaded) => loaded.supportedUrls);
+    },
+    doGenerate: async (options) => (await model()).doGenerate(options),
+    doStream: async (options) => (await model()).doStream(options),
+  };
+}
+
+function lazyEmbeddingModel(provider: string, modelId: string, load: () => Promise<EmbeddingModelV4>): EmbeddingModelV4 {
+  const model = once(load);
+  return {
+    specificationVersion: 'v4',
+    provider,
+    modelId,
+    get maxEmbeddingsPerCall() {
+      return model().then((loaded) => loaded.maxEmbeddingsPerCall);
+    },
+    get supportsParallelCalls() {
+      return model().then((loaded) => loaded.supportsParallelCalls);
+    },
+    doEmbed: async (options) => (await model()).doEmbed(options),
+  };
+}
+
+function lazyRerankingModel(provider: string, modelId: string, load: () => Promise<RerankingModelV4>): RerankingModelV4 {
+  const model = once(load);
+  return { specificationVersion: 'v4', provider, modelId, doRerank: async (options) => (await model()).doRerank(options) };
 }
