@@ -84,8 +84,8 @@ export function isBilledWork(record: CostRecord): boolean {
   }
 }
 
-/** The units and counts of the records, as AWS bills them, with `memoryMb` the functions' memory. */
-export function usageOf(records: readonly CostRecord[], memoryMb: number): UsageCounts {
+/** The units and counts of the records, as AWS bills them, with `memoryMbOf` each function's memory. */
+export function usageOf(records: readonly CostRecord[], memoryMbOf: (functionName: string) => number): UsageCounts {
   const usage = emptyUsage();
   for (const record of records) {
     switch (record.kind) {
@@ -116,8 +116,8 @@ export function usageOf(records: readonly CostRecord[], memoryMb: number): Usage
         break;
       case 'invocation': {
         // Lambda bills duration rounded up to the millisecond.
-        const gbSeconds = (Math.ceil(record.durationMs) / 1000) * (memoryMb / 1024);
         const name = record.function ?? 'unknown';
+        const gbSeconds = (Math.ceil(record.durationMs) / 1000) * (memoryMbOf(name) / 1024);
         const entry = (usage.lambda.byFunction[name] ??= { invocations: 0, gbSeconds: 0 });
         entry.invocations += 1;
         entry.gbSeconds += gbSeconds;
@@ -162,8 +162,8 @@ export function dollarsOf(usage: UsageCounts, prices = listPrices): Dollars {
 }
 
 /** The records' usage per unit of work (`units` turns, call minutes, deliveries), with its dollars. */
-export function costPer(records: readonly CostRecord[], units: number, memoryMb: number): CostFigure {
-  const usage = scaleUsage(usageOf(records.filter(isBilledWork), memoryMb), 1 / units);
+export function costPer(records: readonly CostRecord[], units: number, memoryMbOf: (functionName: string) => number): CostFigure {
+  const usage = scaleUsage(usageOf(records.filter(isBilledWork), memoryMbOf), 1 / units);
   return { ...usage, dollars: dollarsOf(usage) };
 }
 

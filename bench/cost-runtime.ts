@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { eventRules, queueConsumers, tableStreamConsumers, usageRollupQueue, webhookDeliveryQueue } from '../functions/consumers.ts';
 import { routeGroups } from '../functions/route-groups.ts';
-import { functionMemoryMb } from '../infra/bundling.ts';
+import { memoryMbOf } from '../functions/lambda-functions.ts';
 import { useLocalDatabase } from '../infra/local/environment.ts';
 import { startEventRouter } from '../infra/local/event-router.ts';
 import { startQueuePollers } from '../infra/local/queue-poller.ts';
@@ -50,7 +50,6 @@ export interface CostBenchResult {
   usageRollups: number;
   callSeconds: number;
   callExchanges: number;
-  functionMemoryMb: number;
   /** The machine's one-minute load average when the measuring began and ended, and its cores: durations include waiting for a core. */
   loadAverage: { start: number; end: number; cores: number };
 }
@@ -154,25 +153,26 @@ const floorRecords = await measureFloor();
 const rollupRecords = [...turnRecords, ...sessionRecords, ...deliveryTurnRecords, ...callRecords].filter(isRollup);
 const usageRollups = rollupRecords.filter((record) => record.kind === 'invocation').length;
 const withoutRollups = (records: CostRecord[]) => records.filter((record) => !isRollup(record));
-const perTurn = costPer(withoutRollups(turnRecords), turns, functionMemoryMb);
-const perSession = costPer(withoutRollups(sessionRecords), sessions, functionMemoryMb);
-const deliveryWork = (records: CostRecord[]) => usageOf(records.filter((record) => isBilledWork(record) && isDelivery(record)), functionMemoryMb);
+/** Each invocation at its function's memory; the SDK floor's turn at that of the turn's function. */
+const memoryOf = (name: string) => memoryMbOf(name === 'sdk-floor' ? 'chat-messages' : name);
+const perTurn = costPer(withoutRollups(turnRecords), turns, memoryOf);
+const perSession = costPer(withoutRollups(sessionRecords), sessions, memoryOf);
+const deliveryWork = (records: CostRecord[]) => usageOf(records.filter((record) => isBilledWork(record) && isDelivery(record)), memoryOf);
 const deliveryUsage = scaleUsage(atLeastZero(usageDifference(deliveryWork(deliveryTurnRecords), deliveryWork(turnRecords))), 1 / Math.max(1, webhookDeliveries));
 const result: CostBenchResult = {
   perTurn,
   perSession,
-  perTurnInSession: costPer(withoutRollups([...turnRecords, ...sessionRecords]), turns, functionMemoryMb),
+  perTurnInSession: costPer(withoutRollups([...turnRecords, ...sessionRecords]), turns, memoryOf),
   perWebhookDelivery: { ...deliveryUsage, dollars: dollarsOf(deliveryUsage) },
-  perCallMinute: costPer(withoutRollups(callRecords), callSeconds / 60, functionMemoryMb),
-  perUsageRollup: costPer(rollupRecords, Math.max(1, usageRollups), functionMemoryMb),
-  floorPerTurn: costPer(floorRecords, floorRequests, functionMemoryMb),
+  perCallMinute: costPer(withoutRollups(callRecords), callSeconds / 60, memoryOf),
+  perUsageRollup: costPer(rollupRecords, Math.max(1, usageRollups), memoryOf),
+  floorPerTurn: costPer(floorRecords, floorRequests, memoryOf),
   turns,
   turnsPerSession,
   webhookDeliveries,
   usageRollups,
   callSeconds,
   callExchanges,
-  functionMemoryMb,
   loadAverage: { start: loadAtStart, end: loadavg()[0] as number, cores: cpus().length },
 };
 // Everything stopped before the figures go: the parent then stops the database.

@@ -37,7 +37,7 @@ export function costReport(result: CostBenchResult): string[] {
   const format = (value: number, digits: number) => value.toFixed(digits);
   return [
     '',
-    `16. Cost, counted from the requests made (COST_ACCOUNTING_FILE; bench/cost-runtime.ts): ${result.turns} streamed turns against a stub model, ${result.webhookDeliveries} webhook deliveries, a ${result.callSeconds} s call; Lambda at ${result.functionMemoryMb} MB arm64, list prices of ${listPrices.region} (${listPrices.checked})`,
+    `16. Cost, counted from the requests made (COST_ACCOUNTING_FILE; bench/cost-runtime.ts): ${result.turns} streamed turns against a stub model, ${result.webhookDeliveries} webhook deliveries, a ${result.callSeconds} s call; Lambda arm64 at each function's memory (functions/lambda-functions.ts), list prices of ${listPrices.region} (${listPrices.checked})`,
     table(
       ['work', 'DDB req', 'RRU', 'WRU', 'EB events', 'SQS req', 'Lambda inv', 'GB-s', 'API req', '$ per 1,000'],
       rows.map(([name, figure]) => [

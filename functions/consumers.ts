@@ -17,6 +17,8 @@ export interface TableStreamConsumer {
   worksOnTable: boolean;
   /** Queues it sends to, by the variable that holds each one's URL (it gets the URL and the right to send). */
   queueUrls?: Record<string, QueueDefinition>;
+  /** Memory (and so CPU share) on Lambda, MB, when not the default of its kind (functions/lambda-functions.ts: the rule in docs/performance.md). */
+  memoryMb?: number;
 }
 
 /**
@@ -107,6 +109,8 @@ export interface QueueConsumer {
   worksOnTable?: boolean;
   /** Keeps WhatsApp customers' media (`write`: puts them in the media bucket; docs/whatsapp.md#media). */
   whatsappMedia?: 'write';
+  /** Memory (and so CPU share) on Lambda, MB, when not the default of its kind (functions/lambda-functions.ts: the rule in docs/performance.md). */
+  memoryMb?: number;
 }
 
 /** An EventBridge rule on the platform's bus: matching events go to the target queue, the EventBridge event as message body. */
@@ -227,6 +231,8 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 10,
     timeoutSeconds: analysisTimeoutSeconds,
     invokesModels: true,
+    // Builds a model's prompt from a whole transcript and parses its answer: CPU-bound between model calls.
+    memoryMb: 1024,
   },
   {
     name: 'usage-rollup',
@@ -269,6 +275,8 @@ export const queueConsumers: readonly QueueConsumer[] = [
     invokesModels: true,
     usesKnowledge: true,
     readsUploads: true,
+    // Parses PDFs of up to 2 MB of text (PDF.js) and chunks and embeds them: the heaviest working set and CPU of all.
+    memoryMb: 1024,
   },
   {
     name: 'knowledge-upload-router',
@@ -290,6 +298,8 @@ export const queueConsumers: readonly QueueConsumer[] = [
     opensSecrets: true,
     queriesKnowledge: true,
     whatsappMedia: 'write',
+    // Runs turns, as chat-messages does.
+    memoryMb: 1024,
   },
 ];
 
@@ -300,6 +310,8 @@ export interface ScheduledFunction {
   description: string;
   rateMinutes: number;
   timeoutSeconds: number;
+  /** Memory (and so CPU share) on Lambda, MB, when not the default of its kind (functions/lambda-functions.ts: the rule in docs/performance.md). */
+  memoryMb?: number;
 }
 
 export const scheduledFunctions: readonly ScheduledFunction[] = [

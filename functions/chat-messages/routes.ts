@@ -8,6 +8,8 @@ export const chatMessageRoutes = defineRouteGroup({
   entry: 'functions/chat-messages/handler.ts',
   streaming: true,
   runsTurns: true,
+  // A turn's tokens stream while its CPU-bound work runs: CPU, not memory, sets it.
+  memoryMb: 1024,
   routes: {
     sendMessage: {
       method: 'POST',

@@ -5,6 +5,7 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lambdaFunctions, memoryMbOf } from '../../functions/lambda-functions.ts';
 import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers, whatsappInboundQueue } from '../../functions/consumers.ts';
 import { assetNames, edgeRoutes } from '../../functions/edge/routes.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
@@ -537,12 +538,14 @@ describe('AgentPlatformStack', () => {
       }
     });
 
-    it('runs every function on Node.js 24 on arm64, with a month of logs', () => {
-      template.allResourcesProperties('AWS::Lambda::Function', {
-        Runtime: 'nodejs24.x',
-        Architectures: ['arm64'],
-        MemorySize: 1024,
-      });
+    it('runs every function on Node.js 24 on arm64, with a month of logs and the memory its declaration gives it', () => {
+      template.allResourcesProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+      expect(lambdaFunctions.map((fn) => fn.name).sort()).toEqual([...stack.functions.keys()].sort());
+      for (const { name, memoryMb } of lambdaFunctions) {
+        expect(resource(functionIdOf({ name }), 'AWS::Lambda::Function').Properties.MemorySize, name).toBe(memoryMb);
+      }
+      // The functions that run turns keep the CPU share of 1 GB (docs/performance.md#bundles-init-and-memory).
+      for (const name of ['chat-messages', 'voice-relay', 'whatsapp-inbound']) expect(memoryMbOf(name), name).toBe(1024);
       for (const group of routeGroups) {
         const fn = resource(functionIdOf(group), 'AWS::Lambda::Function');
         // HTTP API integrations time out after 30 s; a streaming function may run as long as its stream (15 min).

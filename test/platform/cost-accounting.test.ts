@@ -149,7 +149,7 @@ describe('a chat turn', () => {
     expect(published.length).toBeGreaterThanOrEqual(3);
     const ruleSends = turnRecords.filter((record) => record.kind === 'sqs' && record.caller === 'event-rule');
     expect(ruleSends.flatMap((record) => (record.kind === 'sqs' ? record.entryBytes : []))).toHaveLength(published.length);
-    const usage = usageOf(turnRecords, 1024);
+    const usage = usageOf(turnRecords, () => 1024);
     expect(usage.lambda.byFunction['chat-messages']?.invocations).toBe(1);
     expect(usage.apiGateway.restApiRequests).toBe(1);
     expect(usage.eventBridge.events).toBe(published.length);
@@ -166,14 +166,17 @@ describe('bench/cost-model.ts', () => {
         { kind: 'sqs', operation: 'SendMessageBatch', queue: 'q', caller: 'event-rule', entryBytes: [100, 100, 100] },
         { kind: 'sqs', operation: 'DeleteMessageBatch', queue: 'q.fifo', caller: 'event-source-mapping', entryBytes: [] },
       ],
-      1024,
+      () => 1024,
     );
 
     // Assess
     expect(usage.sqs).toEqual({ requests: 2 + 3, fifoRequests: 1, byQueue: { q: 5, 'q.fifo': 1 } });
   });
 
-  it('bills Lambda by the millisecond rounded up at the configured memory, and counts the front door of each HTTP invocation', () => {
+  it('bills Lambda by the millisecond rounded up at each function\'s memory, and counts the front door of each HTTP invocation', () => {
+    // Prepare
+    const memoryMb: Record<string, number> = { 'chat-messages': 1024, agents: 512, 'event-relay': 256 };
+
     // Act
     const usage = usageOf(
       [
@@ -184,12 +187,12 @@ describe('bench/cost-model.ts', () => {
         { kind: 'websocket-message', direction: 'in', bytes: 40_000 },
         { kind: 'websocket-connection', durationMs: 61_000 },
       ],
-      512,
+      (name) => memoryMb[name] as number,
     );
 
     // Assess
     expect(usage.lambda.invocations).toBe(3);
-    expect(usage.lambda.gbSeconds).toBeCloseTo((0.1 + 0.01 + 0.005) / 2, 10);
+    expect(usage.lambda.gbSeconds).toBeCloseTo(0.1 + 0.01 / 2 + 0.005 / 4, 10);
     expect(usage.apiGateway).toEqual({ httpApiRequests: 1, restApiRequests: 1, websocketMessages: 2, websocketConnectionMinutes: 2 });
     expect(usage.cloudFront.requests).toBe(2);
     expect(usage.eventBridge.events).toBe(1 + 2);
@@ -205,7 +208,7 @@ describe('bench/cost-model.ts', () => {
         { kind: 'dynamodb', operation: 'PutItem', readUnits: 0, writeUnits: 100 },
       ],
       2,
-      1024,
+      () => 1024,
     );
 
     // Assess
@@ -216,13 +219,13 @@ describe('bench/cost-model.ts', () => {
 
   it('tells what a variant adds, per field', () => {
     // Prepare
-    const base = usageOf([{ kind: 'dynamodb', function: 'f', operation: 'GetItem', readUnits: 1, writeUnits: 0 }], 1024);
+    const base = usageOf([{ kind: 'dynamodb', function: 'f', operation: 'GetItem', readUnits: 1, writeUnits: 0 }], () => 1024);
     const more = usageOf(
       [
         { kind: 'dynamodb', function: 'f', operation: 'GetItem', readUnits: 1, writeUnits: 0 },
         { kind: 'dynamodb', function: 'f', operation: 'PutItem', readUnits: 0, writeUnits: 3 },
       ],
-      1024,
+      () => 1024,
     );
 
     // Act

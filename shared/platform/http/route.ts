@@ -93,6 +93,8 @@ export interface RouteGroup<Routes extends Record<string, RouteDefinition> = Rec
   usesKnowledge?: boolean;
   /** Queues its handlers send to, by the variable that carries the queue's URL (see functions/consumers.ts). */
   queueUrls?: Record<string, QueueDefinition>;
+  /** Memory (and so CPU share) on Lambda, MB, when not the default of its kind (functions/lambda-functions.ts: the rule in docs/performance.md). */
+  memoryMb?: number;
 }
 
 export function defineRouteGroup<const Routes extends Record<string, RouteDefinition>>(group: RouteGroup<Routes>): RouteGroup<Routes> {
