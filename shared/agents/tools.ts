@@ -1,4 +1,4 @@
-import { Ajv } from 'ajv';
+import type { Ajv } from 'ajv';
 import type { Config } from '../platform/config.ts';
 import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
 import {
@@ -33,20 +33,23 @@ export interface ToolDeps {
  * Each schema is compiled on its own and then dropped: the shared instance keeps nothing, so one organization's
  * `$id` can neither collide with nor be `$ref`erenced by another's, and memory does not grow with every schema.
  */
-const schemaCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
+let schemaCompiler: Promise<Ajv> | undefined;
+// Loaded when a tool is written: the functions that bundle this module for its reads need no ajv at init.
+const compiler = () => (schemaCompiler ??= import('ajv').then(({ Ajv }) => new Ajv({ strict: false, allErrors: true, addUsedSchema: false })));
 
 /**
  * A tool's parameters must be a JSON Schema that ajv compiles and that describes an object: models call tools
  * with an object of named arguments.
  */
-export function assertUsableToolSchema(schema: Record<string, unknown>): void {
+export async function assertUsableToolSchema(schema: Record<string, unknown>): Promise<void> {
   if (schema.type !== undefined && schema.type !== 'object') {
     throw new InvalidToolSchemaError('ajvPropertiesSchema must describe an object (type "object").', {
       details: [{ field: 'ajvPropertiesSchema.type', message: 'must be "object"' }],
     });
   }
+  const ajv = await compiler();
   try {
-    schemaCompiler.compile(schema);
+    ajv.compile(schema);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new InvalidToolSchemaError(`ajvPropertiesSchema is not a valid JSON Schema: ${reason}`, {
@@ -54,7 +57,7 @@ export function assertUsableToolSchema(schema: Record<string, unknown>): void {
       details: [{ field: 'ajvPropertiesSchema', message: reason }],
     });
   } finally {
-    schemaCompiler.removeSchema(schema);
+    ajv.removeSchema(schema);
   }
 }
 
@@ -115,7 +118,7 @@ async function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config' | 'resolveHos
 
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
-  assertUsableToolSchema(input.ajvPropertiesSchema);
+  await assertUsableToolSchema(input.ajvPropertiesSchema);
   await assertAllowedToolUrls(deps, input);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
@@ -140,7 +143,7 @@ export async function listTools(deps: Pick<ToolDeps, 'tools'>, orgId: string, qu
 /** Agents read their tools at the start of each turn, so a change applies from the next turn on. */
 export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, changes: UpdateToolInput): Promise<Tool> {
   const previous = await getTool(deps, orgId, toolId);
-  if (changes.ajvPropertiesSchema) assertUsableToolSchema(changes.ajvPropertiesSchema);
+  if (changes.ajvPropertiesSchema) await assertUsableToolSchema(changes.ajvPropertiesSchema);
   if (changes.apiTool && previous.type !== 'API_TOOL') {
     throw new ValidationError('apiTool can only be set on an API_TOOL.', {
       details: [{ field: 'apiTool', message: 'is only for API_TOOL' }],

@@ -1,5 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { InvalidSessionError, SessionBusyError, SessionNotFoundError } from '../platform/errors.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
@@ -477,15 +477,18 @@ async function retrieveForTurn(deps: TurnDeps, session: StoredSession, agent: Ag
 
 const validators = new Map<string, ValidateFunction>();
 const maxCachedValidators = 500;
-const validatorCompiler = new Ajv({ strict: false, allErrors: true, addUsedSchema: false });
+let validatorCompiler: Promise<Ajv> | undefined;
+// Loaded on a turn's first tool call: a function that runs no tool call loads no ajv.
+const compiler = () => (validatorCompiler ??= import('ajv').then(({ Ajv }) => new Ajv({ strict: false, allErrors: true, addUsedSchema: false })));
 
 /** Compiled argument validators, shared by content so a PATCHed schema simply gets a new entry. */
-function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+async function validatorFor(schema: Record<string, unknown>): Promise<ValidateFunction> {
   const key = JSON.stringify(schema);
   let validate = validators.get(key);
   if (!validate) {
+    const ajv = await compiler();
     if (validators.size >= maxCachedValidators) validators.delete(validators.keys().next().value as string);
-    validate = validatorCompiler.compile(schema);
+    validate = ajv.compile(schema);
     validators.set(key, validate);
   }
   return validate;
@@ -505,7 +508,7 @@ async function callTool(
   const refuse = (result: string): ToolCallRecord => ({ id: call.toolCallId, name: call.toolName, arguments: args ?? {}, result, status: 'ERROR', durationMs: 0 });
   if (!tool) return refuse(`No tool named ${call.toolName} is available.`);
   if (!args) return refuse('The arguments are not a JSON object.');
-  const validate = validatorFor(tool.ajvPropertiesSchema);
+  const validate = await validatorFor(tool.ajvPropertiesSchema);
   if (!validate(args)) {
     const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message ?? 'is invalid'}`);
     return refuse(`Invalid arguments: ${problems.join('; ')}`);
