@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Metafile } from 'esbuild';
+import type { LambdaFunction } from '../functions/lambda-functions.ts';
 import { bundleEntryFile, bundleFunction } from '../infra/bundling.ts';
+import type { InitTimeResult } from './init-time.ts';
+import { table, type Check } from './report.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 
@@ -64,7 +67,7 @@ export async function buildBundles(groups: readonly LambdaEntry[], outDir: strin
 }
 
 /** The entry's output file and the chunks it imports statically, transitively (as metafile paths). */
-function loadedAtInit(metafile: Metafile, outfile: string): string[] {
+export function loadedAtInit(metafile: Metafile, outfile: string): string[] {
   const entry = Object.keys(metafile.outputs).find((path) => resolve(repoRoot, path) === outfile);
   if (!entry) throw new Error(`esbuild's metafile does not list ${outfile}`);
   const loaded = new Set([entry]);
@@ -74,7 +77,7 @@ function loadedAtInit(metafile: Metafile, outfile: string): string[] {
   return [...loaded];
 }
 
-function outputInputs(metafile: Metafile, file: string): InputShare[] {
+export function outputInputs(metafile: Metafile, file: string): InputShare[] {
   return Object.entries(metafile.outputs[file]?.inputs ?? {}).map(([name, { bytesInOutput }]) => ({ name, bytes: bytesInOutput }));
 }
 
@@ -90,3 +93,87 @@ function byPackage(inputs: InputShare[]): InputShare[] {
 }
 
 const top = (shares: InputShare[], count: number): InputShare[] => [...shares].sort((a, b) => b.bytes - a.bytes).slice(0, count);
+
+/** Bundles, init and memory (issue 26; docs/performance.md#bundles-init-and-memory). */
+export const bundleTargets = {
+  /** What a cold start loads of a function that runs no model, at most the SDK floor's plus this. */
+  aboveFloorBytes: 150_000,
+  /** What a cold start loads of a function that calls models. */
+  modelFunctionBytes: 800_000,
+  /** Module init, the main thread's CPU time (decision 421), at most the SDK floor's plus this. */
+  initAboveFloorMs: 20,
+  /** A function's memory on Lambda is at least this many times its measured peak RSS. */
+  memoryHeadroom: 2,
+};
+
+/** The variant of the init times the checks read: the stack's NODE_OPTIONS. */
+export const checkedInitVariant = 'source maps';
+
+/** The floor's name among the bundles: the DynamoDB client and lib-dynamodb alone (bench/sdk-floor-handler.ts). */
+export const sdkFloor: LambdaEntry = { name: 'sdk-floor', entry: 'bench/sdk-floor-handler.ts' };
+
+/** What one function is held to, beside the floor measured in the same run. */
+export function bundleChecks(bundles: readonly BundleResult[], initTime: readonly InitTimeResult[], functions: readonly LambdaFunction[]): Check[] {
+  const floorBundle = bundles.find((bundle) => bundle.group === sdkFloor.name);
+  const floorInit = initTime.find((init) => init.group === sdkFloor.name && init.variant === checkedInitVariant);
+  if (!floorBundle || !floorInit) throw new Error('the SDK floor was not measured');
+  const checks: Check[] = [];
+  for (const fn of functions) {
+    const bundle = bundles.find((candidate) => candidate.group === fn.name);
+    const inits = initTime.filter((init) => init.group === fn.name);
+    const init = inits.find((candidate) => candidate.variant === checkedInitVariant);
+    if (!bundle || !init) throw new Error(`${fn.name} was not measured`);
+    const bytesTarget = fn.runsModels ? bundleTargets.modelFunctionBytes : floorBundle.bytes + bundleTargets.aboveFloorBytes;
+    checks.push({ figure: `bundle ${fn.name}: loaded at init`, value: bundle.bytes, unit: 'B', target: bytesTarget, comparison: '<=', pass: bundle.bytes <= bytesTarget });
+    const initTarget = round(floorInit.importThreadCpuMs.median + bundleTargets.initAboveFloorMs);
+    const initMs = round(init.importThreadCpuMs.median);
+    checks.push({ figure: `init ${fn.name}: main-thread CPU ms (${checkedInitVariant})`, value: initMs, unit: 'ms', target: initTarget, comparison: '<=', pass: initMs <= initTarget });
+    const peak = Math.max(...inits.map((candidate) => candidate.peakRssMb.max));
+    const memoryFloor = Math.ceil(peak * bundleTargets.memoryHeadroom);
+    checks.push({ figure: `memory ${fn.name}: declared MB`, value: fn.memoryMb, unit: 'MB', target: memoryFloor, comparison: '>=', pass: fn.memoryMb >= memoryFloor });
+    // Importing a handler must neither open a socket nor leave anything that keeps the process alive.
+    const sideEffects = inits.reduce((sum, candidate) => sum + candidate.connects + candidate.stuck, 0);
+    checks.push({ figure: `init ${fn.name}: sockets opened + runs not exiting`, value: sideEffects, unit: '', target: 0, pass: sideEffects === 0 });
+  }
+  return checks;
+}
+
+/** Sections 1 and 2 of the report: each function's bundle, init and memory beside the floor's. */
+export function bundleReport(bundles: readonly BundleResult[], initTime: readonly InitTimeResult[], functions: readonly LambdaFunction[]): string[] {
+  const floor = bundles.find((bundle) => bundle.group === sdkFloor.name);
+  const kb = (bytes: number) => (bytes / 1000).toFixed(1);
+  const lines = [
+    `1. Lambda bundles as the stack builds them (infra/bundling.ts: minified ESM split at each dynamic import; source maps not counted). ` +
+      `Loaded at init: index.mjs and the chunks it imports. Target: the SDK floor's + ${kb(bundleTargets.aboveFloorBytes)} KB, ` +
+      `${kb(bundleTargets.modelFunctionBytes)} KB for a function that calls models`,
+    table(
+      ['function', 'models', 'init KB', 'init gzip KB', 'all files KB', 'target KB', 'largest packages at init'],
+      bundles.map((bundle) => {
+        const fn = functions.find((candidate) => candidate.name === bundle.group);
+        const target = fn === undefined ? '(floor)' : kb(fn.runsModels ? bundleTargets.modelFunctionBytes : (floor?.bytes ?? 0) + bundleTargets.aboveFloorBytes);
+        const packages = bundle.topPackages.slice(0, 3).map((pkg) => `${pkg.name} ${kb(pkg.bytes)}`).join(', ');
+        return [bundle.group, fn?.runsModels ? 'yes' : '', kb(bundle.bytes), kb(bundle.gzipBytes), kb(bundle.totalBytes), target, packages];
+      }),
+    ),
+    '',
+    `2. Module init: median of ${initTime[0]?.runs ?? 0} fresh processes importing each bundle (TABLE_NAME set); peak RSS after the import (Node included). ` +
+      `Target: main-thread CPU ≤ the SDK floor's + ${bundleTargets.initAboveFloorMs} ms (${checkedInitVariant}); memory ≥ ${bundleTargets.memoryHeadroom} × peak RSS`,
+    table(
+      ['function', 'variant', 'import ms', 'min', 'main-thread CPU ms', 'all threads CPU ms', 'peak RSS MiB', 'memory MB', 'sockets'],
+      initTime.map((init) => [
+        init.group,
+        init.variant,
+        init.importMs.median.toFixed(1),
+        init.importMs.min.toFixed(1),
+        init.importThreadCpuMs.median.toFixed(1),
+        init.importCpuMs.median.toFixed(1),
+        init.peakRssMb.max.toFixed(0),
+        String(functions.find((candidate) => candidate.name === init.group)?.memoryMb ?? '-'),
+        String(init.connects),
+      ]),
+    ),
+  ];
+  return lines;
+}
+
+const round = (value: number) => Math.round(value * 100) / 100;

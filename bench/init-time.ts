@@ -21,6 +21,8 @@ export interface InitTimeResult {
   /** CPU time of the child's main thread alone during the import: the module's own work, without GC or compiler threads. */
   importThreadCpuMs: { median: number; min: number };
   sinceStartMs: { median: number };
+  /** The child's peak resident memory after the import (Node itself included, as Lambda's Max Memory Used is), MiB. */
+  peakRssMb: { median: number; max: number };
   /** TCP connections opened while importing (must be 0: no network at init). */
   connects: number;
   /** Runs whose process did not exit by itself after the import (a timer or socket left open). */
@@ -48,7 +50,8 @@ const { user, system } = process.cpuUsage(cpu);
 const importCpuMs = (user + system) / 1000;
 const sinceStartMs = performance.now();
 await new Promise((resolve) => setImmediate(resolve));
-console.log(JSON.stringify({ importMs, importCpuMs, importThreadCpuMs, sinceStartMs, connects }));
+const peakRssMb = process.resourceUsage().maxRSS / 1024;
+console.log(JSON.stringify({ importMs, importCpuMs, importThreadCpuMs, sinceStartMs, peakRssMb, connects }));
 `;
 
 /** What a Lambda has at init, minus credentials: the handlers must not need more to load. */
@@ -67,18 +70,22 @@ export async function measureInitTimes(
   variants: readonly InitVariant[],
   runs: number,
 ): Promise<InitTimeResult[]> {
-  const samples = new Map<string, { importMs: number[]; importCpuMs: number[]; importThreadCpuMs: number[]; sinceStartMs: number[]; connects: number; stuck: number }>();
+  const samples = new Map<
+    string,
+    { importMs: number[]; importCpuMs: number[]; importThreadCpuMs: number[]; sinceStartMs: number[]; peakRssMb: number[]; connects: number; stuck: number }
+  >();
   const key = (group: string, variant: string) => `${group}\0${variant}`;
   for (let run = 0; run < runs; run++) {
     for (const bundle of bundles) {
       for (const variant of variants) {
         const sample = await importOnce(bundle.file, variant.execArgv, variant.env);
         let entry = samples.get(key(bundle.group, variant.name));
-        if (!entry) samples.set(key(bundle.group, variant.name), (entry = { importMs: [], importCpuMs: [], importThreadCpuMs: [], sinceStartMs: [], connects: 0, stuck: 0 }));
+        if (!entry) samples.set(key(bundle.group, variant.name), (entry = { importMs: [], importCpuMs: [], importThreadCpuMs: [], sinceStartMs: [], peakRssMb: [], connects: 0, stuck: 0 }));
         entry.importMs.push(sample.importMs);
         entry.importCpuMs.push(sample.importCpuMs);
         entry.importThreadCpuMs.push(sample.importThreadCpuMs);
         entry.sinceStartMs.push(sample.sinceStartMs);
+        entry.peakRssMb.push(sample.peakRssMb);
         entry.connects += sample.connects;
         if (sample.stuck) entry.stuck++;
       }
@@ -95,6 +102,7 @@ export async function measureInitTimes(
         importCpuMs: { median: median(entry.importCpuMs) },
         importThreadCpuMs: { median: median(entry.importThreadCpuMs), min: Math.min(...entry.importThreadCpuMs) },
         sinceStartMs: { median: median(entry.sinceStartMs) },
+        peakRssMb: { median: median(entry.peakRssMb), max: Math.max(...entry.peakRssMb) },
         connects: entry.connects,
         stuck: entry.stuck,
       };
@@ -107,6 +115,7 @@ interface Sample {
   importCpuMs: number;
   importThreadCpuMs: number;
   sinceStartMs: number;
+  peakRssMb: number;
   connects: number;
   stuck: boolean;
 }

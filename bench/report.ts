@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { BundleResult, InputShare } from './bundles.ts';
+import { lambdaFunctions } from '../functions/lambda-functions.ts';
+import { bundleChecks, bundleReport, type BundleResult } from './bundles.ts';
 import type { CpuShare } from './cpu.ts';
 import type { LocalRuntimeResult } from './http-load.ts';
 import type { InitTimeResult } from './init-time.ts';
@@ -24,8 +25,6 @@ import { costReport, type CostBenchResult } from './cost.ts';
 import { wholeTurnReport, type WholeTurnResult } from './whole-turn.ts';
 
 export const targets = {
-  bundleBytes: 300_000,
-  initImportMs: 60,
   p50Ms: 10,
   errors: 0,
 };
@@ -140,16 +139,7 @@ export function evaluate(
   usage: UsageBenchResult,
 ): Check[] {
   const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
-  const checks: Check[] = [];
-  for (const bundle of bundles) checks.push(below(`bundle ${bundle.group}`, bundle.bytes, 'B', targets.bundleBytes));
-  for (const init of initTime) {
-    checks.push(below(`init ${init.group} (${init.variant}) median import`, round(init.importMs.median), 'ms', targets.initImportMs));
-  }
-  for (const group of new Set(initTime.map((init) => init.group))) {
-    // Importing a handler must neither open a socket nor leave anything that keeps the process alive.
-    const sideEffects = initTime.filter((init) => init.group === group).reduce((sum, init) => sum + init.connects + init.stuck, 0);
-    checks.push({ figure: `init ${group}: sockets opened + runs not exiting`, value: sideEffects, unit: '', target: 0, pass: sideEffects === 0 });
-  }
+  const checks: Check[] = bundleChecks(bundles, initTime, lambdaFunctions);
   for (const run of localRuntime.runs) {
     const label = `${localRuntime.route} c=${run.concurrency}`;
     if (run.concurrency === measuredConcurrency) checks.push(below(`${label} p50`, round(run.result.latencyMs.p50), 'ms', targets.p50Ms));
@@ -218,46 +208,7 @@ export function formatReport(results: BenchResults): string {
     '',
   );
 
-  lines.push(`1. Lambda bundles (infra/bundling.ts; minified ESM, source map not counted) — target < ${kb(targets.bundleBytes)} each`);
-  lines.push(
-    table(
-      ['group', 'bytes', 'KB', 'gzip KB', 'build ms', 'largest package', 'result'],
-      results.bundles.map((bundle) => [
-        bundle.group,
-        String(bundle.bytes),
-        kb(bundle.bytes, false),
-        kb(bundle.gzipBytes, false),
-        bundle.buildMs.toFixed(0),
-        share(bundle.topPackages[0], bundle.bytes),
-        verdict(bundle.bytes < targets.bundleBytes),
-      ]),
-    ),
-  );
-  const largest = [...results.bundles].sort((a, b) => b.bytes - a.bytes)[0];
-  if (largest) {
-    lines.push('', `   Largest bundle: ${largest.group} (${largest.bytes} B). Top 5 inputs by bytes in output:`);
-    for (const input of largest.topInputs.slice(0, 5)) lines.push(`     ${share(input, largest.bytes)}`);
-    lines.push('   Top 5 packages:');
-    for (const pkg of largest.topPackages.slice(0, 5)) lines.push(`     ${share(pkg, largest.bytes)}`);
-  }
-
-  lines.push('', `2. Module init: median of ${results.initTime[0]?.runs ?? 0} fresh processes importing each bundle (TABLE_NAME set) — target < ${targets.initImportMs} ms`);
-  lines.push(
-    table(
-      ['group', 'variant', 'import ms (median)', 'min', 'max', 'import CPU ms', 'since process start ms', 'sockets', 'result'],
-      results.initTime.map((init) => [
-        init.group,
-        init.variant,
-        init.importMs.median.toFixed(1),
-        init.importMs.min.toFixed(1),
-        init.importMs.max.toFixed(1),
-        init.importCpuMs.median.toFixed(1),
-        init.sinceStartMs.median.toFixed(1),
-        String(init.connects),
-        verdict(init.importMs.median < targets.initImportMs && init.connects === 0 && init.stuck === 0),
-      ]),
-    ),
-  );
+  lines.push(...bundleReport(results.bundles, results.initTime, lambdaFunctions));
   if (results.initTimeCpu) lines.push(`   CPU meanwhile: ${cpuLine(results.initTimeCpu, 'bench process', 'import processes')}`);
 
   lines.push('', `3. Local runtime: ${results.localRuntime.route} (in-memory DynamoDB Local, load from a worker thread) — target p50 < ${targets.p50Ms} ms, 0 errors`);
@@ -423,10 +374,8 @@ const round = (value: number) => Math.round(value * 100) / 100;
 const fixed = (figures: { p50: number; p99: number; max: number }) => [figures.p50, figures.p99, figures.max].map((value) => value.toFixed(2));
 const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
 const kb = (bytes: number, unit = true) => `${(bytes / 1000).toFixed(1)}${unit ? ' KB' : ''}`;
-const share = (input: InputShare | undefined, total: number) =>
-  input ? `${input.name} ${kb(input.bytes)} (${((100 * input.bytes) / total).toFixed(0)}%)` : '-';
 
-function table(header: string[], rows: string[][]): string {
+export function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
   const numeric = header.map((_, column) => rows.length > 0 && rows.every((row) => /^-?[\d.]+$/.test(row[column] ?? '')));
   const line = (cells: string[], isHeader = false) =>

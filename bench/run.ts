@@ -10,10 +10,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { queueConsumers, tableStreamConsumers } from '../functions/consumers.ts';
-import { routeGroups } from '../functions/route-groups.ts';
-import { voiceRelayRoutes } from '../functions/voice-relay/routes.ts';
-import { buildBundles } from './bundles.ts';
+import { lambdaFunctions } from '../functions/lambda-functions.ts';
+import { buildBundles, sdkFloor } from './bundles.ts';
 import { cpuShare, cpuSnapshot } from './cpu.ts';
 import { measureLocalRuntime, type LoadRun } from './http-load.ts';
 import { measureSdkFloor } from './sdk-floor.ts';
@@ -38,12 +36,8 @@ import { measureStartup, startupChecks } from './startup.ts';
 import { checksSummary, evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
 import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
 
-/** Every Lambda function the stack bundles: the route groups, then the table stream and queue consumers. */
-const functions = [
-  ...routeGroups,
-  voiceRelayRoutes,
-  ...[...tableStreamConsumers, ...queueConsumers].map((consumer) => ({ name: `${consumer.name} (consumer)`, entry: consumer.entry })),
-];
+/** Every Lambda function the stack bundles, after the floor they are compared with. */
+const functions = [sdkFloor, ...lambdaFunctions];
 const resultsFile = resolve(import.meta.dirname, 'results', 'latest.json');
 const initRuns = 10;
 const initVariants: InitVariant[] = [
@@ -186,7 +180,7 @@ if (!results.pass) process.exitCode = 1;
 async function bundlesAndInitTimes() {
   const bundleDir = mkdtempSync(join(tmpdir(), 'bench-bundles-'));
   try {
-    log(`bundling ${routeGroups.length} route groups and ${functions.length - routeGroups.length} consumers into ${bundleDir}`);
+    log(`bundling the SDK floor and ${lambdaFunctions.length} functions into ${bundleDir}`);
     const bundles = await buildBundles(functions, bundleDir);
     log(`importing each bundle ${initRuns} × ${initVariants.length} times in fresh processes`);
     const before = cpuSnapshot();
