@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { Config } from '../platform/config.ts';
 import { UnauthorizedError, UpstreamUnavailableError } from '../platform/errors.ts';
 import { orgIdPattern, type Principal } from '../platform/http/principal.ts';
@@ -8,7 +8,10 @@ type JwtConfig = Pick<
   'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE' | 'JWT_ORG_CLAIM' | 'JWT_ALGORITHMS' | 'JWT_CLOCK_TOLERANCE_SECONDS' | 'JWT_MAX_LIFETIME_SECONDS'
 >;
 
-/** Builds a verifier whose JWKS is fetched lazily and cached by jose across requests of one process. */
+/**
+ * Builds a verifier whose JWKS is fetched lazily and cached by jose across requests of one process. jose itself is
+ * imported with the first Bearer token: API keys never need it.
+ */
 export function createJwtVerifier(config: JwtConfig): (token: string) => Promise<Principal> {
   const jwksUrl = config.JWT_JWKS_URL;
   if (!jwksUrl) {
@@ -16,11 +19,13 @@ export function createJwtVerifier(config: JwtConfig): (token: string) => Promise
       throw new UnauthorizedError('Bearer tokens are not accepted by this deployment.');
     };
   }
-  const keySet = createRemoteJWKSet(new URL(jwksUrl));
+  let loading: Promise<{ jose: typeof import('jose'); keySet: ReturnType<(typeof import('jose'))['createRemoteJWKSet']> }> | undefined;
+  const verifier = () => (loading ??= import('jose').then((jose) => ({ jose, keySet: jose.createRemoteJWKSet(new URL(jwksUrl)) })));
   return async (token) => {
+    const { jose, keySet } = await verifier();
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keySet, {
+      ({ payload } = await jose.jwtVerify(token, keySet, {
         algorithms: config.JWT_ALGORITHMS,
         clockTolerance: config.JWT_CLOCK_TOLERANCE_SECONDS,
         // A token without an expiry would be good forever once leaked.
@@ -29,7 +34,7 @@ export function createJwtVerifier(config: JwtConfig): (token: string) => Promise
         ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
       }));
     } catch (error) {
-      if (error instanceof joseErrors.JOSEError) throw new UnauthorizedError('Invalid or expired token.', { cause: error });
+      if (error instanceof jose.errors.JOSEError) throw new UnauthorizedError('Invalid or expired token.', { cause: error });
       // jose lets network failures through: the token may be fine, the identity provider is not reachable.
       throw new UpstreamUnavailableError('The identity provider signing keys could not be fetched; retry.', { cause: error });
     }

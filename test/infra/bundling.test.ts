@@ -48,9 +48,9 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('a function bundle', () => {
-  it('loads the model providers, ajv and the X-Ray SDK only on first use: chat-messages ships them, its cold start loads none', () => {
+  it('loads the model providers, ajv, jose and the X-Ray SDK only on first use: chat-messages ships them, its cold start loads none', () => {
     const { atInit, anywhere } = built.get('chat-messages')!;
-    for (const pkg of ['@ai-sdk/openai-compatible', '@ai-sdk/amazon-bedrock', '@ai-sdk/anthropic', 'ajv', 'aws-xray-sdk-core']) {
+    for (const pkg of ['@ai-sdk/openai-compatible', '@ai-sdk/amazon-bedrock', '@ai-sdk/anthropic', 'ajv', 'aws-xray-sdk-core', 'jose']) {
       expect(anywhere.get(pkg), pkg).toBeGreaterThan(0);
       expect(atInit.get(pkg), pkg).toBeUndefined();
     }
