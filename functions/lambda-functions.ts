@@ -19,37 +19,17 @@ export interface LambdaFunction {
   runsModels: boolean;
 }
 
+function declared(fn: { name: string; entry: string; memoryMb?: number | undefined }, kind: LambdaFunction['kind'], runsModels: boolean): LambdaFunction {
+  return { name: fn.name, entry: fn.entry, kind, memoryMb: fn.memoryMb ?? (kind === 'route group' ? defaultMemoryMb.routeGroup : defaultMemoryMb.consumer), runsModels };
+}
+
 /** Every function the stack deploys: the route groups and the voice relay, the stream and queue consumers, the scheduled functions. */
 export const lambdaFunctions: readonly LambdaFunction[] = [
-  ...routeGroups.map((group) => ({
-    name: group.name,
-    entry: group.entry,
-    kind: 'route group' as const,
-    memoryMb: group.memoryMb ?? defaultMemoryMb.routeGroup,
-    runsModels: Boolean(group.runsTurns || group.usesKnowledge),
-  })),
-  { name: voiceRelayRoutes.name, entry: voiceRelayRoutes.entry, kind: 'route group', memoryMb: voiceRelayRoutes.memoryMb ?? defaultMemoryMb.routeGroup, runsModels: true },
-  ...tableStreamConsumers.map((consumer) => ({
-    name: consumer.name,
-    entry: consumer.entry,
-    kind: 'consumer' as const,
-    memoryMb: consumer.memoryMb ?? defaultMemoryMb.consumer,
-    runsModels: false,
-  })),
-  ...queueConsumers.map((consumer) => ({
-    name: consumer.name,
-    entry: consumer.entry,
-    kind: 'consumer' as const,
-    memoryMb: consumer.memoryMb ?? defaultMemoryMb.consumer,
-    runsModels: Boolean(consumer.invokesModels || consumer.queriesKnowledge || consumer.usesKnowledge),
-  })),
-  ...scheduledFunctions.map((scheduled) => ({
-    name: scheduled.name,
-    entry: scheduled.entry,
-    kind: 'scheduled' as const,
-    memoryMb: scheduled.memoryMb ?? defaultMemoryMb.consumer,
-    runsModels: false,
-  })),
+  ...routeGroups.map((group) => declared(group, 'route group', Boolean(group.runsTurns || group.usesKnowledge))),
+  declared(voiceRelayRoutes, 'route group', true),
+  ...tableStreamConsumers.map((consumer) => declared(consumer, 'consumer', false)),
+  ...queueConsumers.map((consumer) => declared(consumer, 'consumer', Boolean(consumer.invokesModels || consumer.queriesKnowledge || consumer.usesKnowledge))),
+  ...scheduledFunctions.map((scheduled) => declared(scheduled, 'scheduled', false)),
 ];
 
 /** A function's memory on Lambda, MB; a name no declaration has is a mistake. */
