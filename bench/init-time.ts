@@ -62,13 +62,15 @@ const childEnv = (tableName: string): NodeJS.ProcessEnv => ({
   PATH: process.env.PATH,
 });
 
-const exitTimeoutMs = 3_000;
-
-/** Imports each bundle `runs` times per variant, each in a fresh `process.execPath`; runs are interleaved across bundles. */
+/**
+ * Imports each bundle `runs` times per variant, each in a fresh `process.execPath`; runs are interleaved across
+ * bundles. A process not gone `exitTimeoutMs` after it started counts as stuck (a test on a busy machine gives more).
+ */
 export async function measureInitTimes(
   bundles: readonly { group: string; file: string }[],
   variants: readonly InitVariant[],
   runs: number,
+  exitTimeoutMs = 3_000,
 ): Promise<InitTimeResult[]> {
   const samples = new Map<
     string,
@@ -78,7 +80,7 @@ export async function measureInitTimes(
   for (let run = 0; run < runs; run++) {
     for (const bundle of bundles) {
       for (const variant of variants) {
-        const sample = await importOnce(bundle.file, variant.execArgv, variant.env);
+        const sample = await importOnce(bundle.file, exitTimeoutMs, variant.execArgv, variant.env);
         let entry = samples.get(key(bundle.group, variant.name));
         if (!entry) samples.set(key(bundle.group, variant.name), (entry = { importMs: [], importCpuMs: [], importThreadCpuMs: [], sinceStartMs: [], peakRssMb: [], connects: 0, stuck: 0 }));
         entry.importMs.push(sample.importMs);
@@ -120,7 +122,7 @@ interface Sample {
   stuck: boolean;
 }
 
-function importOnce(file: string, execArgv: string[], env: Record<string, string> = {}): Promise<Sample> {
+function importOnce(file: string, exitTimeoutMs: number, execArgv: string[], env: Record<string, string> = {}): Promise<Sample> {
   return new Promise((resolveSample, reject) => {
     const child = spawn(process.execPath, [...execArgv, '--input-type=module', '-e', childScript, pathToFileURL(file).href], {
       env: { ...childEnv('bench'), ...env },

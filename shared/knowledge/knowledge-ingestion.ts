@@ -1,6 +1,5 @@
 import { embedMany } from 'ai';
 import { chunkPages, chunkText, indexedText, type TextChunk } from './chunker.ts';
-import { htmlToMarkdown } from './html-to-markdown.ts';
 import { PdfLimitError, pdfPageTexts } from './pdf-text.ts';
 import { egressPolicyFromConfig, guardedRequest, type GuardedResponse } from '../platform/net/egress-guard.ts';
 import { vectorLimits } from './vector-store.ts';
@@ -134,7 +133,7 @@ async function documentChunks(store: StoredKnowledgeStore, source: DocumentSourc
     return chunks;
   }
   if (source.body.length > maxDocumentTextBytes) throw new DocumentFailure('TOO_LARGE', `The document is larger than ${maxDocumentTextBytes} bytes of text.`);
-  const parsed = parseText(source.format, source.body.toString('utf8'));
+  const parsed = await parseText(source.format, source.body.toString('utf8'));
   if (!parsed.trim()) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
   const chunks = chunkText(parsed, store.config.chunking, source.format !== 'text');
   if (chunks.length === 0) throw new DocumentFailure('NO_TEXT', 'The document has no text.');
@@ -214,9 +213,13 @@ const formatByMediaType: Record<string, DocumentFormat> = {
   'application/pdf': 'pdf',
 };
 
-/** The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. */
-function parseText(format: DocumentFormat, text: string): string {
+/**
+ * The document's text to chunk: Markdown and plain text as they are, HTML reduced to its readable part. The HTML
+ * reader (linkedom, Readability: 400 KB) is loaded with the first HTML document.
+ */
+async function parseText(format: DocumentFormat, text: string): Promise<string> {
   if (format !== 'html') return text;
+  const { htmlToMarkdown } = await import('./html-to-markdown.ts');
   try {
     return htmlToMarkdown(text) ?? '';
   } catch (error) {
