@@ -3,6 +3,7 @@
  * behind a local HTTP server that speaks API Gateway's event format.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } from '../../functions/consumers.ts';
 import { routeGroups } from '../../functions/route-groups.ts';
@@ -83,12 +84,13 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
 const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT), queues });
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
-const { server, preload } = createLocalServer(routeGroups);
+// Each handler module loads on its group's first request, as a Lambda function's does: an idle runtime holds only
+// what has been used.
+const { server } = createLocalServer(routeGroups);
 if (voice.simulator) acceptPhones(server, voice.simulator);
 try {
   checkSettingsTogether(runtime().config);
   await bootstrapOrganization();
-  await preload();
 } catch (error) {
   console.error((error as Error).message);
   await database.stop();
@@ -102,15 +104,19 @@ const sweeper = startTtlSweeper({
 });
 const router = startEventRouter({ queues, rules: eventRules });
 const schedules = startScheduleTicker({ functions: scheduledFunctions, region: queues.region, intervalMs: Number(process.env.SCHEDULE_TICK_MS) || undefined });
-const queuePollers = startQueuePollers({ queues, consumers: queueConsumers });
-const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS));
+// Idle, the stream poller backs off to a poll a second; what writes to the table here (a request, a queue consumer)
+// nudges it, so that a turn's events are still handed over at once.
 const poller = startStreamPoller({
   endpoint: database.endpoint,
   tableName: database.tableName,
   consumers: tableStreamConsumers,
   idleDelayMs: 25,
+  maxIdleDelayMs: 1_000,
   checkpointFile: join(dataDir, 'stream-checkpoint.json'),
 });
+server.on('request', (_request, response: ServerResponse) => response.once('close', poller.nudge));
+const queuePollers = startQueuePollers({ queues, consumers: queueConsumers, afterInvocation: poller.nudge });
+const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS));
 // Every shard open before the first request: on a first start on this data, what comes after is not skipped.
 await poller.ready;
 server.once('error', async (error) => {

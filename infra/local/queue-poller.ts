@@ -32,15 +32,19 @@ export function startQueuePollers(options: {
   consumers: readonly QueueConsumer[];
   /** Pollers per consumer, each with at most one invocation under way (Lambda starts with five). */
   concurrency?: number;
-  /** Long-poll wait; short, so that stop() is prompt. */
+  /** Long-poll wait, SQS's longest by default: an idle queue costs one request per poller every 20 s. */
   waitTimeSeconds?: number;
   /** How long stop() lets invocations under way finish before it ends their environments. */
   stopGraceMs?: number;
+  /** Called after each invocation, e.g. to nudge the stream poller: the consumer may have written to the table. */
+  afterInvocation?: () => void;
 }): QueuePollers {
   const client = new SQSClient(options.queues.clientConfig);
   accountSqsRequests(client, 'event-source-mapping');
   const functions = new Map<string, LocalFunction>();
   let running = true;
+  // Ends the long polls under way at stop(), which then need not wait out their 20 s.
+  const stopping = new AbortController();
 
   async function poll(consumer: QueueConsumer, target: LocalFunction): Promise<void> {
     const queueUrl = options.queues.urlOf(consumer.queue.name);
@@ -53,10 +57,11 @@ export function startQueuePollers(options: {
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
             MaxNumberOfMessages: consumer.batchSize,
-            WaitTimeSeconds: options.waitTimeSeconds ?? 1,
+            WaitTimeSeconds: options.waitTimeSeconds ?? 20,
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),
+          { abortSignal: stopping.signal },
         );
         messages = received.Messages ?? [];
         failures = 0;
@@ -67,7 +72,10 @@ export function startQueuePollers(options: {
         failures += 1;
         continue;
       }
-      if (messages.length > 0) await handleBatch(consumer, target, { queueUrl, queueArn }, messages);
+      if (messages.length > 0) {
+        await handleBatch(consumer, target, { queueUrl, queueArn }, messages);
+        options.afterInvocation?.();
+      }
     }
   }
 
@@ -108,7 +116,6 @@ export function startQueuePollers(options: {
   for (const consumer of options.consumers) {
     const target = createLocalFunction({ ...consumer, settings: functionSettings[consumer.name] });
     functions.set(consumer.name, target);
-    void target.warm();
     for (let index = 0; index < (options.concurrency ?? 4); index += 1) loops.push(poll(consumer, target));
   }
   const finished = Promise.all(loops);
@@ -121,6 +128,7 @@ export function startQueuePollers(options: {
     },
     stop: async () => {
       running = false;
+      stopping.abort();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([finished, new Promise((resolve) => (timer = setTimeout(resolve, options.stopGraceMs ?? 5_000)))]);
       clearTimeout(timer);

@@ -25,15 +25,21 @@ import { consumerHandlers } from './consumer-handlers.ts';
  * With `checkpointFile`, it keeps its place in each shard across restarts, as an event source mapping does
  * (docs/local-runtime.md#stream-poller); without it, it starts after the last record of each shard. `ready` settles once every shard is open
  * (or the poller has failed), so that whatever is written after it is handed over.
+ *
+ * When the shards are empty it waits `idleDelayMs`, then twice as long after each empty round, up to
+ * `maxIdleDelayMs`, and polls at once again when a round brings records or `nudge()` says that the table was
+ * written: an idle runtime then polls about once a second, and a write is still handed over at once.
  */
 export function startStreamPoller(options: {
   endpoint: string;
   tableName: string;
   consumers: readonly TableStreamConsumer[];
   idleDelayMs: number;
+  /** The longest wait between empty rounds; `idleDelayMs` when not given (no backoff). */
+  maxIdleDelayMs?: number;
   /** Where the last sequence number handled in each shard is kept, e.g. `$DATA_DIR/stream-checkpoint.json`. */
   checkpointFile?: string;
-}): { ready: Promise<void>; stop(): Promise<void> } {
+}): { ready: Promise<void>; nudge(): void; stop(): Promise<void> } {
   const config = { region: 'us-east-1', endpoint: options.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
   const tables = new DynamoDBClient(config);
   const streams = new DynamoDBStreamsClient(config);
@@ -43,6 +49,8 @@ export function startStreamPoller(options: {
   /** Last sequence number every consumer has handled, by shard id. */
   const positions = new Map<string, string>();
   let running = true;
+  let idleRounds = 0;
+  let wake = () => {};
   let markReady = () => {};
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
@@ -194,7 +202,19 @@ export function startStreamPoller(options: {
           iterators.set(shardId, iterator);
         }
       }
-      if (received === 0) await new Promise((resolve) => setTimeout(resolve, options.idleDelayMs));
+      if (received > 0) idleRounds = 0;
+      else {
+        const delayMs = idleDelay(idleRounds, options.idleDelayMs, options.maxIdleDelayMs ?? options.idleDelayMs);
+        idleRounds += 1;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delayMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = () => {};
+      }
     }
   })()
     .catch((error: unknown) => {
@@ -204,13 +224,23 @@ export function startStreamPoller(options: {
 
   return {
     ready,
+    nudge: () => {
+      idleRounds = 0;
+      wake();
+    },
     stop: async () => {
       running = false;
+      wake();
       await loop;
       tables.destroy();
       streams.destroy();
     },
   };
+}
+
+/** The wait after `idleRounds` empty rounds in a row: `firstMs`, doubling each round, never more than `maxMs`. */
+export function idleDelay(idleRounds: number, firstMs: number, maxMs: number): number {
+  return Math.min(maxMs, firstMs * 2 ** Math.min(idleRounds, 30));
 }
 
 /** The positions of a checkpoint file, by shard id; undefined when there is no file (the poller never ran on this data). */
