@@ -63,6 +63,8 @@ export class EnvironmentError extends Error {
 export interface LocalFunction {
   /** Runs one invocation, in an idle environment or in a new one. */
   invoke(event: unknown): Promise<unknown>;
+  /** Starts an environment ahead of the first invocation, so that a module that cannot load shows at once. */
+  warm(): Promise<void>;
   /** Kills the environments mid-invocation, as if their host died: what they run fails. */
   crash(): Promise<void>;
   /** Kills the environments for good, quietly; later invocations fail. */
@@ -110,6 +112,12 @@ export function createLocalFunction(definition: LocalFunctionDefinition): LocalF
       } finally {
         if (live.has(target) && !stopped) idle.push(target);
       }
+    },
+    warm: async () => {
+      if (live.size > 0) return;
+      const environment = started();
+      idle.push(environment);
+      await environment.ready.catch(() => undefined);
     },
     crash: async () => {
       await Promise.all([...live].map((environment) => environment.end('terminated by crash()', 'warn')));

@@ -115,7 +115,7 @@ const poller = startStreamPoller({
   checkpointFile: join(dataDir, 'stream-checkpoint.json'),
 });
 server.on('request', (_request, response: ServerResponse) => response.once('close', poller.nudge));
-const queuePollers = startQueuePollers({ queues, consumers: queueConsumers, afterInvocation: poller.nudge });
+const queuePollers = startQueuePollers({ queues, consumers: queueConsumers, environments: 'on-first-message', afterInvocation: poller.nudge });
 const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS));
 // Every shard open before the first request: on a first start on this data, what comes after is not skipped.
 await poller.ready;

@@ -38,6 +38,12 @@ export function startQueuePollers(options: {
   stopGraceMs?: number;
   /** Called after each invocation, e.g. to nudge the stream poller: the consumer may have written to the table. */
   afterInvocation?: () => void;
+  /**
+   * `at-start` (the default) starts each consumer's first environment with the pollers, so that a module that
+   * cannot load shows at once and a first batch pays no load; `on-first-message` waits for its first batch, as
+   * Lambda does, so that an idle runtime holds no consumer's modules.
+   */
+  environments?: 'at-start' | 'on-first-message';
 }): QueuePollers {
   const client = new SQSClient(options.queues.clientConfig);
   accountSqsRequests(client, 'event-source-mapping');
@@ -116,6 +122,7 @@ export function startQueuePollers(options: {
   for (const consumer of options.consumers) {
     const target = createLocalFunction({ ...consumer, settings: functionSettings[consumer.name] });
     functions.set(consumer.name, target);
+    if (options.environments !== 'on-first-message') void target.warm();
     for (let index = 0; index < (options.concurrency ?? 4); index += 1) loops.push(poll(consumer, target));
   }
   const finished = Promise.all(loops);

@@ -37,6 +37,8 @@ export function startStreamPoller(options: {
   idleDelayMs: number;
   /** The longest wait between empty rounds; `idleDelayMs` when not given (no backoff). */
   maxIdleDelayMs?: number;
+  /** How a wait is waited: a timer by default (tests count the waits asked for). */
+  wait?: (ms: number) => Promise<void>;
   /** Where the last sequence number handled in each shard is kept, e.g. `$DATA_DIR/stream-checkpoint.json`. */
   checkpointFile?: string;
 }): { ready: Promise<void>; nudge(): void; stop(): Promise<void> } {
@@ -50,7 +52,10 @@ export function startStreamPoller(options: {
   const positions = new Map<string, string>();
   let running = true;
   let idleRounds = 0;
+  /** Set by a nudge that came during a round, which may have read the shards before the write: no wait after it. */
+  let nudged = false;
   let wake = () => {};
+  const wait = options.wait ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   let markReady = () => {};
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
@@ -177,6 +182,7 @@ export function startStreamPoller(options: {
     await saveCheckpoint();
     markReady();
     while (running) {
+      nudged = false;
       let received = 0;
       let shardClosed = false;
       for (const [shardId, iterator] of iterators) {
@@ -204,14 +210,14 @@ export function startStreamPoller(options: {
       }
       if (received > 0) idleRounds = 0;
       else {
+        if (nudged) idleRounds = 0;
         const delayMs = idleDelay(idleRounds, options.idleDelayMs, options.maxIdleDelayMs ?? options.idleDelayMs);
         idleRounds += 1;
+        const sleptFrom = performance.now();
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delayMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
+          void wait(delayMs).then(resolve);
+          // Never sooner than `idleDelayMs` after the last round: a busy API nudges many times a round.
+          wake = () => void wait(Math.max(0, options.idleDelayMs - (performance.now() - sleptFrom))).then(resolve);
         });
         wake = () => {};
       }
@@ -225,11 +231,12 @@ export function startStreamPoller(options: {
   return {
     ready,
     nudge: () => {
-      idleRounds = 0;
+      nudged = true;
       wake();
     },
     stop: async () => {
       running = false;
+      idleRounds = 0;
       wake();
       await loop;
       tables.destroy();
