@@ -9,6 +9,7 @@ import { eventRules, queueConsumers, scheduledFunctions, tableStreamConsumers } 
 import { routeGroups } from '../../functions/route-groups.ts';
 import { orgIdPattern } from '../../shared/platform/http/principal.ts';
 import { createPlanCatalog, initialPlanId } from '../../shared/billing/plans.ts';
+import { campaignRuntime } from '../../shared/campaigns/campaign-runtime.ts';
 import { ensureOrgWithKey, issueApiKey } from '../../shared/identity/api-keys.ts';
 import { newId } from '../../shared/platform/clock.ts';
 import { checkSettingsTogether } from '../../shared/platform/config.ts';
@@ -116,7 +117,10 @@ const poller = startStreamPoller({
 });
 server.on('request', (_request, response: ServerResponse) => response.once('close', poller.nudge));
 const queuePollers = startQueuePollers({ queues, consumers: queueConsumers, environments: 'on-first-message', afterInvocation: poller.nudge });
-const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS));
+// A tick only while a campaign is scheduled or running (one Query), so that the dispatcher loads with the first one.
+const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS), {
+  due: async () => (await campaignRuntime().campaigns.active()).length > 0,
+});
 // Every shard open before the first request: on a first start on this data, what comes after is not skipped.
 await poller.ready;
 server.once('error', async (error) => {

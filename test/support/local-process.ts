@@ -168,7 +168,7 @@ export function dynamoDbLocalPids(dataDir: string): number[] {
       continue;
     }
     const args = commandLine.split('\0');
-    if (args[0]?.endsWith('java') && args.some((arg) => arg.endsWith('LoopbackDynamoDbLocal.java')) && args.some((arg) => arg.startsWith(dataDir))) {
+    if (args[0]?.endsWith('java') && args.includes('LoopbackDynamoDbLocal') && args.some((arg) => arg.startsWith(dataDir))) {
       pids.push(Number(entry));
     }
   }

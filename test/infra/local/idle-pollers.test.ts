@@ -1,13 +1,15 @@
 /**
  * An idle `npm start` idles: the stream poller backs off while its shards are empty and a nudge wakes it at once;
- * the queue pollers long-poll for SQS's longest wait and still stop at once. Counted, never timed: the waits the
- * stream poller asks for, and the requests a stand-in SQS receives.
+ * the queue pollers long-poll for SQS's longest wait and still stop at once; the campaign ticker sends nothing while
+ * no campaign is due. Counted, never timed: the waits the stream poller asks for, and the requests a stand-in SQS
+ * receives.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { QueueConsumer, TableStreamConsumer } from '../../../functions/consumers.ts';
+import { startCampaignTicker } from '../../../infra/local/campaign-ticker.ts';
 import { prepareTable } from '../../../infra/local/environment.ts';
 import { startQueuePollers } from '../../../infra/local/queue-poller.ts';
 import { idleDelay, startStreamPoller } from '../../../infra/local/stream-poller.ts';
@@ -89,19 +91,33 @@ describe('the queue pollers, idle', () => {
   let sqs: Server;
   let endpoint: string;
   const receives: Record<string, unknown>[] = [];
+  let sends = 0;
 
   beforeAll(async () => {
     // An SQS that never has a message: it holds every ReceiveMessage open, as a long poll of an empty queue.
-    sqs = createServer(async (request) => {
+    sqs = createServer(async (request, response) => {
       let body = '';
       for await (const chunk of request) body += chunk;
-      if (String(request.headers['x-amz-target']).endsWith('.ReceiveMessage')) receives.push(JSON.parse(body) as Record<string, unknown>);
+      const target = String(request.headers['x-amz-target']);
+      if (target.endsWith('.ReceiveMessage')) receives.push(JSON.parse(body) as Record<string, unknown>);
+      if (target.endsWith('.SendMessage')) {
+        sends += 1;
+        response.setHeader('content-type', 'application/x-amz-json-1.0');
+        response.end(JSON.stringify({ MessageId: randomUUID(), MD5OfMessageBody: createHash('md5').update(JSON.parse(body).MessageBody).digest('hex') }));
+      }
     });
     endpoint = `http://127.0.0.1:${await listenOnLoopback(sqs)}`;
   });
   afterAll(async () => {
     sqs.closeAllConnections();
     await closeServer(sqs);
+  });
+
+  const queues = () => ({
+    clientConfig: { region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
+    urlOf: (name: string) => `${endpoint}/000000000000/${name}`,
+    arnOf: (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`,
+    region: 'us-east-1',
   });
 
   it("long-poll for SQS's longest wait, and stop without waiting it out", async () => {
@@ -112,18 +128,29 @@ describe('the queue pollers, idle', () => {
       batchSize: 10,
       timeoutSeconds: 30,
     };
-    const queues = {
-      clientConfig: { region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } },
-      urlOf: (name: string) => `${endpoint}/000000000000/${name}`,
-      arnOf: (name: string) => `arn:aws:sqs:us-east-1:000000000000:${name}`,
-      region: 'us-east-1',
-    };
-    const pollers = startQueuePollers({ queues, consumers: [consumer], concurrency: 2, environments: 'on-first-message' });
+    const pollers = startQueuePollers({ queues: queues(), consumers: [consumer], concurrency: 2, environments: 'on-first-message' });
 
     await vi.waitFor(() => expect(receives).toHaveLength(2), { timeout: 30_000, interval: 10 });
     expect(receives.map((receive) => receive.WaitTimeSeconds)).toEqual([20, 20]);
     // The stand-in never answers: stop() returns only because it ends the long polls under way.
     await pollers.stop();
     expect(receives).toHaveLength(2);
+  });
+
+  it('send no campaign tick while no campaign is due, and tick again once one is', async () => {
+    let looks = 0;
+    let due = false;
+    const ticker = startCampaignTicker(queues(), 0.01, {
+      due: async () => {
+        looks += 1;
+        return due;
+      },
+    });
+    stops.push(async () => ticker.stop());
+    await vi.waitFor(() => expect(looks).toBeGreaterThanOrEqual(5), { timeout: 30_000, interval: 10 });
+    expect(sends).toBe(0);
+
+    due = true;
+    await vi.waitFor(() => expect(sends).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 10 });
   });
 });
