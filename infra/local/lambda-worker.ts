@@ -80,17 +80,44 @@ interface Environment {
 /**
  * As Lambda does, each invocation has an execution environment to itself: an idle one is reused, else another is
  * started. So invocations under way side by side (several pollers of one queue) do not share a thread, and one
- * that is slow, or that times out and takes its environment down, holds back or fails no other.
+ * that is slow, or that times out and takes its environment down, holds back or fails no other. With
+ * `idleEndMs`, an environment that has had no invocation for that long ends, as Lambda ends idle environments, so
+ * that what a burst started does not hold its memory for good; the next invocation starts a new one.
  *
  * @example
  * const delivery = createLocalFunction({ name: 'webhook-delivery', entry: 'functions/webhook-delivery/handler.ts', timeoutSeconds: 60 });
  * const response = await delivery.invoke(sqsEvent);
  */
-export function createLocalFunction(definition: LocalFunctionDefinition): LocalFunction {
+export function createLocalFunction(definition: LocalFunctionDefinition, options: { idleEndMs?: number | undefined } = {}): LocalFunction {
   const moduleUrl = pathToFileURL(join(repoRoot, definition.entry)).href;
   const live = new Set<Environment>();
   const idle: Environment[] = [];
+  const idleEnds = new Map<Environment, NodeJS.Timeout>();
   let stopped = false;
+
+  /** Back among the idle ones (the last used is reused first, so the others stay idle and end). */
+  function park(environment: Environment): void {
+    idle.push(environment);
+    if (options.idleEndMs === undefined) return;
+    const timer = setTimeout(() => {
+      idleEnds.delete(environment);
+      const index = idle.indexOf(environment);
+      if (index < 0) return;
+      idle.splice(index, 1);
+      void environment.end('ended after being idle', 'silent');
+    }, options.idleEndMs);
+    timer.unref();
+    idleEnds.set(environment, timer);
+  }
+
+  function unpark(): Environment | undefined {
+    const environment = idle.pop();
+    if (environment) {
+      clearTimeout(idleEnds.get(environment));
+      idleEnds.delete(environment);
+    }
+    return environment;
+  }
 
   function started(): Environment {
     if (stopped) throw new EnvironmentError(`${definition.name} is stopped`);
@@ -105,18 +132,18 @@ export function createLocalFunction(definition: LocalFunctionDefinition): LocalF
 
   return {
     async invoke(event) {
-      const target = idle.pop() ?? started();
+      const target = unpark() ?? started();
       try {
         await target.ready;
         return await target.run(event);
       } finally {
-        if (live.has(target) && !stopped) idle.push(target);
+        if (live.has(target) && !stopped) park(target);
       }
     },
     warm: async () => {
       if (live.size > 0) return;
       const environment = started();
-      idle.push(environment);
+      park(environment);
       await environment.ready.catch(() => undefined);
     },
     crash: async () => {
@@ -124,6 +151,7 @@ export function createLocalFunction(definition: LocalFunctionDefinition): LocalF
     },
     stop: async () => {
       stopped = true;
+      for (const timer of idleEnds.values()) clearTimeout(timer);
       await Promise.all([...live].map((environment) => environment.end('stopped', 'silent')));
     },
   };

@@ -116,7 +116,15 @@ const poller = startStreamPoller({
   checkpointFile: join(dataDir, 'stream-checkpoint.json'),
 });
 server.on('request', (_request, response: ServerResponse) => response.once('close', poller.nudge));
-const queuePollers = startQueuePollers({ queues, consumers: queueConsumers, environments: 'on-first-message', afterInvocation: poller.nudge });
+// Execution environments start with a consumer's first batch and end after 30 s without one, as Lambda's do
+// (later): a burst's environments do not keep their memory while the runtime idles.
+const queuePollers = startQueuePollers({
+  queues,
+  consumers: queueConsumers,
+  environments: 'on-first-message',
+  environmentIdleEndMs: 30_000,
+  afterInvocation: poller.nudge,
+});
 // A tick only while a campaign is scheduled or running (one Query), so that the dispatcher loads with the first one.
 const campaignTicker = startCampaignTicker(queues, Number(process.env.CAMPAIGN_TICK_SECONDS), {
   due: async () => (await campaignRuntime().campaigns.active()).length > 0,

@@ -44,6 +44,8 @@ export function startQueuePollers(options: {
    * Lambda does, so that an idle runtime holds no consumer's modules.
    */
   environments?: 'at-start' | 'on-first-message';
+  /** An execution environment with no invocation for this long ends (none ends when not given). */
+  environmentIdleEndMs?: number;
 }): QueuePollers {
   const client = new SQSClient(options.queues.clientConfig);
   accountSqsRequests(client, 'event-source-mapping');
@@ -120,7 +122,7 @@ export function startQueuePollers(options: {
 
   const loops: Promise<void>[] = [];
   for (const consumer of options.consumers) {
-    const target = createLocalFunction({ ...consumer, settings: functionSettings[consumer.name] });
+    const target = createLocalFunction({ ...consumer, settings: functionSettings[consumer.name] }, { idleEndMs: options.environmentIdleEndMs });
     functions.set(consumer.name, target);
     if (options.environments !== 'on-first-message') void target.warm();
     for (let index = 0; index < (options.concurrency ?? 4); index += 1) loops.push(poll(consumer, target));

@@ -1,7 +1,7 @@
 /**
  * An idle `npm start` idles: the stream poller backs off while its shards are empty and a nudge wakes it at once;
  * the queue pollers long-poll for SQS's longest wait and still stop at once; the campaign ticker sends nothing while
- * no campaign is due. Counted, never timed: the waits the stream poller asks for, and the requests a stand-in SQS
+ * no campaign is due; an execution environment left idle ends. Counted, never timed: the waits the stream poller asks for, and the requests a stand-in SQS
  * receives.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from
 import type { QueueConsumer, TableStreamConsumer } from '../../../functions/consumers.ts';
 import { startCampaignTicker } from '../../../infra/local/campaign-ticker.ts';
 import { prepareTable } from '../../../infra/local/environment.ts';
+import { createLocalFunction } from '../../../infra/local/lambda-worker.ts';
 import { startQueuePollers } from '../../../infra/local/queue-poller.ts';
 import { idleDelay, startStreamPoller } from '../../../infra/local/stream-poller.ts';
 import { handed } from '../../support/fixtures/recording-stream-consumer.ts';
@@ -152,5 +153,16 @@ describe('the queue pollers, idle', () => {
 
     due = true;
     await vi.waitFor(() => expect(sends).toBeGreaterThanOrEqual(1), { timeout: 30_000, interval: 10 });
+  });
+});
+
+describe('execution environments, idle', () => {
+  it('end after idleEndMs without an invocation; the next invocation starts a new one', async () => {
+    const thread = createLocalFunction({ name: 'thread', entry: 'test/support/fixtures/thread-consumer.ts', timeoutSeconds: 30 }, { idleEndMs: 50 });
+    stops.push(thread.stop);
+    const first = (await thread.invoke({})) as { threadId: number };
+
+    // Each probe comes long after idleEndMs, so an environment left idle has ended by the next one.
+    await vi.waitFor(async () => expect(await thread.invoke({})).not.toEqual(first), { timeout: 60_000, interval: 500 });
   });
 });
