@@ -42,20 +42,24 @@ describe('the stream poller, idle', () => {
     expect([0, 5].map((rounds) => idleDelay(rounds, 10, 10))).toEqual([10, 10]);
   });
 
-  it('backs off while the shards are empty and waits the shortest again once records come', async () => {
+  /** A poller on this file's table whose waits are `wait`'s, each recorded in `waits`; resolves once it is ready. */
+  async function startPoller(idleDelayMs: number, maxIdleDelayMs: number, wait: (ms: number) => Promise<void>) {
     const waits: number[] = [];
     const poller = startStreamPoller({
-      ...{ endpoint: clientConfig.endpoint, tableName, consumers },
-      idleDelayMs: 25,
-      maxIdleDelayMs: 1_000,
-      // Waits nothing, so that the rounds come at once; the waits asked for are the schedule.
+      ...{ endpoint: clientConfig.endpoint, tableName, consumers, idleDelayMs, maxIdleDelayMs },
       wait: (ms) => {
         waits.push(ms);
-        return new Promise((resolve) => setImmediate(resolve));
+        return wait(ms);
       },
     });
     stops.push(poller.stop);
     await poller.ready;
+    return { poller, waits };
+  }
+
+  it('backs off while the shards are empty and waits the shortest again once records come', async () => {
+    // Waits nothing, so that the rounds come at once; the waits asked for are the schedule.
+    const { waits } = await startPoller(25, 1_000, () => new Promise((resolve) => setImmediate(resolve)));
     await vi.waitFor(() => expect(waits.length).toBeGreaterThanOrEqual(8), { timeout: 30_000, interval: 10 });
     expect(waits.slice(0, 8)).toEqual([25, 50, 100, 200, 400, 800, 1_000, 1_000]);
 
@@ -66,19 +70,8 @@ describe('the stream poller, idle', () => {
   });
 
   it('hands a write over when nudged, however long it meant to wait', async () => {
-    const waits: number[] = [];
-    const poller = startStreamPoller({
-      ...{ endpoint: clientConfig.endpoint, tableName, consumers },
-      idleDelayMs: 10,
-      maxIdleDelayMs: 600_000,
-      // Past the first round, a wait never ends by itself: only a nudge can bring the next round.
-      wait: (ms) => {
-        waits.push(ms);
-        return ms <= 10 ? new Promise((resolve) => setTimeout(resolve, ms)) : new Promise(() => undefined);
-      },
-    });
-    stops.push(poller.stop);
-    await poller.ready;
+    // Past the first round, a wait never ends by itself: only a nudge can bring the next round.
+    const { poller, waits } = await startPoller(10, 600_000, (ms) => (ms <= 10 ? new Promise((resolve) => setTimeout(resolve, ms)) : new Promise(() => undefined)));
     await vi.waitFor(() => expect(waits).toContain(20), { timeout: 30_000, interval: 10 });
 
     const pk = randomUUID();
