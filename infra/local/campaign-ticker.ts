@@ -17,18 +17,13 @@ export function startCampaignTicker(
 ): { stop(): void } {
   const client = new SQSClient(queues.clientConfig);
   const queueUrl = queues.urlOf(campaignQueue.name);
-  let ticking = false;
   const tick = async () => {
     // A failed look sends the tick anyway: the dispatcher finds out for itself.
     if (options.due && !(await options.due().catch(() => true))) return;
     await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: queueMessageBody({ kind: 'campaign.tick' }) }));
   };
   const timer = setInterval(() => {
-    if (ticking) return;
-    ticking = true;
-    tick()
-      .catch((error: Error) => logger.warn('campaign tick not sent', { error }))
-      .finally(() => (ticking = false));
+    tick().catch((error: Error) => logger.warn('campaign tick not sent', { error }));
   }, seconds * 1000);
   timer.unref();
   return {
