@@ -17,6 +17,8 @@ const repoRoot = resolve(import.meta.dirname, '..');
 /** Settling time after the start (or after the run) before idle is measured, and how long it is measured. */
 const settleMs = 5_000;
 const sampleMs = 10_000;
+/** Past `npm start`'s idle end of execution environments (30 s), for the last sample. */
+const environmentsEndedMs = 35_000;
 const sessions = 40;
 const turnsPerSession = 5;
 const apiKey = 'apk_bench_idle_key_0123456789';
@@ -40,6 +42,8 @@ export interface IdleResults {
     startToHealthMs: number;
     idle: { runtime: ProcessFigures; database: ProcessFigures };
     afterLoad: { runtime: ProcessFigures; database: ProcessFigures; turns: number };
+    /** Idle again once the run's execution environments have ended. */
+    afterEnvironmentsEnded: { runtime: ProcessFigures; database: ProcessFigures };
   };
   loadAverage: { start: number; end: number };
 }
@@ -151,12 +155,15 @@ export async function measureIdle(log: (line: string) => void): Promise<IdleResu
       const turns = await runSessions(`http://127.0.0.1:${port}`);
       await new Promise((wake) => setTimeout(wake, settleMs));
       const [runtimeAfter, databaseAfter] = (await sampleIdle(pids)) as [ProcessFigures, ProcessFigures];
+      await new Promise((wake) => setTimeout(wake, environmentsEndedMs - sampleMs - settleMs));
+      const [runtimeEnded, databaseEnded] = (await sampleIdle(pids)) as [ProcessFigures, ProcessFigures];
       return {
         floor: { startMs: floorStartMs, idle: floorIdle as ProcessFigures },
         runtime: {
           startToHealthMs,
           idle: { runtime: runtimeIdle, database: databaseIdle },
           afterLoad: { runtime: runtimeAfter, database: databaseAfter, turns },
+          afterEnvironmentsEnded: { runtime: runtimeEnded, database: databaseEnded },
         },
         loadAverage: { start: loadAverageAtStart, end: loadavg()[0] as number },
       };
@@ -178,6 +185,7 @@ export function idleChecks(results: IdleResults): Check[] {
     check('npm start idle after a run: runtime CPU (share of a core)', runtime.afterLoad.runtime.cpu, 'core', idleTargets.cpuShare),
     check('npm start idle after start: runtime RSS', runtime.idle.runtime.rssMiB, 'MiB', idleTargets.rssIdleMiB),
     check('npm start idle after a run: runtime RSS', runtime.afterLoad.runtime.rssMiB, 'MiB', idleTargets.rssAfterLoadMiB),
+    check('npm start idle after a run, its execution environments ended: runtime RSS', runtime.afterEnvironmentsEnded.runtime.rssMiB, 'MiB', idleTargets.rssAfterLoadMiB),
     check('npm start: start to first /health 200', runtime.startToHealthMs, 'ms', floor.startMs + idleTargets.startupOverFloorMs),
   ];
 }
@@ -192,6 +200,7 @@ export function idleReport(results: IdleResults): string[] {
     `   npm start: first /health 200 after ${runtime.startToHealthMs} ms (+${runtime.startToHealthMs - floor.startMs} ms over the floor's start)`,
     `   idle after start: runtime ${figures(runtime.idle.runtime)}; its DynamoDB Local ${figures(runtime.idle.database)}`,
     `   idle after ${runtime.afterLoad.turns} turns: runtime ${figures(runtime.afterLoad.runtime)}; its DynamoDB Local ${figures(runtime.afterLoad.database)}`,
+    `   and ${environmentsEndedMs / 1000} s later (execution environments ended): runtime ${figures(runtime.afterEnvironmentsEnded.runtime)}; its DynamoDB Local ${figures(runtime.afterEnvironmentsEnded.database)}`,
     `   Load average ${results.loadAverage.start.toFixed(1)} at the start, ${results.loadAverage.end.toFixed(1)} at the end.`,
   ];
 }
