@@ -27,8 +27,9 @@ import { consumerHandlers } from './consumer-handlers.ts';
  * (or the poller has failed), so that whatever is written after it is handed over.
  *
  * When the shards are empty it waits `idleDelayMs`, then twice as long after each empty round, up to
- * `maxIdleDelayMs`, and polls at once again when a round brings records or `nudge()` says that the table was
- * written: an idle runtime then polls about once a second, and a write is still handed over at once.
+ * `maxIdleDelayMs`; it reads again at once after a round that brought records, and `idleDelayMs` after its last
+ * read when `nudge()` says the table was written: an idle runtime polls about once a second, and a write is still
+ * handed over at once.
  */
 export function startStreamPoller(options: {
   endpoint: string;
@@ -52,7 +53,7 @@ export function startStreamPoller(options: {
   const positions = new Map<string, string>();
   let running = true;
   let idleRounds = 0;
-  /** Set by a nudge that came during a round, which may have read the shards before the write: no wait after it. */
+  /** Set by a nudge that came during a round, which may have read the shards before the write: the shortest wait next. */
   let nudged = false;
   let wake = () => {};
   const wait = options.wait ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
