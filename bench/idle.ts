@@ -1,8 +1,9 @@
 /**
  * What `npm start` costs while nothing happens, beside its floor, DynamoDB Local alone: CPU (share of one core)
- * and resident memory of the runtime's process and of DynamoDB Local's, idle after the start and idle again after a
- * run of chat sessions, and the time from the start to the first `/health` 200. Read from /proc (Linux).
- * `npm run bench` runs it; `node bench/idle.ts` runs it alone.
+ * and resident memory of the runtime's process and of DynamoDB Local's, idle after the start, idle again after a
+ * run of chat sessions and once that run's execution environments have ended, and the time from the start to the
+ * first `/health` 200. Read from /proc (Linux).
+ * `node bench/idle.ts` runs it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
