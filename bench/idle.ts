@@ -3,7 +3,7 @@
  * and resident memory of the runtime's process and of DynamoDB Local's, idle after the start, idle again after a
  * run of chat sessions and once that run's execution environments have ended, and the time from the start to the
  * first `/health` 200. Read from /proc (Linux).
- * `node bench/idle.ts` runs it.
+ * `npm run bench -- idle` runs it alone (bench/run.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -204,10 +204,4 @@ export function idleReport(results: IdleResults): string[] {
     `   and ${environmentsEndedMs / 1000} s later (execution environments ended): runtime ${figures(runtime.afterEnvironmentsEnded.runtime)}; its DynamoDB Local ${figures(runtime.afterEnvironmentsEnded.database)}`,
     `   Load average ${results.loadAverage.start.toFixed(1)} at the start, ${results.loadAverage.end.toFixed(1)} at the end.`,
   ];
-}
-
-if (import.meta.main) {
-  const results = await measureIdle((line) => console.log(`[bench] ${line}`));
-  console.log(idleReport(results).join('\n'));
-  console.log(JSON.stringify(idleChecks(results), null, 2));
 }

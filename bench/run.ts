@@ -5,7 +5,8 @@
  * the cost of a chat turn, a webhook delivery and a call minute, counted from the requests they make, and the whole
  * cost of a turn on `npm start`'s runtime against its budget (bench/whole-turn.ts, docs/performance.md).
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
- * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json).
+ * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json); `npm run bench -- idle`
+ * only what `npm start` costs with no traffic (bench/idle.ts, bench/results/idle.json).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -33,7 +34,8 @@ import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environ
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { measureObservability, observabilityChecks } from './observability.ts';
 import { measureStartup, startupChecks } from './startup.ts';
-import { checksSummary, evaluate, formatReport, writeJson, type BenchResults } from './report.ts';
+import { checksSummary, evaluate, formatReport, writeJson, type BenchResults, type Check } from './report.ts';
+import { idleChecks, idleReport, measureIdle } from './idle.ts';
 import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
 
 /** Every Lambda function the stack bundles, after the floor they are compared with. */
@@ -65,12 +67,24 @@ process.env.PLANS ??= JSON.stringify({
   free: { name: 'Bench', quotas: { chat_messages: null, voice_seconds: null, knowledge_chunks: null }, concurrentCalls: 1_000, requestsPerSecond: 1_000_000, burst: 1_000_000 },
 });
 
-if (process.argv.slice(2).includes('whole-turn')) {
-  const wholeTurn = await measureWholeTurn(log);
-  const checks = wholeTurnChecks(wholeTurn);
-  const file = resolve(import.meta.dirname, 'results', 'whole-turn.json');
-  writeJson(file, { generatedAt: new Date().toISOString(), loadAverageAtStart, wholeTurn, checks });
-  console.log(`\n${[...wholeTurnReport(wholeTurn), ...checksSummary(checks, performance.now() - started)].join('\n')}\n\nFigures written to ${file}`);
+/** Sections a run can take alone (`npm run bench -- whole-turn`), their figures in bench/results/<name>.json. */
+const sectionsAlone: Record<string, () => Promise<{ figures: object; checks: Check[]; report: string[] }>> = {
+  'whole-turn': async () => {
+    const wholeTurn = await measureWholeTurn(log);
+    return { figures: { wholeTurn }, checks: wholeTurnChecks(wholeTurn), report: wholeTurnReport(wholeTurn) };
+  },
+  idle: async () => {
+    const idle = await measureIdle(log);
+    return { figures: { idle }, checks: idleChecks(idle), report: idleReport(idle) };
+  },
+};
+const sectionAlone = process.argv.slice(2).find((argument) => argument in sectionsAlone);
+const measureAlone = sectionAlone === undefined ? undefined : sectionsAlone[sectionAlone];
+if (measureAlone) {
+  const { figures, checks, report } = await measureAlone();
+  const file = resolve(import.meta.dirname, 'results', `${sectionAlone}.json`);
+  writeJson(file, { generatedAt: new Date().toISOString(), loadAverageAtStart, ...figures, checks });
+  console.log(`\n${[...report, ...checksSummary(checks, performance.now() - started)].join('\n')}\n\nFigures written to ${file}`);
   process.exit(checks.every((check) => check.pass) ? 0 : 1);
 }
 

@@ -4,10 +4,11 @@
  * runtime is idle again, through the cost accounting `npm run bench` uses (COST_ACCOUNTING_FILE, which asks DynamoDB
  * for `ConsumedCapacity` and counts a transaction's units as AWS bills them). Counts, never times.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCostRecords } from '../../bench/cost-model.ts';
 import { tableStreamConsumers, webhookDeliveryQueue } from '../../functions/consumers.ts';
 import { costAccountingVariable, transactionsAccounted, type CostRecord } from '../../shared/platform/cost-accounting.ts';
 import { startApi, type TestApi } from '../support/api.ts';
@@ -27,12 +28,7 @@ afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-function records(): CostRecord[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as CostRecord);
-}
+const records = (): CostRecord[] => readCostRecords(file).records;
 
 const streamConsumers = new Set(tableStreamConsumers.map((consumer) => consumer.name));
 /** The last consumer the stream poller hands a batch of messages to: its invocation ends the batch's work. */

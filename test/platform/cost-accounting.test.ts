@@ -3,12 +3,12 @@
  * clients make are written down with what AWS bills them by, DynamoDB's units as AWS counts them (DynamoDB Local's
  * own figure for transactions is too low), and bench/cost-model.ts turns the records into units and dollars.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { atLeastZero, costPer, dollarsOf, listPrices, usageDifference, usageOf } from '../../bench/cost-model.ts';
+import { atLeastZero, costPer, dollarsOf, listPrices, readCostRecords, usageDifference, usageOf } from '../../bench/cost-model.ts';
 import { accountInvocation, costAccountingVariable, type CostRecord } from '../../shared/platform/cost-accounting.ts';
 import { createDocumentClient } from '../../shared/platform/store/dynamo.ts';
 import { startApi, type TestApi } from '../support/api.ts';
@@ -34,12 +34,7 @@ afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-function records(): CostRecord[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as CostRecord);
-}
+const records = (): CostRecord[] => readCostRecords(file).records;
 
 /** The records written while `work` runs (and the transactions it left to size), made in an invocation of `name`. */
 async function recordedBy(name: string, work: () => Promise<unknown>, expected: number): Promise<CostRecord[]> {
