@@ -88,7 +88,7 @@ export interface SessionStore {
    */
   replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
   readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
-  holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean>;
+  holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number }): Promise<boolean>;
   /** Sets the session's expiry item to lapse at `expiresAt` (epoch s): its TTL deletion tells the session-expiry consumer to look again. */
   armExpiry(orgId: string, sessionId: string, expiresAt: number): Promise<void>;
   /**

@@ -1,8 +1,10 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
+  UpdateCommand,
   type BatchGetCommandOutput,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
@@ -347,22 +349,26 @@ export class DynamoSessionStore implements SessionStore {
 
   /**
    * Marks the session active for the length of a turn, so it cannot expire meanwhile: only needed when the
-   * inactivity window could run out before the turn does. False when the session is no longer OPEN.
+   * inactivity window could run out before the turn does. The expiry item stays: when it lapses during the turn,
+   * the session-expiry consumer sees the hold and looks again a window later. False when the session is no longer OPEN.
    */
-  async holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number; expiresAt: number }): Promise<boolean> {
-    return this.writeIfFirstHolds([
-      {
-        Update: {
+  async holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number }): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
           TableName: this.tableName,
           Key: keys.session(session.orgId, session.id),
           UpdateExpression: 'SET lastActivityAt = :now, activeUntil = :activeUntil',
           ConditionExpression: '#state = :open',
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: { ':now': at.nowIso, ':activeUntil': at.activeUntil, ':open': 'OPEN' },
-        },
-      },
-      this.expiryPut(session.orgId, session.id, at.expiresAt),
-    ]);
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   /**
@@ -439,15 +445,6 @@ export class DynamoSessionStore implements SessionStore {
 
   private messagePut(orgId: string, seq: number, message: Message): TransactItem {
     return messagePut(this.tableName, orgId, seq, message);
-  }
-
-  private expiryPut(orgId: string, sessionId: string, expiresAt: number): TransactItem {
-    return {
-      Put: {
-        TableName: this.tableName,
-        Item: expiryItem(orgId, sessionId, expiresAt),
-      },
-    };
   }
 
   private analysisJobPut(job: AnalysisJob): { TableName: string; Item: Record<string, unknown> } {

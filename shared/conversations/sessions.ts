@@ -189,8 +189,9 @@ export function expiryEpochSeconds(deps: Pick<SessionDeps, 'config'>, fromMs: nu
 }
 
 /**
- * Called when a session's expiry item lapsed: expires it if it is indeed idle; one still OPEN was active since (turns
- * do not move the item), so the item is set again to lapse a window after its last activity. A missing session is
+ * Called when a session's expiry item lapsed: expires it if it is indeed idle. One still OPEN was active since (turns
+ * do not move the item), so the item is set again: a window after its last activity, or, while a turn holds the
+ * session, a window from now (the turn's hold may last minutes; it usually ends in seconds). A missing session is
  * ignored.
  */
 export async function expireAbandonedSession(deps: SessionDeps, orgId: string, sessionId: string): Promise<void> {
@@ -198,8 +199,9 @@ export async function expireAbandonedSession(deps: SessionDeps, orgId: string, s
   if (!session) return;
   const current = await expireIfIdle(deps, session);
   if (current.state !== 'OPEN') return;
-  const lastActiveMs = Math.max(Date.parse(current.lastActivityAt), current.activeUntil ?? 0);
-  await deps.sessions.armExpiry(orgId, sessionId, expiryEpochSeconds(deps, lastActiveMs));
+  const nowMs = deps.clock.now().getTime();
+  const held = (current.activeUntil ?? 0) > nowMs;
+  await deps.sessions.armExpiry(orgId, sessionId, expiryEpochSeconds(deps, held ? nowMs : Date.parse(current.lastActivityAt)));
 }
 
 /** Throws SESSION_EXPIRED for an idle or expired session (after recording the expiry), for operations that need OPEN. */

@@ -15,7 +15,7 @@ import { knowledgeContext } from '../knowledge/turn-context.ts';
 import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
-import { assertNotExpired, endSession, expireIfIdle, expiryEpochSeconds, type SessionDeps } from './sessions.ts';
+import { assertNotExpired, endSession, expireIfIdle, type SessionDeps } from './sessions.ts';
 import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { activeAgentId, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
@@ -157,8 +157,7 @@ export async function prepareTurn(
     const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
     if (windowLeftMs < deps.config.TURN_TIMEOUT_SECONDS * 1000) {
       const activeUntil = now.getTime() + deps.config.TURN_TIMEOUT_SECONDS * 1000;
-      const expiresAt = expiryEpochSeconds(deps, activeUntil);
-      if (!(await deps.sessions.holdForTurn(session, { nowIso: now.toISOString(), activeUntil, expiresAt }))) {
+      if (!(await deps.sessions.holdForTurn(session, { nowIso: now.toISOString(), activeUntil }))) {
         throw new InvalidSessionError(`Session ${sessionId} was closed meanwhile; open a new session.`);
       }
     }
