@@ -140,15 +140,16 @@ describe('the stream poller without a checkpoint file', () => {
 describe('the stream poller when DynamoDB Local calls its iterator trimmed', () => {
   // DynamoDB Local answers TrimmedDataAccessException to a read through a LATEST iterator taken on an empty shard
   // once something is written (aws/aws-sdk-java#2923): a proxy answers the poller's next read so, at will.
-  let trimNextRead = false;
+  /** How many of the poller's next reads are answered "trimmed". */
+  let readsToTrim = 0;
   let proxy: Server;
   let proxyEndpoint: string;
   beforeAll(async () => {
     const upstream = new URL(clientConfig.endpoint);
     proxy = createServer((incoming, outgoing) => {
       const operation = String(incoming.headers['x-amz-target'] ?? '');
-      if (trimNextRead && operation.endsWith('.GetRecords')) {
-        trimNextRead = false;
+      if (readsToTrim > 0 && operation.endsWith('.GetRecords')) {
+        readsToTrim -= 1;
         incoming.resume();
         outgoing.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
         outgoing.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException', message: 'The operation attempted to read past the oldest stream record in a shard.' }));
@@ -166,12 +167,14 @@ describe('the stream poller when DynamoDB Local calls its iterator trimmed', () 
   afterAll(() => closeServer(proxy));
 
   it.each([
-    ['without a checkpoint file, before handing anything over', () => undefined, []],
-    ['with a checkpoint file, after handing records over', () => join(checkpointDir, `trimmed-${randomUUID()}.json`), ['handed-before']],
-  ])('opens the shard again and hands over what comes next, once each, %s', async (_when, checkpointFileOf, before) => {
+    ['without a checkpoint file, before handing anything over', () => undefined, [], 1],
+    ['with a checkpoint file, after handing records over', () => join(checkpointDir, `trimmed-${randomUUID()}.json`), ['handed-before'], 1],
+    ['when the shard opened again is called trimmed too', () => undefined, ['handed-before'], 3],
+  ])('opens the shard again and hands over what comes next, once each, %s', async (_when, checkpointFileOf, before, trimmedReads) => {
     const emptyTable = `stream-trimmed-${randomUUID()}`;
     await prepareTable(clientConfig.endpoint, emptyTable);
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const poller = startStreamPoller({ endpoint: proxyEndpoint, tableName: emptyTable, consumers, idleDelayMs: 10, checkpointFile: checkpointFileOf() });
     startedPollers.push(poller);
     await poller.ready;
@@ -179,12 +182,14 @@ describe('the stream poller when DynamoDB Local calls its iterator trimmed', () 
     for (const pk of before) await putInto(pk);
     await vi.waitFor(() => expect(handed).toEqual(before), { timeout: 60_000, interval: 10 });
 
-    trimNextRead = true;
-    await vi.waitFor(() => expect(trimNextRead).toBe(false), { timeout: 60_000, interval: 10 });
+    readsToTrim = trimmedReads;
+    await vi.waitFor(() => expect(readsToTrim).toBe(0), { timeout: 60_000, interval: 10 });
     for (const pk of ['first-after', 'second-after']) await putInto(pk);
 
     await vi.waitFor(() => expect(handed).toEqual([...before, 'first-after', 'second-after']), { timeout: 60_000, interval: 10 });
     expect(JSON.parse(warn.mock.calls.at(-1)?.[0] as string)).toMatchObject({ level: 'WARN', error: 'TrimmedDataAccessException' });
+    expect(error.mock.calls.map(([line]) => JSON.parse(line as string).message)).not.toContain('stream poller stopped');
     warn.mockRestore();
+    error.mockRestore();
   });
 });
