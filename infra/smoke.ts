@@ -6,6 +6,7 @@
  * failure. One line per step; exit code 0 when every step passed, 1 when one failed, 2 for a usage error.
  * The key may come from SMOKE_API_KEY instead of `--key`, so that npm does not echo it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, createApiClient, type ApiClient, type ErrorEnvelope } from '../clients/typescript/index.ts';
 
@@ -64,7 +65,7 @@ async function main(): Promise<number> {
     console.error(`${options}\n\n${usage}`);
     return 2;
   }
-  const api = createApiClient({ baseUrl: options.baseUrl, apiKey: options.key });
+  const api = createApiClient({ baseUrl: options.baseUrl, apiKey: options.key, fetch: fetchWithinRateLimits });
   const created: Created = {};
   const steps = smokeSteps(api, options, created);
   console.log(`Smoke test of ${options.baseUrl}`);
@@ -86,6 +87,23 @@ async function main(): Promise<number> {
   const cleanupFailed = await cleanUp(api, created);
   console.log(failed || cleanupFailed ? 'Smoke test FAILED' : `Smoke test passed: ${steps.length} steps`);
   return failed || cleanupFailed ? 1 : 0;
+}
+
+/** How many times a request refused with 429 is sent again. */
+const rateLimitedRetries = 3;
+
+/**
+ * The organization's plan limits its requests (a free plan: 5 a second, 10 at once), which two smoke runs in a row
+ * can reach; that is not a failure of the deployment, so a 429 is sent again after its Retry-After.
+ */
+async function fetchWithinRateLimits(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const request = new Request(input, init);
+  for (let attempt = 0; ; attempt += 1) {
+    const response = await fetch(request.clone());
+    if (response.status !== 429 || attempt === rateLimitedRetries) return response;
+    await response.body?.cancel();
+    await sleep(Number(response.headers.get('retry-after') ?? 1) * 1000);
+  }
 }
 
 function smokeSteps(api: ApiClient, options: Options, created: Created): Step[] {
@@ -156,7 +174,7 @@ function smokeSteps(api: ApiClient, options: Options, created: Created): Step[] 
     {
       name: 'chat, streamed',
       run: async () => {
-        const response = await fetch(`${options.baseUrl}/v1/chat/chat/sessions/${created.sessionId}/messages`, {
+        const response = await fetchWithinRateLimits(`${options.baseUrl}/v1/chat/chat/sessions/${created.sessionId}/messages`, {
           method: 'POST',
           headers: { 'x-api-key': options.key, 'content-type': 'application/json', accept: 'text/event-stream' },
           body: JSON.stringify({ content: 'And once more, streamed.' }),
@@ -281,7 +299,7 @@ class EventStreamReader {
 
   static async open(options: Options, types: string): Promise<EventStreamReader> {
     const abort = new AbortController();
-    const response = await fetch(`${options.baseUrl}/v1/chat/events/stream?types=${types}`, {
+    const response = await fetchWithinRateLimits(`${options.baseUrl}/v1/chat/events/stream?types=${types}`, {
       headers: { 'x-api-key': options.key, accept: 'text/event-stream' },
       signal: abort.signal,
     });
