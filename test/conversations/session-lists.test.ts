@@ -6,7 +6,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 
-const idleSeconds = 2;
+/** Long enough that no session of a property run goes idle before it is listed, however busy the machine. */
+const idleSeconds = 30;
 let api: TestApi;
 beforeAll(async () => {
   api = await startApi({ SESSION_IDLE_TIMEOUT_SECONDS: String(idleSeconds) });
