@@ -20,8 +20,9 @@ afterAll(async () => {
   await api.close();
 });
 
+/** `session.ended` waits for the analysis, on a queue: on a busy machine that can take more than the usual minute. */
 function eventsOf(orgId: string, count: number): Promise<DomainEvent[]> {
-  return eventually(() => published.filter((event) => event.orgId === orgId), (mine) => mine.length >= count);
+  return eventually(() => published.filter((event) => event.orgId === orgId), (mine) => mine.length >= count, 150_000);
 }
 
 describe('the event relay', () => {
@@ -51,7 +52,7 @@ describe('the event relay', () => {
     const added = events.filter((event) => event.type === 'message.added').map((event) => event.payload as { id: string; data: { role: string } });
     expect(added.map((payload) => payload.data.role).sort()).toEqual(['ASSISTANT', 'USER']);
     for (const payload of added) expect(payload.id).toBe(events.find((event) => event.payload === payload)?.eventId);
-  });
+  }, 180_000);
 });
 
 describe('eventsOfItem', () => {

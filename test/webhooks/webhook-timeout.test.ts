@@ -22,11 +22,13 @@ afterAll(async () => {
   await closeServer(receiver);
 });
 
+/** The first attempt's record, once it has one: the event's way to the queue takes its time on a busy machine. */
 async function firstDelivery(key: string, endpointId: string): Promise<any> {
-  const deadline = Date.now() + 25_000;
+  const deadline = Date.now() + 90_000;
   for (;;) {
     const listed = await api.request('GET', `/v1/chat/webhooks/${endpointId}/deliveries`, { key });
-    if (listed.body.data[0] || Date.now() > deadline) return listed.body.data[0];
+    const first = listed.body.data[0];
+    if ((first && first.attempts > 0) || Date.now() > deadline) return first;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -43,5 +45,5 @@ describe('the 15 s answer limit', () => {
     const [delivered, failed] = await Promise.all([firstDelivery(key, inTime), firstDelivery(key, tooLate)]);
     expect(delivered).toMatchObject({ state: 'DELIVERED', attempts: 1, lastStatusCode: 200 });
     expect(failed).toMatchObject({ state: 'PENDING', attempts: 1, lastError: 'No answer within 15000 ms.' });
-  }, 40_000);
+  }, 120_000);
 });
