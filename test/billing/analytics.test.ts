@@ -49,7 +49,7 @@ describe('analytics', () => {
     const assistantReplies = histories.flatMap((history) => history.body.data).filter((message: { role: string }) => message.role === 'ASSISTANT').length;
 
     // Act
-    const report = await eventually(() => overview(key), (result) => result.totals.sessions.ended === 2 && result.totals.messages === messageTotals.reduce((a, b) => a + b, 0));
+    const report = await eventually(() => overview(key), (result) => result.totals.sessions.total === 3 && result.totals.sessions.ended === 2 && result.totals.messages === messageTotals.reduce((a, b) => a + b, 0));
     const replayed = await replay(orgId, sessionIds[0] as string);
     const afterReplay = await overview(key);
 
