@@ -49,7 +49,12 @@ describe('analytics', () => {
     const assistantReplies = histories.flatMap((history) => history.body.data).filter((message: { role: string }) => message.role === 'ASSISTANT').length;
 
     // Act
-    const report = await eventually(() => overview(key), (result) => result.totals.sessions.total === 3 && result.totals.sessions.ended === 2 && result.totals.messages === messageTotals.reduce((a, b) => a + b, 0));
+    // The counters come through the table stream, behind the other consumers' work: minutes on a busy machine.
+    const report = await eventually(
+      () => overview(key),
+      (result) => result.totals.sessions.total === 3 && result.totals.sessions.ended === 2 && result.totals.messages === messageTotals.reduce((a, b) => a + b, 0),
+      150_000,
+    );
     const replayed = await replay(orgId, sessionIds[0] as string);
     const afterReplay = await overview(key);
 
@@ -71,7 +76,7 @@ describe('analytics', () => {
     expect(report.series.reduce((sum, point) => sum + point.sessions, 0)).toBe(3);
     expect(replayed.batchItemFailures).toEqual([]);
     expect(afterReplay.totals).toEqual(totals);
-  });
+  }, 180_000);
 
   it('shows one agent, as JSON or as CSV, and by hour', async () => {
     // Prepare
