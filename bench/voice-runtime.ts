@@ -44,6 +44,7 @@ const simulator =
 await preload();
 const poller = startStreamPoller({ endpoint: database.endpoint, tableName: database.tableName, consumers: tableStreamConsumers.filter((consumer) => consumer.name === 'analysis-dispatch'), idleDelayMs: 25 });
 const pollers = startQueuePollers({ queues, consumers });
+await poller.ready;
 
 const deps = runtime();
 const { orgId, call } = await benchOrganization(deps, baseUrl);

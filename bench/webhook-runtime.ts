@@ -24,7 +24,7 @@ const queues = await startLocalQueues({ consumers: queueConsumers, rules: eventR
 const { server, preload } = createLocalServer(routeGroups);
 await preload();
 startEventRouter({ queues, rules: eventRules });
-startStreamPoller({ endpoint: database.endpoint, tableName: database.tableName, consumers: tableStreamConsumers, idleDelayMs: 25 });
+await startStreamPoller({ endpoint: database.endpoint, tableName: database.tableName, consumers: tableStreamConsumers, idleDelayMs: 25 }).ready;
 startQueuePollers({ queues, consumers: queueConsumers });
 
 const deps = runtime();

@@ -184,7 +184,11 @@ async function startPoller(endpoint: string, tableName: string, withQueues: bool
     import('../../functions/consumers.ts'),
   ]);
   const consumers = tableStreamConsumers.filter((consumer) => withQueues || !consumer.queueUrls);
-  return startStreamPoller({ endpoint, tableName, consumers, idleDelayMs: 10 });
+  const poller = startStreamPoller({ endpoint, tableName, consumers, idleDelayMs: 10 });
+  // Every shard open before the test writes: the worker's table holds the records of its earlier files, and
+  // whatever is written while the poller skips past them would be skipped with them.
+  await poller.ready;
+  return poller;
 }
 
 /** Queues, router and pollers as `npm start` runs them, with the consumers and rules given (the declared ones by default). */
