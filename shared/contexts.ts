@@ -57,6 +57,12 @@ export const contexts: readonly BoundedContext[] = [
     surface: ['chunker.ts', 'document-uploads.ts', 'hybrid-retrieval.ts', 'knowledge-ingestion.ts', 'knowledge-runtime.ts', 'knowledge-schemas.ts', 'knowledge-store.ts', 'knowledge-uploads-runtime.ts', 'knowledge.ts', 'local-flat-index.ts', 'pdf-text.ts', 'turn-context.ts', 'vector-store.ts'],
   },
   {
+    name: 'speech',
+    layer: 5,
+    purpose: 'Speech for calls that pass through the media worker: the speech-to-text and text-to-speech ports, the built-in offline engines, the providers\' adapters, telephone audio and voice activity detection.',
+    surface: [],
+  },
+  {
     name: 'agents',
     layer: 6,
     purpose: 'Agents and their analysis configuration, tools (and their executors).',
