@@ -66,7 +66,7 @@ const turns = [...knowledge, ...egress, ...sessions, 'MAX_TOOL_ROUNDS', 'TOOL_TI
 /** The voice runtime: Twilio, recordings, backstop schedules. */
 const voice = ['TWILIO_API_BASE_URL', 'RECORDINGS_BUCKET', 'S3_ENDPOINT', 'CALL_BACKSTOP_QUEUE_ARN', 'SCHEDULER_ROLE_ARN', 'SCHEDULER_ENDPOINT'] as const satisfies readonly SettingName[];
 /** Placing and answering calls: the addresses Twilio calls back and connects to. */
-const calls = [...voice, ...sessions, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_GRACE_SECONDS'] as const satisfies readonly SettingName[];
+const calls = [...voice, ...sessions, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'MEDIA_WORKER_URL', 'CALL_BACKSTOP_GRACE_SECONDS'] as const satisfies readonly SettingName[];
 /** The SSE event stream and the event log behind it. */
 const eventStream = [
   'EVENT_LOG_RETENTION_HOURS',
@@ -92,7 +92,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   usage: [...runtime, ...http, ...stripeBilling, 'STRIPE_WEBHOOK_SECRET'],
   analytics: [...runtime, ...http],
   'phone-numbers': [...runtime, ...http, ...calls, 'CALL_RING_TIMEOUT_SECONDS'],
-  'carrier-callbacks': [...runtime, ...http, ...voice, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_GRACE_SECONDS', 'SESSION_IDLE_TIMEOUT_SECONDS'],
+  'carrier-callbacks': [...runtime, ...http, ...voice, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'MEDIA_WORKER_URL', 'CALL_BACKSTOP_GRACE_SECONDS', 'SESSION_IDLE_TIMEOUT_SECONDS'],
   knowledge: [...runtime, ...http, ...knowledge, ...documents, 'PAST_DUE_GRACE_DAYS'],
   contacts: [...runtime, ...http],
   'whatsapp-numbers': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL', 'PUBLIC_BASE_URL'],

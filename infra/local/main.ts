@@ -74,9 +74,10 @@ if (stripeSimulated && process.env.BILLING_PROVIDER === 'stripe' && !process.env
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
   relayPort: optionalPort(process.env.VOICE_RELAY_PORT),
+  mediaWorkerPort: optionalPort(process.env.MEDIA_WORKER_PORT),
   queues,
 }).catch(async (error: Error) => {
-  console.error(`Cannot start the Twilio simulator or the WebSocket API: ${error.message}`);
+  console.error(`Cannot start the Twilio simulator, the WebSocket API or the media worker: ${error.message}`);
   await queues.stop();
   await database.stop();
   process.exit(1);
@@ -149,8 +150,8 @@ server.listen(port, host, () => {
   console.log(describeLoopbackEgress(process.env));
   console.log(
     voice.simulator
-      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`
-      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}`,
+      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url}, media worker on ${voice.mediaWorker.url} (docs/voice.md#simulator)`
+      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}, media worker on ${voice.mediaWorker.url}, reached as ${process.env.MEDIA_WORKER_URL}`,
   );
   console.log(
     whatsapp
