@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { WebSocketServer } from 'ws';
 import { callBackstopQueue } from '../../functions/consumers.ts';
+import { BuiltinSpeechToText } from '../../shared/speech/builtin-stt.ts';
+import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import type { LocalQueues } from './queues.ts';
 import { startSchedulerStandIn, type SchedulerStandIn } from './scheduler-stand-in.ts';
@@ -47,7 +49,9 @@ export async function startLocalVoice(
     queues?: Pick<LocalQueues, 'endpoint' | 'region' | 'clientConfig' | 'urlOf' | 'arnOf'> | undefined;
   } = {},
 ): Promise<LocalVoice> {
-  const simulator = env.TWILIO_API_BASE_URL ? undefined : await startTwilioSimulator({ port: options.simulatorPort });
+  // The simulator's callees speak with eSpeak's female US voice and hear with the built-in recogniser, on a Media Stream.
+  const speech = { tts: new BuiltinTextToSpeech(env.SPEECH_ENGINES_DIR), voiceId: 'en-us+f3', stt: new BuiltinSpeechToText(env.SPEECH_ENGINES_DIR) };
+  const simulator = env.TWILIO_API_BASE_URL ? undefined : await startTwilioSimulator({ port: options.simulatorPort, speech });
   const gateway = await startWebSocketGateway(voiceRelayRoutes, { port: options.relayPort });
   if (simulator) {
     denyEgressTo(simulator.port, env);

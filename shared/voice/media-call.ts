@@ -48,7 +48,7 @@ const minClauseChars = 40;
  */
 export function speakableEnd(text: string): number {
   let end = -1;
-  for (const match of text.matchAll(/[.!?;:…]+["')\]]*\s|\n+|,\s/g)) {
+  for (const match of text.matchAll(/[.!?;…]+["')\]]*\s|\n+|,\s/g)) {
     const cut = (match.index ?? 0) + match[0].length;
     if (match[0].startsWith(',') && cut < minClauseChars) continue;
     end = cut;

@@ -1,5 +1,9 @@
 import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
-import type { CallBackstop, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import type { CallBackstop, CallSpeech, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import { BuiltinSpeechToText } from '../speech/builtin-stt.ts';
+import { BuiltinTextToSpeech } from '../speech/builtin-tts.ts';
+import { muLawDecode } from '../speech/telephone-audio.ts';
+import { VoiceActivityDetector } from '../speech/voice-activity.ts';
 import { campaignAttemptSettler, runtime, type Runtime } from '../runtime.ts';
 import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './call-slot-store.ts';
@@ -26,8 +30,14 @@ export interface RelayRuntime extends VoiceRuntime, ConversationRuntime {
   relay: RelayConnections;
 }
 
+/** What the media worker needs besides: turns, and the speech of its calls. */
+export interface MediaWorkerRuntime extends VoiceRuntime, ConversationRuntime {
+  speech: CallSpeech;
+}
+
 let processVoiceRuntime: VoiceRuntime | undefined;
 let processRelayRuntime: RelayRuntime | undefined;
+let processMediaWorkerRuntime: MediaWorkerRuntime | undefined;
 
 const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime => ({
   ...base,
@@ -70,4 +80,37 @@ export function relayRuntime(): RelayRuntime {
     processRelayRuntime = { ...base, relay: relayConnections({ endpoint, region: base.config.AWS_REGION }) };
   }
   return processRelayRuntime;
+}
+
+export function mediaWorkerRuntime(): MediaWorkerRuntime {
+  if (!processMediaWorkerRuntime) {
+    const base = withTelephony(conversationRuntime());
+    processMediaWorkerRuntime = { ...base, speech: callSpeechFrom(base.config) };
+  }
+  return processMediaWorkerRuntime;
+}
+
+/** The built-in voice a call speaks with when its agent names no built-in one. */
+const defaultBuiltinVoice = 'en-us';
+
+/**
+ * The speech of the media worker's calls: the built-in engines (eSpeak NG, PocketSphinx) for every agent, until the
+ * providers' registry picks each agent's own (this is the one place it replaces).
+ */
+function callSpeechFrom(config: Runtime['config']): CallSpeech {
+  const stt = new BuiltinSpeechToText(config.SPEECH_ENGINES_DIR);
+  const tts = new BuiltinTextToSpeech(config.SPEECH_ENGINES_DIR);
+  return {
+    speechToText: () => stt,
+    textToSpeech: (agent) => ({ tts, voiceId: agent.voice?.provider === 'builtin' ? agent.voice.voiceId : defaultBuiltinVoice }),
+    voiceActivity: (silenceMs) => {
+      const detector = new VoiceActivityDetector({ sampleRate: 8_000, silenceMs });
+      return {
+        push: (audio) => {
+          const last = detector.push(muLawDecode(audio)).at(-1);
+          return last === undefined ? undefined : last.type === 'speech-started' ? 'speech-started' : 'silence';
+        },
+      };
+    },
+  };
 }

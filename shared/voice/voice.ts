@@ -317,8 +317,8 @@ export const streamTokenParameter = 'token';
 /** The call keeps only a hash of its relay token: the token itself is in the TwiML the carrier got, and nowhere else. */
 const relayTokenHash = (relayToken: string): string => createHash('sha256').update(relayToken).digest('base64url');
 
-/** ConversationRelay's spelling of each TTS provider of the voices catalog. */
-const relayTtsProviders: Record<TtsProvider, string> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
+/** ConversationRelay's spelling of each TTS provider of the voices catalog it speaks with (not the built-in one). */
+const relayTtsProviders: Partial<Record<TtsProvider, string>> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
 
 /** The two ways a call's audio goes (docs/voice.md#which-path-a-call-takes, decision 437). */
 export type CallPath = 'conversation-relay' | 'media-worker';
