@@ -49,8 +49,8 @@ export async function startLocalVoice(
     queues?: Pick<LocalQueues, 'endpoint' | 'region' | 'clientConfig' | 'urlOf' | 'arnOf'> | undefined;
   } = {},
 ): Promise<LocalVoice> {
-  // The simulator's callees speak with eSpeak's female US voice and hear with the built-in recogniser, on a Media Stream.
-  const speech = { tts: new BuiltinTextToSpeech(env.SPEECH_ENGINES_DIR), voiceId: 'en-us+f3', stt: new BuiltinSpeechToText(env.SPEECH_ENGINES_DIR) };
+  // The simulator's callees speak with eSpeak's US voice and hear with the built-in recogniser, on a Media Stream.
+  const speech = { tts: new BuiltinTextToSpeech(env.SPEECH_ENGINES_DIR), voiceId: 'en-us', stt: new BuiltinSpeechToText(env.SPEECH_ENGINES_DIR) };
   const simulator = env.TWILIO_API_BASE_URL ? undefined : await startTwilioSimulator({ port: options.simulatorPort, speech });
   const gateway = await startWebSocketGateway(voiceRelayRoutes, { port: options.relayPort });
   if (simulator) {
