@@ -561,12 +561,18 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       return;
     }
     let say: ((line: string | null) => void) | undefined;
+    let play: ((audio: Uint8Array) => void) | undefined;
+    let recording = false;
     const phone: InteractiveCallee = {
       onToken: (token, last) => tell({ type: 'token', token, last }),
       onEnd: (reason) => tell({ type: 'end', reason }),
-      onConnected: (speak) => {
+      onConnected: (speak, playAudio) => {
         say = speak;
+        play = playAudio;
         tell({ type: 'connected' });
+      },
+      onAudio: (frame) => {
+        if (recording) tell({ type: 'audio', payload: Buffer.from(frame).toString('base64') });
       },
     };
     callees.set(number, phone);
@@ -574,6 +580,8 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       const message = JSON.parse(data.toString()) as PhoneMessage;
       if (message.type === 'say' && message.text) say?.(message.text);
       else if (message.type === 'hangup') say?.(null);
+      else if (message.type === 'play') play?.(Buffer.from(message.audio, 'base64'));
+      else if (message.type === 'record') recording = true;
       else if (message.type === 'dial') {
         simulator.dialIn({ from: number, to: message.to }).then(
           (callSid) => tell({ type: 'dialled', callSid }),
