@@ -22,10 +22,16 @@ export type VoiceActivityEvent =
 const frameMs = 10;
 /** Speech this long (3 frames) starts an utterance: a click or a pop does not. */
 const speechStartMs = 30;
-/** Speech is never quieter than this (dBFS), however clean the line: below it, the floor decides nothing. */
-const quietestSpeechDb = -50;
-/** A line starts with this floor at most: a call whose first sound is speech still has it heard. */
-const initialFloorCeilingDb = -45;
+/**
+ * Speech is never quieter than this (dBFS), however clean the line: a caller on a telephone is at −25 dBFS give or
+ * take 10 dB, and line noise that starts after digital silence (a floor at −100 dBFS) is not speech below it.
+ */
+const quietestSpeechDb = -45;
+/**
+ * A line starts with this floor at most: a call whose first sound is speech (louder than −23 dBFS) is still heard,
+ * and one whose first sound is line noise as loud as −30 dBFS is not taken for speech.
+ */
+const initialFloorCeilingDb = -35;
 /** While frames count as speech, the floor still rises this much per frame, so that a step up of line noise ends "speech" (2 dB/s). */
 const floorRiseInSpeechDb = 0.02;
 /** Outside speech, the floor moves this fraction of the way to each frame's energy (a 100 ms time constant upward). */
