@@ -16,17 +16,8 @@ import { BuiltinTextToSpeech } from '../shared/speech/builtin-tts.ts';
 import { locateSpeechEngines } from '../shared/speech/engines.ts';
 import { muLawDecode, resample } from '../shared/speech/telephone-audio.ts';
 import { wordErrorRate, words } from '../shared/speech/word-error-rate.ts';
+import { callerSentences as sentences } from '../test/support/caller-sentences.ts';
 
-const sentences = [
-  'Where is my order',
-  'I ordered a blue jacket last Tuesday',
-  'My order number is four five six seven',
-  'Yes that is correct',
-  'No I would like to cancel it',
-  'Can you deliver it on the third of March',
-  'What time do you open tomorrow',
-  'I want to speak to an agent please',
-];
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 /** CPU seconds of this process's children that have ended (`cutime` + `cstime` of /proc/self/stat). */
 const childCpu = (): number => {

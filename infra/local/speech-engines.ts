@@ -38,11 +38,15 @@ export function ensureSpeechEngines(configuredRoot?: string): SpeechEngines {
   } catch (error) {
     if (configuredRoot) throw error;
   }
+  // Emptied first: a package of another version left from an earlier run would be unpacked over this one.
+  rmSync(debDir, { recursive: true, force: true });
   mkdirSync(debDir, { recursive: true });
   try {
     run('apt-get', ['download', ...packages], { cwd: debDir });
   } catch (error) {
-    throw new Error(`${(error as Error).message}; with no package lists, run apt-get update first, or apt-get install ${speechEnginePackages.join(' ')}`);
+    const message = (error as Error).message;
+    const hint = /not available/.test(message) ? 'install them with the system\'s package manager' : 'run apt-get update first, or apt-get install them';
+    throw new Error(`${message}; ${hint} (${speechEnginePackages.join(' ')}) and run npm install again`);
   }
   // Unpacked beside, then renamed: a start running at the same time never sees half a root.
   const work = mkdtempSync(`${projectEnginesRoot}-unpacking-`);

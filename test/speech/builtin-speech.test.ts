@@ -10,6 +10,7 @@ import { SpeechEnginesMissingError, locateSpeechEngines } from '../../shared/spe
 import { SpeechProviderError, type TranscriptEvent, type TranscriptionStream } from '../../shared/speech/ports.ts';
 import { muLawDecode } from '../../shared/speech/telephone-audio.ts';
 import { wordErrorRate, words } from '../../shared/speech/word-error-rate.ts';
+import { callerSentences } from '../support/caller-sentences.ts';
 import { eventually } from '../support/eventually.ts';
 
 const tts = new BuiltinTextToSpeech();
@@ -35,18 +36,6 @@ async function transcribe(stream: TranscriptionStream, audio: Uint8Array[], last
 }
 
 const finals = (events: TranscriptEvent[]) => events.filter((event) => event.type === 'final');
-
-/** What a caller says on a support line: an order, a date, a number, yes and no. */
-const callerSentences = [
-  'Where is my order',
-  'I ordered a blue jacket last Tuesday',
-  'My order number is four five six seven',
-  'Yes that is correct',
-  'No I would like to cancel it',
-  'Can you deliver it on the third of March',
-  'What time do you open tomorrow',
-  'I want to speak to an agent please',
-];
 
 /** Child processes of this test's process still running, by command name. */
 const children = (): string[] =>
