@@ -83,7 +83,6 @@ export interface TextToSpeech {
 
 /** A provider refused or failed; `retryable` when trying again could succeed (5xx, a dropped connection). */
 export class SpeechProviderError extends Error {
-  // Fields declared, not parameter properties: Node runs this file as it is, and strips types only.
   readonly provider: string;
   readonly retryable: boolean;
 
