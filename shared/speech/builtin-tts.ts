@@ -48,6 +48,8 @@ export class BuiltinTextToSpeech implements TextToSpeech {
       let resampler: Resampler | undefined;
       let odd: Buffer = Buffer.alloc(0);
       for await (const data of child.stdout as AsyncIterable<Buffer>) {
+        // What the pipe still held when the abort killed eSpeak is not spoken.
+        if (options.signal?.aborted) return;
         let bytes = Buffer.concat([odd, data]);
         if (!resampler) {
           header = Buffer.concat([header, bytes]);
