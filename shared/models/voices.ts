@@ -5,7 +5,7 @@ import * as z from 'zod';
  * catalog is what an agent's voice settings are checked against. Configuration, like the model catalog: the same
  * for every organization, and the same on every deployment.
  */
-export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime'] as const;
+export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime', 'builtin'] as const;
 export type TtsProvider = (typeof ttsProviders)[number];
 
 export interface Voice {
@@ -34,6 +34,13 @@ export const voiceCatalog: readonly Voice[] = [
   { provider: 'cartesia', voiceId: '79a125e8-cd45-4c13-8a67-188112f4dd22', name: 'British Lady', language: 'en-GB', gender: 'female' },
   { provider: 'rime', voiceId: 'celeste', name: 'Celeste', language: 'en-US', gender: 'female' },
   { provider: 'rime', voiceId: 'orion', name: 'Orion', language: 'en-US', gender: 'male' },
+  // eSpeak NG's voices (docs/voice.md#built-in-speech): the voice id is eSpeak's own, a language and a variant.
+  { provider: 'builtin', voiceId: 'en-us', name: 'eSpeak US English', language: 'en-US', gender: 'male' },
+  { provider: 'builtin', voiceId: 'en-us+f3', name: 'eSpeak US English (female)', language: 'en-US', gender: 'female' },
+  { provider: 'builtin', voiceId: 'en-gb', name: 'eSpeak British English', language: 'en-GB', gender: 'male' },
+  { provider: 'builtin', voiceId: 'fr-fr', name: 'eSpeak French', language: 'fr-FR', gender: 'male' },
+  { provider: 'builtin', voiceId: 'de', name: 'eSpeak German', language: 'de-DE', gender: 'male' },
+  { provider: 'builtin', voiceId: 'es', name: 'eSpeak Spanish', language: 'es-ES', gender: 'male' },
 ];
 
 export const listVoicesQuery = z.object({

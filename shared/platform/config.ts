@@ -216,6 +216,12 @@ const configSchema = z.object({
   /** The bucket of BM25 index snapshots (the stack's); locally they are files under `KNOWLEDGE_VECTOR_DIR/bm25`. */
   KNOWLEDGE_SNAPSHOT_BUCKET: z.string().min(3).max(63).optional(),
   /**
+   * The root the built-in speech engines (eSpeak NG, PocketSphinx) are unpacked under, as Debian lays them out
+   * (docs/voice.md#built-in-speech). Unset: the system's (`/`, the container's) when it has them, else the one
+   * `npm install` made under .cache/speech/root.
+   */
+  SPEECH_ENGINES_DIR: z.string().min(1).optional(),
+  /**
    * A document still PROCESSING this long after it was submitted (after its upload window closed, for an upload)
    * is FAILED with TIMEOUT (docs/knowledge.md#limits).
    */
@@ -354,6 +360,7 @@ export const settingSources = {
   S3_VECTORS_BUCKET: 'stack',
   KNOWLEDGE_VECTOR_DIR: 'local',
   KNOWLEDGE_SNAPSHOT_BUCKET: 'stack',
+  SPEECH_ENGINES_DIR: 'local',
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: 'deployment',
   CAMPAIGN_QUEUE_URL: 'stack',
   // EventBridge Scheduler's tick is every minute, the default.

@@ -16,12 +16,12 @@ afterAll(async () => {
 const agentBody = { fullName: 'Vox', description: 'Phone', role: 'Phone agent', voiceEnabled: true, voicePipelineMode: 'pipeline' };
 
 describe('the voices catalog', () => {
-  it('lists voices of every TTS provider, cartesia and rime among them, filtered by provider and language', async () => {
+  it('lists voices of every TTS provider, cartesia, rime and the built-in one among them, filtered by provider and language', async () => {
     const { key } = await api.newOrg(['voice:read']);
     const all = await api.request('GET', '/v1/chat/voices', { key });
     expect(all.status).toBe(200);
     const items = modelRoutes.routes.listVoices.response.parse(all.body).items;
-    expect(new Set(items.map((voice) => voice.provider))).toEqual(new Set(['google', 'amazon', 'elevenlabs', 'cartesia', 'rime']));
+    expect(new Set(items.map((voice) => voice.provider))).toEqual(new Set(['google', 'amazon', 'elevenlabs', 'cartesia', 'rime', 'builtin']));
     const rime = (await api.request('GET', '/v1/chat/voices?provider=rime', { key })).body.items;
     expect(rime.length).toBeGreaterThan(0);
     expect(rime.every((voice: { provider: string }) => voice.provider === 'rime')).toBe(true);
