@@ -157,7 +157,8 @@ export class StreamLine {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    this.ear.close();
+    // What was played up to the hang-up is still heard: the recogniser reports it, then ends.
+    this.ear.end();
     this.wake();
   }
 
