@@ -8,7 +8,7 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { SpeechToText, TranscriptEvent, TranscriptionStream } from '../../shared/speech/ports.ts';
+import type { SpeechToText, TranscriptEvent, TranscriptionOptions, TranscriptionStream } from '../../shared/speech/ports.ts';
 import { createMediaWorker, type MediaWorker } from '../../shared/voice/media-worker.ts';
 import type { CallSpeech } from '../../shared/voice/ports.ts';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
@@ -24,7 +24,12 @@ const { fromTwilio, toTwilio } = streamMessages;
 /** A recogniser whose events the test emits. */
 class ScriptedStream implements TranscriptionStream {
   written = 0;
-  finalizeCalls = 0;
+  /** What `finalize()` reports: the words heard since the last final, as a provider's `Finalize` does. */
+  finalizeWith = '';
+  readonly options: TranscriptionOptions;
+  constructor(options: TranscriptionOptions) {
+    this.options = options;
+  }
   private queue: TranscriptEvent[] = [];
   private wake: (() => void) | undefined;
   ended = false;
@@ -32,7 +37,7 @@ class ScriptedStream implements TranscriptionStream {
     this.written += audio.length;
   }
   finalize(): void {
-    this.finalizeCalls += 1;
+    this.emit({ type: 'final', text: this.finalizeWith, endOfTurn: true, startMs: 0, endMs: 0 });
   }
   end(): void {
     this.close();
@@ -63,8 +68,8 @@ class ScriptedStream implements TranscriptionStream {
 const streams: ScriptedStream[] = [];
 const scriptedStt: SpeechToText = {
   provider: 'scripted',
-  open: () => {
-    const stream = new ScriptedStream();
+  open: (options) => {
+    const stream = new ScriptedStream(options);
     streams.push(stream);
     return stream;
   },
@@ -73,8 +78,13 @@ const speech: CallSpeech = {
   speechToText: () => scriptedStt,
   // 8 bytes of μ-law a character: each character is 1 ms of audio.
   textToSpeech: () => ({ tts: { provider: 'scripted', synthesize: async function* (text) { yield Buffer.alloc(text.length * 8, 0x55); } }, voiceId: 'scripted' }),
-  voiceActivity: () => ({ push: () => undefined }),
+  voiceActivity: (silenceMs) => {
+    detector.silenceMs = silenceMs;
+    return { push: () => detector.next.shift() };
+  },
 };
+/** The voice activity detector of the last call that asked for one: its threshold, and what it says of the next frames. */
+const detector: { silenceMs?: number; next: ('speech-started' | 'silence')[] } = { next: [] };
 
 let worker: MediaWorker;
 let workerPort = 0;
@@ -242,6 +252,40 @@ describe('the media worker', () => {
       ['USER', 'Hi'],
       ['ASSISTANT', expect.any(String)],
     ]);
+    twilio.socket.close();
+  });
+
+  it('hands the agent’s silence to the provider’s endpointing with STT_ENDPOINTING', async () => {
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: { voice: { ...workerAgent.voice, endOfTurn: 'STT_ENDPOINTING', endOfTurnSilenceMs: 700 } } });
+    const { streamUrl, token } = await callIn(org);
+    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
+    await twilio.status;
+    const before = streams.length;
+    twilio.send(startOf('MZ' + '4'.repeat(32), token));
+    const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+    expect(recogniser.options).toMatchObject({ language: 'en-US', endpointingMs: 700 });
+    twilio.socket.close();
+  });
+
+  it('ends a turn on the detector’s silence with SILENCE, not on the provider’s endpointing', async () => {
+    const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: { voice: { ...workerAgent.voice, endOfTurn: 'SILENCE', endOfTurnSilenceMs: 800 } } });
+    const { sessionId, streamUrl, token } = await callIn(org);
+    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
+    await twilio.status;
+    const streamSid = 'MZ' + '5'.repeat(32);
+    const before = streams.length;
+    twilio.send(startOf(streamSid, token));
+    const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+    expect(detector.silenceMs).toBe(800);
+    expect(recogniser.options.endpointingMs).toBeUndefined();
+    // The provider says the speaker finished; the detector has not heard the silence yet: the turn goes on.
+    recogniser.emit({ type: 'final', text: 'Hello there', endOfTurn: true, startMs: 0, endMs: 900 });
+    recogniser.finalizeWith = 'again';
+    detector.next.push('silence');
+    twilio.send({ ...fromTwilio.media, streamSid });
+    // One user message of both finals: the provider's end of turn ended nothing, the detector's silence did.
+    const [said] = await eventually(() => messages(org, sessionId), (found) => found.length === 2);
+    expect(said).toMatchObject({ role: 'USER', content: 'Hello there again', metadata: { source: 'voice' } });
     twilio.socket.close();
   });
 });
