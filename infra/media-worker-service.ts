@@ -159,9 +159,8 @@ export class MediaWorkerService extends Construct {
       circuitBreaker: { rollback: true },
       healthCheckGracePeriod: Duration.seconds(30),
     });
+    // Also opens the tasks' port to the load balancer's security group, and that group's egress to them, alone.
     this.service.attachToApplicationTargetGroup(targets);
-    tasks.addIngressRule(loadBalancerGroup, ec2.Port.tcp(containerPort), 'The load balancer');
-    loadBalancerGroup.addEgressRule(tasks, ec2.Port.tcp(containerPort), 'The media worker tasks');
 
     // Each task reports its calls every 10 s; the average per task is held at callsPerTask.
     this.service.autoScaleTaskCount({ minCapacity: config.minTasks, maxCapacity: config.maxTasks }).scaleToTrackCustomMetric('ActiveCalls', {
