@@ -581,7 +581,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     // The media worker (docs/deploy.md#the-media-worker), for the calls ConversationRelay cannot carry: it runs their
-    // turns as the relay function does, with the relay's grants but its management API (the speech services' are its own).
+    // turns as the relay function does, with the relay's grants except its management API (the speech services' are its own).
     const { mediaWorker: workerConfig } = deployment.config;
     const mediaWorker = (this.mediaWorker =
       workerConfig.enabled && workerConfig.domain
@@ -721,7 +721,7 @@ export class AgentPlatformStack extends Stack {
         if (source === 'deployment' && deployment.settings[setting] !== undefined) addEnvironment(setting, deployment.settings[setting]);
         if (source === 'stack') {
           const value = stackSettings[setting];
-          // Without the media worker there is no address for calls to reach it: the code says so when a call needs it.
+          // Without the media worker there is no address to give: a function that would name it finds it unset.
           if (value === undefined && setting === 'MEDIA_WORKER_URL') continue;
           if (value === undefined) throw new Error(`The stack has no value for ${setting}, which ${name} reads (functions/settings.ts)`);
           addEnvironment(setting, value);
@@ -871,7 +871,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'Each configured model is named (models.bedrock of the deployment file); a cross-region inference profile (us.…, eu.…) sends a request to its model in whichever region of its geography Bedrock picks, so that model is granted in every region, as Bedrock\'s user guide prescribes for inference profiles. Only the functions that run turns, analyses or embeddings get it (test/infra/deployment.test.ts).',
+        reason: 'Each configured model is named (models.bedrock of the deployment file); a cross-region inference profile (us.…, eu.…) sends a request to its model in whichever region of its geography Bedrock picks, so that model is granted in every region, as Bedrock\'s user guide prescribes for inference profiles. Only the functions that run turns, analyses or embeddings, and the media worker, which runs its calls\' turns, get it (test/infra/deployment.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*::foundation-model\\/[^*]+$/g' }],
       },
     ],
@@ -888,7 +888,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries get it (test/infra/stack.test.ts).',
+        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries, and the media worker, get it (test/infra/stack.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: ['Resource::*'],
       },
     ],
@@ -899,7 +899,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function needs (test/infra/stack.test.ts).',
+        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function (and the media worker) needs (test/infra/stack.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*', { regex: '/^Resource::<KnowledgeSnapshots[0-9A-F]{8}\\.Arn>\\/ks-\\*$/g' }],
       },
     ],
