@@ -8,8 +8,8 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import { NagSuppressions } from 'cdk-nag';
-import { Construct } from 'constructs';
+import { NagSuppressions, type NagPackSuppression } from 'cdk-nag';
+import { Construct, type IConstruct } from 'constructs';
 import { activeCallsMetric } from '../services/media-worker/active-calls.ts';
 import { metricsNamespace, metricsService } from '../shared/platform/metrics.ts';
 import { bundleFunctionSync } from './bundling.ts';
@@ -188,52 +188,54 @@ function suppressNagFindings(worker: {
   task: ecs.FargateTaskDefinition;
   taskRole: iam.Role;
 }): void {
-  NagSuppressions.addResourceSuppressions(worker.loadBalancerGroup, [
-    {
-      id: 'AwsSolutions-EC23',
-      reason: "Twilio's media servers connect from addresses it does not publish as a list for Media Streams; only 443 is open, and the worker accepts a stream only with a valid X-Twilio-Signature on the upgrade and the call's single-use token at its start (decision 438).",
-    },
-  ]);
-  NagSuppressions.addResourceSuppressions(worker.loadBalancer, [
-    {
-      id: 'AwsSolutions-ELB2',
-      reason: "Access logs need the bucket policy to name the Elastic Load Balancing account of the stack's region (regions before August 2022) or its log-delivery service (later ones), which an environment-agnostic stack cannot tell at synth; the worker logs each stream it accepts or refuses, and the load balancer's rejected connections, TLS errors and 5xx are its CloudWatch metrics.",
-    },
-  ]);
-  NagSuppressions.addResourceSuppressions(worker.cluster, [
-    {
-      id: 'AwsSolutions-ECS4',
-      reason: "Container Insights bills its metrics per task; the service's CPU and memory use (AWS/ECS, free) and the ActiveCalls metric the autoscaling reads show what an operator needs of one service.",
-    },
-  ]);
-  NagSuppressions.addResourceSuppressions(worker.task, [
-    {
-      id: 'AwsSolutions-ECS2',
-      reason: "The variables are the worker's settings (the table's name, addresses, model lists, functions/settings.ts), as the Lambda functions get theirs; a secret is only ever its Secrets Manager ARN, its value read at run time (docs/deploy.md#secrets).",
-    },
-  ]);
-  NagSuppressions.addResourceSuppressions(
-    worker.task.obtainExecutionRole(),
+  const suppressions: [IConstruct, NagPackSuppression][] = [
     [
+      worker.loadBalancerGroup,
+      {
+        id: 'AwsSolutions-EC23',
+        reason: "Twilio's media servers connect from addresses it does not publish as a list for Media Streams; only 443 is open, and the worker accepts a stream only with a valid X-Twilio-Signature on the upgrade and the call's single-use token at its start (decision 438).",
+      },
+    ],
+    [
+      worker.loadBalancer,
+      {
+        id: 'AwsSolutions-ELB2',
+        reason: "Access logs need the bucket policy to name the Elastic Load Balancing account of the stack's region (regions before August 2022) or its log-delivery service (later ones), which an environment-agnostic stack cannot tell at synth; the worker logs each stream it accepts or refuses, and the load balancer's rejected connections, TLS errors and 5xx are its CloudWatch metrics.",
+      },
+    ],
+    [
+      worker.cluster,
+      {
+        id: 'AwsSolutions-ECS4',
+        reason: "Container Insights bills its metrics per task; the service's CPU and memory use (AWS/ECS, free) and the ActiveCalls metric the autoscaling reads show what an operator needs of one service.",
+      },
+    ],
+    [
+      worker.task,
+      {
+        id: 'AwsSolutions-ECS2',
+        reason: "The variables are the worker's settings (the table's name, addresses, model lists, functions/settings.ts), as the Lambda functions get theirs; a secret is only ever its Secrets Manager ARN, its value read at run time (docs/deploy.md#secrets).",
+      },
+    ],
+    [
+      worker.task.obtainExecutionRole(),
       {
         id: 'AwsSolutions-IAM5',
         reason: "ecr:GetAuthorizationToken has no resource type (ECR's documented policy grants it on *); pulling is granted on the image asset's repository alone, and logs on the worker's log group alone.",
         appliesTo: ['Resource::*'],
       },
     ],
-    true,
-  );
-  NagSuppressions.addResourceSuppressions(
-    worker.taskRole,
     [
+      worker.taskRole,
       {
         id: 'AwsSolutions-IAM5',
         reason: "polly:SynthesizeSpeech (without lexicons) and transcribe:StartStreamTranscription(WebSocket) have no resource type to name; they are held to the stack's region (aws:RequestedRegion), and only the media worker gets them (test/infra/media-worker.test.ts).",
         appliesTo: ['Resource::*'],
       },
     ],
-    true,
-  );
+  ];
+  // With their children: a role's finding is on its default policy.
+  for (const [construct, suppression] of suppressions) NagSuppressions.addResourceSuppressions(construct, [suppression], true);
 }
 
 /**
