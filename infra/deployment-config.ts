@@ -30,14 +30,15 @@ const arnOf = (service: string, resource: string, example: string) =>
 const domainName = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'must be a lower-case domain name, e.g. api.example.com');
 
 /** Fargate's CPU units, and the memory (MiB) it pairs with each (ECS developer guide, "Task CPU and memory"). */
-export const fargateCpuUnits = [256, 512, 1024, 2048, 4096] as const;
-const mebibytes = (fromGiB: number, toGiB: number, stepGiB: number) => Array.from({ length: (toGiB - fromGiB) / stepGiB + 1 }, (_, index) => (fromGiB + index * stepGiB) * 1024);
+const fargateCpuUnits = [256, 512, 1024, 2048, 4096] as const;
+/** Every whole GiB from one size to another, in MiB. */
+const gibibytes = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => (from + index) * 1024);
 const fargateMemoryMiB: Record<(typeof fargateCpuUnits)[number], number[]> = {
   256: [512, 1024, 2048],
-  512: mebibytes(1, 4, 1),
-  1024: mebibytes(2, 8, 1),
-  2048: mebibytes(4, 16, 1),
-  4096: mebibytes(8, 30, 1),
+  512: gibibytes(1, 4),
+  1024: gibibytes(2, 8),
+  2048: gibibytes(4, 16),
+  4096: gibibytes(8, 30),
 };
 
 export const deploymentConfigSchema = z.strictObject({
