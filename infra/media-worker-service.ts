@@ -16,25 +16,25 @@ import { bundleFunctionSync } from './bundling.ts';
 import type { DeploymentConfig } from './deployment-config.ts';
 
 /** The worker's entry and its Dockerfile (decision 438). */
-export const mediaWorkerEntry = 'services/media-worker/main.ts';
+const mediaWorkerEntry = 'services/media-worker/main.ts';
 /** The path Twilio Media Streams connect to; the load balancer forwards this path alone. */
-export const mediaStreamPath = '/media-stream';
+const mediaStreamPath = '/media-stream';
 /** The port the worker listens on in its container (the image's PORT). */
 const containerPort = 8080;
 /**
  * How long a stopping task's connections may still run: ALB's maximum, longer than the longest outbound call (ttl ≤
  * 1800 s). A task with no connection deregisters at once, so an idle task pays nothing for it.
  */
-export const deregistrationDelay = Duration.seconds(3600);
+const deregistrationDelay = Duration.seconds(3600);
 /**
  * How long a connection may carry nothing before the load balancer closes it. Twilio sends a media frame every 20 ms
  * for the whole call, so only a dead connection is idle this long.
  */
-export const loadBalancerIdleTimeout = Duration.seconds(300);
+const loadBalancerIdleTimeout = Duration.seconds(300);
 /** ECS waits this long between SIGTERM and SIGKILL: Fargate's maximum. */
-export const stopTimeout = Duration.seconds(120);
+const stopTimeout = Duration.seconds(120);
 /** Amazon Polly and Amazon Transcribe streaming, the worker's speech services on AWS. */
-export const speechActions = ['polly:SynthesizeSpeech', 'transcribe:StartStreamTranscription', 'transcribe:StartStreamTranscriptionWebSocket'];
+const speechActions = ['polly:SynthesizeSpeech', 'transcribe:StartStreamTranscription', 'transcribe:StartStreamTranscriptionWebSocket'];
 
 type EnabledWorker = DeploymentConfig['mediaWorker'] & { domain: NonNullable<DeploymentConfig['mediaWorker']['domain']> };
 
@@ -52,11 +52,10 @@ export class MediaWorkerService extends Construct {
   /** `wss://<domain>/media-stream`: what the TwiML of a call through the worker names (MEDIA_WORKER_URL). */
   readonly url: string;
   readonly container: ecs.ContainerDefinition;
-  /** What the worker's code may do; the stack adds the table, models, secrets and speech grants. */
+  /** What the worker's code may do: the speech services here; the stack adds the table, models and secrets. */
   readonly taskRole: iam.Role;
-  readonly service: ecs.FargateService;
+  /** Its DNS name is where the worker's domain must point. */
   readonly loadBalancer: elbv2.ApplicationLoadBalancer;
-  readonly vpc: ec2.Vpc;
 
   constructor(scope: Construct, id: string, props: MediaWorkerServiceProps) {
     super(scope, id);
@@ -65,11 +64,11 @@ export class MediaWorkerService extends Construct {
 
     // Public subnets only, no NAT gateway: the tasks reach DynamoDB, the providers and ECR through their own public
     // address, and their security group admits nothing but the load balancer (decision 476).
-    const vpc = (this.vpc = new ec2.Vpc(this, 'Vpc', {
+    const vpc = new ec2.Vpc(this, 'Vpc', {
       maxAzs: 2,
       natGateways: 0,
       subnetConfiguration: [{ name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 }],
-    }));
+    });
     vpc.addFlowLog('RejectedTraffic', {
       destination: ec2.FlowLogDestination.toCloudWatchLogs(new logs.LogGroup(this, 'FlowLogs', { retention: props.logRetention })),
       trafficType: ec2.FlowLogTrafficType.REJECT,
@@ -146,7 +145,7 @@ export class MediaWorkerService extends Construct {
       // Out to AWS's endpoints, the speech and model providers and customers' tools, on whatever port they serve.
       allowAllOutbound: true,
     });
-    this.service = new ecs.FargateService(this, 'Service', {
+    const service = new ecs.FargateService(this, 'Service', {
       cluster,
       taskDefinition: task,
       desiredCount: config.minTasks,
@@ -160,10 +159,10 @@ export class MediaWorkerService extends Construct {
       healthCheckGracePeriod: Duration.seconds(30),
     });
     // Also opens the tasks' port to the load balancer's security group, and that group's egress to them, alone.
-    this.service.attachToApplicationTargetGroup(targets);
+    service.attachToApplicationTargetGroup(targets);
 
     // Each task reports its calls every 10 s; the average per task is held at callsPerTask.
-    this.service.autoScaleTaskCount({ minCapacity: config.minTasks, maxCapacity: config.maxTasks }).scaleToTrackCustomMetric('ActiveCalls', {
+    service.autoScaleTaskCount({ minCapacity: config.minTasks, maxCapacity: config.maxTasks }).scaleToTrackCustomMetric('ActiveCalls', {
       metric: new cloudwatch.Metric({
         namespace: metricsNamespace,
         metricName: activeCallsMetric.name,
