@@ -135,7 +135,8 @@ export class MediaWorkerService extends Construct {
       portMappings: [{ containerPort }],
       readonlyRootFilesystem: true,
       stopTimeout,
-      environment: { POWERTOOLS_SERVICE_NAME: metricsService, PORT: String(containerPort) },
+      // AWS_REGION as Lambda sets it for the functions: the settings default to us-east-1 without it.
+      environment: { AWS_REGION: Stack.of(this).region, POWERTOOLS_SERVICE_NAME: metricsService, PORT: String(containerPort) },
     });
     this.container.addMountPoints({ sourceVolume: 'tmp', containerPath: '/tmp', readOnly: false });
 

@@ -178,10 +178,12 @@ describe('the media worker of deploy/example.json', () => {
     const [, definition] = only('AWS::ECS::TaskDefinition');
     const environment = Object.fromEntries((definition.Properties.ContainerDefinitions[0].Environment as { Name: string; Value: unknown }[]).map(({ Name, Value }) => [Name, Value]));
     const declared = settingsOf('media-worker').filter((setting) => settingSources[setting] !== 'local' && settingSources[setting] !== 'lambda');
-    const given = Object.keys(environment).filter((name) => !['POWERTOOLS_SERVICE_NAME', 'PORT'].includes(name));
+    // Besides its settings, what Lambda would set (the region) and the container's own (service name, port).
+    const given = Object.keys(environment).filter((name) => !['AWS_REGION', 'POWERTOOLS_SERVICE_NAME', 'PORT'].includes(name));
     const variablesOf = (name: string) => resources[idOf(stack.functions.get(name) as never)]?.Properties.Environment.Variables as Record<string, unknown>;
 
     expect(environment.MEDIA_WORKER_URL).toBe(url);
+    expect(environment.AWS_REGION).toEqual({ Ref: 'AWS::Region' });
     const settingOf = (name: string) => secretSettings.find((secret) => name === `${secret}_ARN`) ?? name;
     expect(given.map(settingOf).sort()).toEqual([...declared].sort());
     for (const name of Object.keys(functionSettings)) expect(variablesOf(name).MEDIA_WORKER_URL, name).toBe(settingsOf(name).includes('MEDIA_WORKER_URL') ? url : undefined);
