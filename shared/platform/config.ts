@@ -180,6 +180,11 @@ const configSchema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   /** The WebSocket API's `wss://` address that ConversationRelay connects to (the local runtime's `ws://` one locally). */
   VOICE_RELAY_URL: z.url().optional(),
+  /**
+   * The media worker's `wss://…/media-stream`, where Twilio Media Streams connect the calls that do not go through
+   * ConversationRelay (docs/voice.md#which-path-a-call-takes): the stack's load balancer; the local worker's locally.
+   */
+  MEDIA_WORKER_URL: z.url().optional(),
   /** The WebSocket API's connection-management endpoint (`https://<api>.execute-api.<region>.amazonaws.com/<stage>`). */
   VOICE_RELAY_MANAGEMENT_ENDPOINT: z.url().optional(),
   /** Twilio's REST API; the local Twilio simulator's address locally. */
@@ -340,6 +345,7 @@ export const settingSources = {
   PUBLIC_BASE_URL: 'stack',
   VOICE_RELAY_URL: 'stack',
   VOICE_RELAY_MANAGEMENT_ENDPOINT: 'stack',
+  MEDIA_WORKER_URL: 'stack',
   TWILIO_API_BASE_URL: 'deployment',
   RECORDINGS_BUCKET: 'stack',
   S3_ENDPOINT: 'local',
