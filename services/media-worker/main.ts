@@ -1,25 +1,33 @@
 /**
- * The media worker (docs/voice.md#the-media-worker, decision 438): Twilio Media Streams' WebSocket server, with the
- * same turn engine and stores as the functions. An ECS Fargate task behind the load balancer on AWS; a process of
- * its own under `npm start` (infra/local/media-worker.ts). Listens on PORT (8080) at HOST (all interfaces).
+ * The media worker (docs/voice.md#the-media-worker, decision 438): Twilio Media Streams' WebSocket server and
+ * `/health`, with the same turn engine and stores as the functions. What the container image runs
+ * (services/media-worker/Dockerfile) on ECS Fargate, and a process of its own under `npm start`
+ * (infra/local/media-worker.ts). Listens on PORT (8080) at HOST (all interfaces).
  */
 import { createMediaWorker } from '../../shared/voice/media-worker.ts';
 import { mediaWorkerRuntime } from '../../shared/voice/voice-runtime.ts';
+import { reportActiveCalls } from './active-calls.ts';
+import { ecsTaskProtection } from './ecs-task-protection.ts';
 
 const port = Number(process.env.PORT ?? 8080);
 const host = process.env.HOST ?? '0.0.0.0';
 
-export const worker = createMediaWorker(mediaWorkerRuntime());
+const worker = createMediaWorker(mediaWorkerRuntime());
+// The task is protected from scale-in while it carries calls, and reports them as ActiveCalls.
+const activeCalls = reportActiveCalls({ activeCalls: worker.activeCalls, protection: ecsTaskProtection({ agentUri: process.env.ECS_AGENT_URI }) });
+worker.onActiveCallsChange(() => void activeCalls.callsChanged());
 
 worker.server.listen(port, host, () => console.log(`Media worker listening on ${host}:${port}`));
 
-// A task being stopped (scale-in, a deployment) takes no new stream and ends once its calls have.
+// ECS sends SIGTERM before it stops a task (scale-in, a deployment): no new stream, and the process ends once its
+// calls have.
 let stopping = false;
 async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   console.log(`${signal}: draining ${worker.activeCalls()} active calls`);
   await worker.drain();
+  activeCalls.stop();
   await worker.close();
   process.exit(0);
 }
