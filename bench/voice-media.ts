@@ -55,6 +55,8 @@ const silence = Buffer.alloc(frameBytes, 0xff);
 /** The frame the scripted recogniser takes as the end of an utterance. */
 const endOfUtterance = Buffer.alloc(frameBytes, 0);
 const ticksPerSecond = 100;
+/** The agent's reply to the scripted question, cut as the worker cuts it: three pieces, three marks. */
+const replyPieces = 3;
 
 /** The worker child for one mode, on a fresh database: its address and pid once ready. */
 async function startWorker(mode: 'builtin' | 'scripted', endpoint: string, tableName: string): Promise<{ child: ChildProcess; ready: MediaBenchReady }> {
@@ -146,22 +148,26 @@ class Line {
     this.marksWanted = count;
     return new Promise((done) => (this.marksWaiter = done));
   }
-}
 
-/** The agent's reply to the scripted question, cut as the worker cuts it: three pieces, three marks. */
-const replyPieces = 3;
+  /**
+   * The scripted question: the frame that ends the utterance, then the reply heard out. Resolves with the ms from
+   * that frame sent to the reply's first audio received.
+   */
+  async ask(): Promise<number> {
+    const played = this.marks(replyPieces);
+    const audio = this.nextAudio();
+    const sentAt = performance.now();
+    this.frame(endOfUtterance);
+    const latency = (await audio) - sentAt;
+    await played;
+    return latency;
+  }
+}
 
 /** Sequential turns with speech that takes no time: frame sent → first audio received. */
 async function overheadTurns(line: Line, turns: number): Promise<number[]> {
   const latencies: number[] = [];
-  for (let turn = 0; turn < turns; turn += 1) {
-    const played = line.marks(replyPieces);
-    const audio = line.nextAudio();
-    const sentAt = performance.now();
-    line.frame(endOfUtterance);
-    latencies.push((await audio) - sentAt);
-    await played;
-  }
+  for (let turn = 0; turn < turns; turn += 1) latencies.push(await line.ask());
   return latencies;
 }
 
@@ -212,12 +218,7 @@ async function concurrentCalls(ready: MediaBenchReady, calls: number, windowMs: 
       // Spread the questions over the interval, so that they do not all come in one frame.
       await new Promise((spread) => setTimeout(spread, (askEveryMs * index) / calls));
       while (running) {
-        const played = line.marks(replyPieces);
-        const audio = line.nextAudio();
-        const sentAt = performance.now();
-        line.frame(endOfUtterance);
-        latencies.push((await audio) - sentAt);
-        await played;
+        latencies.push(await line.ask());
         if (performance.now() - startedAt > windowMs) running = false;
         else await new Promise((pause) => setTimeout(pause, askEveryMs));
       }

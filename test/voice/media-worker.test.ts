@@ -135,6 +135,17 @@ function startOf(streamSid: string, token: string) {
   return { ...fromTwilio.start, streamSid, start: { ...fromTwilio.start.start, streamSid, customParameters: { token } } };
 }
 
+/** A call to the organization's number whose stream has started: Twilio's side, its stream, and the recogniser it opened. */
+async function startedCall(org: VoiceOrg, streamSid: string): Promise<{ sessionId: string; twilio: TwilioSide; recogniser: ScriptedStream }> {
+  const { sessionId, streamUrl, token } = await callIn(org);
+  const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
+  await twilio.status;
+  const before = streams.length;
+  twilio.send(startOf(streamSid, token));
+  const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+  return { sessionId, twilio, recogniser };
+}
+
 const messages = async (org: VoiceOrg, sessionId: string) => (await suite.api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
 
 const marksOf = (side: TwilioSide) => side.received.filter((message) => message.event === 'mark') as { mark: { name: string } }[];
@@ -199,13 +210,8 @@ describe('the media worker', () => {
 
   it('clears the audio when the caller talks over the agent, and keeps of the reply only what was played', async () => {
     const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: workerAgent });
-    const { sessionId, streamUrl, token } = await callIn(org);
-    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
-    await twilio.status;
     const streamSid = 'MZ' + '2'.repeat(32);
-    const before = streams.length;
-    twilio.send(startOf(streamSid, token));
-    const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+    const { sessionId, twilio, recogniser } = await startedCall(org, streamSid);
     recogniser.emit({ type: 'speech-started', atMs: 0 });
     recogniser.emit({ type: 'final', text: 'Tell me everything about your offers please', endOfTurn: true, startMs: 0, endMs: 2000 });
     const marks = await eventually(() => marksOf(twilio), (found) => found.length >= 2);
@@ -232,15 +238,11 @@ describe('the media worker', () => {
   it('says the welcome first, and with welcomeAllowInterruptions false speech does not cut it', async () => {
     const welcomeMessage = 'Hello, this is Vox, how can I help you today?';
     const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: { voice: { ...workerAgent.voice, welcomeMessage }, welcomeAllowInterruptions: false } });
-    const { sessionId, streamUrl, token } = await callIn(org);
-    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
-    await twilio.status;
     const streamSid = 'MZ' + '3'.repeat(32);
-    twilio.send(startOf(streamSid, token));
+    const { sessionId, twilio, recogniser } = await startedCall(org, streamSid);
     const [welcome] = await eventually(() => marksOf(twilio), (found) => found.length === 1);
     const audio = twilio.received.filter((message) => message.event === 'media').length;
     expect(audio).toBe(Math.ceil((welcomeMessage.length * 8) / 160));
-    const recogniser = streams.at(-1)!;
     recogniser.emit({ type: 'speech-started', atMs: 100 });
     twilio.send({ event: 'mark', sequenceNumber: '5', streamSid, mark: welcome!.mark });
     recogniser.emit({ type: 'final', text: 'Hi', endOfTurn: true, startMs: 100, endMs: 400 });
@@ -257,25 +259,15 @@ describe('the media worker', () => {
 
   it('hands the agent’s silence to the provider’s endpointing with STT_ENDPOINTING', async () => {
     const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: { voice: { ...workerAgent.voice, endOfTurn: 'STT_ENDPOINTING', endOfTurnSilenceMs: 700 } } });
-    const { streamUrl, token } = await callIn(org);
-    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
-    await twilio.status;
-    const before = streams.length;
-    twilio.send(startOf('MZ' + '4'.repeat(32), token));
-    const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+    const { twilio, recogniser } = await startedCall(org, 'MZ' + '4'.repeat(32));
     expect(recogniser.options).toMatchObject({ language: 'en-US', endpointingMs: 700 });
     twilio.socket.close();
   });
 
   it('ends a turn on the detector’s silence with SILENCE, not on the provider’s endpointing', async () => {
     const org = await voiceOrg(suite.api, receiver, suite.receiverUrl, { agent: { voice: { ...workerAgent.voice, endOfTurn: 'SILENCE', endOfTurnSilenceMs: 800 } } });
-    const { sessionId, streamUrl, token } = await callIn(org);
-    const twilio = connect(streamUrl, twilioSignature(org.account.authToken, streamUrl));
-    await twilio.status;
     const streamSid = 'MZ' + '5'.repeat(32);
-    const before = streams.length;
-    twilio.send(startOf(streamSid, token));
-    const recogniser = (await eventually(() => streams[before], (stream) => stream !== undefined)) as ScriptedStream;
+    const { sessionId, twilio, recogniser } = await startedCall(org, streamSid);
     expect(detector.silenceMs).toBe(800);
     expect(recogniser.options.endpointingMs).toBeUndefined();
     // The provider says the speaker finished; the detector has not heard the silence yet: the turn goes on.
