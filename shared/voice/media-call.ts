@@ -69,6 +69,8 @@ interface Piece {
 interface SpokenReply {
   stored: boolean;
   interruptible: boolean;
+  /** The caller spoke over it: what the turn still writes of it is not said. */
+  interrupted?: boolean;
   played: string;
   playedMs: number;
   firstAudio?: (at: number) => void;
@@ -96,6 +98,8 @@ export class MediaCall {
   private readonly queue: Piece[] = [];
   private readonly unplayed = new Map<string, Piece>();
   private synthesis: AbortController | undefined;
+  /** The piece being synthesized, before its audio is all sent. */
+  private synthesizing: Piece | undefined;
   private speaking = false;
   private markCount = 0;
   private idleWaiters: (() => void)[] = [];
@@ -257,7 +261,7 @@ export class MediaCall {
 
   /** Queues `text` to be spoken after what is queued already. */
   private say(text: string, reply: SpokenReply): void {
-    if (this.closed) return;
+    if (this.closed || reply.interrupted) return;
     this.queue.push({ text, reply, audioMs: 0 });
     if (!this.speaking) void this.speak();
   }
@@ -269,6 +273,7 @@ export class MediaCall {
       const piece = next;
       const synthesis = new AbortController();
       this.synthesis = synthesis;
+      this.synthesizing = piece;
       const voice = this.voice as { tts: TextToSpeech; voiceId: string };
       let carry = Buffer.alloc(0);
       try {
@@ -292,6 +297,7 @@ export class MediaCall {
       } catch (error) {
         if (!synthesis.signal.aborted) logger.warn('a piece of the reply was not spoken: its synthesis failed', { ...this.call, error: error as Error });
       }
+      this.synthesizing = undefined;
       if (synthesis.signal.aborted || this.closed) continue;
       this.markCount += 1;
       piece.mark = `piece-${this.markCount}`;
@@ -322,9 +328,10 @@ export class MediaCall {
    * stored reply is cut to what was heard. Twilio echoes the marks `clear` dropped; they no longer count.
    */
   private bargeIn(): void {
-    const speaking = [...this.unplayed.values()].map((piece) => piece.reply).concat(this.queue.map((piece) => piece.reply));
-    const reply = speaking[0];
-    if (!reply?.interruptible || (this.unplayed.size === 0 && !this.speaking)) return;
+    const pieces = [...this.unplayed.values(), ...(this.synthesizing ? [this.synthesizing] : []), ...this.queue];
+    const reply = pieces[0]?.reply;
+    if (!reply?.interruptible) return;
+    for (const piece of pieces) piece.reply.interrupted = true;
     this.sink.send({ event: 'clear', streamSid: this.streamSid });
     this.synthesis?.abort();
     this.queue.length = 0;
