@@ -123,4 +123,16 @@ describe('a call through Twilio Media Streams', () => {
     expect(interruption.unspoken.length).toBeGreaterThan(0);
     expect(interruption.durationUntilInterruptMs).toBeLessThan(10_000);
   });
+
+  it('ends the caller’s turn on the detector’s silence with endOfTurn SILENCE', async () => {
+    const org = await workerOrg({ voice: { provider: 'builtin', voiceId: 'en-us', endOfTurn: 'SILENCE', endOfTurnSilenceMs: 700 } });
+    const to = '+15550108';
+    simulator().setScript(to, { steps: [{ say: 'Tell me the weather please.' }], then: 'hangup' });
+    const { sessionId } = await call(org, to);
+    await sessionEvents(receiver, org.webhookPath, sessionId);
+
+    const [asked, tool] = await messages(org, sessionId);
+    expect(asked).toMatchObject({ role: 'USER', content: expect.stringContaining('weather'), metadata: { source: 'voice' } });
+    expect(tool.toolCall).toMatchObject({ name: 'get_weather', result: forecast });
+  });
 });
