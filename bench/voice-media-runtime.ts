@@ -11,7 +11,7 @@ import { useLocalDatabase } from '../infra/local/environment.ts';
 import { freePort } from '../infra/local/free-port.ts';
 import { createLocalServer } from '../infra/local/server.ts';
 import { startTwilioSimulator } from '../infra/local/twilio-simulator.ts';
-import type { TranscriptEvent } from '../shared/speech/ports.ts';
+import type { SpeechToText, TranscriptEvent } from '../shared/speech/ports.ts';
 import { createMediaWorker } from '../shared/voice/media-worker.ts';
 import type { CallSpeech } from '../shared/voice/ports.ts';
 import { mediaWorkerRuntime } from '../shared/voice/voice-runtime.ts';
@@ -39,42 +39,44 @@ export const scriptedUtterance = 'What is the weather like today';
 /** The scripted synthesis: 60 ms of audio a character, about eSpeak's pace. */
 const scriptedBytesPerChar = 480;
 
+const scriptedStt: SpeechToText = {
+  provider: 'scripted',
+  open: () => {
+    const queue: TranscriptEvent[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    return {
+      write: (audio) => {
+        if (audio.length === 0 || audio.some((byte) => byte !== 0)) return;
+        queue.push({ type: 'final', text: scriptedUtterance, endOfTurn: true, startMs: 0, endMs: 0 });
+        wake?.();
+      },
+      finalize: () => undefined,
+      end: () => {
+        ended = true;
+        wake?.();
+      },
+      close: () => {
+        ended = true;
+        wake?.();
+      },
+      events: {
+        async *[Symbol.asyncIterator]() {
+          for (;;) {
+            const next = queue.shift();
+            if (next) yield next;
+            else if (ended) return;
+            else await new Promise<void>((resolveNext) => (wake = resolveNext));
+          }
+        },
+      },
+    };
+  },
+};
+
 const scripted: CallSpeech = {
-  speechToText: () => ({
-    provider: 'scripted',
-    open: () => {
-      const queue: TranscriptEvent[] = [];
-      let wake: (() => void) | undefined;
-      let ended = false;
-      return {
-        write: (audio) => {
-          if (audio.length === 0 || audio.some((byte) => byte !== 0)) return;
-          queue.push({ type: 'final', text: scriptedUtterance, endOfTurn: true, startMs: 0, endMs: 0 });
-          wake?.();
-        },
-        finalize: () => undefined,
-        end: () => {
-          ended = true;
-          wake?.();
-        },
-        close: () => {
-          ended = true;
-          wake?.();
-        },
-        events: {
-          async *[Symbol.asyncIterator]() {
-            for (;;) {
-              const next = queue.shift();
-              if (next) yield next;
-              else if (ended) return;
-              else await new Promise<void>((resolveNext) => (wake = resolveNext));
-            }
-          },
-        },
-      };
-    },
-  }),
-  textToSpeech: () => ({
+  speechToText: async () => ({ stt: scriptedStt }),
+  textToSpeech: async () => ({
     tts: {
       provider: 'scripted',
       synthesize: async function* (text) {

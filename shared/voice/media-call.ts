@@ -87,7 +87,7 @@ export class MediaCall {
   private streamSid = '';
   private agent?: Agent;
   private stt?: TranscriptionStream;
-  private voice?: { tts: TextToSpeech; voiceId: string };
+  private voice?: { tts: TextToSpeech; voiceId: string; model?: string | undefined };
   private activity?: VoiceActivity;
   /** Audio of the caller received so far, in ms: the clock of the STT's and the detector's times. */
   private heardMs = 0;
@@ -164,9 +164,19 @@ export class MediaCall {
     this.agent = agent;
     const endOfTurn = agent.voice?.endOfTurn ?? 'STT_ENDPOINTING';
     const silenceMs = agent.voice?.endOfTurnSilenceMs;
-    this.voice = this.deps.speech.textToSpeech(agent);
-    this.stt = this.deps.speech.speechToText(agent).open({
+    let recogniser;
+    try {
+      [recogniser, this.voice] = await Promise.all([this.deps.speech.speechToText(this.call.orgId, agent), this.deps.speech.textToSpeech(this.call.orgId, agent)]);
+    } catch (error) {
+      // No speech, no conversation: Twilio runs the <Connect> action, and the call ends as CONNECTION_LOST.
+      logger.error('media stream without speech: its provider cannot be used', { ...this.call, error: error as Error });
+      this.close();
+      this.sink.close();
+      return;
+    }
+    this.stt = recogniser.stt.open({
       language: agent.language ?? 'en-US',
+      model: recogniser.model,
       endpointingMs: endOfTurn === 'STT_ENDPOINTING' ? silenceMs : undefined,
     });
     if (endOfTurn === 'SILENCE') this.activity = this.deps.speech.voiceActivity(silenceMs ?? defaultEndOfTurnSilenceMs);
@@ -274,11 +284,12 @@ export class MediaCall {
       const synthesis = new AbortController();
       this.synthesis = synthesis;
       this.synthesizing = piece;
-      const voice = this.voice as { tts: TextToSpeech; voiceId: string };
+      const voice = this.voice as NonNullable<MediaCall['voice']>;
       let carry = Buffer.alloc(0);
       try {
         for await (const chunk of voice.tts.synthesize(piece.text, {
           voiceId: voice.voiceId,
+          model: voice.model,
           language: this.agent?.language ?? 'en-US',
           signal: synthesis.signal,
         })) {

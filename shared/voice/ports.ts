@@ -102,13 +102,14 @@ export interface RelayConnections {
 }
 
 /**
- * The speech of a call through the media worker: the STT and TTS of the agent's models and voice (the providers'
- * registry), and the voice activity detector its end of turn may use.
+ * The speech of a call through the media worker: the STT and TTS of the agent's models and voice, for its
+ * organization (whose own provider keys may apply), and the voice activity detector its end of turn may use.
  */
 export interface CallSpeech {
-  speechToText(agent: Agent): SpeechToText;
-  /** The TTS and the voice of it the agent speaks with (its provider's default voice when it names none of it). */
-  textToSpeech(agent: Agent): { tts: TextToSpeech; voiceId: string };
+  /** The recogniser, and the provider's model to open its streams with (its default when undefined). */
+  speechToText(orgId: string, agent: Agent): Promise<{ stt: SpeechToText; model?: string | undefined }>;
+  /** The synthesis, the voice it speaks with (its provider's default when the agent names none of it), and its model. */
+  textToSpeech(orgId: string, agent: Agent): Promise<{ tts: TextToSpeech; voiceId: string; model?: string | undefined }>;
   /** A detector of speech and of `silenceMs` of silence after it, over telephone audio, by audio time. */
   voiceActivity(silenceMs: number): VoiceActivity;
 }

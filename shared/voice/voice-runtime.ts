@@ -101,8 +101,8 @@ function callSpeechFrom(config: Runtime['config']): CallSpeech {
   const stt = new BuiltinSpeechToText(config.SPEECH_ENGINES_DIR);
   const tts = new BuiltinTextToSpeech(config.SPEECH_ENGINES_DIR);
   return {
-    speechToText: () => stt,
-    textToSpeech: (agent) => ({ tts, voiceId: agent.voice?.provider === 'builtin' ? agent.voice.voiceId : defaultBuiltinVoice }),
+    speechToText: async () => ({ stt }),
+    textToSpeech: async (_orgId, agent) => ({ tts, voiceId: agent.voice?.provider === 'builtin' ? agent.voice.voiceId : defaultBuiltinVoice }),
     voiceActivity: (silenceMs) => {
       const detector = new VoiceActivityDetector({ sampleRate: 8_000, silenceMs });
       return {

@@ -75,9 +75,9 @@ const scriptedStt: SpeechToText = {
   },
 };
 const speech: CallSpeech = {
-  speechToText: () => scriptedStt,
+  speechToText: async () => ({ stt: scriptedStt }),
   // 8 bytes of μ-law a character: each character is 1 ms of audio.
-  textToSpeech: () => ({ tts: { provider: 'scripted', synthesize: async function* (text) { yield Buffer.alloc(text.length * 8, 0x55); } }, voiceId: 'scripted' }),
+  textToSpeech: async () => ({ tts: { provider: 'scripted', synthesize: async function* (text) { yield Buffer.alloc(text.length * 8, 0x55); } }, voiceId: 'scripted' }),
   voiceActivity: (silenceMs) => {
     detector.silenceMs = silenceMs;
     return { push: () => detector.next.shift() };
