@@ -89,6 +89,8 @@ export class MediaCall {
   private stt?: TranscriptionStream;
   private voice?: { tts: TextToSpeech; voiceId: string; model?: string | undefined };
   private activity?: VoiceActivity;
+  /** With `SILENCE`: the silence after speech that ends a turn. */
+  private silenceMs = defaultEndOfTurnSilenceMs;
   /** Audio of the caller received so far, in ms: the clock of the STT's and the detector's times. */
   private heardMs = 0;
   private speechEndedMs = 0;
@@ -179,7 +181,10 @@ export class MediaCall {
       model: recogniser.model,
       endpointingMs: endOfTurn === 'STT_ENDPOINTING' ? silenceMs : undefined,
     });
-    if (endOfTurn === 'SILENCE') this.activity = this.deps.speech.voiceActivity(silenceMs ?? defaultEndOfTurnSilenceMs);
+    if (endOfTurn === 'SILENCE') {
+      this.silenceMs = silenceMs ?? defaultEndOfTurnSilenceMs;
+      this.activity = this.deps.speech.voiceActivity(this.silenceMs);
+    }
     void this.transcribe(this.stt);
     const welcome = agent.voice?.welcomeMessage;
     if (welcome) this.say(welcome, { stored: false, interruptible: agent.welcomeAllowInterruptions ?? true, played: '', playedMs: 0 });
@@ -192,7 +197,8 @@ export class MediaCall {
     const activity = this.activity?.push(audio);
     if (activity === 'speech-started') this.bargeIn();
     else if (activity === 'silence' && this.finalizeAskedAt === undefined) {
-      this.speechEndedMs = this.heardMs;
+      // The detector tells the silence once it has lasted the threshold: the speech ended that long ago.
+      this.speechEndedMs = this.heardMs - this.silenceMs;
       this.finalizeAskedAt = Date.now();
       this.stt.finalize();
     }
