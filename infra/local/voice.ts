@@ -29,14 +29,15 @@ export interface LocalVoice {
 
 /**
  * Calls on this machine: the WebSocket API (ConversationRelay's side), the media worker (in a process of its own,
- * started last, with the environment as set here) and the Twilio simulator, wired through the
- * variables the handlers read on AWS too. Call before the handlers read their configuration. `apiBaseUrl` is where
- * the simulator calls back (the API's own address). Tools and webhooks can reach neither. With the queues, call
- * recordings go to a bucket of the emulator's S3 and backstops to a Scheduler stand-in.
+ * started last, with the environment as set here) and the Twilio simulator, wired through the variables the
+ * handlers read on AWS too. Call before the handlers read their configuration. `apiBaseUrl` is where the simulator
+ * calls back (the API's own address). Tools and webhooks can reach none of them. With the queues, call recordings go
+ * to a bucket of the emulator's S3 and backstops to a Scheduler stand-in.
  *
  * Addresses the environment names already win: TWILIO_API_BASE_URL (a real Twilio, or another test double; the
  * simulator then does not start), and PUBLIC_BASE_URL, VOICE_RELAY_URL and MEDIA_WORKER_URL (the tunnels a real
- * Twilio calls back through). The management endpoint is always the local gateway's: it is this runtime's own, not the provider's.
+ * Twilio calls back through). The management endpoint is always the local gateway's: it is this runtime's own, not
+ * the provider's.
  */
 export async function startLocalVoice(
   apiBaseUrl: string,

@@ -29,7 +29,7 @@ export const agentVoiceSchema = z.strictObject({
   endOfTurn: z.enum(endOfTurnOptions).optional(),
   /**
    * The silence after speech, in ms, that ends the caller's turn: the detector's threshold with `SILENCE`, the STT
-   * provider's endpointing with `STT_ENDPOINTING` (docs/voice.md#end-of-turn). Unset: 600 ms, or the provider's own.
+   * provider's endpointing with `STT_ENDPOINTING` (docs/voice.md#the-media-worker). Unset: 600 ms, or the provider's own.
    */
   endOfTurnSilenceMs: z.int().min(100).max(5000).optional(),
   /** Spoken when the call connects, before the callee says anything. */
