@@ -1,12 +1,16 @@
 import * as z from 'zod';
+import type { ModelCatalog } from './model-catalog.ts';
 
 /**
- * The TTS voices calls can use, by provider. ConversationRelay speaks with the voice the call's TwiML names; this
- * catalog is what an agent's voice settings are checked against. Configuration, like the model catalog: the same
- * for every organization, and the same on every deployment.
+ * The TTS voices calls can use, by provider. ConversationRelay speaks with the voice the call's TwiML names when
+ * it speaks that provider; the media worker speaks the others with a TTS model of the voice's provider
+ * (docs/voice.md#speech-providers). This catalog is what an agent's voice settings are checked against.
  */
-export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime'] as const;
+export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime', 'builtin'] as const;
 export type TtsProvider = (typeof ttsProviders)[number];
+
+/** The providers ConversationRelay speaks itself (Twilio runs the synthesis): their voices need no TTS model of ours. */
+export const conversationRelayTtsProviders: readonly TtsProvider[] = ['google', 'amazon', 'elevenlabs'];
 
 export interface Voice {
   provider: TtsProvider;
@@ -34,7 +38,19 @@ export const voiceCatalog: readonly Voice[] = [
   { provider: 'cartesia', voiceId: '79a125e8-cd45-4c13-8a67-188112f4dd22', name: 'British Lady', language: 'en-GB', gender: 'female' },
   { provider: 'rime', voiceId: 'celeste', name: 'Celeste', language: 'en-US', gender: 'female' },
   { provider: 'rime', voiceId: 'orion', name: 'Orion', language: 'en-US', gender: 'male' },
+  // eSpeak NG's voices (`espeak-ng -v`), the built-in TTS model's.
+  { provider: 'builtin', voiceId: 'en-us', name: 'eSpeak English (America)', language: 'en-US', gender: 'male' },
+  { provider: 'builtin', voiceId: 'en-us+f3', name: 'eSpeak English (America), female', language: 'en-US', gender: 'female' },
+  { provider: 'builtin', voiceId: 'en-gb', name: 'eSpeak English (Great Britain)', language: 'en-GB', gender: 'male' },
 ];
+
+/**
+ * Whether calls of this deployment can speak with a provider's voices: ConversationRelay's providers always, the
+ * others when the catalog has a TTS model of theirs (the built-in one always does).
+ */
+export function voiceProviderAvailable(catalog: Pick<ModelCatalog, 'models'>, provider: TtsProvider): boolean {
+  return conversationRelayTtsProviders.includes(provider) || catalog.models.some((model) => model.type === 'TTS' && model.provider === provider);
+}
 
 export const listVoicesQuery = z.object({
   provider: z.enum(ttsProviders).optional(),
@@ -52,12 +68,16 @@ export const voiceRecord = z.object({
 
 export const voiceList = z.object({ items: z.array(voiceRecord) });
 
-/** The catalog filtered by provider and language (case-insensitive; a primary subtag matches its regions). */
-export function listVoices(query: z.output<typeof listVoicesQuery>): { items: Voice[] } {
+/**
+ * The voices this deployment can speak with, filtered by provider and language (case-insensitive; a primary subtag
+ * matches its regions).
+ */
+export function listVoices(catalog: Pick<ModelCatalog, 'models'>, query: z.output<typeof listVoicesQuery>): { items: Voice[] } {
   const language = query.language?.toLowerCase();
   return {
     items: voiceCatalog.filter(
       (voice) =>
+        voiceProviderAvailable(catalog, voice.provider) &&
         (!query.provider || voice.provider === query.provider) &&
         (!language || voice.language.toLowerCase() === language || voice.language.toLowerCase().startsWith(`${language}-`)),
     ),

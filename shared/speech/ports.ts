@@ -83,12 +83,12 @@ export interface TextToSpeech {
 
 /** A provider refused or failed; `retryable` when trying again could succeed (5xx, a dropped connection). */
 export class SpeechProviderError extends Error {
-  constructor(
-    readonly provider: string,
-    message: string,
-    readonly retryable: boolean,
-  ) {
+  readonly provider: string;
+  readonly retryable: boolean;
+  constructor(provider: string, message: string, retryable: boolean) {
     super(`${provider}: ${message}`);
     this.name = 'SpeechProviderError';
+    this.provider = provider;
+    this.retryable = retryable;
   }
 }

@@ -17,7 +17,7 @@ import { settingsOf } from '../../functions/settings.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import { checkDeploymentConfig, deploymentConfigSchema, loadDeploymentConfig } from '../../infra/deployment-config.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
-import { secretSettings } from '../../shared/platform/config.ts';
+import { secretSettings, type SecretSettingName } from '../../shared/platform/config.ts';
 
 interface Resource {
   Type: string;
@@ -224,7 +224,7 @@ describe('the stack of deploy/example.json', () => {
 
   it('lets each function read exactly the secrets of the settings it reads, and gives it their ARNs, never a value', () => {
     const made = (name: string) => ({ Ref: Object.keys(resources).find((id) => resources[id]?.Type === 'AWS::SecretsManager::Secret' && id.startsWith(`Secret${name.replaceAll('_', '')}`)) });
-    const arnOf = { OPENAI_COMPATIBLE_API_KEY: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY, STRIPE_SECRET_KEY: made('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: made('STRIPE_WEBHOOK_SECRET') };
+    const arnOf: Partial<Record<SecretSettingName, unknown>> = { OPENAI_COMPATIBLE_API_KEY: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY, STRIPE_SECRET_KEY: made('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: made('STRIPE_WEBHOOK_SECRET') };
     for (const name of allFunctions()) {
       const reads = secretSettings.filter((setting) => settingsOf(name).includes(setting));
       const grants = statementsOf(name).filter((statement) => asArray(statement.Action).some((action) => action.startsWith('secretsmanager:')));
