@@ -1,0 +1,56 @@
+/**
+ * Amazon Polly (https://docs.aws.amazon.com/polly/latest/dg/API_SynthesizeSpeech.html): SynthesizeSpeech with
+ * `OutputFormat: pcm` at 8 kHz (Polly's telephone rate; it offers no μ-law), converted to μ-law as it streams.
+ * The catalog's model names the engine (`polly-neural` → `Engine: neural`); the voice is the voices catalog's
+ * (`Joanna-Neural`: Polly's `Joanna`, as ConversationRelay spells it).
+ */
+import { PollyClient, SynthesizeSpeechCommand, type Engine } from '@aws-sdk/client-polly';
+import { pcm16ChunksToMulaw } from './g711.ts';
+import { SpeechProviderError, type SynthesisOptions, type TextToSpeech } from './ports.ts';
+import { awsServiceError } from './aws-errors.ts';
+
+export const pollyDefaultModel = 'polly-neural';
+
+export function pollyTextToSpeech(connection: { region: string; endpoint?: string | undefined }): TextToSpeech {
+  const client = new PollyClient({
+    region: connection.region,
+    ...(connection.endpoint ? { endpoint: connection.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
+  return {
+    provider: 'amazon',
+    async *synthesize(text: string, options: SynthesisOptions): AsyncIterable<Uint8Array> {
+      if (options.signal?.aborted) return;
+      const engine = (options.model ?? pollyDefaultModel).replace(/^polly-/, '') as Engine;
+      let audio: AsyncIterable<Uint8Array>;
+      try {
+        const response = await client.send(
+          new SynthesizeSpeechCommand({
+            Text: text,
+            VoiceId: options.voiceId.split('-')[0] as never,
+            Engine: engine,
+            LanguageCode: options.language as never,
+            OutputFormat: 'pcm',
+            SampleRate: '8000',
+          }),
+          { abortSignal: options.signal },
+        );
+        if (!response.AudioStream) throw new SpeechProviderError('amazon', 'Polly answered without audio', true);
+        audio = response.AudioStream as AsyncIterable<Uint8Array>;
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        throw awsServiceError('amazon', error);
+      }
+      const toMulaw = pcm16ChunksToMulaw();
+      try {
+        for await (const chunk of audio) {
+          if (options.signal?.aborted) return;
+          const converted = toMulaw(chunk);
+          if (converted.length > 0) yield converted;
+        }
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        throw new SpeechProviderError('amazon', `the audio stream broke: ${(error as Error).message}`, true);
+      }
+    },
+  };
+}
