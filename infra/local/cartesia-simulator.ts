@@ -22,6 +22,7 @@ const ttsRequest = z.strictObject({
   language: z.enum(['en', 'fr', 'de', 'es', 'pt', 'zh', 'ja', 'hi', 'it', 'ko', 'nl', 'pl', 'ru', 'sv', 'tr']).optional(),
   duration: z.number().optional(),
   speed: z.enum(['slowest', 'slow', 'normal', 'fast', 'fastest']).optional(),
+  save: z.boolean().optional(),
 });
 
 export async function startCartesiaSimulator(options: { engines: SimulatorEngines; apiKey?: string | undefined; models: readonly string[]; voices: readonly string[]; port?: number | undefined }): Promise<SpeechSimulator> {

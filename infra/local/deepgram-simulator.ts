@@ -37,7 +37,8 @@ export async function startDeepgramSimulator(options: { engines: SimulatorEngine
   const apiKey = options.apiKey ?? 'local-deepgram-key';
   const base = await startSpeechSimulatorServer({ apiKey, port: options.port, scheme: 'ws' }, async ({ response, record }) => {
     record(426, undefined);
-    response.writeHead(426, { 'content-type': 'text/plain' }).end('Upgrade Required');
+    response.writeHead(426, { 'content-type': 'text/plain' });
+    response.end('Upgrade Required');
   });
   const sockets = new WebSocketServer({ noServer: true });
   let openStreams = 0;

@@ -4,7 +4,7 @@ import { parseJson, sendJson, startSpeechSimulatorServer, streamAudio, type Simu
 
 /**
  * Amazon Polly's SynthesizeSpeech, `POST /v1/speech` (https://docs.aws.amazon.com/polly/latest/dg/API_SynthesizeSpeech.html),
- * as the SDK sends it: a SigV4 `Authorization` for the `polly` service (its signature is not checked: the local
+ * over HTTP/2 as the SDK sends it (cleartext locally): a SigV4 `Authorization` for the `polly` service (its signature is not checked: the local
  * credentials sign), the documented body (unknown fields refused), a voice it knows, `pcm` at 8000 or 16000 Hz
  * (the simulator makes 8000 only); errors as AWS answers them (`x-amzn-ErrorType`, `{message}`).
  */
@@ -21,7 +21,7 @@ const synthesizeRequest = z.strictObject({
 });
 
 export async function startPollySimulator(options: { engines: SimulatorEngines; voices: readonly string[]; port?: number | undefined }): Promise<SpeechSimulator> {
-  return startSpeechSimulatorServer({ apiKey: 'local AWS credentials', port: options.port }, async ({ request, body, response, record, cancelled }) => {
+  return startSpeechSimulatorServer({ apiKey: 'local AWS credentials', port: options.port, http2: true }, async ({ request, body, response, record, cancelled }) => {
     const parsed = parseJson(body);
     const refuse = (status: number, type: string, message: string) => {
       record(status, parsed);

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * What the speech providers' simulators share (docs/voice.md#speech-provider-simulators): a loopback HTTP server,
@@ -16,7 +18,7 @@ export interface SimulatorEngines {
 export interface RecordedSpeechRequest {
   method: string;
   path: string;
-  headers: IncomingMessage['headers'];
+  headers: IncomingMessage['headers'] | Http2ServerRequest['headers'];
   body: unknown;
   status: number;
 }
@@ -33,10 +35,23 @@ export interface SpeechSimulator {
   stop(): Promise<void>;
 }
 
+/** What the simulators use of an HTTP/1.1 or HTTP/2 response. */
+export interface SimulatorResponse {
+  writeHead(status: number, headers: Record<string, string | number>): unknown;
+  setHeader(name: string, value: string): unknown;
+  write(chunk: Uint8Array): unknown;
+  end(data: string): unknown;
+  end(): unknown;
+  once(event: 'close', listener: () => void): unknown;
+  destroy(): void;
+  readonly headersSent: boolean;
+}
+type Response = SimulatorResponse;
+
 export interface SimulatorExchange {
-  request: IncomingMessage;
+  request: IncomingMessage | Http2ServerRequest;
   body: Buffer;
-  response: ServerResponse;
+  response: Response;
   /** Keeps the request, with the status it was answered. */
   record(status: number, parsed: unknown): void;
   /** The client went away before the audio ended. */
@@ -44,13 +59,23 @@ export interface SimulatorExchange {
 }
 export type SimulatorHandler = (exchange: SimulatorExchange) => Promise<void>;
 
-/** 20 ms of telephone audio: the simulators stream their audio in chunks of ten of these. */
+/** 200 ms of telephone audio: the simulators stream their audio in chunks of this. */
 const chunkBytes = 1_600;
+/** A chunk is generated every this long: ten times faster than it is spoken, as providers generate ahead of the call. */
+const chunkEveryMs = 20;
 
-export async function startSpeechSimulatorServer(options: { apiKey: string; port?: number | undefined; scheme?: 'http' | 'ws' }, handler: SimulatorHandler): Promise<SpeechSimulator & { server: Server }> {
+/**
+ * The server of a simulator: HTTP/1.1, or cleartext HTTP/2 (`h2c`, prior knowledge) for the AWS services whose SDK
+ * clients speak HTTP/2 (Polly's, Transcribe streaming's).
+ */
+export async function startSpeechSimulatorServer(
+  options: { apiKey: string; port?: number | undefined; scheme?: 'http' | 'ws'; http2?: boolean },
+  handler: SimulatorHandler,
+): Promise<SpeechSimulator & { server: Server | ReturnType<typeof createHttp2Server> }> {
   const requests: RecordedSpeechRequest[] = [];
   let cancelled = 0;
-  const server = createServer((request, response) => {
+  const sessions = new Set<Http2Session>();
+  const onRequest = (request: IncomingMessage | Http2ServerRequest, response: Response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -62,7 +87,16 @@ export async function startSpeechSimulatorServer(options: { apiKey: string; port
         else response.destroy();
       });
     });
-  });
+  };
+  const server = options.http2
+    ? createHttp2Server((request: Http2ServerRequest, response: Http2ServerResponse) => onRequest(request, response))
+    : createServer((request: IncomingMessage, response: ServerResponse) => onRequest(request, response));
+  if (options.http2) {
+    server.on('session', (session: Http2Session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+    });
+  }
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -76,34 +110,40 @@ export async function startSpeechSimulatorServer(options: { apiKey: string; port
     server,
     stop: () =>
       new Promise<void>((resolve) => {
-        server.closeAllConnections();
+        if ('closeAllConnections' in server) server.closeAllConnections();
+        for (const session of sessions) session.destroy();
         server.close(() => resolve());
       }),
   };
 }
 
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(response: Response, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   response.end(text);
 }
 
 /**
- * Streams audio in chunks, each written after the previous one was flushed, as a provider streams what it
- * generates; stops when the client goes away (counted as a cancellation when audio was left).
+ * Streams audio in chunks as a provider streams what it generates; stops when the client goes away (counted as a
+ * cancellation when audio was left).
  */
-export async function streamAudio(response: ServerResponse, audio: Uint8Array, contentType: string, onCancelled: () => void): Promise<void> {
-  response.writeHead(200, { 'content-type': contentType, 'transfer-encoding': 'chunked' });
+export async function streamAudio(response: Response, audio: Uint8Array, contentType: string, onCancelled: () => void): Promise<void> {
+  response.writeHead(200, { 'content-type': contentType });
+  // Closed before the last chunk was written: the client went away (an HTTP/2 response says no more than that).
+  let gone = false;
+  let ended = false;
+  response.once('close', () => {
+    gone = !ended;
+  });
   for (let offset = 0; offset < audio.length; offset += chunkBytes) {
-    if (response.destroyed || response.writableEnded) {
+    if (offset > 0) await delay(chunkEveryMs);
+    if (gone) {
       onCancelled();
       return;
     }
-    const flushed = response.write(audio.subarray(offset, offset + chunkBytes));
-    if (!flushed) await new Promise((resolve) => response.once('drain', resolve));
-    // Each chunk leaves before the next is generated: the client gets the first one at once.
-    await new Promise((resolve) => setImmediate(resolve));
+    response.write(audio.subarray(offset, offset + chunkBytes));
   }
+  ended = true;
   response.end();
 }
 

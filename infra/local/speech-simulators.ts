@@ -10,11 +10,10 @@ import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-serve
 /**
  * The speech providers' simulators of the local runtime (docs/voice.md#speech-provider-simulators), started before
  * the handlers read their configuration, each one unless its address is preset (`DEEPGRAM_API_URL`,
- * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`: a real provider, or another double).
- * A started one sets its address, its key (unless the key is preset, which it then accepts) and the provider's
- * models in the catalog (unless those are preset).
+ * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, among `providerAddressVariables`: a
+ * real provider, or another double). A started one sets its address, its key (unless the key is preset, which it
+ * then accepts) and the provider's models in the catalog (unless those are preset).
  */
-export const speechAddressVariables = ['DEEPGRAM_API_URL', 'CARTESIA_API_URL', 'RIME_API_URL', 'ELEVENLABS_API_URL', 'POLLY_ENDPOINT'] as const;
 
 export interface LocalSpeech {
   deepgram?: Awaited<ReturnType<typeof startDeepgramSimulator>> | undefined;

@@ -4,6 +4,7 @@
  * The catalog's model names the engine (`polly-neural` → `Engine: neural`); the voice is the voices catalog's
  * (`Joanna-Neural`: Polly's `Joanna`, as ConversationRelay spells it).
  */
+import type { Readable } from 'node:stream';
 import { PollyClient, SynthesizeSpeechCommand, type Engine } from '@aws-sdk/client-polly';
 import { pcm16ChunksToMulaw } from './g711.ts';
 import { SpeechProviderError, type SynthesisOptions, type TextToSpeech } from './ports.ts';
@@ -50,6 +51,9 @@ export function pollyTextToSpeech(connection: { region: string; endpoint?: strin
       } catch (error) {
         if (options.signal?.aborted) return;
         throw new SpeechProviderError('amazon', `the audio stream broke: ${(error as Error).message}`, true);
+      } finally {
+        // Stopped early (an abort, or a consumer that broke its loop): the HTTP/2 stream is reset, Polly stops sending.
+        (audio as Partial<Readable>).destroy?.();
       }
     },
   };
