@@ -60,15 +60,12 @@ export async function startDeepgramSimulator(options: { engines: SimulatorEngine
       listen(channel, url.searchParams, options.engines);
     });
   });
-  return Object.assign(base, {
-    get openStreams() {
-      return openStreams;
-    },
-    stop: async () => {
-      for (const client of sockets.clients) client.terminate();
-      await base.stop();
-    },
-  });
+  const stopServer = base.stop;
+  base.stop = async () => {
+    for (const client of sockets.clients) client.terminate();
+    await stopServer();
+  };
+  return Object.defineProperty(base, 'openStreams', { get: () => openStreams }) as typeof base & DeepgramSimulator;
 }
 
 function parameterProblem(parameters: URLSearchParams, models: readonly string[]): string | undefined {
