@@ -126,9 +126,17 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   'knowledge-sweeper': [...runtime, ...knowledge, 'DOCUMENT_PROCESSING_TIMEOUT_SECONDS'],
 };
 
-/** The settings of one function, each once; a function the table does not know is a mistake of the declarations. */
-export function settingsOf(functionName: string): readonly SettingName[] {
-  const settings = functionSettings[functionName];
-  if (!settings) throw new Error(`functions/settings.ts declares no settings for the function ${functionName}`);
+/**
+ * The settings of the long-lived services (services/): the media worker runs the turns of its calls as the voice relay
+ * does, and checks Twilio's signature against its own address. The stack gives them to its container as to a function.
+ */
+export const serviceSettings: Readonly<Record<string, readonly SettingName[]>> = {
+  'media-worker': [...runtime, ...turns, ...voice, 'MEDIA_WORKER_URL'],
+};
+
+/** The settings of one function or service, each once; a name the tables do not know is a mistake of the declarations. */
+export function settingsOf(name: string): readonly SettingName[] {
+  const settings = functionSettings[name] ?? serviceSettings[name];
+  if (!settings) throw new Error(`functions/settings.ts declares no settings for ${name}`);
   return [...new Set(settings)];
 }

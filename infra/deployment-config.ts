@@ -27,11 +27,25 @@ const providerAndName = z.string().regex(/^[a-z-]+\/.+$/, 'must look like provid
 const arnOf = (service: string, resource: string, example: string) =>
   z.string().regex(new RegExp(`^arn:aws[a-z-]*:${service}:${resource}$`), `must be ${example}`);
 
+const domainName = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'must be a lower-case domain name, e.g. api.example.com');
+
+/** Fargate's CPU units, and the memory (MiB) it pairs with each (ECS developer guide, "Task CPU and memory"). */
+const fargateCpuUnits = [256, 512, 1024, 2048, 4096] as const;
+/** Every whole GiB from one size to another, in MiB. */
+const gibibytes = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => (from + index) * 1024);
+const fargateMemoryMiB: Record<(typeof fargateCpuUnits)[number], number[]> = {
+  256: [512, 1024, 2048],
+  512: gibibytes(1, 4),
+  1024: gibibytes(2, 8),
+  2048: gibibytes(4, 16),
+  4096: gibibytes(8, 30),
+};
+
 export const deploymentConfigSchema = z.strictObject({
   /** A custom domain for the base address, with its ACM certificate (in us-east-1, CloudFront's region). */
   domain: z
     .strictObject({
-      name: z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'must be a lower-case domain name, e.g. api.example.com'),
+      name: domainName,
       certificateArn: arnOf('acm', 'us-east-1:\\d{12}:certificate/.+', 'an ACM certificate ARN in us-east-1 (CloudFront reads its certificates there)'),
     })
     .optional(),
@@ -127,6 +141,39 @@ export const deploymentConfigSchema = z.strictObject({
       documentProcessingTimeoutSeconds: z.number().optional(),
     })
     .default({}),
+  /**
+   * The media worker (docs/deploy.md#the-media-worker): an ECS Fargate service behind a load balancer, for the calls
+   * that do not go through ConversationRelay. Off by default: a deployment that only uses ConversationRelay pays
+   * nothing for it.
+   */
+  mediaWorker: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Its public name and the ACM certificate for it, in the stack's region (the load balancer reads it there). */
+      domain: z
+        .strictObject({
+          name: domainName,
+          certificateArn: arnOf('acm', '[a-z0-9-]+:\\d{12}:certificate/.+', "an ACM certificate ARN in the stack's region"),
+        })
+        .optional(),
+      /** Fargate's sizes: CPU units (1024 is one vCPU) and MiB of memory within what Fargate pairs with them. */
+      cpu: z.union(fargateCpuUnits.map((units) => z.literal(units))).default(1024),
+      memoryMiB: z.number().int().default(2048),
+      minTasks: z.number().int().min(1).max(100).default(1),
+      maxTasks: z.number().int().min(1).max(100).default(4),
+      /** The active calls per task autoscaling holds the average to. */
+      callsPerTask: z.number().int().min(1).max(1000).default(20),
+    })
+    .superRefine((worker, context) => {
+      const memory = fargateMemoryMiB[worker.cpu];
+      if (!memory.includes(worker.memoryMiB)) {
+        context.addIssue({ code: 'custom', path: ['memoryMiB'], message: `with cpu ${worker.cpu}, must be one of Fargate's sizes: ${memory.length > 3 ? `${memory[0]}–${memory.at(-1)} MiB in steps of 1024` : `${memory.join(', ')} MiB`}` });
+      }
+      if (worker.minTasks > worker.maxTasks) context.addIssue({ code: 'custom', path: ['minTasks'], message: `must be at most maxTasks (${worker.maxTasks})` });
+      // Twilio connects Media Streams only over wss:// with a certificate it trusts (its errors 31910 and 31922).
+      if (worker.enabled && !worker.domain) context.addIssue({ code: 'custom', path: ['domain'], message: 'is required when the media worker is enabled: Twilio connects Media Streams only over wss:// with a certificate it trusts' });
+    })
+    .default({ enabled: false, cpu: 1024, memoryMiB: 2048, minTasks: 1, maxTasks: 4, callsPerTask: 20 }),
   /**
    * Secrets that already exist, by setting: the stack grants reading them. A secret setting in use and not named
    * here gets a secret the stack creates empty, to be given its value once (docs/deploy.md#secrets).

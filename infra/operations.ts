@@ -11,6 +11,7 @@ import * as snsSubscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { activeCallsMetric } from '../services/media-worker/active-calls.ts';
 import { analysisMetrics } from '../shared/analysis/analysis-metrics.ts';
 import { billingMetrics } from '../shared/billing/billing-metrics.ts';
 import { conversationMetrics } from '../shared/conversations/conversation-metrics.ts';
@@ -28,6 +29,7 @@ export const platformMetrics: readonly MetricDefinition[] = [
   ...Object.values(whatsappMetrics),
   ...Object.values(billingMetrics),
   queueRefusalsMetric,
+  activeCallsMetric,
 ];
 
 /** The thresholds of the alarms (docs/deploy.md#dashboards-and-alarms, decisions 335–339). */
@@ -170,7 +172,12 @@ function addOperations(scope: Construct, stackName: string, props: OperationsPro
     graph('Webhooks', [sum(webhookMetrics.delivered), sum(webhookMetrics.attemptsFailed), sum(webhookMetrics.deadLettered)]),
   );
   dashboard.addWidgets(
-    graph('Providers: what is acknowledged and not acted on', [sum(whatsappMetrics.unhandledNotifications), sum(billingMetrics.meterEventsRefused)], { width: 24, height: 4 }),
+    graph('Providers: what is acknowledged and not acted on', [sum(whatsappMetrics.unhandledNotifications), sum(billingMetrics.meterEventsRefused)], { width: 16, height: 4 }),
+    // Empty without the media worker (mediaWorker.enabled); its autoscaling holds the average at callsPerTask.
+    graph('Media worker: active calls per task', [platformMetric(activeCallsMetric, cloudwatch.Stats.AVERAGE, 'average'), platformMetric(activeCallsMetric, cloudwatch.Stats.MAXIMUM, 'busiest task')], {
+      width: 8,
+      height: 4,
+    }),
   );
   const functions = [...props.functions];
   dashboard.addWidgets(

@@ -35,6 +35,7 @@ import type { QueueDefinition } from '../shared/platform/queue/queue-definition.
 import { tableDefinition } from '../shared/platform/store/table.ts';
 import { bundleEntryFile, bundleFunctionSync } from './bundling.ts';
 import { checkDeploymentConfig, inferenceProfileGeographies, type Deployment, type SecretSource } from './deployment-config.ts';
+import { MediaWorkerService } from './media-worker-service.ts';
 import { OperationsStack } from './operations.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -94,6 +95,9 @@ export function matchesPathPattern(pattern: string, path: string): boolean {
 
 const string = (name: string): dynamodb.Attribute => ({ name, type: dynamodb.AttributeType.STRING });
 
+/** What a grant is given to: a function, or the media worker's task role in the same shape. */
+type Grantee = iam.IGrantable & { readonly role?: iam.IRole | undefined; addToRolePolicy(statement: iam.PolicyStatement): void };
+
 export interface AgentPlatformStackProps extends StackProps {
   /**
    * The checked deployment configuration (infra/deployment-config.ts; the defaults without one). Its custom domain
@@ -108,6 +112,8 @@ export class AgentPlatformStack extends Stack {
   readonly functions = new Map<string, lambda.Function>();
   /** The alarms and the dashboard (a nested stack). */
   readonly operations: OperationsStack;
+  /** The media worker, when the deployment enables it (infra/media-worker-service.ts). */
+  readonly mediaWorker: MediaWorkerService | undefined;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps = {}) {
     super(scope, id, props);
@@ -226,16 +232,16 @@ export class AgentPlatformStack extends Stack {
     // Bedrock: the configured models only (LLMs, embeddings, rerank), none when none is configured.
     const { bedrock } = deployment.config.models;
     const bedrockModels = bedrockModelResources([...bedrock.llms, ...bedrock.embeddings, ...bedrock.rerank], this);
-    const modelInvokers: lambda.Function[] = [];
+    const modelInvokers: Grantee[] = [];
     // Turns and knowledge queries rerank with Bedrock's Rerank API when a store names a rerank model; the action has
     // no resource type (the rerank model itself is authorised by InvokeModel).
-    const rerankers: lambda.Function[] = [];
-    const grantRerank = (fn: lambda.Function) => {
+    const rerankers: Grantee[] = [];
+    const grantRerank = (fn: Grantee) => {
       if (bedrock.rerank.length === 0) return;
       rerankers.push(fn);
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['bedrock:Rerank'], resources: ['*'] }));
     };
-    const grantModelInvocation = (fn: lambda.Function) => {
+    const grantModelInvocation = (fn: Grantee) => {
       if (bedrockModels.length === 0) return;
       modelInvokers.push(fn);
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: bedrockInvokeActions, resources: bedrockModels }));
@@ -250,7 +256,7 @@ export class AgentPlatformStack extends Stack {
       removalPolicy: RemovalPolicy.RETAIN,
     });
     stackSettings.SECRETS_KMS_KEY_ID = secretsKey.keyArn;
-    const grantSecretsKey = (fn: lambda.Function, access: { seals?: boolean | undefined; opens?: boolean | undefined }) => {
+    const grantSecretsKey = (fn: Grantee, access: { seals?: boolean | undefined; opens?: boolean | undefined }) => {
       if (access.seals) secretsKey.grant(fn, 'kms:GenerateDataKey');
       if (access.opens) secretsKey.grantDecrypt(fn);
     };
@@ -258,9 +264,9 @@ export class AgentPlatformStack extends Stack {
     // Knowledge stores' vectors (docs/knowledge.md): one S3 Vectors index per store in this bucket. Readers may only
     // query and list; deleting a document deletes its vectors by key; only ingestion creates and deletes indexes.
     const vectorBucket = new s3vectors.CfnVectorBucket(this, 'KnowledgeVectors', { encryptionConfiguration: { sseType: 'AES256' } });
-    const knowledgeVectorUsers: lambda.Function[] = [];
-    const knowledgeAccess = new Map<lambda.Function, 'query' | 'manage-documents' | 'ingest'>();
-    const grantKnowledgeVectors = (fn: lambda.Function, access: 'query' | 'manage-documents' | 'ingest') => {
+    const knowledgeVectorUsers: Grantee[] = [];
+    const knowledgeAccess = new Map<Grantee, 'query' | 'manage-documents' | 'ingest'>();
+    const grantKnowledgeVectors = (fn: Grantee, access: 'query' | 'manage-documents' | 'ingest') => {
       knowledgeVectorUsers.push(fn);
       knowledgeAccess.set(fn, access);
       const actions = ['s3vectors:QueryVectors', 's3vectors:GetVectors', 's3vectors:ListVectors'];
@@ -574,6 +580,23 @@ export class AgentPlatformStack extends Stack {
       }
     }
 
+    // The media worker (docs/deploy.md#the-media-worker), for the calls ConversationRelay cannot carry: it runs their
+    // turns as the relay function does, with the relay's grants except its management API (the speech services' are its own).
+    const { mediaWorker: workerConfig } = deployment.config;
+    const mediaWorker = (this.mediaWorker =
+      workerConfig.enabled && workerConfig.domain
+        ? new MediaWorkerService(this, 'MediaWorker', { config: { ...workerConfig, domain: workerConfig.domain }, logRetention })
+        : undefined);
+    if (mediaWorker) {
+      const worker: Grantee = { grantPrincipal: mediaWorker.taskRole, role: mediaWorker.taskRole, addToRolePolicy: (statement) => mediaWorker.taskRole.addToPrincipalPolicy(statement) };
+      worker.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
+      grantModelInvocation(worker);
+      grantRerank(worker);
+      grantKnowledgeVectors(worker, 'query');
+      grantSecretsKey(worker, { opens: true });
+      stackSettings.MEDIA_WORKER_URL = mediaWorker.url;
+    }
+
     // WhatsApp customers' media (docs/whatsapp.md#media): the inbound function copies each file here from Meta, the
     // conversations function signs download URLs. Kept as long as call recordings.
     const whatsappMedia = new s3.Bucket(this, 'WhatsappMedia', {
@@ -690,24 +713,28 @@ export class AgentPlatformStack extends Stack {
       }
     }
 
-    // Each function gets exactly the settings functions/settings.ts declares for it, from where config.ts says they
-    // come: the deployment file, this stack's resources, a secret (its ARN, and the right to read it alone).
-    for (const [name, fn] of this.functions) {
+    // Each function, and the media worker, gets exactly the settings functions/settings.ts declares for it, from where
+    // config.ts says they come: the deployment file, this stack's resources, a secret (its ARN, and the right to read it alone).
+    const giveSettings = (name: string, addEnvironment: (name: string, value: string) => void, grantee: iam.IGrantable) => {
       for (const setting of settingsOf(name)) {
         const source = settingSources[setting];
-        if (source === 'deployment' && deployment.settings[setting] !== undefined) fn.addEnvironment(setting, deployment.settings[setting]);
+        if (source === 'deployment' && deployment.settings[setting] !== undefined) addEnvironment(setting, deployment.settings[setting]);
         if (source === 'stack') {
           const value = stackSettings[setting];
+          // Without the media worker there is no address to give: a function that would name it finds it unset.
+          if (value === undefined && setting === 'MEDIA_WORKER_URL') continue;
           if (value === undefined) throw new Error(`The stack has no value for ${setting}, which ${name} reads (functions/settings.ts)`);
-          fn.addEnvironment(setting, value);
+          addEnvironment(setting, value);
         }
         const secret = source === 'secret' ? secrets.get(setting as SecretSettingName) : undefined;
         if (secret) {
-          fn.addEnvironment(secretArnVariable(setting as SecretSettingName), secret.secretArn);
-          secret.grantRead(fn);
+          addEnvironment(secretArnVariable(setting as SecretSettingName), secret.secretArn);
+          secret.grantRead(grantee);
         }
       }
-    }
+    };
+    for (const [name, fn] of this.functions) giveSettings(name, (variable, value) => fn.addEnvironment(variable, value), fn);
+    if (mediaWorker) giveSettings('media-worker', (variable, value) => mediaWorker.container.addEnvironment(variable, value), mediaWorker.taskRole);
 
     if (!defaultRoute) throw new Error('No route group is the catch-all.');
     const traced = [...routeGroups.map((group) => group.name), voiceRelayRoutes.name].map((name) => this.functions.get(name) as lambda.Function);
@@ -736,6 +763,13 @@ export class AgentPlatformStack extends Stack {
       true,
     );
     new CfnOutput(this, 'VoiceRelayUrl', { value: relayStage.url, description: "ConversationRelay's WebSocket API (the TwiML of each call names it)" });
+    if (mediaWorker) {
+      new CfnOutput(this, 'MediaWorkerUrl', { value: mediaWorker.url, description: 'Where Twilio Media Streams connect the calls that do not go through ConversationRelay' });
+      new CfnOutput(this, 'MediaWorkerLoadBalancer', {
+        value: mediaWorker.loadBalancer.loadBalancerDnsName,
+        description: "Point the media worker's domain (mediaWorker.domain.name) here: a CNAME, or an alias record",
+      });
+    }
     new CfnOutput(this, 'RecordingsBucket', { value: recordings.bucketName, description: 'Call recordings, copied from the carrier' });
 
     new CfnOutput(this, 'ApiUrl', { value: httpApi.apiEndpoint, description: 'The HTTP API directly (non-streaming routes; debugging)' });
@@ -758,9 +792,9 @@ function suppressNagFindings(stack: {
   distribution: cloudfront.Distribution;
   distributionLogs: s3.Bucket;
   deadLetterQueues: sqs.Queue[];
-  modelInvokers: lambda.Function[];
-  rerankers: lambda.Function[];
-  knowledgeVectorUsers: lambda.Function[];
+  modelInvokers: Grantee[];
+  rerankers: Grantee[];
+  knowledgeVectorUsers: Grantee[];
   uploadUsers: lambda.Function[];
   createdSecrets: secretsmanager.CfnSecret[];
   deployment: Deployment;
@@ -837,7 +871,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'Each configured model is named (models.bedrock of the deployment file); a cross-region inference profile (us.…, eu.…) sends a request to its model in whichever region of its geography Bedrock picks, so that model is granted in every region, as Bedrock\'s user guide prescribes for inference profiles. Only the functions that run turns, analyses or embeddings get it (test/infra/deployment.test.ts).',
+        reason: 'Each configured model is named (models.bedrock of the deployment file); a cross-region inference profile (us.…, eu.…) sends a request to its model in whichever region of its geography Bedrock picks, so that model is granted in every region, as Bedrock\'s user guide prescribes for inference profiles. Only the functions that run turns, analyses or embeddings, and the media worker, which runs its calls\' turns, get it (test/infra/deployment.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*::foundation-model\\/[^*]+$/g' }],
       },
     ],
@@ -854,7 +888,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries get it (test/infra/stack.test.ts).',
+        reason: 'bedrock:Rerank has no resource type: AWS documents it granted on "*" (Bedrock user guide, "Permissions for reranking in Amazon Bedrock", standalone Rerank: bedrock:Rerank plus bedrock:InvokeModel scoped to the rerank models); the model is still authorised by the InvokeModel statement. Only functions that run turns or knowledge queries, and the media worker, get it (test/infra/stack.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: ['Resource::*'],
       },
     ],
@@ -865,7 +899,7 @@ function suppressNagFindings(stack: {
     [
       {
         id: 'AwsSolutions-IAM5',
-        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function needs (test/infra/stack.test.ts).',
+        reason: 'One S3 Vectors index per knowledge store, created at run time when its first document is ingested, and its BM25 snapshots under the prefix of its index name (ks-<storeId>/); the grants are limited to the indexes of the platform\'s own vector bucket and the ks- objects of its snapshot bucket, with the actions each function (and the media worker) needs (test/infra/stack.test.ts, test/infra/media-worker.test.ts).',
         appliesTo: ['Resource::<KnowledgeVectors.VectorBucketArn>/index/*', { regex: '/^Resource::<KnowledgeSnapshots[0-9A-F]{8}\\.Arn>\\/ks-\\*$/g' }],
       },
     ],

@@ -460,7 +460,7 @@ export interface components {
       };
       voice?: {
         /** @enum {string} */
-        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
@@ -772,7 +772,7 @@ export interface components {
     ListVoicesResponse: {
       items: ({
           /** @enum {string} */
-          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
           voiceId: string;
           name: string;
           language: string;
@@ -1614,7 +1614,7 @@ export interface components {
       welcomeAllowInterruptions?: boolean;
       voice?: {
         /** @enum {string} */
-        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
@@ -1686,7 +1686,7 @@ export interface components {
       welcomeAllowInterruptions?: boolean;
       voice?: ({
         /** @enum {string} */
-        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
@@ -4277,7 +4277,7 @@ export interface operations {
   listVoices: {
     parameters: {
       query?: {
-        provider?: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime";
+        provider?: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
         language?: string;
       };
     };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { mulawToPcm16 } from '../../shared/speech/g711.ts';
+import { muLawDecode } from '../../shared/speech/telephone-audio.ts';
 import { startSpeechSimulatorServer, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
@@ -166,9 +166,8 @@ function listen(channel: WebSocket, parameters: URLSearchParams, engines: Simula
 }
 
 function level(frame: Uint8Array): number {
-  const pcm = mulawToPcm16(frame);
-  const view = new DataView(pcm.buffer);
+  const samples = muLawDecode(frame);
   let sum = 0;
-  for (let offset = 0; offset < pcm.length; offset += 2) sum += Math.abs(view.getInt16(offset, true));
-  return sum / (pcm.length / 2);
+  for (const sample of samples) sum += Math.abs(sample);
+  return sum / samples.length;
 }

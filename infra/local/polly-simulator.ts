@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { mulawToPcm16 } from '../../shared/speech/g711.ts';
+import { muLawDecode, pcm16ToBytes } from '../../shared/speech/telephone-audio.ts';
 import { parseJson, sendJson, startSpeechSimulatorServer, streamAudio, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
@@ -42,6 +42,6 @@ export async function startPollySimulator(options: { engines: SimulatorEngines; 
     record(200, parsed);
     const audio = await options.engines.speak(input.Text, { provider: 'amazon', voiceId: input.VoiceId, language: input.LanguageCode ?? 'en-US' });
     response.setHeader('x-amzn-requestcharacters', String(input.Text.length));
-    await streamAudio(response, mulawToPcm16(audio), 'audio/pcm', cancelled);
+    await streamAudio(response, pcm16ToBytes(muLawDecode(audio)), 'audio/pcm', cancelled);
   });
 }

@@ -2,6 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { voiceCatalog } from '../../shared/models/voices.ts';
+import { BuiltinSpeechToText } from '../../shared/speech/builtin-stt.ts';
+import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
 
 /**
  * What the speech providers' simulators share (docs/voice.md#speech-provider-simulators): a loopback HTTP server,
@@ -13,6 +16,39 @@ export interface SimulatorEngines {
   speak(text: string, voice: { provider: string; voiceId: string; language: string }): Promise<Uint8Array>;
   /** The words telephone audio says: PocketSphinx locally. */
   recognise(audio: Uint8Array): Promise<string>;
+}
+
+/**
+ * The simulators' engines: eSpeak NG speaks with the built-in voice closest to the provider's voice (its language and
+ * gender, from the voices catalog), PocketSphinx hears (US English).
+ */
+export function builtinSimulatorEngines(enginesDir?: string): SimulatorEngines {
+  const tts = new BuiltinTextToSpeech(enginesDir);
+  const stt = new BuiltinSpeechToText(enginesDir);
+  return {
+    async speak(text, voice) {
+      const asked = voiceCatalog.find((known) => known.provider === voice.provider && (known.voiceId === voice.voiceId || known.voiceId.split('-')[0] === voice.voiceId));
+      const builtins = voiceCatalog.filter((known) => known.provider === 'builtin');
+      const closest =
+        builtins.find((known) => known.language === asked?.language && known.gender === asked.gender) ??
+        builtins.find((known) => known.language === asked?.language) ??
+        builtins.find((known) => known.voiceId === 'en-us')!;
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of tts.synthesize(text, { voiceId: closest.voiceId, language: closest.language })) chunks.push(chunk);
+      return Buffer.concat(chunks);
+    },
+    async recognise(audio) {
+      const stream = stt.open({ language: 'en-US' });
+      stream.write(audio);
+      stream.end();
+      const words: string[] = [];
+      for await (const event of stream.events) {
+        if (event.type === 'final' && event.text) words.push(event.text);
+        if (event.type === 'error') throw new Error(event.message);
+      }
+      return words.join(' ');
+    },
+  };
 }
 
 export interface RecordedSpeechRequest {

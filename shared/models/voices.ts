@@ -38,10 +38,13 @@ export const voiceCatalog: readonly Voice[] = [
   { provider: 'cartesia', voiceId: '79a125e8-cd45-4c13-8a67-188112f4dd22', name: 'British Lady', language: 'en-GB', gender: 'female' },
   { provider: 'rime', voiceId: 'celeste', name: 'Celeste', language: 'en-US', gender: 'female' },
   { provider: 'rime', voiceId: 'orion', name: 'Orion', language: 'en-US', gender: 'male' },
-  // eSpeak NG's voices (`espeak-ng -v`), the built-in TTS model's.
-  { provider: 'builtin', voiceId: 'en-us', name: 'eSpeak English (America)', language: 'en-US', gender: 'male' },
-  { provider: 'builtin', voiceId: 'en-us+f3', name: 'eSpeak English (America), female', language: 'en-US', gender: 'female' },
-  { provider: 'builtin', voiceId: 'en-gb', name: 'eSpeak English (Great Britain)', language: 'en-GB', gender: 'male' },
+  // eSpeak NG's voices (docs/voice.md#built-in-speech): the voice id is eSpeak's own, a language and a variant.
+  { provider: 'builtin', voiceId: 'en-us', name: 'eSpeak US English', language: 'en-US', gender: 'male' },
+  { provider: 'builtin', voiceId: 'en-us+f3', name: 'eSpeak US English (female)', language: 'en-US', gender: 'female' },
+  { provider: 'builtin', voiceId: 'en-gb', name: 'eSpeak British English', language: 'en-GB', gender: 'male' },
+  { provider: 'builtin', voiceId: 'fr-fr', name: 'eSpeak French', language: 'fr-FR', gender: 'male' },
+  { provider: 'builtin', voiceId: 'de', name: 'eSpeak German', language: 'de-DE', gender: 'male' },
+  { provider: 'builtin', voiceId: 'es', name: 'eSpeak Spanish', language: 'es-ES', gender: 'male' },
 ];
 
 /**

@@ -195,6 +195,11 @@ const configSchema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   /** The WebSocket API's `wss://` address that ConversationRelay connects to (the local runtime's `ws://` one locally). */
   VOICE_RELAY_URL: z.url().optional(),
+  /**
+   * The media worker's `wss://…/media-stream`, where Twilio Media Streams connect the calls that do not go through
+   * ConversationRelay (docs/voice.md#which-path-a-call-takes): the stack's load balancer; the local worker's locally.
+   */
+  MEDIA_WORKER_URL: z.url().optional(),
   /** The WebSocket API's connection-management endpoint (`https://<api>.execute-api.<region>.amazonaws.com/<stage>`). */
   VOICE_RELAY_MANAGEMENT_ENDPOINT: z.url().optional(),
   /** Twilio's REST API; the local Twilio simulator's address locally. */
@@ -225,6 +230,12 @@ const configSchema = z.object({
   KNOWLEDGE_VECTOR_DIR: z.string().min(1).optional(),
   /** The bucket of BM25 index snapshots (the stack's); locally they are files under `KNOWLEDGE_VECTOR_DIR/bm25`. */
   KNOWLEDGE_SNAPSHOT_BUCKET: z.string().min(3).max(63).optional(),
+  /**
+   * The root the built-in speech engines (eSpeak NG, PocketSphinx) are unpacked under, as Debian lays them out
+   * (docs/voice.md#built-in-speech). Unset: the system's (`/`, the container's) when it has them, else the one
+   * `npm install` made under .cache/speech/root.
+   */
+  SPEECH_ENGINES_DIR: z.string().min(1).optional(),
   /**
    * A document still PROCESSING this long after it was submitted (after its upload window closed, for an upload)
    * is FAILED with TIMEOUT (docs/knowledge.md#limits).
@@ -379,6 +390,7 @@ export const settingSources = {
   PUBLIC_BASE_URL: 'stack',
   VOICE_RELAY_URL: 'stack',
   VOICE_RELAY_MANAGEMENT_ENDPOINT: 'stack',
+  MEDIA_WORKER_URL: 'stack',
   TWILIO_API_BASE_URL: 'deployment',
   RECORDINGS_BUCKET: 'stack',
   S3_ENDPOINT: 'local',
@@ -393,6 +405,7 @@ export const settingSources = {
   S3_VECTORS_BUCKET: 'stack',
   KNOWLEDGE_VECTOR_DIR: 'local',
   KNOWLEDGE_SNAPSHOT_BUCKET: 'stack',
+  SPEECH_ENGINES_DIR: 'local',
   DOCUMENT_PROCESSING_TIMEOUT_SECONDS: 'deployment',
   CAMPAIGN_QUEUE_URL: 'stack',
   // EventBridge Scheduler's tick is every minute, the default.

@@ -15,14 +15,15 @@ export const queueRefusalsMetric: MetricDefinition = {
 };
 
 /**
- * Powertools Metrics, whose buffer leaves as one Embedded Metric Format line on stdout on Lambda (CloudWatch Logs
- * turns it into metric points, no API call on the way). Anywhere else (`npm start`, tests, the bench) the same
- * document goes to the log at DEBUG, so metrics are visible locally without a line at INFO.
+ * Powertools Metrics, whose buffer leaves as one Embedded Metric Format line on stdout on Lambda and on ECS (the media
+ * worker, whose awslogs driver sends stdout to CloudWatch Logs): CloudWatch Logs turns it into metric points, no API
+ * call on the way. Anywhere else (`npm start`, tests, the bench) the same document goes to the log at DEBUG, so
+ * metrics are visible locally without a line at INFO.
  */
 class PlatformMetrics extends Metrics {
   override publishStoredMetrics(): this {
     if (!this.hasStoredMetrics()) return this;
-    if (process.env.AWS_LAMBDA_FUNCTION_NAME) return super.publishStoredMetrics();
+    if (process.env.AWS_LAMBDA_FUNCTION_NAME || process.env.ECS_CONTAINER_METADATA_URI_V4) return super.publishStoredMetrics();
     logger.debug('metrics', { emf: this.serializeMetrics() });
     this.clearMetrics();
     return this;

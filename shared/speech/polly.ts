@@ -6,7 +6,7 @@
  */
 import type { Readable } from 'node:stream';
 import { PollyClient, SynthesizeSpeechCommand, type Engine } from '@aws-sdk/client-polly';
-import { pcm16ChunksToMulaw } from './g711.ts';
+import { bytesToPcm16, muLawEncode } from './telephone-audio.ts';
 import { SpeechProviderError, type SynthesisOptions, type TextToSpeech } from './ports.ts';
 import { awsServiceError } from './aws-errors.ts';
 
@@ -41,7 +41,7 @@ export function pollyTextToSpeech(connection: { region: string; endpoint?: strin
         if (options.signal?.aborted) return;
         throw awsServiceError('amazon', error);
       }
-      const toMulaw = pcm16ChunksToMulaw();
+      const toMulaw = pcmChunksToMulaw();
       try {
         for await (const chunk of audio) {
           if (options.signal?.aborted) return;
@@ -56,5 +56,20 @@ export function pollyTextToSpeech(connection: { region: string; endpoint?: strin
         (audio as Partial<Readable>).destroy?.();
       }
     },
+  };
+}
+
+/** Polly's PCM as it arrives, chunks of any length: a chunk that ends mid-sample keeps its odd byte for the next. */
+function pcmChunksToMulaw(): (chunk: Uint8Array) => Uint8Array {
+  let carry: number | undefined;
+  return (chunk) => {
+    let joined = chunk;
+    if (carry !== undefined) {
+      joined = new Uint8Array(chunk.length + 1);
+      joined[0] = carry;
+      joined.set(chunk, 1);
+    }
+    carry = joined.length % 2 === 1 ? joined[joined.length - 1] : undefined;
+    return muLawEncode(bytesToPcm16(joined.subarray(0, joined.length - (joined.length % 2))));
   };
 }

@@ -85,6 +85,7 @@ export interface TextToSpeech {
 export class SpeechProviderError extends Error {
   readonly provider: string;
   readonly retryable: boolean;
+
   constructor(provider: string, message: string, retryable: boolean) {
     super(`${provider}: ${message}`);
     this.name = 'SpeechProviderError';

@@ -6,6 +6,8 @@
 import type { Model } from '../models/model-schemas.ts';
 import type { Config } from '../platform/config.ts';
 import { secretSetting } from '../platform/secrets/secret-settings.ts';
+import { BuiltinSpeechToText } from './builtin-stt.ts';
+import { BuiltinTextToSpeech } from './builtin-tts.ts';
 import { cartesiaTextToSpeech } from './cartesia.ts';
 import { deepgramSpeechToText } from './deepgram.ts';
 import { elevenlabsTextToSpeech } from './elevenlabs.ts';
@@ -20,6 +22,7 @@ type KeyedProvider = 'deepgram' | 'cartesia' | 'rime' | 'elevenlabs';
 export type SpeechProviderConfig = Pick<
   Config,
   | 'AWS_REGION'
+  | 'SPEECH_ENGINES_DIR'
   | 'SECRETS_MANAGER_ENDPOINT'
   | 'DEEPGRAM_API_URL'
   | 'CARTESIA_API_URL'
@@ -41,8 +44,6 @@ export interface SpeechProviderDeps {
   config: SpeechProviderConfig;
   /** The organization's own keys (the provider key store). */
   providerKeys: { connection(orgId: string, provider: KeyedProvider): Promise<{ apiKey: string } | undefined> };
-  /** The built-in engines' adapters (eSpeak NG, PocketSphinx). */
-  builtin?: { speechToText: SpeechToText; textToSpeech: TextToSpeech } | undefined;
 }
 
 export interface SpeechProviders {
@@ -57,6 +58,7 @@ const apiUrlSetting = { deepgram: 'DEEPGRAM_API_URL', cartesia: 'CARTESIA_API_UR
 
 export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders {
   const { config } = deps;
+  const builtin = { speechToText: new BuiltinSpeechToText(config.SPEECH_ENGINES_DIR), textToSpeech: new BuiltinTextToSpeech(config.SPEECH_ENGINES_DIR) };
   // One AWS client per process, made on first use: they hold connections.
   let polly: TextToSpeech | undefined;
   let transcribe: SpeechToText | undefined;
@@ -67,10 +69,6 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
     if (!apiKey) throw new SpeechProviderError(provider, `no API key: set ${apiKeySetting[provider]} for the deployment, or PUT /v1/chat/provider-keys/${provider}`, false);
     return { apiUrl: config[apiUrlSetting[provider]], apiKey };
   }
-  const builtin = () => {
-    if (!deps.builtin) throw new SpeechProviderError('builtin', 'the built-in speech engines are not available in this process', false);
-    return deps.builtin;
-  };
   const unsupported = (model: Model) => new SpeechProviderError(model.provider, `${model.type} model ${model.provider}/${model.name} has no speech adapter`, false);
 
   return {
@@ -78,7 +76,7 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
       if (model.type !== 'STT') throw unsupported(model);
       switch (model.provider) {
         case 'builtin':
-          return builtin().speechToText;
+          return builtin.speechToText;
         case 'deepgram':
           return deepgramSpeechToText(await connection(orgId, 'deepgram'));
         case 'amazon':
@@ -92,7 +90,7 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
       if (model.type !== 'TTS') throw unsupported(model);
       switch (model.provider) {
         case 'builtin':
-          return builtin().textToSpeech;
+          return builtin.textToSpeech;
         case 'amazon':
           polly ??= pollyTextToSpeech({ region: config.AWS_REGION, endpoint: config.POLLY_ENDPOINT });
           return polly;

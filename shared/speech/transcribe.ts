@@ -15,7 +15,7 @@
 import { StartStreamTranscriptionCommand, TranscribeStreamingClient, type AudioStream, type LanguageCode, type Result } from '@aws-sdk/client-transcribe-streaming';
 import { awsServiceError } from './aws-errors.ts';
 import { EventQueue } from './event-queue.ts';
-import { mulawToPcm16 } from './g711.ts';
+import { muLawDecode, pcm16ToBytes } from './telephone-audio.ts';
 import type { SpeechToText, TranscriptEvent, TranscriptionOptions, TranscriptionStream } from './ports.ts';
 
 export const transcribeDefaultEndpointingMs = 500;
@@ -77,7 +77,7 @@ function openStream(client: TranscribeStreamingClient, options: TranscriptionOpt
   };
 
   async function* audioStream(): AsyncIterable<AudioStream> {
-    for await (const chunk of audio) yield { AudioEvent: { AudioChunk: mulawToPcm16(chunk) } };
+    for await (const chunk of audio) yield { AudioEvent: { AudioChunk: pcm16ToBytes(muLawDecode(chunk)) } };
   }
   void (async () => {
     try {

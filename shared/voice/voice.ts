@@ -276,7 +276,7 @@ export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string, rela
 /** The call keeps only a hash of its relay token: the token itself is in the TwiML the carrier got, and nowhere else. */
 const relayTokenHash = (relayToken: string): string => createHash('sha256').update(relayToken).digest('base64url');
 
-/** ConversationRelay's spelling of the TTS providers of the voices catalog it knows (not the built-in one). */
+/** ConversationRelay's spelling of each TTS provider of the voices catalog it speaks with (not the built-in one). */
 const relayTtsProviders: Partial<Record<TtsProvider, string>> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
 
 /**

@@ -9,11 +9,11 @@ import { eventually } from '../support/eventually.ts';
 
 /**
  * The analysis by a provider model (a stub OpenAI-compatible server) when things go wrong: invalid output, a
- * failing model, the analysis function killed mid-batch. A 16 s deadline keeps the slowest case short, yet leaves a
- * retried run (back after the 4 s visibility timeout) time to finish first on a busy machine.
+ * failing model, the analysis function killed mid-batch. A 40 s deadline leaves a retried run (back after the 4 s visibility
+ * timeout) time to finish first on a busy machine.
  */
 // Long enough for a crashed run's retry (after the 4 s visibility timeout) to finish on a busy machine.
-const deadlineSeconds = 24;
+const deadlineSeconds = 40;
 let api: TestApi;
 let stub: OpenAIStub;
 const receiver = new Receiver();
@@ -131,7 +131,7 @@ describe('analysis by a provider model', () => {
 
   it('the deadline message sends FAILED when nothing has gone out, and the overtaken run sends nothing more', async () => {
     const marker = `slow${Date.now()}`;
-    const { orgId, key, path, sessionId } = await closedSession(marker, [{ delayMs: 20_000, content: validAnswer('too late') }]);
+    const { orgId, key, path, sessionId } = await closedSession(marker, [{ delayMs: deadlineSeconds * 1000 + 10_000, content: validAnswer('too late') }]);
     await eventually(() => requestsFor(marker).length, (count) => count > 0);
     // What the queue hands over at 90% of the deadline, handed over now: the run is still waiting for the model.
     const [{ analysisRuntime }, { handleAnalysisMessage }, { QueryCommand }] = await Promise.all([

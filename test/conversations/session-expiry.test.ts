@@ -3,15 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
-const idleSeconds = 1;
+/** Long enough that a request sent at 60 % of it is handled within it on a busy machine. */
+const idleSeconds = 3;
 let api: TestApi;
 let slowServer: Server;
 let slowUrl: string;
 
 beforeAll(async () => {
-  slowServer = createServer((_request, response) => setTimeout(() => response.end('done'), 1_800));
+  // A tool call that outlasts the window.
+  slowServer = createServer((_request, response) => setTimeout(() => response.end('done'), idleSeconds * 1000 + 1_500));
   slowUrl = `http://127.0.0.1:${await listenOnLoopback(slowServer)}/slow`;
-  api = await startApi({ SESSION_IDLE_TIMEOUT_SECONDS: String(idleSeconds), TOOL_TIMEOUT_MS: '5000' });
+  api = await startApi({ SESSION_IDLE_TIMEOUT_SECONDS: String(idleSeconds), TOOL_TIMEOUT_MS: '10000' });
 });
 afterAll(async () => {
   await api.close();

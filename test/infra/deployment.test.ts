@@ -98,6 +98,29 @@ describe('the deployment configuration file', () => {
     );
   });
 
+  it("refuses a media worker Fargate cannot run or Twilio cannot reach, naming each key", () => {
+    const check = (mediaWorker: Record<string, unknown>) => () => checkDeploymentConfig({ mediaWorker });
+    const domain = { name: 'media.example.com', certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555' };
+
+    expect(check({ enabled: true })).toThrow('mediaWorker.domain: is required when the media worker is enabled: Twilio connects Media Streams only over wss://');
+    expect(check({ cpu: 300 })).toThrow('mediaWorker.cpu:');
+    expect(check({ cpu: 1024, memoryMiB: 1024 })).toThrow("mediaWorker.memoryMiB: with cpu 1024, must be one of Fargate's sizes: 2048–8192 MiB in steps of 1024");
+    expect(check({ cpu: 256, memoryMiB: 4096 })).toThrow("mediaWorker.memoryMiB: with cpu 256, must be one of Fargate's sizes: 512, 1024, 2048 MiB");
+    expect(check({ minTasks: 3, maxTasks: 2 })).toThrow('mediaWorker.minTasks: must be at most maxTasks (2)');
+    expect(check({ minTasks: 0 })).toThrow('mediaWorker.minTasks:');
+    expect(check({ enabled: true, domain: { ...domain, certificateArn: 'arn:aws:iam::123456789012:server-certificate/media' } })).toThrow('mediaWorker.domain.certificateArn:');
+    expect(checkDeploymentConfig({ mediaWorker: { enabled: true, domain, cpu: 512, memoryMiB: 4096 } }).config.mediaWorker).toEqual({
+      enabled: true,
+      domain,
+      cpu: 512,
+      memoryMiB: 4096,
+      minTasks: 1,
+      maxTasks: 4,
+      callsPerTask: 20,
+    });
+    expect(checkDeploymentConfig({}).config.mediaWorker.enabled).toBe(false);
+  });
+
   it('takes no secret value: an unknown key is refused, and a secret is named only by the ARN of a secret in use', () => {
     expect(() => checkDeploymentConfig({ billing: { provider: 'stripe', stripeSecretKey: 'sk_live_123' } })).toThrow('billing: Unrecognized key: "stripeSecretKey"');
     expect(() => checkDeploymentConfig({ secrets: { STRIPE_SECRET_KEY: 'sk_live_123' } })).toThrow('secrets.STRIPE_SECRET_KEY: must be a Secrets Manager secret ARN');
@@ -129,9 +152,15 @@ describe('the deployment configuration file', () => {
 
       const badFile = synth({ config: bad });
       const oldOption = synth({ domainName: 'api.example.com' });
+      const badWorker = join(directory, 'bad-worker.json');
+      writeFileSync(badWorker, JSON.stringify({ mediaWorker: { enabled: true, cpu: 2048, memoryMiB: 2048 } }));
+      const badWorkerFile = synth({ config: badWorker });
 
       expect(badFile.status).toBe(1);
       expect(badFile.stderr).toContain(`Invalid deployment configuration ${bad}:\n  - models.bedrock.llms.0: must be a Bedrock model id`);
+      expect(badWorkerFile.status).toBe(1);
+      expect(badWorkerFile.stderr).toContain(`Invalid deployment configuration ${badWorker}:\n  - mediaWorker.memoryMiB: with cpu 2048`);
+      expect(badWorkerFile.stderr).toContain('  - mediaWorker.domain: is required when the media worker is enabled');
       expect(oldOption.status).toBe(1);
       expect(oldOption.stderr).toContain('-c domainName is now "domain.name" in the deployment configuration file');
     } finally {

@@ -14,7 +14,7 @@ import { startRimeSimulator } from '../../infra/local/rime-simulator.ts';
 import type { SpeechSimulator } from '../../infra/local/speech-simulator-server.ts';
 import { cartesiaTextToSpeech, cartesiaVersion } from '../../shared/speech/cartesia.ts';
 import { elevenlabsTextToSpeech } from '../../shared/speech/elevenlabs.ts';
-import { mulawToPcm16, pcm16ToMulaw } from '../../shared/speech/g711.ts';
+import { muLawDecode, muLawEncode } from '../../shared/speech/telephone-audio.ts';
 import { pollyTextToSpeech } from '../../shared/speech/polly.ts';
 import { SpeechProviderError, type TextToSpeech } from '../../shared/speech/ports.ts';
 import { rimeTextToSpeech } from '../../shared/speech/rime.ts';
@@ -59,7 +59,7 @@ const cases: Case[] = [
   { name: 'rime', simulator: () => rime, adapter: (apiKey) => rimeTextToSpeech({ apiUrl: rime.url, apiKey }), voiceId: 'celeste', model: 'mistv2', expected: (audio) => audio },
   { name: 'elevenlabs', simulator: () => elevenlabs, adapter: (apiKey) => elevenlabsTextToSpeech({ apiUrl: elevenlabs.url, apiKey }), voiceId: '21m00Tcm4TlvDq8ikWAM', model: 'eleven_flash_v2_5', expected: (audio) => audio },
   // μ-law → PCM → μ-law is exact: G.711's decoding is the inverse of its encoding on its own codes.
-  { name: 'amazon (Polly)', simulator: () => polly, adapter: () => pollyTextToSpeech({ region: 'us-east-1', endpoint: polly.url }), voiceId: 'Joanna-Neural', model: 'polly-neural', expected: (audio) => pcm16ToMulaw(mulawToPcm16(audio)) },
+  { name: 'amazon (Polly)', simulator: () => polly, adapter: () => pollyTextToSpeech({ region: 'us-east-1', endpoint: polly.url }), voiceId: 'Joanna-Neural', model: 'polly-neural', expected: (audio) => muLawEncode(muLawDecode(audio)) },
 ];
 
 describe.each(cases)('the $name TTS adapter against its simulator', (provider) => {
