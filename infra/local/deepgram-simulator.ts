@@ -23,6 +23,8 @@ const knownParameters = new Set([
 ]);
 const encodings = ['linear16', 'flac', 'mulaw', 'alaw', 'amr-nb', 'amr-wb', 'opus', 'ogg-opus', 'speex', 'g729'];
 const frameBytes = 160;
+/** The audio kept from before speech was detected (the energy detector hears a word's quiet onset late). */
+const prerollFrames = 15;
 const minimumEndpointingMs = 300;
 const idleCloseMs = 10_000;
 /** Mean absolute amplitude (16-bit) above which a 20 ms frame is speech. */
@@ -90,6 +92,7 @@ function listen(channel: WebSocket, parameters: URLSearchParams, engines: Simula
   const endpointingMs = endpointing === 'false' ? Number.POSITIVE_INFINITY : Math.max(Number(endpointing ?? 10), minimumEndpointingMs);
   let receivedBytes = 0;
   let pendingFrame = new Uint8Array(0);
+  let preroll: Uint8Array[] = [];
   /** The utterance being heard: its audio, where it started (bytes), and the silence after it (ms). */
   let utterance: { start: number; chunks: Uint8Array[]; silentMs: number } | undefined;
   // Results leave in the order their utterances ended, whatever recognition takes.
@@ -154,11 +157,16 @@ function listen(channel: WebSocket, parameters: URLSearchParams, engines: Simula
   function hearFrame(frame: Uint8Array): void {
     const loud = level(frame) >= speechLevel;
     if (!utterance && loud) {
-      utterance = { start: receivedBytes, chunks: [], silentMs: 0 };
+      utterance = { start: receivedBytes - preroll.length * frameBytes, chunks: preroll, silentMs: 0 };
+      preroll = [];
       if (vadEvents) send({ type: 'SpeechStarted', channel: [0, 1], timestamp: receivedBytes / 8000 });
     }
     receivedBytes += frame.length;
-    if (!utterance) return;
+    if (!utterance) {
+      preroll.push(Uint8Array.from(frame));
+      if (preroll.length > prerollFrames) preroll.shift();
+      return;
+    }
     utterance.chunks.push(Uint8Array.from(frame));
     utterance.silentMs = loud ? 0 : utterance.silentMs + frame.length / 8;
     if (utterance.silentMs >= endpointingMs) answer('endpoint');

@@ -1,6 +1,6 @@
 import { voiceCatalog, type TtsProvider } from '../../shared/models/voices.ts';
 import { startCartesiaSimulator } from './cartesia-simulator.ts';
-import { startDeepgramSimulator } from './deepgram-simulator.ts';
+import { startDeepgramSimulator, type DeepgramSimulator } from './deepgram-simulator.ts';
 import { startElevenlabsSimulator } from './elevenlabs-simulator.ts';
 import { denyEgressTo } from './environment.ts';
 import { startPollySimulator } from './polly-simulator.ts';
@@ -16,11 +16,14 @@ import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-serve
  */
 
 export interface LocalSpeech {
-  deepgram?: Awaited<ReturnType<typeof startDeepgramSimulator>> | undefined;
-  cartesia?: SpeechSimulator | undefined;
-  rime?: SpeechSimulator | undefined;
-  elevenlabs?: SpeechSimulator | undefined;
-  polly?: SpeechSimulator | undefined;
+  /** The simulators started, by provider (none for a provider whose address was preset). */
+  started: {
+    deepgram?: DeepgramSimulator;
+    cartesia?: SpeechSimulator;
+    rime?: SpeechSimulator;
+    elevenlabs?: SpeechSimulator;
+    polly?: SpeechSimulator;
+  };
   stop(): Promise<void>;
 }
 
@@ -41,22 +44,22 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
     return listOf(env[variable], fallback);
   };
   try {
-    const local: LocalSpeech = { stop: () => Promise.all(started.map((simulator) => simulator.stop())).then(() => undefined) };
+    const local: LocalSpeech = { started: {}, stop: () => Promise.all(started.map((simulator) => simulator.stop())).then(() => undefined) };
     if (!env.DEEPGRAM_API_URL) {
-      local.deepgram = use(await startDeepgramSimulator({ engines, apiKey: env.DEEPGRAM_API_KEY, models: models('DEEPGRAM_STT_MODELS', 'nova-3') }), 'DEEPGRAM_API_URL', 'DEEPGRAM_API_KEY');
+      local.started.deepgram = use(await startDeepgramSimulator({ engines, apiKey: env.DEEPGRAM_API_KEY, models: models('DEEPGRAM_STT_MODELS', 'nova-3') }), 'DEEPGRAM_API_URL', 'DEEPGRAM_API_KEY');
     }
     if (!env.CARTESIA_API_URL) {
-      local.cartesia = use(
+      local.started.cartesia = use(
         await startCartesiaSimulator({ engines, apiKey: env.CARTESIA_API_KEY, models: models('CARTESIA_TTS_MODELS', 'sonic-2'), voices: voicesOf('cartesia') }),
         'CARTESIA_API_URL',
         'CARTESIA_API_KEY',
       );
     }
     if (!env.RIME_API_URL) {
-      local.rime = use(await startRimeSimulator({ engines, apiKey: env.RIME_API_KEY, models: models('RIME_TTS_MODELS', 'mistv2'), voices: voicesOf('rime') }), 'RIME_API_URL', 'RIME_API_KEY');
+      local.started.rime = use(await startRimeSimulator({ engines, apiKey: env.RIME_API_KEY, models: models('RIME_TTS_MODELS', 'mistv2'), voices: voicesOf('rime') }), 'RIME_API_URL', 'RIME_API_KEY');
     }
     if (!env.ELEVENLABS_API_URL) {
-      local.elevenlabs = use(
+      local.started.elevenlabs = use(
         await startElevenlabsSimulator({ engines, apiKey: env.ELEVENLABS_API_KEY, models: models('ELEVENLABS_TTS_MODELS', 'eleven_flash_v2_5'), voices: voicesOf('elevenlabs') }),
         'ELEVENLABS_API_URL',
         'ELEVENLABS_API_KEY',
@@ -65,7 +68,7 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
     if (!env.POLLY_ENDPOINT) {
       models('AMAZON_TTS_MODELS', 'polly-neural');
       // Polly's voice ids, as the voices catalog's amazon voices name them (`Joanna-Neural` → `Joanna`).
-      local.polly = use(await startPollySimulator({ engines, voices: voicesOf('amazon').map((voiceId) => voiceId.split('-')[0]!) }), 'POLLY_ENDPOINT');
+      local.started.polly = use(await startPollySimulator({ engines, voices: voicesOf('amazon').map((voiceId) => voiceId.split('-')[0]!) }), 'POLLY_ENDPOINT');
     }
     return local;
   } catch (error) {

@@ -120,10 +120,11 @@ describe('the Deepgram adapter against the simulator', () => {
 
     expect(events).toEqual([
       { type: 'speech-started', atMs: 200 },
-      { type: 'final', text: 'what time is it', endOfTurn: true, startMs: 200, endMs: 1200 },
+      { type: 'final', text: 'what time is it', endOfTurn: true, startMs: 0, endMs: 1200 },
     ]);
-    // What it recognised is the utterance: from its start to the end of the endpointing silence.
-    expect(engines.recognised.at(-1)?.length).toBe((600 + 400) * 8);
+    // What it recognised is the utterance, with the silence before it that it keeps (up to 300 ms), to the end of
+    // the endpointing silence.
+    expect(engines.recognised.at(-1)?.length).toBe((200 + 600 + 400) * 8);
   });
 
   it('answers a Finalize with what it buffered, as the end of the turn', async () => {
