@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { muLawDecode } from '../../shared/speech/telephone-audio.ts';
-import { startSpeechSimulatorServer, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
+import { startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
  * Deepgram's live streaming STT, `wss://…/v1/listen` (https://developers.deepgram.com/reference/speech-to-text/listen-streaming),
@@ -22,13 +21,8 @@ const knownParameters = new Set([
   'model', 'language', 'encoding', 'sample_rate', 'channels', 'interim_results', 'vad_events', 'endpointing', 'utterance_end_ms', 'punctuate', 'smart_format', 'version', 'tier', 'keyterm', 'keywords', 'tag',
 ]);
 const encodings = ['linear16', 'flac', 'mulaw', 'alaw', 'amr-nb', 'amr-wb', 'opus', 'ogg-opus', 'speex', 'g729'];
-const frameBytes = 160;
-/** The audio kept from before speech was detected (the energy detector hears a word's quiet onset late). */
-const prerollFrames = 15;
 const minimumEndpointingMs = 300;
 const idleCloseMs = 10_000;
-/** Mean absolute amplitude (16-bit) above which a 20 ms frame is speech. */
-const speechLevel = 600;
 
 export interface DeepgramSimulator extends SpeechSimulator {
   /** Streams opened and not yet closed. */
@@ -90,51 +84,46 @@ function listen(channel: WebSocket, parameters: URLSearchParams, engines: Simula
   const vadEvents = parameters.get('vad_events') === 'true';
   const endpointing = parameters.get('endpointing');
   const endpointingMs = endpointing === 'false' ? Number.POSITIVE_INFINITY : Math.max(Number(endpointing ?? 10), minimumEndpointingMs);
-  let receivedBytes = 0;
-  let pendingFrame = new Uint8Array(0);
-  let preroll: Uint8Array[] = [];
-  /** The utterance being heard: its audio, where it started (bytes), and the silence after it (ms). */
-  let utterance: { start: number; chunks: Uint8Array[]; silentMs: number } | undefined;
+  let finalizing = false;
   // Results leave in the order their utterances ended, whatever recognition takes.
   let answered = Promise.resolve();
   const send = (message: unknown) => {
     if (channel.readyState === channel.OPEN) channel.send(JSON.stringify(message));
   };
-  const answer = (kind: 'endpoint' | 'finalize') => {
-    const heard = utterance;
-    utterance = undefined;
-    const start = (heard?.start ?? receivedBytes) / 8000;
-    const audio = Buffer.concat(heard?.chunks ?? []);
-    answered = answered.then(async () => {
-      const transcript = audio.length > 0 ? await engines.recognise(audio).catch(() => '') : '';
-      send({
-        type: 'Results',
-        channel_index: [0, 1],
-        duration: audio.length / 8000,
-        start,
-        is_final: true,
-        speech_final: kind === 'endpoint',
-        from_finalize: kind === 'finalize',
-        channel: { alternatives: [{ transcript, confidence: transcript ? 0.9 : 0, words: [] }] },
-        metadata: { request_id: requestId, model_info: { name: model, version: 'simulator', arch: model }, model_uuid: requestId },
+  const cutter = utteranceCutter({
+    endpointingMs,
+    onSpeechStarted: (atByte) => {
+      if (vadEvents) send({ type: 'SpeechStarted', channel: [0, 1], timestamp: atByte / 8000 });
+    },
+    onUtterance: (audio, startByte) => {
+      const fromFinalize = finalizing;
+      answered = answered.then(async () => {
+        const transcript = audio.length > 0 ? await engines.recognise(audio).catch(() => '') : '';
+        send({
+          type: 'Results',
+          channel_index: [0, 1],
+          duration: audio.length / 8000,
+          start: startByte / 8000,
+          is_final: true,
+          speech_final: !fromFinalize,
+          from_finalize: fromFinalize,
+          channel: { alternatives: [{ transcript, confidence: transcript ? 0.9 : 0, words: [] }] },
+          metadata: { request_id: requestId, model_info: { name: model, version: 'simulator', arch: model }, model_uuid: requestId },
+        });
       });
-    });
+    },
+  });
+  const finalize = () => {
+    finalizing = true;
+    cutter.flush();
+    finalizing = false;
   };
   let idle = setTimeout(() => channel.close(1011, 'NET-0001'), idleCloseMs);
-  const active = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => channel.close(1011, 'NET-0001'), idleCloseMs);
-  };
   channel.on('close', () => clearTimeout(idle));
   channel.on('message', (data: Buffer, isBinary) => {
-    active();
-    if (isBinary) {
-      const joined = Buffer.concat([pendingFrame, data]);
-      let offset = 0;
-      for (; offset + frameBytes <= joined.length; offset += frameBytes) hearFrame(joined.subarray(offset, offset + frameBytes));
-      pendingFrame = joined.subarray(offset);
-      return;
-    }
+    clearTimeout(idle);
+    idle = setTimeout(() => channel.close(1011, 'NET-0001'), idleCloseMs);
+    if (isBinary) return cutter.push(data);
     let type: unknown;
     try {
       type = (JSON.parse(data.toString('utf8')) as { type?: unknown }).type;
@@ -142,40 +131,15 @@ function listen(channel: WebSocket, parameters: URLSearchParams, engines: Simula
       type = undefined;
     }
     if (type === 'KeepAlive') return;
-    if (type === 'Finalize') return answer('finalize');
+    if (type === 'Finalize') return finalize();
     if (type === 'CloseStream') {
-      if (utterance) answer('endpoint');
+      if (cutter.hearing) cutter.flush();
       void answered.then(() => {
-        send({ type: 'Metadata', transaction_key: 'deprecated', request_id: requestId, sha256: '', created: new Date().toISOString(), duration: receivedBytes / 8000, channels: 1, models: [requestId], model_info: { [requestId]: { name: model, version: 'simulator', arch: model } } });
+        send({ type: 'Metadata', transaction_key: 'deprecated', request_id: requestId, sha256: '', created: new Date().toISOString(), duration: cutter.receivedBytes / 8000, channels: 1, models: [requestId], model_info: { [requestId]: { name: model, version: 'simulator', arch: model } } });
         channel.close(1000);
       });
       return;
     }
     channel.close(1008, 'DATA-0000: invalid control message');
   });
-
-  function hearFrame(frame: Uint8Array): void {
-    const loud = level(frame) >= speechLevel;
-    if (!utterance && loud) {
-      utterance = { start: receivedBytes - preroll.length * frameBytes, chunks: preroll, silentMs: 0 };
-      preroll = [];
-      if (vadEvents) send({ type: 'SpeechStarted', channel: [0, 1], timestamp: receivedBytes / 8000 });
-    }
-    receivedBytes += frame.length;
-    if (!utterance) {
-      preroll.push(Uint8Array.from(frame));
-      if (preroll.length > prerollFrames) preroll.shift();
-      return;
-    }
-    utterance.chunks.push(Uint8Array.from(frame));
-    utterance.silentMs = loud ? 0 : utterance.silentMs + frame.length / 8;
-    if (utterance.silentMs >= endpointingMs) answer('endpoint');
-  }
-}
-
-function level(frame: Uint8Array): number {
-  const samples = muLawDecode(frame);
-  let sum = 0;
-  for (const sample of samples) sum += Math.abs(sample);
-  return sum / samples.length;
 }

@@ -5,6 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { voiceCatalog } from '../../shared/models/voices.ts';
 import { BuiltinSpeechToText } from '../../shared/speech/builtin-stt.ts';
 import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
+import { muLawDecode } from '../../shared/speech/telephone-audio.ts';
 
 /**
  * What the speech providers' simulators share (docs/voice.md#speech-provider-simulators): a loopback HTTP server,
@@ -192,4 +193,72 @@ export function parseJson(body: Buffer): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** 20 ms of telephone audio. */
+const frameBytes = 160;
+/** The audio kept from before speech was detected (the energy detector hears a word's quiet onset late). */
+const prerollFrames = 15;
+/** Mean absolute amplitude (16-bit) above which a 20 ms frame is speech. */
+const speechLevel = 600;
+
+/**
+ * How the STT simulators cut utterances out of telephone audio: an energy detector on 20 ms frames, an utterance
+ * keeping the 300 ms before it and ending after `endpointingMs` of silence. Positions are in bytes of audio received.
+ */
+export function utteranceCutter(options: {
+  endpointingMs: number;
+  onSpeechStarted(atByte: number): void;
+  onUtterance(audio: Uint8Array, startByte: number): void;
+}): { push(audio: Uint8Array): void; flush(): void; readonly hearing: boolean; readonly receivedBytes: number } {
+  let receivedBytes = 0;
+  let pending: Uint8Array = new Uint8Array(0);
+  let preroll: Uint8Array[] = [];
+  let utterance: { start: number; chunks: Uint8Array[]; silentMs: number } | undefined;
+  const flush = () => {
+    const heard = utterance;
+    utterance = undefined;
+    options.onUtterance(Buffer.concat(heard?.chunks ?? []), heard?.start ?? receivedBytes);
+  };
+  const hear = (frame: Uint8Array) => {
+    const loud = level(frame) >= speechLevel;
+    if (!utterance && loud) {
+      utterance = { start: receivedBytes - preroll.length * frameBytes, chunks: preroll, silentMs: 0 };
+      preroll = [];
+      options.onSpeechStarted(receivedBytes);
+    }
+    receivedBytes += frame.length;
+    if (!utterance) {
+      preroll.push(frame);
+      if (preroll.length > prerollFrames) preroll.shift();
+      return;
+    }
+    utterance.chunks.push(frame);
+    utterance.silentMs = loud ? 0 : utterance.silentMs + frame.length / 8;
+    if (utterance.silentMs >= options.endpointingMs) flush();
+  };
+  return {
+    push(audio) {
+      const joined = Buffer.concat([pending, audio]);
+      let offset = 0;
+      for (; offset + frameBytes <= joined.length; offset += frameBytes) hear(Uint8Array.from(joined.subarray(offset, offset + frameBytes)));
+      pending = joined.subarray(offset);
+    },
+    /** What is buffered now, as an utterance (empty when none is under way). */
+    flush,
+    /** An utterance is under way. */
+    get hearing() {
+      return utterance !== undefined;
+    },
+    get receivedBytes() {
+      return receivedBytes;
+    },
+  };
+}
+
+function level(frame: Uint8Array): number {
+  const samples = muLawDecode(frame);
+  let sum = 0;
+  for (const sample of samples) sum += Math.abs(sample);
+  return sum / samples.length;
 }
