@@ -21,6 +21,7 @@ export const providerAddressVariables = [
   'RIME_API_URL',
   'ELEVENLABS_API_URL',
   'POLLY_ENDPOINT',
+  'TRANSCRIBE_STREAMING_ENDPOINT',
 ] as const;
 
 export function dataDirectory(env: NodeJS.ProcessEnv = process.env): string {

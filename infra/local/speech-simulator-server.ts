@@ -109,7 +109,14 @@ const chunkEveryMs = 20;
  * clients speak HTTP/2 (Polly's, Transcribe streaming's).
  */
 export async function startSpeechSimulatorServer(
-  options: { apiKey: string; port?: number | undefined; scheme?: 'http' | 'ws'; http2?: boolean },
+  options: {
+    apiKey: string;
+    port?: number | undefined;
+    scheme?: 'http' | 'ws';
+    http2?: boolean;
+    /** Takes a request before its body is read (a stream both ways, as Transcribe's); true when it did. */
+    streaming?: (request: Http2ServerRequest, response: Http2ServerResponse, record: (status: number) => void) => boolean;
+  },
   handler: SimulatorHandler,
 ): Promise<SpeechSimulator & { server: Server | ReturnType<typeof createHttp2Server> }> {
   const requests: RecordedSpeechRequest[] = [];
@@ -129,7 +136,10 @@ export async function startSpeechSimulatorServer(
     });
   };
   const server = options.http2
-    ? createHttp2Server((request: Http2ServerRequest, response: Http2ServerResponse) => onRequest(request, response))
+    ? createHttp2Server((request: Http2ServerRequest, response: Http2ServerResponse) => {
+        const record = (status: number) => requests.push({ method: request.method, path: request.url, headers: request.headers, body: undefined, status });
+        if (!options.streaming?.(request, response, record)) onRequest(request, response);
+      })
     : createServer((request: IncomingMessage, response: ServerResponse) => onRequest(request, response));
   if (options.http2) {
     server.on('session', (session: Http2Session) => {

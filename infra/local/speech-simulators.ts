@@ -5,12 +5,13 @@ import { startElevenlabsSimulator } from './elevenlabs-simulator.ts';
 import { denyEgressTo } from './environment.ts';
 import { startPollySimulator } from './polly-simulator.ts';
 import { startRimeSimulator } from './rime-simulator.ts';
+import { startTranscribeSimulator } from './transcribe-simulator.ts';
 import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
  * The speech providers' simulators of the local runtime (docs/voice.md#speech-provider-simulators), started before
  * the handlers read their configuration, each one unless its address is preset (`DEEPGRAM_API_URL`,
- * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, among `providerAddressVariables`: a
+ * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`, among `providerAddressVariables`: a
  * real provider, or another double). A started one sets its address, its key (unless the key is preset, which it
  * then accepts) and the provider's models in the catalog (unless those are preset).
  */
@@ -23,6 +24,7 @@ export interface LocalSpeech {
     rime?: SpeechSimulator;
     elevenlabs?: SpeechSimulator;
     polly?: SpeechSimulator;
+    transcribe?: SpeechSimulator;
   };
   stop(): Promise<void>;
 }
@@ -69,6 +71,10 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
       models('AMAZON_TTS_MODELS', 'polly-neural');
       // Polly's voice ids, as the voices catalog's amazon voices name them (`Joanna-Neural` → `Joanna`).
       local.started.polly = use(await startPollySimulator({ engines, voices: voicesOf('amazon').map((voiceId) => voiceId.split('-')[0]!) }), 'POLLY_ENDPOINT');
+    }
+    if (!env.TRANSCRIBE_STREAMING_ENDPOINT) {
+      models('AMAZON_STT_MODELS', 'transcribe-streaming');
+      local.started.transcribe = use(await startTranscribeSimulator({ engines }), 'TRANSCRIBE_STREAMING_ENDPOINT');
     }
     return local;
   } catch (error) {

@@ -42,6 +42,7 @@ describe('the simulators of npm start', () => {
     expect(env).toMatchObject({ DEEPGRAM_API_URL: local.started.deepgram?.url, CARTESIA_API_KEY: 'local-cartesia-key', RIME_TTS_MODELS: 'mistv2', AMAZON_TTS_MODELS: 'polly-neural' });
     expect(catalog.models.filter((entry) => entry.provider !== 'builtin' && (entry.type === 'STT' || entry.type === 'TTS')).map((entry) => `${entry.provider}/${entry.type}/${entry.name}`)).toEqual([
       'deepgram/STT/nova-3',
+      'amazon/STT/transcribe-streaming',
       'amazon/TTS/polly-neural',
       'cartesia/TTS/sonic-2',
       'rime/TTS/mistv2',
@@ -69,13 +70,16 @@ describe.each([
   });
 });
 
-describe('the deepgram STT model, through its simulator', () => {
+describe.each([
+  { provider: 'deepgram' as const, name: 'nova-3' },
+  { provider: 'amazon' as const, name: 'transcribe-streaming' },
+])('the $provider/$name STT model, through its simulator', ({ provider, name }) => {
   it('transcribes what eSpeak NG says, each sentence a final that ends the turn after the endpointing silence (word error rate at most 0.8)', async () => {
-    const stt = await registry().speechToText('org', model('deepgram', 'STT', 'nova-3'));
+    const stt = await registry().speechToText('org', model(provider, 'STT', name));
     const say = new BuiltinTextToSpeech();
     const audio: Uint8Array[] = [new Uint8Array(2_400).fill(0xff)];
     for (const sentence of callerSentences) audio.push((await collect(say.synthesize(sentence, { voiceId: 'en-us', language: 'en-US' }))).audio, new Uint8Array(8_000).fill(0xff));
-    const stream = stt.open({ language: 'en-US', model: 'nova-3', endpointingMs: 600 });
+    const stream = stt.open({ language: 'en-US', model: name, endpointingMs: 600 });
     const all = Buffer.concat(audio);
     for (let offset = 0; offset < all.length; offset += 160) stream.write(all.subarray(offset, offset + 160));
     stream.end();
