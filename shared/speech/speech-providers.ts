@@ -59,7 +59,7 @@ const apiUrlSetting = { deepgram: 'DEEPGRAM_API_URL', cartesia: 'CARTESIA_API_UR
 export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders {
   const { config } = deps;
   const builtin = { speechToText: new BuiltinSpeechToText(config.SPEECH_ENGINES_DIR), textToSpeech: new BuiltinTextToSpeech(config.SPEECH_ENGINES_DIR) };
-  // One AWS client per process, made on first use: they hold connections.
+  // One AWS client per registry (the worker makes one), made on first use: they hold connections.
   let polly: TextToSpeech | undefined;
   let transcribe: SpeechToText | undefined;
 
