@@ -523,7 +523,7 @@ export interface components {
       /** @enum {string} */
       type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
-      provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
+      provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
       name: string;
       isDefault: boolean;
       acceptsImages: boolean;
@@ -785,7 +785,7 @@ export interface components {
     };
     PutProviderKeyResponse: {
       /** @enum {string} */
-      provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       /** @description The last four characters of the key, after an ellipsis: `…abcd` */
       apiKeyHint: string;
       baseUrl?: string;
@@ -4182,7 +4182,7 @@ export interface operations {
         page?: string;
         limit?: string;
         type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
-        provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
+        provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
         source?: "deployment" | "organization";
       };
     };
@@ -4448,7 +4448,7 @@ export interface operations {
   getProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     responses: {
@@ -4542,7 +4542,7 @@ export interface operations {
   putProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     requestBody: {
@@ -4680,7 +4680,7 @@ export interface operations {
   deleteProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     responses: {
