@@ -67,6 +67,19 @@ export const deploymentConfigSchema = z.strictObject({
       openAiCompatible: z
         .strictObject({ baseUrl: z.url(), llms: z.array(modelName).default([]), embeddings: z.array(modelName).default([]), stt: z.array(modelName).default([]) })
         .optional(),
+      /**
+       * The speech models of calls through the media worker (docs/voice.md#speech-providers); each provider's key
+       * is its secret `<PROVIDER>_API_KEY`, Amazon's models use the worker's role.
+       */
+      speech: z
+        .strictObject({
+          deepgram: z.strictObject({ stt: z.array(modelName).default([]) }).optional(),
+          cartesia: z.strictObject({ tts: z.array(modelName).default([]) }).optional(),
+          rime: z.strictObject({ tts: z.array(modelName).default([]) }).optional(),
+          elevenlabs: z.strictObject({ tts: z.array(modelName).default([]) }).optional(),
+          amazon: z.strictObject({ stt: z.array(modelName).default([]), tts: z.array(modelName).default([]) }).optional(),
+        })
+        .default({}),
       /** The LLMs (`provider/name`) that take images, such as a WhatsApp customer's photo. */
       imageInput: z.array(providerAndName).default([]),
       /** The LLM an agent gets when created without a model; the built-in model otherwise. */
@@ -74,7 +87,7 @@ export const deploymentConfigSchema = z.strictObject({
       /** The LLM that analyses ended sessions; each session's agent's own model otherwise. */
       analysisModel: providerAndName.optional(),
     })
-    .default({ bedrock: { llms: [], embeddings: [], rerank: [] }, imageInput: [] }),
+    .default({ bedrock: { llms: [], embeddings: [], rerank: [] }, speech: {}, imageInput: [] }),
   auth: z
     .strictObject({
       /** Bearer JWTs from the organizations' identity provider, beside API keys (docs/auth.md). */
@@ -192,6 +205,12 @@ export const settingKeys = {
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'models.openAiCompatible.embeddings',
   OPENAI_COMPATIBLE_STT_MODELS: 'models.openAiCompatible.stt',
   IMAGE_INPUT_MODELS: 'models.imageInput',
+  DEEPGRAM_STT_MODELS: 'models.speech.deepgram.stt',
+  CARTESIA_TTS_MODELS: 'models.speech.cartesia.tts',
+  RIME_TTS_MODELS: 'models.speech.rime.tts',
+  ELEVENLABS_TTS_MODELS: 'models.speech.elevenlabs.tts',
+  AMAZON_STT_MODELS: 'models.speech.amazon.stt',
+  AMAZON_TTS_MODELS: 'models.speech.amazon.tts',
   DEFAULT_LLM: 'models.defaultLlm',
   ANALYSIS_MODEL_ID: 'models.analysisModel',
   WEBHOOK_RETRY_SCHEDULE_SECONDS: 'webhooks.retryScheduleSeconds',
@@ -271,6 +290,11 @@ export function checkDeploymentConfig(raw: unknown, source = 'the deployment con
 
   const inUse = new Set<SecretSettingName>();
   if (config.models.openAiCompatible) inUse.add('OPENAI_COMPATIBLE_API_KEY');
+  const speech = config.models.speech;
+  if (speech.deepgram?.stt.length) inUse.add('DEEPGRAM_API_KEY');
+  if (speech.cartesia?.tts.length) inUse.add('CARTESIA_API_KEY');
+  if (speech.rime?.tts.length) inUse.add('RIME_API_KEY');
+  if (speech.elevenlabs?.tts.length) inUse.add('ELEVENLABS_API_KEY');
   if (config.billing.provider === 'stripe') {
     inUse.add('STRIPE_SECRET_KEY');
     inUse.add('STRIPE_WEBHOOK_SECRET');
@@ -290,6 +314,10 @@ const secretUsers: Record<SecretSettingName, string> = {
   OPENAI_COMPATIBLE_API_KEY: 'it is the key of models.openAiCompatible',
   STRIPE_SECRET_KEY: 'it is used when billing.provider is stripe',
   STRIPE_WEBHOOK_SECRET: 'it is used when billing.provider is stripe',
+  DEEPGRAM_API_KEY: 'it is the key of models.speech.deepgram',
+  CARTESIA_API_KEY: 'it is the key of models.speech.cartesia',
+  RIME_API_KEY: 'it is the key of models.speech.rime',
+  ELEVENLABS_API_KEY: 'it is the key of models.speech.elevenlabs',
 };
 
 function failure(source: string, problems: string[]): DeploymentConfigError {

@@ -524,7 +524,7 @@ export interface components {
       /** @enum {string} */
       type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
-      provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
+      provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
       name: string;
       isDefault: boolean;
       acceptsImages: boolean;
@@ -786,7 +786,7 @@ export interface components {
     };
     PutProviderKeyResponse: {
       /** @enum {string} */
-      provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+      provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       /** @description The last four characters of the key, after an ellipsis: `…abcd` */
       apiKeyHint: string;
       baseUrl?: string;
@@ -4185,7 +4185,7 @@ export interface operations {
         page?: string;
         limit?: string;
         type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
-        provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic";
+        provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
         source?: "deployment" | "organization";
       };
     };
@@ -4451,7 +4451,7 @@ export interface operations {
   getProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     responses: {
@@ -4545,7 +4545,7 @@ export interface operations {
   putProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     requestBody: {
@@ -4683,7 +4683,7 @@ export interface operations {
   deleteProviderKey: {
     parameters: {
       path: {
-        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia";
+        provider: "openai-compatible" | "anthropic" | "elevenlabs" | "deepgram" | "cartesia" | "rime";
       };
     };
     responses: {

@@ -9,7 +9,7 @@ export const handler = createHttpHandler(
   modelRoutes,
   {
     listModels: async ({ deps, principal, query }) => listModels(await organizationCatalog(deps, principal.orgId), query),
-    listVoices: async ({ query }) => listVoices(query),
+    listVoices: async ({ deps, query }) => listVoices(deps.catalog, query),
     listProviderKeys: ({ deps, principal }) => listProviderKeys(deps, principal.orgId),
     putProviderKey: ({ deps, principal, params, body }) => putProviderKey(deps, principal.orgId, params.provider, body),
     getProviderKey: ({ deps, principal, params }) => getProviderKey(deps, principal.orgId, params.provider),

@@ -11,7 +11,19 @@ export const defaultTableName = 'agent-platform';
  * Where the local runtime reaches the providers and they reach it. Each one the environment names before the start
  * wins over the simulator's (docs/local-runtime.md#a-real-provider-or-another-double).
  */
-export const providerAddressVariables = ['TWILIO_API_BASE_URL', 'WHATSAPP_GRAPH_API_URL', 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'MEDIA_WORKER_URL'] as const;
+export const providerAddressVariables = [
+  'TWILIO_API_BASE_URL',
+  'WHATSAPP_GRAPH_API_URL',
+  'PUBLIC_BASE_URL',
+  'VOICE_RELAY_URL',
+  'MEDIA_WORKER_URL',
+  'DEEPGRAM_API_URL',
+  'CARTESIA_API_URL',
+  'RIME_API_URL',
+  'ELEVENLABS_API_URL',
+  'POLLY_ENDPOINT',
+  'TRANSCRIBE_STREAMING_ENDPOINT',
+] as const;
 
 export function dataDirectory(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.DATA_DIR ?? '.data');

@@ -27,6 +27,8 @@ import { startStripeSimulator } from './stripe-simulator.ts';
 import { startTtlSweeper } from './ttl-sweeper.ts';
 import { acceptPhones, startLocalVoice } from './voice.ts';
 import { startLocalWhatsapp } from './whatsapp-simulator.ts';
+import { builtinSimulatorEngines } from './speech-simulator-server.ts';
+import { startSpeechSimulators } from './speech-simulators.ts';
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';
@@ -83,6 +85,9 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   process.exit(1);
 });
 // WhatsApp: the simulated Cloud API (customers' media copied to fauxqs's S3), before the handlers read their configuration.
+// The speech providers' simulators (Deepgram, Cartesia, Rime, ElevenLabs, Polly), speaking and hearing with the
+// built-in engines, also before the handlers read their configuration: they set the providers' addresses, keys and models.
+const speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
 const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT), queues });
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
@@ -158,6 +163,8 @@ server.listen(port, host, () => {
       ? `WhatsApp simulator on ${whatsapp.baseUrl} (docs/whatsapp.md#simulator)`
       : `WhatsApp Graph API at WHATSAPP_GRAPH_API_URL=${process.env.WHATSAPP_GRAPH_API_URL} (preset: no simulator)`,
   );
+  const simulatedSpeech = Object.entries(speech.started).map(([provider, simulator]) => `${provider} ${simulator.url}`);
+  if (simulatedSpeech.length > 0) console.log(`Speech provider simulators: ${simulatedSpeech.join(', ')} (docs/voice.md#speech-provider-simulators)`);
   if (stripeSimulated) console.log(`Stripe simulator on ${stripe.url}, billing ${process.env.BILLING_PROVIDER ?? 'manual'} (docs/usage-and-billing.md#the-stripe-simulator)`);
 });
 
@@ -185,6 +192,7 @@ async function shutdown(signal: string): Promise<void> {
   await stripe.stop();
   await voice.stop();
   await whatsapp?.stop();
+  await speech.stop();
   await serverClosed;
   clearTimeout(cutOpenStreams);
   await database.stop();

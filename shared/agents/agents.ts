@@ -1,5 +1,5 @@
 import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, ValidationError, VoiceNotFoundError, type FieldIssue } from '../platform/errors.ts';
-import { voiceCatalog } from '../models/voices.ts';
+import { voiceCatalog, voiceProviderAvailable } from '../models/voices.ts';
 import type { ModelCatalog } from '../models/model-catalog.ts';
 import { catalogHolding, type OrganizationModelDeps } from '../models/provider-keys.ts';
 import type { AgentStore } from './ports.ts';
@@ -32,7 +32,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
     updatedAt: now,
   });
   checkConfiguration(await catalogHolding(deps, orgId, modelFields.map((field) => agent[field])), agent, modelFields);
-  checkVoice(agent);
+  checkVoice(deps.catalog, agent);
   if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
   await checkHandoffAgents(deps, agent);
   await deps.agents.create(agent, sealResponse?.(agent));
@@ -73,8 +73,9 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
   const changedModels = modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null);
   checkConfiguration(await catalogHolding(deps, orgId, changedModels.map((field) => next[field])), next, changedModels);
-  // Like model ids, only a voice being set is checked: a voice that left the catalog does not block other edits.
-  if (changes.voice) checkVoice(next);
+  // Like model ids, only a voice (or its TTS model) being set is checked: a voice that left the catalog does not
+  // block other edits.
+  if (changes.voice || changes.ttsModelId) checkVoice(deps.catalog, next);
   if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
   if (changes.handoffAgents) await checkHandoffAgents(deps, next);
   await deps.agents.replace(previous, next);
@@ -117,13 +118,27 @@ function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCh
   }
 }
 
-/** The agent's voice must be in the voices catalog, for its provider. */
-function checkVoice(agent: Agent): void {
+/**
+ * The agent's voice must be in the voices catalog, for its provider, and one this deployment can speak with
+ * (422 VOICE_NOT_FOUND); its TTS model, when it names one, must be of the voice's provider (422 MODELS_NOT_FOUND).
+ */
+function checkVoice(catalog: ModelCatalog, agent: Agent): void {
   if (!agent.voice) return;
   const { provider, voiceId } = agent.voice;
   if (!voiceCatalog.some((voice) => voice.provider === provider && voice.voiceId === voiceId)) {
     throw new VoiceNotFoundError(`voice.voiceId: ${provider} has no voice ${voiceId} in the catalog (GET /v1/chat/voices?provider=${provider}).`, {
       details: [{ field: 'voice.voiceId', message: `is not a ${provider} voice of the catalog` }],
+    });
+  }
+  if (!voiceProviderAvailable(catalog, provider)) {
+    throw new VoiceNotFoundError(`voice.provider: this deployment has no ${provider} TTS model, so no ${provider} voice can be spoken (GET /v1/chat/models?type=TTS).`, {
+      details: [{ field: 'voice.provider', message: `has no TTS model in this deployment's catalog` }],
+    });
+  }
+  const model = agent.ttsModelId === undefined ? undefined : catalog.byId(agent.ttsModelId);
+  if (model && model.provider !== provider) {
+    throw new ModelsNotFoundError(`ttsModelId: model ${model.id} is a ${model.provider} TTS model; the voice is ${provider}'s.`, {
+      details: [{ field: 'ttsModelId', message: `must be a TTS model of the voice's provider (${provider})` }],
     });
   }
 }

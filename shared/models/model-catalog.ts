@@ -27,13 +27,40 @@ export interface ModelCatalog {
 
 type CatalogConfig = Pick<
   Config,
-  'BEDROCK_MODELS' | 'OPENAI_COMPATIBLE_MODELS' | 'BEDROCK_EMBEDDING_MODELS' | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS' | 'BEDROCK_RERANK_MODELS' | 'OPENAI_COMPATIBLE_STT_MODELS' | 'DEFAULT_LLM' | 'IMAGE_INPUT_MODELS'
+  | 'BEDROCK_MODELS'
+  | 'OPENAI_COMPATIBLE_MODELS'
+  | 'BEDROCK_EMBEDDING_MODELS'
+  | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS'
+  | 'BEDROCK_RERANK_MODELS'
+  | 'OPENAI_COMPATIBLE_STT_MODELS'
+  | 'DEFAULT_LLM'
+  | 'IMAGE_INPUT_MODELS'
+  | 'DEEPGRAM_STT_MODELS'
+  | 'CARTESIA_TTS_MODELS'
+  | 'RIME_TTS_MODELS'
+  | 'ELEVENLABS_TTS_MODELS'
+  | 'AMAZON_STT_MODELS'
+  | 'AMAZON_TTS_MODELS'
 >;
+
+/** The speech models of the media worker's providers (docs/voice.md#speech-providers). */
+function speechEntries(config: CatalogConfig): [ModelProvider, ModelType, string][] {
+  const of = (provider: ModelProvider, type: ModelType, names: readonly string[]) => names.map((name): [ModelProvider, ModelType, string] => [provider, type, name]);
+  return [
+    ...of('deepgram', 'STT', config.DEEPGRAM_STT_MODELS),
+    ...of('amazon', 'STT', config.AMAZON_STT_MODELS),
+    ...of('amazon', 'TTS', config.AMAZON_TTS_MODELS),
+    ...of('cartesia', 'TTS', config.CARTESIA_TTS_MODELS),
+    ...of('rime', 'TTS', config.RIME_TTS_MODELS),
+    ...of('elevenlabs', 'TTS', config.ELEVENLABS_TTS_MODELS),
+  ];
+}
 
 /**
  * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
  * built-in STT and TTS entries let voice agents be configured and tested without a speech provider; the
- * OpenAI-compatible STT models transcribe (WhatsApp voice notes). `IMAGE_INPUT_MODELS` names the LLMs that take
+ * OpenAI-compatible STT models transcribe (WhatsApp voice notes); the speech providers' models serve calls through the
+ * media worker. `IMAGE_INPUT_MODELS` names the LLMs that take
  * images; the built-in LLM does (it acknowledges them).
  */
 export function createModelCatalog(config: CatalogConfig): ModelCatalog {
@@ -49,6 +76,7 @@ export function createModelCatalog(config: CatalogConfig): ModelCatalog {
     ...config.OPENAI_COMPATIBLE_EMBEDDING_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'EMBEDDING', name]),
     ...config.BEDROCK_RERANK_MODELS.map((name): [ModelProvider, ModelType, string] => ['bedrock', 'RERANK', name]),
     ...config.OPENAI_COMPATIBLE_STT_MODELS.map((name): [ModelProvider, ModelType, string] => ['openai-compatible', 'STT', name]),
+    ...speechEntries(config),
   ];
   const defaultName = config.DEFAULT_LLM ?? `builtin/${builtinModels.llm}`;
   const imageModels = new Set([`builtin/${builtinModels.llm}`, ...config.IMAGE_INPUT_MODELS]);

@@ -4,8 +4,11 @@ import { pageOf, paginationQuery } from '../platform/schemas/common.ts';
 /** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
 export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;
 export type ModelType = (typeof modelTypes)[number];
-/** `anthropic` models are only ever an organization's own (docs/models.md#your-own-provider-keys). */
-export const modelProviders = ['builtin', 'bedrock', 'openai-compatible', 'anthropic'] as const;
+/**
+ * `anthropic` models are only ever an organization's own (docs/models.md#your-own-provider-keys); `amazon`,
+ * `deepgram`, `cartesia`, `rime` and `elevenlabs` are speech providers (STT and TTS models, docs/voice.md#speech-providers).
+ */
+export const modelProviders = ['builtin', 'bedrock', 'openai-compatible', 'anthropic', 'amazon', 'deepgram', 'cartesia', 'rime', 'elevenlabs'] as const;
 export type ModelProvider = (typeof modelProviders)[number];
 /** `deployment`: configured for every organization; `organization`: reached with the organization's own key. */
 export const modelSources = ['deployment', 'organization'] as const;

@@ -6,7 +6,7 @@ import { instant } from '../platform/schemas/common.ts';
  * the models they name into the organization's catalog; the speech ones are kept for the media worker.
  */
 export const llmKeyProviders = ['openai-compatible', 'anthropic'] as const;
-export const speechKeyProviders = ['elevenlabs', 'deepgram', 'cartesia'] as const;
+export const speechKeyProviders = ['elevenlabs', 'deepgram', 'cartesia', 'rime'] as const;
 export const providerKeyProviders = [...llmKeyProviders, ...speechKeyProviders] as const;
 export type ProviderKeyProvider = (typeof providerKeyProviders)[number];
 export type LlmKeyProvider = (typeof llmKeyProviders)[number];

@@ -1,12 +1,16 @@
 import * as z from 'zod';
+import type { ModelCatalog } from './model-catalog.ts';
 
 /**
- * The TTS voices calls can use, by provider. ConversationRelay speaks with the voice the call's TwiML names; this
- * catalog is what an agent's voice settings are checked against. Configuration, like the model catalog: the same
- * for every organization, and the same on every deployment.
+ * The TTS voices calls can use, by provider. ConversationRelay speaks with the voice the call's TwiML names when
+ * it speaks that provider; the media worker speaks the others with a TTS model of the voice's provider
+ * (docs/voice.md#speech-providers). This catalog is what an agent's voice settings are checked against.
  */
 export const ttsProviders = ['google', 'amazon', 'elevenlabs', 'cartesia', 'rime', 'builtin'] as const;
 export type TtsProvider = (typeof ttsProviders)[number];
+
+/** The providers ConversationRelay speaks itself (Twilio runs the synthesis): their voices need no TTS model of ours. */
+export const conversationRelayTtsProviders: readonly TtsProvider[] = ['google', 'amazon', 'elevenlabs'];
 
 export interface Voice {
   provider: TtsProvider;
@@ -43,6 +47,14 @@ export const voiceCatalog: readonly Voice[] = [
   { provider: 'builtin', voiceId: 'es', name: 'eSpeak Spanish', language: 'es-ES', gender: 'male' },
 ];
 
+/**
+ * Whether calls of this deployment can speak with a provider's voices: ConversationRelay's providers always, the
+ * others when the catalog has a TTS model of theirs (the built-in one always does).
+ */
+export function voiceProviderAvailable(catalog: Pick<ModelCatalog, 'models'>, provider: TtsProvider): boolean {
+  return conversationRelayTtsProviders.includes(provider) || catalog.models.some((model) => model.type === 'TTS' && model.provider === provider);
+}
+
 export const listVoicesQuery = z.object({
   provider: z.enum(ttsProviders).optional(),
   /** A language tag or its primary subtag: `en` lists `en-US` and `en-GB`. */
@@ -59,12 +71,16 @@ export const voiceRecord = z.object({
 
 export const voiceList = z.object({ items: z.array(voiceRecord) });
 
-/** The catalog filtered by provider and language (case-insensitive; a primary subtag matches its regions). */
-export function listVoices(query: z.output<typeof listVoicesQuery>): { items: Voice[] } {
+/**
+ * The voices this deployment can speak with, filtered by provider and language (case-insensitive; a primary subtag
+ * matches its regions).
+ */
+export function listVoices(catalog: Pick<ModelCatalog, 'models'>, query: z.output<typeof listVoicesQuery>): { items: Voice[] } {
   const language = query.language?.toLowerCase();
   return {
     items: voiceCatalog.filter(
       (voice) =>
+        voiceProviderAvailable(catalog, voice.provider) &&
         (!query.provider || voice.provider === query.provider) &&
         (!language || voice.language.toLowerCase() === language || voice.language.toLowerCase().startsWith(`${language}-`)),
     ),

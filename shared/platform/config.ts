@@ -62,6 +62,21 @@ const configSchema = z.object({
    * transcribe WhatsApp voice notes (docs/whatsapp.md#media). The built-in STT model transcribes nothing.
    */
   OPENAI_COMPATIBLE_STT_MODELS: commaList,
+  /**
+   * Speech models for calls through the media worker (docs/voice.md#speech-providers), each a model of the catalog:
+   * Deepgram's streaming STT models (`nova-3`), Cartesia's, Rime's and ElevenLabs' TTS models (`sonic-2`,
+   * `mistv2`, `eleven_flash_v2_5`). Each provider's key is its `<PROVIDER>_API_KEY` secret.
+   */
+  DEEPGRAM_STT_MODELS: commaList,
+  CARTESIA_TTS_MODELS: commaList,
+  RIME_TTS_MODELS: commaList,
+  ELEVENLABS_TTS_MODELS: commaList,
+  /**
+   * Amazon's speech models, reached with the AWS role's credentials: Transcribe streaming (`transcribe-streaming`)
+   * and Polly's engines (`polly-neural`, `polly-standard`, `polly-generative`, `polly-long-form`).
+   */
+  AMAZON_STT_MODELS: commaList.pipe(z.array(z.enum(['transcribe-streaming']))),
+  AMAZON_TTS_MODELS: commaList.pipe(z.array(z.enum(['polly-standard', 'polly-neural', 'polly-generative', 'polly-long-form']))),
   /** `provider/name` of the catalog's LLMs that take images (a WhatsApp customer's photo); the built-in LLM always does. */
   IMAGE_INPUT_MODELS: commaList,
   /** `provider/name` of the LLM an agent gets when created without `modelId`; the built-in model otherwise. */
@@ -238,6 +253,22 @@ const configSchema = z.object({
    * dial; the session is written before the carrier is asked): it settles FAILED. Longer than the dispatcher's timeout.
    */
   CAMPAIGN_CLAIM_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(90),
+  /** The speech providers' APIs; the local simulators' addresses locally (docs/voice.md#speech-providers). */
+  DEEPGRAM_API_URL: z.url().default('wss://api.deepgram.com'),
+  CARTESIA_API_URL: z.url().default('https://api.cartesia.ai'),
+  RIME_API_URL: z.url().default('https://users.rime.ai'),
+  ELEVENLABS_API_URL: z.url().default('https://api.elevenlabs.io'),
+  /** Set only for the local Polly and Transcribe simulators; on AWS the SDKs find the regional endpoints. */
+  POLLY_ENDPOINT: z.url().optional(),
+  TRANSCRIBE_STREAMING_ENDPOINT: z.url().optional(),
+  DEEPGRAM_API_KEY: z.string().min(1).optional(),
+  DEEPGRAM_API_KEY_ARN: secretArn,
+  CARTESIA_API_KEY: z.string().min(1).optional(),
+  CARTESIA_API_KEY_ARN: secretArn,
+  RIME_API_KEY: z.string().min(1).optional(),
+  RIME_API_KEY_ARN: secretArn,
+  ELEVENLABS_API_KEY: z.string().min(1).optional(),
+  ELEVENLABS_API_KEY_ARN: secretArn,
   /** The Graph API with its version (`https://graph.facebook.com/v23.0`); the local WhatsApp simulator's address locally. */
   WHATSAPP_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v23.0'),
   /** The FIFO queue WhatsApp notifications wait in between the webhook's fast 200 and their handling (docs/whatsapp.md). */
@@ -257,9 +288,17 @@ export type Config = z.output<typeof configSchema>;
 /**
  * The settings whose values are secrets. Locally (and in tests) each is its own variable; on AWS the stack sets
  * `<NAME>_ARN` instead, the Secrets Manager secret that holds it, and `secretSetting` (secrets/secret-settings.ts)
- * reads it at run time. A key to come (a TTS or STT provider's) is one more name here.
+ * reads it at run time.
  */
-export const secretSettings = ['OPENAI_COMPATIBLE_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'] as const;
+export const secretSettings = [
+  'OPENAI_COMPATIBLE_API_KEY',
+  'STRIPE_SECRET_KEY',
+  'STRIPE_WEBHOOK_SECRET',
+  'DEEPGRAM_API_KEY',
+  'CARTESIA_API_KEY',
+  'RIME_API_KEY',
+  'ELEVENLABS_API_KEY',
+] as const;
 export type SecretSettingName = (typeof secretSettings)[number];
 /** The variable that names a secret setting's Secrets Manager secret. */
 export const secretArnVariable = <Name extends SecretSettingName>(name: Name): `${Name}_ARN` => `${name}_ARN`;
@@ -299,6 +338,12 @@ export const settingSources = {
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_STT_MODELS: 'deployment',
   IMAGE_INPUT_MODELS: 'deployment',
+  DEEPGRAM_STT_MODELS: 'deployment',
+  CARTESIA_TTS_MODELS: 'deployment',
+  RIME_TTS_MODELS: 'deployment',
+  ELEVENLABS_TTS_MODELS: 'deployment',
+  AMAZON_STT_MODELS: 'deployment',
+  AMAZON_TTS_MODELS: 'deployment',
   BEDROCK_RERANK_MODELS: 'deployment',
   DEFAULT_LLM: 'deployment',
   EVENT_BUS_NAME: 'stack',
@@ -367,6 +412,16 @@ export const settingSources = {
   CAMPAIGN_TICK_SECONDS: 'local',
   // Longer than the dispatcher function's 60 s timeout.
   CAMPAIGN_CLAIM_GRACE_SECONDS: 'local',
+  DEEPGRAM_API_URL: 'local',
+  CARTESIA_API_URL: 'local',
+  RIME_API_URL: 'local',
+  ELEVENLABS_API_URL: 'local',
+  POLLY_ENDPOINT: 'local',
+  TRANSCRIBE_STREAMING_ENDPOINT: 'local',
+  DEEPGRAM_API_KEY: 'secret',
+  CARTESIA_API_KEY: 'secret',
+  RIME_API_KEY: 'secret',
+  ELEVENLABS_API_KEY: 'secret',
   WHATSAPP_GRAPH_API_URL: 'deployment',
   WHATSAPP_INBOUND_QUEUE_URL: 'stack',
   WHATSAPP_MEDIA_BUCKET: 'stack',

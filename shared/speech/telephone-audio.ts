@@ -193,3 +193,19 @@ export function writeWav(samples: Int16Array, sampleRate: number): Uint8Array {
   for (let i = 0; i < samples.length; i++) view.setInt16(44 + i * 2, samples[i] as number, true);
   return file;
 }
+
+/** PCM16 samples as headerless little-endian bytes: what Polly answers and Transcribe streaming takes. */
+export function pcm16ToBytes(samples: Int16Array): Uint8Array {
+  const bytes = new Uint8Array(samples.length * 2);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < samples.length; i++) view.setInt16(i * 2, samples[i] as number, true);
+  return bytes;
+}
+
+/** Headerless little-endian PCM16 bytes (an even count) as samples. */
+export function bytesToPcm16(bytes: Uint8Array): Int16Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const samples = new Int16Array(bytes.byteLength >> 1);
+  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(i * 2, true);
+  return samples;
+}

@@ -1,7 +1,9 @@
 import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
 import type { CallBackstop, CallSpeech, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
-import { BuiltinSpeechToText } from '../speech/builtin-stt.ts';
-import { BuiltinTextToSpeech } from '../speech/builtin-tts.ts';
+import { builtinModels } from '../models/model-catalog.ts';
+import type { Model } from '../models/model-schemas.ts';
+import { voiceCatalog } from '../models/voices.ts';
+import { createSpeechProviders } from '../speech/speech-providers.ts';
 import { muLawDecode } from '../speech/telephone-audio.ts';
 import { VoiceActivityDetector } from '../speech/voice-activity.ts';
 import { campaignAttemptSettler, runtime, type Runtime } from '../runtime.ts';
@@ -85,24 +87,34 @@ export function relayRuntime(): RelayRuntime {
 export function mediaWorkerRuntime(): MediaWorkerRuntime {
   if (!processMediaWorkerRuntime) {
     const base = withTelephony(conversationRuntime());
-    processMediaWorkerRuntime = { ...base, speech: callSpeechFrom(base.config) };
+    processMediaWorkerRuntime = { ...base, speech: callSpeechFrom(base) };
   }
   return processMediaWorkerRuntime;
 }
 
-/** The built-in voice a call speaks with when its agent names no built-in one. */
-const defaultBuiltinVoice = 'en-us';
-
 /**
- * The speech of the media worker's calls: the built-in engines (eSpeak NG, PocketSphinx) for every agent, until the
- * providers' registry picks each agent's own (this is the one place it replaces).
+ * The speech of the media worker's calls, through the providers' registry: the agent's STT model (the built-in one
+ * when it names none), and its TTS model, else one of its voice's provider, else the built-in one; the voice is the
+ * agent's when it is of that model's provider, else the provider's first of the voices catalog.
  */
-function callSpeechFrom(config: Runtime['config']): CallSpeech {
-  const stt = new BuiltinSpeechToText(config.SPEECH_ENGINES_DIR);
-  const tts = new BuiltinTextToSpeech(config.SPEECH_ENGINES_DIR);
+function callSpeechFrom(base: Pick<ConversationRuntime, 'config' | 'catalog' | 'providerKeys'>): CallSpeech {
+  const providers = createSpeechProviders({ config: base.config, providerKeys: base.providerKeys });
+  const { catalog } = base;
+  const builtin = (type: 'STT' | 'TTS') => catalog.byName(type, `builtin/${type === 'STT' ? builtinModels.stt : builtinModels.tts}`) as Model;
   return {
-    speechToText: async () => ({ stt }),
-    textToSpeech: async (_orgId, agent) => ({ tts, voiceId: agent.voice?.provider === 'builtin' ? agent.voice.voiceId : defaultBuiltinVoice }),
+    speechToText: async (orgId, agent) => {
+      const model = (agent.sttModelId ? catalog.byId(agent.sttModelId) : undefined) ?? builtin('STT');
+      return { stt: await providers.speechToText(orgId, model), model: model.name };
+    },
+    textToSpeech: async (orgId, agent) => {
+      const model =
+        (agent.ttsModelId ? catalog.byId(agent.ttsModelId) : undefined) ??
+        catalog.models.find((candidate) => candidate.type === 'TTS' && candidate.provider === agent.voice?.provider) ??
+        builtin('TTS');
+      const voiceId = agent.voice?.provider === model.provider ? agent.voice.voiceId : voiceCatalog.find((voice) => voice.provider === model.provider)?.voiceId;
+      if (!voiceId) throw new Error(`The voices catalog has no voice of ${model.provider}, the provider of TTS model ${model.name}.`);
+      return { tts: await providers.textToSpeech(orgId, model), voiceId, model: model.name };
+    },
     voiceActivity: (silenceMs) => {
       const detector = new VoiceActivityDetector({ sampleRate: 8_000, silenceMs });
       return {

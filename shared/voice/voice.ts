@@ -38,7 +38,7 @@ import { mediaStreamTwiml } from './media-streams.ts';
 import type { ModelCatalog } from '../models/model-catalog.ts';
 import { conversationRelayTwiml, hangupTwiml, rejectTwiml, relayInbound, transferTwiml, whisperTwiml, type RelayOutbound } from './conversation-relay.ts';
 import { isValidTwilioSignature } from './twilio-signature.ts';
-import type { TtsProvider } from '../models/voices.ts';
+import { conversationRelayTtsProviders, type TtsProvider } from '../models/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
@@ -323,8 +323,7 @@ const relayTtsProviders: Partial<Record<TtsProvider, string>> = { google: 'Googl
 /** The two ways a call's audio goes (docs/voice.md#which-path-a-call-takes, decision 437). */
 export type CallPath = 'conversation-relay' | 'media-worker';
 
-/** The TTS providers ConversationRelay speaks with itself. */
-const relayVoiceProviders: ReadonlySet<string> = new Set<TtsProvider>(['google', 'amazon', 'elevenlabs']);
+const relayVoiceProviders: ReadonlySet<string> = new Set(conversationRelayTtsProviders);
 /** The STT provider ConversationRelay runs itself (its `transcriptionProvider`). */
 const relaySttProviders: ReadonlySet<string> = new Set(['deepgram']);
 

@@ -17,7 +17,7 @@ import { settingsOf } from '../../functions/settings.ts';
 import { voiceRelayRoutes } from '../../functions/voice-relay/routes.ts';
 import { checkDeploymentConfig, deploymentConfigSchema, loadDeploymentConfig } from '../../infra/deployment-config.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
-import { secretSettings } from '../../shared/platform/config.ts';
+import { secretSettings, type SecretSettingName } from '../../shared/platform/config.ts';
 
 interface Resource {
   Type: string;
@@ -137,7 +137,15 @@ describe('the deployment configuration file', () => {
       BILLING_PROVIDER: 'stripe',
       ANALYSIS_MODEL_ID: expect.stringMatching(/^[0-9a-f-]{36}$/),
     });
-    expect(example.secrets).toEqual({ OPENAI_COMPATIBLE_API_KEY: { arn: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY }, STRIPE_SECRET_KEY: 'create', STRIPE_WEBHOOK_SECRET: 'create' });
+    expect(example.secrets).toEqual({
+      OPENAI_COMPATIBLE_API_KEY: { arn: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY },
+      STRIPE_SECRET_KEY: 'create',
+      STRIPE_WEBHOOK_SECRET: 'create',
+      DEEPGRAM_API_KEY: 'create',
+      CARTESIA_API_KEY: 'create',
+      RIME_API_KEY: 'create',
+      ELEVENLABS_API_KEY: 'create',
+    });
     expect(checkDeploymentConfig({}).settings).toEqual({ BILLING_PROVIDER: 'manual' });
   });
 
@@ -242,18 +250,20 @@ describe('the stack of deploy/example.json', () => {
     const made = Object.entries(resources).filter(([, candidate]) => candidate.Type === 'AWS::SecretsManager::Secret');
     const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
 
-    expect(made).toHaveLength(2);
+    expect(made).toHaveLength(6);
     for (const [id, secret] of made) {
       expect(secret.DeletionPolicy, id).toBe('Retain');
       expect(Object.keys(secret.Properties)).toEqual(['Description']);
       expect(Object.values(outputs).map((output) => output.Value), id).toContainEqual({ Ref: id });
     }
-    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['STRIPESECRETKEYSecretArn', 'STRIPEWEBHOOKSECRETSecretArn']));
+    expect(Object.keys(outputs)).toEqual(
+      expect.arrayContaining(['STRIPESECRETKEYSecretArn', 'STRIPEWEBHOOKSECRETSecretArn', 'DEEPGRAMAPIKEYSecretArn', 'CARTESIAAPIKEYSecretArn', 'RIMEAPIKEYSecretArn', 'ELEVENLABSAPIKEYSecretArn']),
+    );
   });
 
   it('lets each function read exactly the secrets of the settings it reads, and gives it their ARNs, never a value', () => {
     const made = (name: string) => ({ Ref: Object.keys(resources).find((id) => resources[id]?.Type === 'AWS::SecretsManager::Secret' && id.startsWith(`Secret${name.replaceAll('_', '')}`)) });
-    const arnOf = { OPENAI_COMPATIBLE_API_KEY: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY, STRIPE_SECRET_KEY: made('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: made('STRIPE_WEBHOOK_SECRET') };
+    const arnOf: Partial<Record<SecretSettingName, unknown>> = { OPENAI_COMPATIBLE_API_KEY: exampleFile.secrets.OPENAI_COMPATIBLE_API_KEY, STRIPE_SECRET_KEY: made('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: made('STRIPE_WEBHOOK_SECRET') };
     for (const name of allFunctions()) {
       const reads = secretSettings.filter((setting) => settingsOf(name).includes(setting));
       const grants = statementsOf(name).filter((statement) => asArray(statement.Action).some((action) => action.startsWith('secretsmanager:')));

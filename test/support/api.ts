@@ -7,6 +7,7 @@ import type { LocalQueues } from '../../infra/local/queues.ts';
 import type { TwilioSimulator } from '../../infra/local/twilio-simulator.ts';
 import type { LocalVoice } from '../../infra/local/voice.ts';
 import type { WhatsappSimulator } from '../../infra/local/whatsapp-simulator.ts';
+import type { LocalSpeech } from '../../infra/local/speech-simulators.ts';
 import { assertDocumentedResponse } from './contract.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 import { testTableName } from './database.ts';
@@ -39,6 +40,8 @@ export interface TestApi {
   voice?: LocalVoice & { simulator: TwilioSimulator };
   /** The WhatsApp simulator, when started with the `whatsapp` option. */
   whatsapp?: WhatsappSimulator;
+  /** The speech providers' simulators, when started with the `speech` option (docs/voice.md#speech-provider-simulators). */
+  speech?: LocalSpeech;
   close(): Promise<void>;
 }
 
@@ -68,7 +71,7 @@ export interface TestQueues {
  */
 export async function startApi(
   env: Record<string, string> = {},
-  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; campaignTicker?: boolean; whatsapp?: boolean } = {},
+  options: { ttlSweepIntervalMs?: number; streamPoller?: boolean; queues?: boolean | TestQueueOptions; voice?: boolean; campaignTicker?: boolean; whatsapp?: boolean; speech?: boolean } = {},
 ): Promise<TestApi> {
   Object.assign(process.env, env);
   // Most suites send bursts far beyond the free plan's rate, which is not what they test; the rate-limit suite turns it on.
@@ -110,6 +113,12 @@ export async function startApi(
       if (!whatsapp) throw new Error('WHATSAPP_GRAPH_API_URL was preset: the WhatsApp tests need the WhatsApp simulator.');
     }
   };
+  // The speech simulators set the providers' addresses, keys and catalog models: before the runtime reads them.
+  let speech: LocalSpeech | undefined;
+  if (options.speech) {
+    const [{ startSpeechSimulators }, { builtinSimulatorEngines }] = await Promise.all([import('../../infra/local/speech-simulators.ts'), import('../../infra/local/speech-simulator-server.ts')]);
+    speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
+  }
   const queues = options.queues ? await startQueues(options.queues === true ? {} : options.queues, startChannels, options.campaignTicker === true) : undefined;
   if (!queues) await startChannels();
   const deps = runtime();
@@ -153,9 +162,11 @@ export async function startApi(
     queues: queues?.handle,
     voice,
     whatsapp,
+    speech,
     close: async () => {
       await voice?.stop();
       await whatsapp?.stop();
+      await speech?.stop();
       await poller?.stop();
       await queues?.stop();
       sweeper?.stop();

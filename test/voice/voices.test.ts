@@ -7,7 +7,8 @@ import { numberAtTwilio, twilioAccount } from '../support/voice.ts';
 let api: TestApi;
 
 beforeAll(async () => {
-  api = await startApi({}, { voice: true });
+  // A deployment with Cartesia's and Rime's TTS models, and none of ElevenLabs' (ConversationRelay speaks its voices).
+  api = await startApi({ CARTESIA_TTS_MODELS: 'sonic-2', RIME_TTS_MODELS: 'mistv2', DEEPGRAM_STT_MODELS: 'nova-3' }, { voice: true });
 });
 afterAll(async () => {
   await api.close();
@@ -16,7 +17,7 @@ afterAll(async () => {
 const agentBody = { fullName: 'Vox', description: 'Phone', role: 'Phone agent', voiceEnabled: true, voicePipelineMode: 'pipeline' };
 
 describe('the voices catalog', () => {
-  it('lists voices of every TTS provider, cartesia, rime and the built-in one among them, filtered by provider and language', async () => {
+  it('lists the voices of every TTS provider this deployment speaks, cartesia, rime and the built-in one among them, filtered by provider and language', async () => {
     const { key } = await api.newOrg(['voice:read']);
     const all = await api.request('GET', '/v1/chat/voices', { key });
     expect(all.status).toBe(200);
@@ -49,6 +50,25 @@ describe("an agent's voice", () => {
     const cleared = await api.request('PATCH', `/v2/chat/agents/${created.body.id}`, { key, body: { voice: null } });
     expect(cleared.status).toBe(200);
     expect(cleared.body.voice).toBeUndefined();
+  });
+
+  it("must be spoken by a TTS model of the voice's provider when the agent names one (422 MODELS_NOT_FOUND), on create and on PATCH", async () => {
+    const { key } = await api.newOrg();
+    const models = (await api.request('GET', '/v1/chat/models?type=TTS&limit=100', { key })).body.data as { id: string; provider: string; name: string }[];
+    const cartesia = models.find((model) => model.provider === 'cartesia' && model.name === 'sonic-2')!;
+    const rime = models.find((model) => model.provider === 'rime' && model.name === 'mistv2')!;
+    const voice = { provider: 'rime', voiceId: 'celeste' };
+
+    const mismatched = await api.request('POST', '/v2/chat/agents', { key, body: { ...agentBody, voice, ttsModelId: cartesia.id } });
+    const matched = await api.request('POST', '/v2/chat/agents', { key, body: { ...agentBody, voice, ttsModelId: rime.id } });
+    const patched = await api.request('PATCH', `/v2/chat/agents/${matched.body.id}`, { key, body: { ttsModelId: cartesia.id } });
+    const voiceChanged = await api.request('PATCH', `/v2/chat/agents/${matched.body.id}`, { key, body: { voice: { provider: 'cartesia', voiceId: 'a0e99841-438c-4a64-b679-ae501e7d6091' } } });
+
+    expectError(mismatched, 422, 'MODELS_NOT_FOUND', 'ttsModelId');
+    expect(matched.status, matched.text).toBe(201);
+    expectError(patched, 422, 'MODELS_NOT_FOUND', 'ttsModelId');
+    expectError(voiceChanged, 422, 'MODELS_NOT_FOUND', 'ttsModelId');
+    expect((await api.request('GET', `/v1/chat/agents/${matched.body.id}`, { key })).body).toMatchObject({ voice, ttsModelId: rime.id });
   });
 
   it("is what the call's TwiML asks ConversationRelay to speak with, welcome message included", async () => {

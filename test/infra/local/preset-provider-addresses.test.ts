@@ -7,7 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../infra/local/free-port.ts';
+import { startSpeechSimulators } from '../../../infra/local/speech-simulators.ts';
 import { startTwilioSimulator } from '../../../infra/local/twilio-simulator.ts';
+import { protocolEngines } from '../../support/speech.ts';
 import { startLocalVoice } from '../../../infra/local/voice.ts';
 import { simulatorDefaults, startLocalWhatsapp, startWhatsappSimulator } from '../../../infra/local/whatsapp-simulator.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -65,6 +67,21 @@ describe('preset provider addresses', () => {
 
     expect(simulator).toBeDefined();
     expect(env).toMatchObject({ WHATSAPP_GRAPH_API_URL: simulator?.graphApiUrl, PUBLIC_BASE_URL: apiBaseUrl });
+  });
+});
+
+describe('preset speech provider addresses', () => {
+  it('a provider whose address is preset keeps it, with its key and models, and its simulator does not start; the others start and name themselves', async () => {
+    const env: NodeJS.ProcessEnv = { CARTESIA_API_URL: 'https://api.cartesia.ai', CARTESIA_API_KEY: 'sk_car_real', CARTESIA_TTS_MODELS: 'sonic-2024-10-19', DEEPGRAM_API_KEY: 'dg-preset' };
+
+    const speech = await startSpeechSimulators(protocolEngines(), env);
+    await speech.stop();
+
+    expect(Object.keys(speech.started).sort()).toEqual(['deepgram', 'elevenlabs', 'polly', 'rime', 'transcribe']);
+    expect(env).toMatchObject({ CARTESIA_API_URL: 'https://api.cartesia.ai', CARTESIA_API_KEY: 'sk_car_real', CARTESIA_TTS_MODELS: 'sonic-2024-10-19' });
+    // A preset key is the one the simulator then accepts.
+    expect(env).toMatchObject({ DEEPGRAM_API_URL: speech.started.deepgram?.url, DEEPGRAM_API_KEY: 'dg-preset', RIME_API_URL: speech.started.rime?.url, RIME_API_KEY: 'local-rime-key', RIME_TTS_MODELS: 'mistv2' });
+    expect(speech.started.deepgram?.apiKey).toBe('dg-preset');
   });
 });
 
