@@ -72,7 +72,11 @@ if (stripeSimulated && process.env.BILLING_PROVIDER === 'stripe' && !process.env
   const paidPlans = createPlanCatalog(process.env).list().filter((plan) => plan.id !== initialPlanId);
   process.env.STRIPE_PRICES = JSON.stringify(stripe.seedPlans(paidPlans));
 }
-// Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
+// The speech providers' simulators (Deepgram, Cartesia, Rime, ElevenLabs, Polly), speaking and hearing with the
+// built-in engines, also before the handlers read their configuration: they set the providers' addresses, keys and
+// models, which the media worker (started with the calls) reads too.
+const speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
+// Calls: the Twilio simulator, the WebSocket API and the media worker, also before the handlers read their configuration.
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
   relayPort: optionalPort(process.env.VOICE_RELAY_PORT),
@@ -85,9 +89,6 @@ const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   process.exit(1);
 });
 // WhatsApp: the simulated Cloud API (customers' media copied to fauxqs's S3), before the handlers read their configuration.
-// The speech providers' simulators (Deepgram, Cartesia, Rime, ElevenLabs, Polly), speaking and hearing with the
-// built-in engines, also before the handlers read their configuration: they set the providers' addresses, keys and models.
-const speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
 const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT), queues });
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
