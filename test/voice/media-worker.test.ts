@@ -95,8 +95,8 @@ beforeAll(async () => {
 });
 afterAll(() => worker.close());
 
-/** An agent whose calls take the media worker: a voice ConversationRelay does not speak with. */
-const workerAgent = { voice: { provider: 'rime', voiceId: 'celeste' } };
+/** An agent whose calls take the media worker: a voice ConversationRelay does not speak with (the built-in one). */
+const workerAgent = { voice: { provider: 'builtin', voiceId: 'en-us' } };
 
 /** Twilio's voice webhook for a call to the organization's number: its session, and the `<Stream>` it was told to open. */
 async function callIn(org: VoiceOrg): Promise<{ sessionId: string; streamUrl: string; token: string }> {
