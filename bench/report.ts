@@ -23,6 +23,7 @@ import { observabilityReport, type ObservabilityResults } from './observability.
 import { startupReport, type StartupResults } from './startup.ts';
 import { costReport, type CostBenchResult } from './cost.ts';
 import { wholeTurnReport, type WholeTurnResult } from './whole-turn.ts';
+import type { VoiceMediaResult } from './voice-media.ts';
 
 export const targets = {
   p50Ms: 10,
@@ -119,6 +120,7 @@ export interface BenchResults {
   cost: CostBenchResult;
   /** A turn on `npm start`'s whole runtime: requests, units, CPU until idle, latency, memory (docs/performance.md). */
   wholeTurn: WholeTurnResult;
+  voiceMedia: VoiceMediaResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;

@@ -6,7 +6,8 @@
  * cost of a turn on `npm start`'s runtime against its budget (bench/whole-turn.ts, docs/performance.md).
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json); `npm run bench -- idle`
- * only what `npm start` costs with no traffic (bench/idle.ts, bench/results/idle.json).
+ * only what `npm start` costs with no traffic (bench/idle.ts, bench/results/idle.json); `npm run bench -- voice-media`
+ * only calls through the media worker (bench/voice-media.ts, bench/results/voice-media.json).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -37,6 +38,7 @@ import { measureStartup, startupChecks } from './startup.ts';
 import { checksSummary, evaluate, formatReport, writeJson, type BenchResults, type Check } from './report.ts';
 import { idleChecks, idleReport, measureIdle } from './idle.ts';
 import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
+import { measureVoiceMedia, voiceMediaChecks, voiceMediaReport } from './voice-media.ts';
 
 /** Every Lambda function the stack bundles, after the floor they are compared with. */
 const functions = [sdkFloor, ...lambdaFunctions];
@@ -76,6 +78,10 @@ const sectionsAlone: Record<string, () => Promise<{ figures: object; checks: Che
   idle: async () => {
     const idle = await measureIdle(log);
     return { figures: { idle }, checks: idleChecks(idle), report: idleReport(idle) };
+  },
+  'voice-media': async () => {
+    const voiceMedia = await measureVoiceMedia(log);
+    return { figures: { voiceMedia }, checks: voiceMediaChecks(voiceMedia), report: voiceMediaReport(voiceMedia) };
   },
 };
 const sectionAlone = process.argv.slice(2).find((argument) => argument in sectionsAlone);
@@ -149,8 +155,10 @@ const cost = await withDatabase('cost', 'bench-cost', (endpoint, tableName) => {
 
 log('whole turn: npm start\'s runtime, counted and measured, beside its floors');
 const wholeTurn = await measureWholeTurn(log);
+log('voice-media: calls through the media worker, with the built-in engines and with speech that takes no time');
+const voiceMedia = await measureVoiceMedia(log);
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup), ...wholeTurnChecks(wholeTurn)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup), ...wholeTurnChecks(wholeTurn), ...voiceMediaChecks(voiceMedia)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -182,12 +190,13 @@ const results: BenchResults = {
   startup,
   cost,
   wholeTurn,
+  voiceMedia,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
 };
 writeJson(resultsFile, results);
-console.log(`\n${formatReport(results)}\n\nFigures written to ${resultsFile}`);
+console.log(`\n${formatReport(results)}\n${voiceMediaReport(voiceMedia).join('\n')}\n\nFigures written to ${resultsFile}`);
 if (!results.pass) process.exitCode = 1;
 
 /** Bundles into a temporary directory, imports each bundle from there, and removes it. */

@@ -71,8 +71,23 @@ const sessions = ['SESSION_IDLE_TIMEOUT_SECONDS', 'PAST_DUE_GRACE_DAYS'] as cons
 const turns = [...knowledge, ...egress, ...sessions, 'MAX_TOOL_ROUNDS', 'TOOL_TIMEOUT_MS', 'TOOL_MAX_RESPONSE_BYTES', 'TURN_TIMEOUT_SECONDS'] as const satisfies readonly SettingName[];
 /** The voice runtime: Twilio, recordings, backstop schedules. */
 const voice = ['TWILIO_API_BASE_URL', 'RECORDINGS_BUCKET', 'S3_ENDPOINT', 'CALL_BACKSTOP_QUEUE_ARN', 'SCHEDULER_ROLE_ARN', 'SCHEDULER_ENDPOINT'] as const satisfies readonly SettingName[];
+/** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
+const speech = [
+  'SPEECH_ENGINES_DIR',
+  'DEEPGRAM_API_URL',
+  'CARTESIA_API_URL',
+  'RIME_API_URL',
+  'ELEVENLABS_API_URL',
+  'POLLY_ENDPOINT',
+  'TRANSCRIBE_STREAMING_ENDPOINT',
+  'DEEPGRAM_API_KEY',
+  'CARTESIA_API_KEY',
+  'RIME_API_KEY',
+  'ELEVENLABS_API_KEY',
+  'SECRETS_MANAGER_ENDPOINT',
+] as const satisfies readonly SettingName[];
 /** Placing and answering calls: the addresses Twilio calls back and connects to. */
-const calls = [...voice, ...sessions, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_GRACE_SECONDS'] as const satisfies readonly SettingName[];
+const calls = [...voice, ...sessions, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'MEDIA_WORKER_URL', 'CALL_BACKSTOP_GRACE_SECONDS'] as const satisfies readonly SettingName[];
 /** The SSE event stream and the event log behind it. */
 const eventStream = [
   'EVENT_LOG_RETENTION_HOURS',
@@ -98,7 +113,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   usage: [...runtime, ...http, ...stripeBilling, 'STRIPE_WEBHOOK_SECRET'],
   analytics: [...runtime, ...http],
   'phone-numbers': [...runtime, ...http, ...calls, 'CALL_RING_TIMEOUT_SECONDS'],
-  'carrier-callbacks': [...runtime, ...http, ...voice, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'CALL_BACKSTOP_GRACE_SECONDS', 'SESSION_IDLE_TIMEOUT_SECONDS'],
+  'carrier-callbacks': [...runtime, ...http, ...voice, 'PUBLIC_BASE_URL', 'VOICE_RELAY_URL', 'MEDIA_WORKER_URL', 'CALL_BACKSTOP_GRACE_SECONDS', 'SESSION_IDLE_TIMEOUT_SECONDS'],
   knowledge: [...runtime, ...http, ...knowledge, ...documents, 'PAST_DUE_GRACE_DAYS'],
   contacts: [...runtime, ...http],
   'whatsapp-numbers': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL', 'PUBLIC_BASE_URL'],
@@ -131,7 +146,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
  * does, and checks Twilio's signature against its own address. The stack gives them to its container as to a function.
  */
 export const serviceSettings: Readonly<Record<string, readonly SettingName[]>> = {
-  'media-worker': [...runtime, ...turns, ...voice, 'MEDIA_WORKER_URL'],
+  'media-worker': [...runtime, ...turns, ...voice, ...speech, 'MEDIA_WORKER_URL'],
 };
 
 /** The settings of one function or service, each once; a name the tables do not know is a mistake of the declarations. */

@@ -60,7 +60,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'speech',
     layer: 5,
     purpose: 'Speech for calls that pass through the media worker: the speech-to-text and text-to-speech ports, the built-in offline engines, the providers\' adapters, telephone audio and voice activity detection.',
-    surface: ['builtin-stt.ts', 'builtin-tts.ts', 'engines.ts', 'telephone-audio.ts', 'word-error-rate.ts'],
+    surface: ['builtin-stt.ts', 'builtin-tts.ts', 'engines.ts', 'ports.ts', 'speech-providers.ts', 'telephone-audio.ts', 'voice-activity.ts', 'word-error-rate.ts'],
   },
   {
     name: 'agents',
@@ -83,8 +83,8 @@ export const contexts: readonly BoundedContext[] = [
   {
     name: 'voice',
     layer: 8,
-    purpose: 'Phone numbers and calls: Twilio, ConversationRelay, call slots, recordings, the backstop.',
-    surface: ['call-slot-store.ts', 'call-slots.ts', 'ports.ts', 'relay-connections.ts', 'twilio-signature.ts', 'voice-runtime.ts', 'voice-schemas.ts', 'voice.ts'],
+    purpose: 'Phone numbers and calls: Twilio, ConversationRelay, the media worker and Twilio Media Streams, call slots, recordings, the backstop.',
+    surface: ['call-slot-store.ts', 'call-slots.ts', 'media-worker.ts', 'ports.ts', 'relay-connections.ts', 'twilio-signature.ts', 'voice-runtime.ts', 'voice-schemas.ts', 'voice.ts'],
   },
   {
     name: 'whatsapp',

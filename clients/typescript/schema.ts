@@ -464,6 +464,7 @@ export interface components {
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        endOfTurnSilenceMs?: number;
         welcomeMessage?: string;
       };
       transferDestinations?: ({
@@ -1618,6 +1619,7 @@ export interface components {
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        endOfTurnSilenceMs?: number;
         welcomeMessage?: string;
       };
       analysis?: {
@@ -1690,6 +1692,7 @@ export interface components {
         voiceId: string;
         /** @enum {string} */
         endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+        endOfTurnSilenceMs?: number;
         welcomeMessage?: string;
       }) | null;
       analysis?: ({

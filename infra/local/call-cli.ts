@@ -8,18 +8,23 @@
  *   number id) from `--caller` (default +15550142), and the agent the number routes to answers.
  *
  * Each line you type is what you say, the agent's tokens print as they stream, an empty line (or Ctrl-D) hangs up.
+ * On a call through the media worker (a Media Stream), `--play in.wav` says the file's audio once connected (after
+ * the lines typed, as the callee's speech) and `--save out.wav` keeps what the agent said, as the phone played it.
  * The API key comes from AGENT_PLATFORM_API_KEY (npm echoes a command line, so not `--key`, which still works), or
  * API_KEY; an inbound call to a number given as dialled needs none (anyone may call a number).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { dataDirectory, describeInstance, findRunningInstance, noRunningInstance } from './environment.ts';
 import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './phone-channel.ts';
+import { muLawDecode, muLawEncode, readWav, resample, writeWav } from '../../shared/speech/telephone-audio.ts';
 
 const usage = [
-  'usage: AGENT_PLATFORM_API_KEY=apk_… npm run call -- --from PHONE_NUMBER_ID --to +15550100 --agent AGENT_ID [--ttl SECONDS] [--api URL]',
-  '       npm run call -- --inbound NUMBER [--caller +15550142]   (NUMBER as dialled, +1…; or a phone number id, with the key)',
+  'usage: AGENT_PLATFORM_API_KEY=apk_… npm run call -- --from PHONE_NUMBER_ID --to +15550100 --agent AGENT_ID [--ttl SECONDS] [--api URL] [--play in.wav] [--save out.wav]',
+  '       npm run call -- --inbound NUMBER [--caller +15550142] [--play in.wav] [--save out.wav]   (NUMBER as dialled, +1…; or a phone number id, with the key)',
+  '--play and --save work on calls through the media worker (docs/voice.md#which-path-a-call-takes): the file is said as your speech, the agent\'s audio saved.',
   'The npm start running on DATA_DIR (default .data) is called, at its address unless --api says otherwise.',
 ].join('\n');
 
@@ -28,7 +33,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-let values: { from?: string; to?: string; agent?: string; ttl?: string; key?: string; api?: string; inbound?: string; caller?: string };
+let values: { from?: string; to?: string; agent?: string; ttl?: string; key?: string; api?: string; inbound?: string; caller?: string; play?: string; save?: string };
 try {
   ({ values } = parseArgs({
     options: {
@@ -40,6 +45,8 @@ try {
       api: { type: 'string' },
       inbound: { type: 'string' },
       caller: { type: 'string', default: '+15550142' },
+      play: { type: 'string' },
+      save: { type: 'string' },
     },
   }));
 } catch (error) {
@@ -57,6 +64,10 @@ const simulator = running.twilioSimulator;
 const api = values.api ?? running.apiUrl;
 if (!simulator || !api) fail(`The npm start on DATA_DIR ${dataDir} predates npm run call's needs (no Twilio simulator or API address in its running.json): restart it.`);
 console.error(describeInstance(running, dataDir));
+/** The file to say, as telephone audio (μ-law, 8 kHz), read before the call so that a bad file fails first. */
+const playAudio = values.play === undefined ? undefined : telephoneAudioOf(values.play);
+/** The agent's audio as played, 20 ms at a time. */
+const saved: Buffer[] = [];
 
 /** The person's own number: the callee of an outbound call, the caller of an inbound one. */
 const own = inbound === undefined ? (values.to as string) : (values.caller as string);
@@ -80,6 +91,8 @@ channel.on('message', async (data) => {
     lines.setPrompt('you> ');
     lines.prompt();
     for (const line of early.splice(0)) say(line);
+    if (playAudio) send({ type: 'play', audio: Buffer.from(playAudio).toString('base64') });
+    if (values.save) send({ type: 'record' });
   } else if (message.type === 'token') {
     if (!replying) process.stdout.write('agent> ');
     replying = true;
@@ -89,8 +102,14 @@ channel.on('message', async (data) => {
       process.stdout.write('\n');
       lines.prompt();
     }
+  } else if (message.type === 'audio') {
+    saved.push(Buffer.from(message.payload, 'base64'));
   } else if (message.type === 'end') {
     console.log(`\n(${message.reason})`);
+    if (values.save) {
+      writeFileSync(values.save, writeWav(muLawDecode(Buffer.concat(saved)), 8_000));
+      console.log(`The agent's audio (${(saved.length * 20) / 1000} s) is in ${values.save}.`);
+    }
     channel.close();
     lines.close();
   }
@@ -129,4 +148,14 @@ async function dialIn(number: string): Promise<void> {
   const to = dialled ? number : (await callApi<{ phone_number: string }>('GET', `/api/v1/phone-numbers/${encodeURIComponent(number)}`)).phone_number;
   console.log(`Calling ${to} from ${own}: the agent the number routes to answers.`);
   send({ type: 'dial', to });
+}
+
+/** A WAV file (PCM16 or μ-law, any rate) as telephone audio. */
+function telephoneAudioOf(file: string): Uint8Array {
+  try {
+    const wav = readWav(readFileSync(file));
+    return muLawEncode(resample(wav.samples, wav.sampleRate, 8_000));
+  } catch (error) {
+    fail(`Cannot play ${file}: ${(error as Error).message}`);
+  }
 }

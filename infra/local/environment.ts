@@ -16,6 +16,7 @@ export const providerAddressVariables = [
   'WHATSAPP_GRAPH_API_URL',
   'PUBLIC_BASE_URL',
   'VOICE_RELAY_URL',
+  'MEDIA_WORKER_URL',
   'DEEPGRAM_API_URL',
   'CARTESIA_API_URL',
   'RIME_API_URL',

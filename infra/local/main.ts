@@ -72,21 +72,23 @@ if (stripeSimulated && process.env.BILLING_PROVIDER === 'stripe' && !process.env
   const paidPlans = createPlanCatalog(process.env).list().filter((plan) => plan.id !== initialPlanId);
   process.env.STRIPE_PRICES = JSON.stringify(stripe.seedPlans(paidPlans));
 }
-// Calls: the Twilio simulator and the WebSocket API, also before the handlers read their configuration.
+// The speech providers' simulators (Deepgram, Cartesia, Rime, ElevenLabs, Polly), speaking and hearing with the
+// built-in engines, also before the handlers read their configuration: they set the providers' addresses, keys and
+// models, which the media worker (started with the calls) reads too.
+const speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
+// Calls: the Twilio simulator, the WebSocket API and the media worker, also before the handlers read their configuration.
 const voice = await startLocalVoice(`http://${host}:${port}`, process.env, {
   simulatorPort: optionalPort(process.env.TWILIO_SIMULATOR_PORT),
   relayPort: optionalPort(process.env.VOICE_RELAY_PORT),
+  mediaWorkerPort: optionalPort(process.env.MEDIA_WORKER_PORT),
   queues,
 }).catch(async (error: Error) => {
-  console.error(`Cannot start the Twilio simulator or the WebSocket API: ${error.message}`);
+  console.error(`Cannot start the Twilio simulator, the WebSocket API or the media worker: ${error.message}`);
   await queues.stop();
   await database.stop();
   process.exit(1);
 });
 // WhatsApp: the simulated Cloud API (customers' media copied to fauxqs's S3), before the handlers read their configuration.
-// The speech providers' simulators (Deepgram, Cartesia, Rime, ElevenLabs, Polly), speaking and hearing with the
-// built-in engines, also before the handlers read their configuration: they set the providers' addresses, keys and models.
-const speech = await startSpeechSimulators(builtinSimulatorEngines(process.env.SPEECH_ENGINES_DIR));
 const whatsapp = await startLocalWhatsapp(`http://${host}:${port}`, process.env, { port: optionalPort(process.env.WHATSAPP_SIMULATOR_PORT), queues });
 // Document uploads: presigned POSTs to the local gateway, objects in fauxqs's S3, Object Created to the uploads queue.
 const uploads = await startLocalUploads(queues);
@@ -154,8 +156,8 @@ server.listen(port, host, () => {
   console.log(describeLoopbackEgress(process.env));
   console.log(
     voice.simulator
-      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url} (docs/voice.md#simulator)`
-      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}`,
+      ? `Twilio simulator on ${voice.simulator.baseUrl}, WebSocket API on ${voice.gateway.url}, media worker on ${voice.mediaWorker.url} (docs/voice.md#simulator)`
+      : `Twilio at TWILIO_API_BASE_URL=${process.env.TWILIO_API_BASE_URL} (preset: no simulator), WebSocket API on ${voice.gateway.url}, reached as ${process.env.VOICE_RELAY_URL}, media worker on ${voice.mediaWorker.url}, reached as ${process.env.MEDIA_WORKER_URL}`,
   );
   console.log(
     whatsapp

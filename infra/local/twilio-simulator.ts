@@ -2,12 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { twilioSignature } from '../../shared/voice/twilio-signature.ts';
+import { StreamLine, type CalleeSpeech } from './media-stream-line.ts';
 import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from './phone-channel.ts';
 import { createNumberInventory, twilioError, type SimulatedNumber } from './twilio-numbers.ts';
 
 /**
- * What a simulated callee does once it answers: each step says a line (a final `prompt`), presses a key (`dtmf`),
- * or interrupts the agent's next reply after some of its tokens (`interrupt`); then it hangs up or stays on.
+ * What a simulated callee does once it answers: each step says a line (a final `prompt`; spoken audio on a Media
+ * Stream), presses a key (`dtmf`), or interrupts the agent's next reply: after some of its tokens (`interrupt`) on
+ * ConversationRelay, after hearing some ms of it on a Media Stream (its line spoken over the agent); then it hangs
+ * up or stays on.
  */
 export interface CalleeScript {
   steps: CalleeStep[];
@@ -15,7 +18,7 @@ export interface CalleeScript {
   then?: 'hangup' | 'stay';
 }
 
-export type CalleeStep = { say: string } | { dtmf: string } | { say: string; interruptAfterTokens: number };
+export type CalleeStep = { say: string } | { dtmf: string } | { say: string; interruptAfterTokens: number } | { say: string; interruptAfterMs: number };
 
 /** How a destination number of the test range behaves (docs/voice.md#simulator). */
 export type CalleeBehaviour = 'answer' | 'stay' | 'busy' | 'no-answer' | 'failed' | 'carrier-silent';
@@ -64,6 +67,10 @@ interface SimulatedCall {
   recordingCallback?: string | undefined;
   timeLimitSeconds: number;
   relayUrl?: string | undefined;
+  /** A `<Connect><Stream>`'s URL and `<Parameter>`s: the call's audio goes to a Media Stream. */
+  streamUrl?: string | undefined;
+  streamParameters?: Record<string, string>;
+  line?: StreamLine | undefined;
   actionUrl?: string | undefined;
   /** What the TwiML's `<ConversationRelay>` turned on: key presses are sent only then, partial prompts only then. */
   dtmfDetection?: boolean;
@@ -122,7 +129,7 @@ export interface TwilioSimulator {
   /** The number as Twilio keeps it (its voice URL, status callback, …), in whichever account has it; undefined once released. */
   incomingNumber(phoneNumber: string): SimulatedNumber | undefined;
   callbacks: SentCallback[];
-  /** The replies each call's callee heard, by call SID. */
+  /** The replies each call's callee heard, by call SID (on a Media Stream: what its recogniser made of them). */
   heard(callSid: string): string[];
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
@@ -140,11 +147,16 @@ export interface TwilioSimulator {
 }
 
 export interface InteractiveCallee {
-  /** The agent's tokens, as they arrive; `last` closes a reply. */
+  /** The agent's tokens, as they arrive; `last` closes a reply (on a Media Stream: each reply heard, whole). */
   onToken(token: string, last: boolean): void;
   onEnd(reason: string): void;
-  /** Called once connected, with a function that says a line (or `null` to hang up). */
-  onConnected(say: (line: string | null) => void): void;
+  /**
+   * Called once connected, with a function that says a line (or `null` to hang up) and, on a Media Stream, one that
+   * plays telephone audio as the callee's speech.
+   */
+  onConnected(say: (line: string | null) => void, play?: (audio: Uint8Array) => void): void;
+  /** On a Media Stream: each 20 ms of the agent's audio as the phone plays it. */
+  onAudio?(frame: Uint8Array): void;
 }
 
 /**
@@ -155,9 +167,11 @@ export interface InteractiveCallee {
  * No more forgiving than Twilio: inline TwiML over 4,000 characters is refused (error 32018), a key press reaches
  * the relay only when the TwiML set `dtmfDetection="true"`, partial prompts (`last: false`) come only with
  * `partialPrompts="true"`, and an interrupt's duration is a string, as Twilio's page shows it.
- * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`.
+ * Its phone numbers (search, buy, route, release) are `twilio-numbers.ts`. A `<Connect><Stream>` runs a bidirectional
+ * Media Stream (`media-stream-line.ts`): the callee speaks its lines as audio (`speech`: its TTS) and hears the
+ * agent's (`speech`: its STT).
  */
-export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number } = {}): Promise<TwilioSimulator> {
+export async function startTwilioSimulator(options: { host?: string; port?: number; ringMs?: number; speech?: CalleeSpeech | undefined } = {}): Promise<TwilioSimulator> {
   const host = options.host ?? '127.0.0.1';
   const ringMs = options.ringMs ?? 200;
   const calls = new Map<string, SimulatedCall>();
@@ -218,8 +232,9 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     if (call.direction === 'outbound-api') live -= 1;
     callees.get(call.direction === 'inbound' ? call.from : call.to)?.onEnd(`call ${status}`);
     clearTimeout(call.timer);
-    const relayWasUp = call.socket?.readyState === WebSocket.OPEN;
+    const relayWasUp = call.socket?.readyState === WebSocket.OPEN || (call.line !== undefined && !call.relayEndReported);
     if (relayWasUp) call.socket?.close(1000);
+    call.line?.stop();
     await report(call, status);
     if (call.recordingCallback && call.answeredAt && !call.silent) setTimeout(() => void recordingReady(call), 50).unref();
     // A call that ends under a live relay still ends the relay: the <Connect> action hears of it.
@@ -388,6 +403,63 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     // TimeLimit counts from the answer; the carrier itself ends the call then.
     if (call.timeLimitSeconds > 0) call.timer = setTimeout(() => void finish(call, 'completed'), call.timeLimitSeconds * 1000);
     if (call.relayUrl) converse(call, script);
+    else if (call.streamUrl) stream(call, script);
+  };
+
+  /**
+   * A `<Connect><Stream>`: the callee's side of a bidirectional Media Stream. Each step waits for the line to be quiet
+   * (the welcome over) or for the agent's reply to the previous one, then speaks (or presses a key); a barge-in
+   * speaks once the callee has heard `interruptAfterMs` of the reply. The stream closed by the worker ends the
+   * `<Connect>`, as a relay's end does.
+   */
+  const stream = (call: SimulatedCall, script: CalleeScript) => {
+    if (!options.speech) throw new Error('a Media Stream needs the callee to speak and hear: start the simulator with `speech`');
+    const callee = callees.get(call.direction === 'inbound' ? call.from : call.to);
+    // Twilio takes no query string in a `<Stream url>` (the call's data goes in `<Parameter>`s): the stream fails.
+    if (call.streamUrl?.includes('?')) {
+      void finish(call, 'failed');
+      return;
+    }
+    const line = new StreamLine({
+      url: call.streamUrl as string,
+      authToken: call.authToken,
+      accountSid: call.accountSid,
+      callSid: call.sid,
+      parameters: call.streamParameters ?? {},
+      speech: options.speech,
+      onPlayed: (frame) => callee?.onAudio?.(frame),
+      onHeard: (text) => {
+        call.heard.push(text);
+        callee?.onToken(text, true);
+      },
+      onClosed: () => void relayEnded(call),
+    });
+    call.line = line;
+    if (callee) {
+      callee.onConnected(
+        (said) => {
+          if (said === null) void finish(call, 'completed');
+          else void line.say(said);
+        },
+        (audio) => void line.play(audio),
+      );
+      return;
+    }
+    void (async () => {
+      await line.quiet();
+      for (const [index, step] of script.steps.entries()) {
+        if (call.finished) return;
+        if ('dtmf' in step) line.dtmf(step.dtmf);
+        else {
+          if ('interruptAfterMs' in step) await line.heardFor(step.interruptAfterMs);
+          await line.say(step.say);
+        }
+        // A barge-in next speaks over this step's reply rather than after it.
+        const next = script.steps[index + 1];
+        if (!next || !('interruptAfterMs' in next)) await line.replyHeard();
+      }
+      if ((script.then ?? 'hangup') === 'hangup') await finish(call, 'completed');
+    })();
   };
 
   const place = async (call: SimulatedCall) => {
@@ -489,12 +561,18 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       return;
     }
     let say: ((line: string | null) => void) | undefined;
+    let play: ((audio: Uint8Array) => void) | undefined;
+    let recording = false;
     const phone: InteractiveCallee = {
       onToken: (token, last) => tell({ type: 'token', token, last }),
       onEnd: (reason) => tell({ type: 'end', reason }),
-      onConnected: (speak) => {
+      onConnected: (speak, playAudio) => {
         say = speak;
+        play = playAudio;
         tell({ type: 'connected' });
+      },
+      onAudio: (frame) => {
+        if (recording) tell({ type: 'audio', payload: Buffer.from(frame).toString('base64') });
       },
     };
     callees.set(number, phone);
@@ -502,6 +580,8 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       const message = JSON.parse(data.toString()) as PhoneMessage;
       if (message.type === 'say' && message.text) say?.(message.text);
       else if (message.type === 'hangup') say?.(null);
+      else if (message.type === 'play') play?.(Buffer.from(message.audio, 'base64'));
+      else if (message.type === 'record') recording = true;
       else if (message.type === 'dial') {
         simulator.dialIn({ from: number, to: message.to }).then(
           (callSid) => tell({ type: 'dialled', callSid }),
@@ -582,7 +662,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
       Object.assign(call, relayOf(twiml));
       call.recordingCallback = attribute(twiml, 'Recording', 'recordingStatusCallback');
       if (call.recordingCallback) call.recordingSource = 'StartCallRecordingTwiML';
-      if (!call.relayUrl) {
+      if (!call.relayUrl && !call.streamUrl) {
         call.finished = true;
         const status = /<Reject/.test(twiml) ? 'busy' : 'failed';
         await report(call, status);
@@ -598,6 +678,7 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
         clearTimeout(call.timer);
         call.finished = true;
         call.socket?.terminate();
+        call.line?.terminate();
       }
       server.closeAllConnections();
       await new Promise((resolveClose) => server.close(resolveClose));
@@ -612,10 +693,14 @@ const finalStatuses = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 /** Twilio's limit of the `Twiml` parameter of a call it is asked to create (error 32018). */
 export const inlineTwimlLimit = 4000;
 
-/** The relay a TwiML document connects to: its URL, the `<Connect>` action, and what it turned on. */
-function relayOf(twiml: string): Pick<SimulatedCall, 'relayUrl' | 'actionUrl' | 'dtmfDetection' | 'partialPrompts'> {
+/** The relay or stream a TwiML document connects to: its URL, the `<Connect>` action, and what it turned on. */
+function relayOf(twiml: string): Pick<SimulatedCall, 'relayUrl' | 'streamUrl' | 'streamParameters' | 'actionUrl' | 'dtmfDetection' | 'partialPrompts'> {
   return {
     relayUrl: attribute(twiml, 'ConversationRelay', 'url'),
+    streamUrl: attribute(twiml, 'Stream', 'url'),
+    streamParameters: Object.fromEntries(
+      [...twiml.matchAll(/<Parameter\b[^>]*>/g)].map((match) => [attribute(match[0], 'Parameter', 'name') ?? '', attribute(match[0], 'Parameter', 'value') ?? '']),
+    ),
     actionUrl: attribute(twiml, 'Connect', 'action'),
     dtmfDetection: attribute(twiml, 'ConversationRelay', 'dtmfDetection') === 'true',
     partialPrompts: attribute(twiml, 'ConversationRelay', 'partialPrompts') === 'true',

@@ -1,17 +1,35 @@
-import { createServer } from 'node:http';
-import { logger } from '../../shared/platform/logger.ts';
-
 /**
- * The media worker's entry: what the container image runs (services/media-worker/Dockerfile). It answers `/health`,
- * which the load balancer and ECS check; the Media Streams endpoint `/media-stream` joins it (docs/voice.md).
+ * The media worker (docs/voice.md#the-media-worker, decision 438): Twilio Media Streams' WebSocket server and
+ * `/health`, with the same turn engine and stores as the functions. What the container image runs
+ * (services/media-worker/Dockerfile) on ECS Fargate, and a process of its own under `npm start`
+ * (infra/local/media-worker.ts). Listens on PORT (8080) at HOST (all interfaces).
  */
+import { createMediaWorker } from '../../shared/voice/media-worker.ts';
+import { mediaWorkerRuntime } from '../../shared/voice/voice-runtime.ts';
+import { reportActiveCalls } from './active-calls.ts';
+import { ecsTaskProtection } from './ecs-task-protection.ts';
+
 const port = Number(process.env.PORT ?? 8080);
+const host = process.env.HOST ?? '0.0.0.0';
 
-const server = createServer((request, response) => {
-  const status = request.method === 'GET' && request.url === '/health' ? 200 : 404;
-  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? { status: 'ok' } : { error: 'NOT_FOUND' }));
-});
+const worker = createMediaWorker(mediaWorkerRuntime());
+// The task is protected from scale-in while it carries calls, and reports them as ActiveCalls.
+const activeCalls = reportActiveCalls({ activeCalls: worker.activeCalls, protection: ecsTaskProtection({ agentUri: process.env.ECS_AGENT_URI }) });
+worker.onActiveCallsChange(() => void activeCalls.callsChanged());
 
-// ECS sends SIGTERM before it stops a task: no new connection, and the process ends once the open ones have.
-process.once('SIGTERM', () => server.close());
-server.listen(port, () => logger.info('media worker listening', { port }));
+worker.server.listen(port, host, () => console.log(`Media worker listening on ${host}:${port}`));
+
+// ECS sends SIGTERM before it stops a task (scale-in, a deployment): no new stream, and the process ends once its
+// calls have.
+let stopping = false;
+async function stop(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  console.log(`${signal}: draining ${worker.activeCalls()} active calls`);
+  await worker.drain();
+  activeCalls.stop();
+  await worker.close();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

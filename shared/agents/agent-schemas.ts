@@ -27,6 +27,11 @@ export const agentVoiceSchema = z.strictObject({
   provider: z.enum(ttsProviders),
   voiceId: z.string().trim().min(1).max(100),
   endOfTurn: z.enum(endOfTurnOptions).optional(),
+  /**
+   * The silence after speech, in ms, that ends the caller's turn: the detector's threshold with `SILENCE`, the STT
+   * provider's endpointing with `STT_ENDPOINTING` (docs/voice.md#the-media-worker). Unset: 600 ms, or the provider's own.
+   */
+  endOfTurnSilenceMs: z.int().min(100).max(5000).optional(),
   /** Spoken when the call connects, before the callee says anything. */
   welcomeMessage: optionalText(1000).optional(),
 });

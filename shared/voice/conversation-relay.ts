@@ -49,7 +49,7 @@ export interface RelaySettings {
   recordingStatusCallback?: string | undefined;
 }
 
-const escapeXml = (value: string): string =>
+export const escapeXml = (value: string): string =>
   value.replace(/[<>&"']/g, (character) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[character] as string);
 
 /** The TwiML that connects a call to our WebSocket API: `<Connect><ConversationRelay …/></Connect>`, recording it first if asked. */
@@ -67,10 +67,12 @@ export function conversationRelayTwiml(settings: RelaySettings): string {
   const rendered = Object.entries(attributes)
     .map(([name, value]) => `${name}="${escapeXml(value)}"`)
     .join(' ');
-  const recording = settings.recordingStatusCallback
-    ? `<Start><Recording recordingStatusCallback="${escapeXml(settings.recordingStatusCallback)}" recordingStatusCallbackEvent="completed"/></Start>`
-    : '';
-  return `<?xml version="1.0" encoding="UTF-8"?><Response>${recording}<Connect><ConversationRelay ${rendered}/></Connect></Response>`;
+  return `<?xml version="1.0" encoding="UTF-8"?><Response>${recordingTwiml(settings.recordingStatusCallback)}<Connect><ConversationRelay ${rendered}/></Connect></Response>`;
+}
+
+/** `<Start><Recording>` telling `statusCallback` when the recording is ready; nothing without one. */
+export function recordingTwiml(statusCallback: string | undefined): string {
+  return statusCallback ? `<Start><Recording recordingStatusCallback="${escapeXml(statusCallback)}" recordingStatusCallbackEvent="completed"/></Start>` : '';
 }
 
 /**

@@ -2,6 +2,8 @@
 import type { StoredSession } from '../conversations/ports.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
+import type { Agent } from '../agents/agent-schemas.ts';
+import type { SpeechToText, TextToSpeech } from '../speech/ports.ts';
 import type { AvailableNumberType, AvailablePhoneNumber, PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 
 /** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
@@ -97,6 +99,25 @@ export interface RecordingStore {
 export interface RelayConnections {
   /** `gone` when the connection has closed: the call ended (a hang-up while the agent spoke is an ordinary end). */
   send(connectionId: string, message: Record<string, unknown>): Promise<'sent' | 'gone'>;
+}
+
+/**
+ * The speech of a call through the media worker: the STT and TTS of the agent's models and voice, for its
+ * organization (whose own provider keys may apply), and the voice activity detector its end of turn may use.
+ */
+export interface CallSpeech {
+  /** The recogniser, and the provider's model to open its streams with (its default when undefined). */
+  speechToText(orgId: string, agent: Agent): Promise<{ stt: SpeechToText; model?: string | undefined }>;
+  /** The synthesis, the voice it speaks with (its provider's default when the agent names none of it), and its model. */
+  textToSpeech(orgId: string, agent: Agent): Promise<{ tts: TextToSpeech; voiceId: string; model?: string | undefined }>;
+  /** A detector of speech and of `silenceMs` of silence after it, over telephone audio, by audio time. */
+  voiceActivity(silenceMs: number): VoiceActivity;
+}
+
+/** What a voice activity detector tells of each piece of audio it is given, by audio time. */
+export interface VoiceActivity {
+  /** `speech-started` when speech begins, `silence` once the threshold of silence follows speech; else undefined. */
+  push(audio: Uint8Array): 'speech-started' | 'silence' | undefined;
 }
 
 /** A campaign dial's session says which campaign, contact and attempt it is (`metadata.campaign`). */

@@ -1,5 +1,11 @@
 import { conversationRuntime, type ConversationRuntime } from '../conversations/conversation-runtime.ts';
-import type { CallBackstop, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import type { CallBackstop, CallSpeech, CampaignCallEnded, RecordingStore, RelayConnections, Telephony, VoiceStore } from './ports.ts';
+import { builtinModels } from '../models/model-catalog.ts';
+import type { Model } from '../models/model-schemas.ts';
+import { voiceCatalog } from '../models/voices.ts';
+import { createSpeechProviders } from '../speech/speech-providers.ts';
+import { muLawDecode } from '../speech/telephone-audio.ts';
+import { VoiceActivityDetector } from '../speech/voice-activity.ts';
 import { campaignAttemptSettler, runtime, type Runtime } from '../runtime.ts';
 import { secretCipherFromConfig } from '../platform/secrets/secret-cipher.ts';
 import { DynamoCallSlots } from './call-slot-store.ts';
@@ -26,8 +32,14 @@ export interface RelayRuntime extends VoiceRuntime, ConversationRuntime {
   relay: RelayConnections;
 }
 
+/** What the media worker needs besides: turns, and the speech of its calls. */
+export interface MediaWorkerRuntime extends VoiceRuntime, ConversationRuntime {
+  speech: CallSpeech;
+}
+
 let processVoiceRuntime: VoiceRuntime | undefined;
 let processRelayRuntime: RelayRuntime | undefined;
+let processMediaWorkerRuntime: MediaWorkerRuntime | undefined;
 
 const withTelephony = <Base extends Runtime>(base: Base): Base & VoiceRuntime => ({
   ...base,
@@ -70,4 +82,47 @@ export function relayRuntime(): RelayRuntime {
     processRelayRuntime = { ...base, relay: relayConnections({ endpoint, region: base.config.AWS_REGION }) };
   }
   return processRelayRuntime;
+}
+
+export function mediaWorkerRuntime(): MediaWorkerRuntime {
+  if (!processMediaWorkerRuntime) {
+    const base = withTelephony(conversationRuntime());
+    processMediaWorkerRuntime = { ...base, speech: callSpeechFrom(base) };
+  }
+  return processMediaWorkerRuntime;
+}
+
+/**
+ * The speech of the media worker's calls, through the providers' registry: the agent's STT model (the built-in one
+ * when it names none), and its TTS model, else one of its voice's provider, else the built-in one; the voice is the
+ * agent's when it is of that model's provider, else the provider's first of the voices catalog.
+ */
+function callSpeechFrom(base: Pick<ConversationRuntime, 'config' | 'catalog' | 'providerKeys'>): CallSpeech {
+  const providers = createSpeechProviders({ config: base.config, providerKeys: base.providerKeys });
+  const { catalog } = base;
+  const builtin = (type: 'STT' | 'TTS') => catalog.byName(type, `builtin/${type === 'STT' ? builtinModels.stt : builtinModels.tts}`) as Model;
+  return {
+    speechToText: async (orgId, agent) => {
+      const model = (agent.sttModelId ? catalog.byId(agent.sttModelId) : undefined) ?? builtin('STT');
+      return { stt: await providers.speechToText(orgId, model), model: model.name };
+    },
+    textToSpeech: async (orgId, agent) => {
+      const model =
+        (agent.ttsModelId ? catalog.byId(agent.ttsModelId) : undefined) ??
+        catalog.models.find((candidate) => candidate.type === 'TTS' && candidate.provider === agent.voice?.provider) ??
+        builtin('TTS');
+      const voiceId = agent.voice?.provider === model.provider ? agent.voice.voiceId : voiceCatalog.find((voice) => voice.provider === model.provider)?.voiceId;
+      if (!voiceId) throw new Error(`The voices catalog has no voice of ${model.provider}, the provider of TTS model ${model.name}.`);
+      return { tts: await providers.textToSpeech(orgId, model), voiceId, model: model.name };
+    },
+    voiceActivity: (silenceMs) => {
+      const detector = new VoiceActivityDetector({ sampleRate: 8_000, silenceMs });
+      return {
+        push: (audio) => {
+          const last = detector.push(muLawDecode(audio)).at(-1);
+          return last === undefined ? undefined : last.type === 'speech-started' ? 'speech-started' : 'silence';
+        },
+      };
+    },
+  };
 }

@@ -34,9 +34,11 @@ import {
   type UpdatePhoneNumberInput,
   type VoiceCall,
 } from './voice-schemas.ts';
+import { mediaStreamTwiml } from './media-streams.ts';
+import type { ModelCatalog } from '../models/model-catalog.ts';
 import { conversationRelayTwiml, hangupTwiml, rejectTwiml, relayInbound, transferTwiml, whisperTwiml, type RelayOutbound } from './conversation-relay.ts';
 import { isValidTwilioSignature } from './twilio-signature.ts';
-import type { TtsProvider } from '../models/voices.ts';
+import { conversationRelayTtsProviders, type TtsProvider } from '../models/voices.ts';
 import { assertMayConsume, currentPlan } from '../billing/admission.ts';
 import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.ts';
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
@@ -54,13 +56,39 @@ export interface VoiceDeps extends SessionDeps, CallSlotDeps {
   backstop: CallBackstop;
   /** A campaign's call ended: its campaign settles the attempt (docs/campaigns.md#exactly-once). */
   campaignCallEnded: CampaignCallEnded;
-  config: SessionDeps['config'] & CallSlotDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL'>;
+  config: SessionDeps['config'] & CallSlotDeps['config'] & Pick<Config, 'PUBLIC_BASE_URL' | 'VOICE_RELAY_URL' | 'MEDIA_WORKER_URL'>;
 }
 
-export interface RelayDeps extends VoiceDeps, TurnDeps {
+/** What a call's conversation needs, on either path: calls and turns. */
+export interface ConversationDeps extends VoiceDeps, TurnDeps {
   config: VoiceDeps['config'] & TurnDeps['config'];
+}
+
+export interface RelayDeps extends ConversationDeps {
   relay: RelayConnections;
 }
+
+/** Which call: its organization and session. */
+export interface CallRef {
+  orgId: string;
+  sessionId: string;
+}
+
+/**
+ * Where a reply goes as the turn makes it: ConversationRelay's text tokens, or the media worker's speech. `settled`
+ * resolves once what was said is out (the relay) or has been played to the caller (the worker's marks).
+ */
+export interface ReplyChannel {
+  delta(text: string): void;
+  /** The reply is whole. */
+  complete(): void;
+  /** The conversation is over: the agent said goodbye, or transfers (`handoffData`). */
+  end(handoffData?: string): void;
+  settled(): Promise<void>;
+}
+
+/** A key press, as the user message the agent answers (docs/voice.md#call-flow). */
+export const keyPressContent = (digit: string): string => `[The caller pressed ${digit}]`;
 
 /** Inbound sessions are named by the carrier's call id, so a retried voice webhook finds the session it created. */
 const inboundSessionNamespace = '6f1d3c0e-8a51-4c7e-9f0a-2b7d5e4c1a90';
@@ -273,21 +301,66 @@ export function relayUrl(deps: VoiceDeps, orgId: string, sessionId: string, rela
   return `${deps.config.VOICE_RELAY_URL}?org=${encodeURIComponent(orgId)}&session=${encodeURIComponent(sessionId)}&token=${encodeURIComponent(relayToken)}`;
 }
 
+/**
+ * Where the media worker takes one call's Media Stream. Twilio's `<Stream url>` takes no query string: the path names
+ * the call, so that the upgrade's signature is checked with its organization's token before any audio, and the
+ * single-use token travels as a `<Parameter>` (`start.customParameters`).
+ */
+export function mediaStreamUrl(deps: VoiceDeps, orgId: string, sessionId: string): string {
+  if (!deps.config.MEDIA_WORKER_URL) throw new Error('MEDIA_WORKER_URL is not set: calls of this agent have no media worker to talk to.');
+  return `${deps.config.MEDIA_WORKER_URL.replace(/\/$/, '')}/${encodeURIComponent(orgId)}/${encodeURIComponent(sessionId)}`;
+}
+
+/** The `<Parameter>` of a stream's single-use token. */
+export const streamTokenParameter = 'token';
+
 /** The call keeps only a hash of its relay token: the token itself is in the TwiML the carrier got, and nowhere else. */
 const relayTokenHash = (relayToken: string): string => createHash('sha256').update(relayToken).digest('base64url');
 
 /** ConversationRelay's spelling of each TTS provider of the voices catalog it speaks with (not the built-in one). */
 const relayTtsProviders: Partial<Record<TtsProvider, string>> = { google: 'Google', amazon: 'Amazon', elevenlabs: 'ElevenLabs', cartesia: 'Cartesia', rime: 'Rime' };
 
+/** The two ways a call's audio goes (docs/voice.md#which-path-a-call-takes, decision 437). */
+export type CallPath = 'conversation-relay' | 'media-worker';
+
+const relayVoiceProviders: ReadonlySet<string> = new Set(conversationRelayTtsProviders);
+/** The STT provider ConversationRelay runs itself (its `transcriptionProvider`). */
+const relaySttProviders: ReadonlySet<string> = new Set(['deepgram']);
+
 /**
- * The call's TwiML, with a fresh relay token the call keeps (hashed) for the one `$connect` it admits. `record`
- * starts a recording in the TwiML itself (an inbound call; an outbound one is recorded by its REST request).
+ * ConversationRelay when it does all the agent asks for itself (it is serverless, and Twilio bills the speech); the
+ * media worker for anything else: a voice or model of another provider (the built-in engines, Cartesia, Rime,
+ * Amazon Transcribe), or an explicit end of turn. A model the catalog does not know asks for nothing.
+ */
+export function callPathOf(agent: Pick<Agent, 'voice' | 'sttModelId' | 'ttsModelId'>, catalog: Pick<ModelCatalog, 'byId'>): CallPath {
+  const voiceProvider = agent.voice?.provider;
+  const stt = agent.sttModelId ? catalog.byId(agent.sttModelId) : undefined;
+  const tts = agent.ttsModelId ? catalog.byId(agent.ttsModelId) : undefined;
+  const relayDoesIt =
+    !agent.voice?.endOfTurn &&
+    (voiceProvider === undefined || relayVoiceProviders.has(voiceProvider)) &&
+    (!stt || relaySttProviders.has(stt.provider)) &&
+    (!tts || (relayVoiceProviders.has(tts.provider) && (voiceProvider === undefined || (tts.provider as string) === voiceProvider)));
+  return relayDoesIt ? 'conversation-relay' : 'media-worker';
+}
+
+/**
+ * The call's TwiML, with a fresh single-use token the call keeps (hashed) for the one connection it admits:
+ * ConversationRelay's `$connect`, or the media worker's stream `start`. `record` starts a recording in the TwiML
+ * itself (an inbound call; an outbound one is recorded by its REST request).
  */
 async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId: string, options: { record?: boolean } = {}): Promise<string> {
   const relayToken = randomBytes(24).toString('base64url');
   await deps.voice.offerRelay(orgId, sessionId, relayTokenHash(relayToken));
+  const recordingStatusCallback = options.record ? recordingCallbackUrl(deps, orgId, sessionId) : undefined;
+  // When the conversation ends with the call still up (the agent said goodbye or transfers, the connection dropped),
+  // Twilio asks this action what to do next, and we answer <Hangup/>, or <Dial> for a transfer.
+  const action = relayEndedUrl(deps, orgId, sessionId);
+  if (callPathOf(agent, deps.catalog) === 'media-worker') {
+    return mediaStreamTwiml({ url: mediaStreamUrl(deps, orgId, sessionId), parameters: { [streamTokenParameter]: relayToken }, action, recordingStatusCallback });
+  }
   const twiml = conversationRelayTwiml({
-    ...(options.record ? { recordingStatusCallback: recordingCallbackUrl(deps, orgId, sessionId) } : {}),
+    recordingStatusCallback,
     url: relayUrl(deps, orgId, sessionId, relayToken),
     language: agent.language ?? 'en-US',
     interruptible: true,
@@ -298,9 +371,7 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
     ttsProvider: agent.voice ? relayTtsProviders[agent.voice.provider] : undefined,
     voice: agent.voice?.voiceId,
   });
-  // When the relay ends with the call still up (the agent said goodbye or transfers, the connection dropped), Twilio
-  // asks this action what to do next, and we answer <Hangup/>, or <Dial> for a transfer.
-  return twiml.replace('<Connect>', `<Connect action="${relayEndedUrl(deps, orgId, sessionId)}">`);
+  return twiml.replace('<Connect>', `<Connect action="${action}">`);
 }
 
 // ---- Starting calls ------------------------------------------------------------------------------------------
@@ -531,7 +602,8 @@ export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
   if (params.CallStatus === 'in-progress') {
-    const transfer = isTransferHandoff(params.HandoffData) ? await requestedTransfer(deps, orgId, sessionId) : undefined;
+    // A Media Stream carries no `handoffData`: the transfer the agent asked for is the session's.
+    const transfer = params.HandoffData === undefined || isTransferHandoff(params.HandoffData) ? await requestedTransfer(deps, orgId, sessionId) : undefined;
     if (transfer) {
       await endCall(deps, orgId, sessionId, 'TRANSFERRED');
       const warm = transfer.mode === 'warm';
@@ -753,13 +825,41 @@ export async function openRelay(deps: VoiceDeps, connectionId: string, query: Re
   if (!orgId || !sessionId || !token) throw new NotFoundError('The relay URL names no call.');
   if (Object.keys(unissued).length > 0) throw new InvalidSignatureError('The X-Twilio-Signature does not match this request.');
   await verifiedCredentials(deps, orgId, relayUrl(deps, orgId, sessionId, token), {}, { signature, query: '' });
-  const session = await deps.sessions.get(orgId, sessionId);
-  if (!session || session.type !== 'VOICE' || session.state !== 'OPEN') throw new NotFoundError(`No open call for session ${sessionId}.`);
-  if (!(await deps.voice.claimRelay(connectionId, orgId, sessionId, relayTokenHash(token)))) {
-    throw new ForbiddenError('This call’s relay is already connected: its URL opens one connection, once.');
-  }
+  await claimCall(deps, connectionId, { orgId, sessionId }, token);
   if (callOfConnection.size >= maxRememberedConnections) callOfConnection.delete(callOfConnection.keys().next().value as string);
   callOfConnection.set(connectionId, { orgId, sessionId });
+}
+
+/**
+ * Binds the one connection an open call admits (ConversationRelay's, or the media worker's stream), consuming the
+ * call's single-use token; its open session, or the error that refuses the connection.
+ */
+async function claimCall(deps: VoiceDeps, connectionId: string, call: CallRef, token: string): Promise<StoredSession> {
+  const session = await deps.sessions.get(call.orgId, call.sessionId);
+  if (!session || session.type !== 'VOICE' || session.state !== 'OPEN') throw new NotFoundError(`No open call for session ${call.sessionId}.`);
+  if (!(await deps.voice.claimRelay(connectionId, call.orgId, call.sessionId, relayTokenHash(token)))) {
+    throw new ForbiddenError('This call’s connection is already open: its token opens one connection, once.');
+  }
+  return session;
+}
+
+/**
+ * The media worker's WebSocket upgrade: Twilio's signature over the stream URL of the call (its path names it), with
+ * its organization's token, before any audio flows.
+ */
+export async function verifyMediaStreamUpgrade(deps: VoiceDeps, call: CallRef, signature: string | undefined): Promise<void> {
+  await verifiedCredentials(deps, call.orgId, mediaStreamUrl(deps, call.orgId, call.sessionId), {}, { signature, query: '' });
+}
+
+/**
+ * The stream's `start`: the call's single-use token (a `<Parameter>`) is consumed, as the relay's is at `$connect`,
+ * so that a replayed upgrade opens nothing (decision 438). The call's agent, to talk with.
+ */
+export async function claimMediaStream(deps: VoiceDeps, call: CallRef, streamSid: string, parameters: Readonly<Record<string, string>>): Promise<Agent> {
+  const token = parameters[streamTokenParameter];
+  if (!token) throw new ForbiddenError('The stream carries no token.');
+  const session = await claimCall(deps, `stream:${streamSid}`, call, token);
+  return requireAgent(deps, call.orgId, session.agentId);
 }
 
 /** `$disconnect`: nothing to end here; the carrier reports the end of the call (and the backstop covers silence). */
@@ -790,13 +890,13 @@ export async function handleRelayMessage(deps: RelayDeps, connectionId: string, 
   switch (data.type) {
     case 'prompt':
       // Partial prompts are only sent when asked for (`partialPrompts`); the final one is what the callee said.
-      if (data.last) await converse(deps, connectionId, call, data.voicePrompt, { source: 'voice' });
+      if (data.last) await converse(deps, call, data.voicePrompt, { source: 'voice' }, relayChannel(deps, connectionId, call));
       return;
     case 'interrupt':
       await recordInterruption(deps, call, data.utteranceUntilInterrupt, data.durationUntilInterruptMs);
       return;
     case 'dtmf':
-      await converse(deps, connectionId, call, `[The caller pressed ${data.digit}]`, { source: 'dtmf', digit: data.digit });
+      await converse(deps, call, keyPressContent(data.digit), { source: 'dtmf', digit: data.digit }, relayChannel(deps, connectionId, call));
       return;
     case 'error':
       logger.warn('relay reported an error', { sessionId: call.sessionId, description: data.description });
@@ -806,7 +906,8 @@ export async function handleRelayMessage(deps: RelayDeps, connectionId: string, 
   }
 }
 
-async function converse(deps: RelayDeps, connectionId: string, call: { orgId: string; sessionId: string }, content: string, metadata: Record<string, unknown>): Promise<void> {
+/** The relay's way of saying a reply: text tokens, then `last`, then `end` when the conversation is over. */
+function relayChannel(deps: RelayDeps, connectionId: string, call: CallRef): ReplyChannel {
   // Tokens leave one after another, in order; a connection that is gone stops the sending, never the turn.
   let outbox = Promise.resolve();
   let connected = true;
@@ -824,40 +925,49 @@ async function converse(deps: RelayDeps, connectionId: string, call: { orgId: st
       }
     });
   };
+  return {
+    delta: (text) => send({ type: 'text', token: text, last: false }),
+    complete: () => send({ type: 'text', token: '', last: true }),
+    end: (handoffData) => send(handoffData === undefined ? { type: 'end' } : { type: 'end', handoffData }),
+    settled: () => outbox,
+  };
+}
+
+/**
+ * One turn of a call, whichever path carries it (ConversationRelay's text, the media worker's speech): the user's
+ * message, the reply said through `channel` as it is made, and what the agent decided: a transfer ends the
+ * conversation with a `handoffData` the `<Connect>` action reads, a goodbye ends it and hangs up once said.
+ */
+export async function converse(deps: ConversationDeps, call: CallRef, content: string, metadata: Record<string, unknown>, channel: ReplyChannel): Promise<void> {
   let turn;
   try {
     turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata });
   } catch (error) {
     logger.warn('voice turn refused', { sessionId: call.sessionId, error: error as Error });
-    send({ type: 'end' });
-    await outbox;
+    channel.end();
+    await channel.settled();
     return;
   }
   let result;
   try {
-    result = await runTurn(
-      deps,
-      turn,
-      { delta: (_messageId, text) => send({ type: 'text', token: text, last: false }), failed: () => undefined },
-      { closeWhenAgentEnds: false },
-    );
+    result = await runTurn(deps, turn, { delta: (_messageId, text) => channel.delta(text), failed: () => undefined }, { closeWhenAgentEnds: false });
   } catch (error) {
     if (!(error instanceof InvalidSessionError)) throw error;
     // The call ended during the reply (a hang-up): the session takes no more messages, an ordinary end of a call.
     logger.info('call ended during the reply; its last turn was not saved', { sessionId: call.sessionId });
-    await outbox;
+    await channel.settled();
     return;
   }
-  send({ type: 'text', token: '', last: true });
+  channel.complete();
   const transfer = result.routed.transfer;
   if (transfer) {
-    // ConversationRelay ends its session and gives `handoffData` to the <Connect> action, which dials (handleRelayEnded).
-    send({ type: 'end', handoffData: JSON.stringify({ reasonCode: transferReasonCode, reason: transfer.reason ?? transfer.description }) });
+    // The conversation ends and the `<Connect>` action dials, with the call still up (handleRelayEnded).
+    channel.end(JSON.stringify({ reasonCode: transferReasonCode, reason: transfer.reason ?? transfer.description }));
   } else if (result.agentEnded) {
     await deps.voice.markAgentHangup(call.orgId, call.sessionId, deps.clock.now().toISOString());
-    send({ type: 'end' });
+    channel.end();
   }
-  await outbox;
+  await channel.settled();
   if (result.agentEnded && !transfer) await hangUp(deps, call);
 }
 
@@ -869,7 +979,7 @@ const transferReasonCode = 'transfer';
  * `metadata.interruption`. It waits for a turn of this call still running in this process, so the reply it
  * truncates is written; the next prompt queues behind it.
  */
-async function recordInterruption(deps: RelayDeps, call: { orgId: string; sessionId: string }, spoken: string, durationMs: number | undefined): Promise<void> {
+export async function recordInterruption(deps: ConversationDeps, call: CallRef, spoken: string, durationMs: number | undefined): Promise<void> {
   const sessionKey = `${call.orgId}/${call.sessionId}`;
   const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
   try {
@@ -891,7 +1001,7 @@ async function recordInterruption(deps: RelayDeps, call: { orgId: string; sessio
 }
 
 /** The agent hangs up: the carrier ends the call, and its `completed` ends the session as HANGUP_AGENT. */
-async function hangUp(deps: VoiceDeps, call: { orgId: string; sessionId: string }): Promise<void> {
+export async function hangUp(deps: VoiceDeps, call: CallRef): Promise<void> {
   const [voiceCall, credentials] = await Promise.all([deps.voice.getCall(call.orgId, call.sessionId), deps.voice.getCredentials(call.orgId)]);
   if (!voiceCall?.callSid || !credentials) return;
   try {

@@ -139,7 +139,7 @@ describe('the media worker of deploy/example.json', () => {
     expect(ofType('AWS::EC2::NatGateway')).toEqual([]);
   });
 
-  it("grants its task exactly the voice relay's turn grants and the speech services, each named or held to the region, no action a wildcard", () => {
+  it("grants its task exactly the voice relay's turn grants, the speech services and the speech providers' keys, each named or held to the region, no action a wildcard", () => {
     const roleId = idOf(stack.mediaWorker?.taskRole as never);
     const statements = ofType('AWS::IAM::Policy')
       .filter(([, policy]) => JSON.stringify(policy.Properties.Roles).includes(`"${roleId}"`))
@@ -165,8 +165,13 @@ describe('the media worker of deploy/example.json', () => {
       },
     ]);
     // The relay's turn grants (the table, the models, rerank, knowledge, the secrets key and the secrets its settings
-    // read), and not its management API; no recordings: the carrier's callback copies them, as for every call.
-    expect(grants(statements.filter((statement) => !speech(statement)))).toEqual(grants(relayStatements).filter((grant) => !lambdaOrRelay(grant)));
+    // read), and not its management API; the deployment's keys of the speech providers (their secrets, read as the
+    // relay reads its own); no recordings: the carrier's callback copies them, as for every call.
+    const speechKey = (grant: string) => /"Ref":"Secret(DEEPGRAM|CARTESIA|RIME|ELEVENLABS)APIKEY"/.test(grant);
+    expect(grants(statements.filter((statement) => !speech(statement))).filter((grant) => !speechKey(grant))).toEqual(grants(relayStatements).filter((grant) => !lambdaOrRelay(grant)));
+    expect(grants(statements).filter(speechKey)).toEqual(
+      ['CARTESIA', 'DEEPGRAM', 'ELEVENLABS', 'RIME'].flatMap((provider) => [`["secretsmanager:DescribeSecret",{"Ref":"Secret${provider}APIKEY"},null]`, `["secretsmanager:GetSecretValue",{"Ref":"Secret${provider}APIKEY"},null]`]).sort(),
+    );
     expect(JSON.stringify(statements)).not.toContain('Recordings');
     expect(statements.filter((statement) => statement.Resource === '*').flatMap((statement) => asArray(statement.Action)).sort()).toEqual(
       ['bedrock:Rerank', 'polly:SynthesizeSpeech', 'transcribe:StartStreamTranscription', 'transcribe:StartStreamTranscriptionWebSocket'].sort(),

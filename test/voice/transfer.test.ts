@@ -28,6 +28,8 @@ function transferAsked(body: ChatRequestBody) {
   if (said.includes('helpdesk')) return { name: 'transfer_call', arguments: { destination: support, summary: 'Locked out after a password reset.' } };
   if (said.includes('support')) return { name: 'transfer_call', arguments: { destination: support, reason: 'broken login' } };
   if (said.includes('the boss')) return { name: 'transfer_call', arguments: { destination: '+15550109' } };
+  // A key press on a call through the media worker (whose built-in recogniser would not make out "sales").
+  if (said.includes('The caller pressed 0')) return { name: 'transfer_call', arguments: { destination: sales, reason: 'pressed 0' } };
   return undefined;
 }
 
@@ -119,6 +121,23 @@ describe('transfer_call on a call', { timeout: 90_000 }, () => {
     const org = await transferringOrg();
     const { callSid } = await callSaying(org, '+15550124', 'Connect me to the helpdesk');
     expect((await dialsOf(callSid))[0]!.whisper).toEqual(['Transferred call from +15550124. Summary: Locked out after a password reset.']);
+  });
+
+  it('through the media worker: the stream closes once the reply is played, and the <Connect> action dials', async () => {
+    // Prepare: an agent with a built-in voice, whose calls take the media worker; a Media Stream has no handoffData.
+    const org = await transferringOrg();
+    await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key: org.key, body: { voice: { provider: 'builtin', voiceId: 'en-us' } } });
+    simulator().setScript('+15550125', { steps: [{ dtmf: '0' }], then: 'stay' });
+
+    // Act
+    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: '+15550125', agent_id: org.agentId } });
+    await sessionEvents(receiver, org.webhookPath, started.body.sessionId);
+    const session = (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}`, { key: org.key })).body;
+
+    // Assess
+    expect(simulator().twimlOf(session.metadata.roomName)).toContain('<Stream url=');
+    expect(session).toMatchObject({ endedReason: 'TRANSFERRED', metadata: { transfer: { number: sales, mode: 'cold', reason: 'pressed 0' } } });
+    expect(await dialsOf(session.metadata.roomName)).toEqual([{ number: sales, callerId: org.phoneNumber, callerHeard: [], whisper: [], outcome: 'answered' }]);
   });
 
   it('refuses a destination the agent was not given as a tool error, and the call goes on', async () => {

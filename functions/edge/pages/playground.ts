@@ -322,7 +322,7 @@ function testCall(number: string): void {
       reply ??= listItem(callTranscript, '', 'assistant');
       reply.textContent += message.token;
       if (message.last) reply = undefined;
-    } else {
+    } else if (message.type === 'end') {
       ended = true;
       show(callStatus, `The call ended (${message.reason}).`);
       channel.close();

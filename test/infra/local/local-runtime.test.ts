@@ -4,11 +4,13 @@
  * DynamoDB Local.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../infra/local/free-port.ts';
+import { BuiltinTextToSpeech } from '../../../shared/speech/builtin-tts.ts';
+import { muLawDecode, readWav, writeWav } from '../../../shared/speech/telephone-audio.ts';
 import {
   call,
   childEnv,
@@ -262,6 +264,52 @@ describe('headless start with INIT_ORG_ID and INIT_API_KEY', () => {
     const messages = await call(running, 'GET', `/api/v1/chat/sessions/${session.id}/messages`, { key: initKey });
     expect(messages.body.data.map((message: { content: string }) => message.content)).toContain('Is the shop open?');
   }, 120_000);
+
+  it('call CLI --play says a WAV file on a call through the media worker, and --save keeps what the agent said', async () => {
+    // Prepare: an agent with a built-in voice (its calls go through the media worker, npm start's own process) and a
+    // recording of the caller's question, as a person would bring one: a PCM WAV file.
+    const running = server as RunningServer;
+    const agent = await call(running, 'POST', '/v2/chat/agents', {
+      key: initKey,
+      body: { fullName: 'Speaker', description: 'Phone', role: 'You answer the phone.', voiceEnabled: true, voicePipelineMode: 'pipeline', voice: { provider: 'builtin', voiceId: 'en-us' } },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const number = await call(running, 'POST', '/api/v1/phone-numbers/buy', { key: initKey, body: { area_code: '415', agentId: agent.body.id } });
+    expect(number.status, number.text).toBe(201);
+    const files = mkdtempSync(join(tmpdir(), 'call-audio-'));
+    const question = join(files, 'question.wav');
+    const answer = join(files, 'answer.wav');
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of new BuiltinTextToSpeech().synthesize('Tell me the weather please.', { voiceId: 'en-us', language: 'en-US' })) chunks.push(chunk);
+    writeFileSync(question, writeWav(muLawDecode(Buffer.concat(chunks)), 8_000));
+
+    // Act: the file is said once connected; the call is hung up once the agent's reply was heard.
+    const child = spawnInGroup([callScript, '--inbound', number.body.phone_number, '--play', question, '--save', answer], childEnv({ DATA_DIR: dataDir }), process.execPath, { stdin: 'pipe' });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk) => (stdout += chunk));
+    child.stderr?.on('data', (chunk) => (stderr += chunk));
+    const deadline = Date.now() + 90_000;
+    while (!/agent> \S/.test(stdout)) {
+      if (!isRunning(child) || Date.now() > deadline) throw new Error(`call CLI: no reply heard; stdout: ${stdout} stderr: ${stderr}`);
+      await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+    }
+    child.stdin?.end('\n');
+    const exit = await waitForExit(child, 30_000);
+
+    // Assess: the agent heard the file's words and answered aloud; what it said is in the file, seconds of it.
+    expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(stdout).toContain(`The agent's audio`);
+    const saved = readWav(readFileSync(answer));
+    expect(saved.sampleRate).toBe(8_000);
+    expect(saved.samples.length / saved.sampleRate).toBeGreaterThan(1);
+    const callSid = /Call (CA[0-9a-f]{32})/.exec(stdout)?.[1];
+    const sessions = await call(running, 'GET', '/v1/chat/chat/sessions?platform=PHONE&limit=100', { key: initKey });
+    const session = sessions.body.data.find((candidate: { metadata: { roomName?: string } }) => candidate.metadata.roomName === callSid);
+    const messages = await call(running, 'GET', `/api/v1/chat/sessions/${session.id}/messages`, { key: initKey });
+    expect(messages.body.data[0]).toMatchObject({ role: 'USER', content: expect.stringContaining('weather'), metadata: { source: 'voice' } });
+    rmSync(files, { recursive: true, force: true });
+  }, 180_000);
 
   it('sends no campaign tick while no campaign is scheduled or running: nothing about them in the log, even at DEBUG', async () => {
     // Prepare: an organization without campaigns, and a server that has run through the tests before this one, many
