@@ -71,15 +71,19 @@ const sessions = ['SESSION_IDLE_TIMEOUT_SECONDS', 'PAST_DUE_GRACE_DAYS'] as cons
 const turns = [...knowledge, ...egress, ...sessions, 'MAX_TOOL_ROUNDS', 'TOOL_TIMEOUT_MS', 'TOOL_MAX_RESPONSE_BYTES', 'TURN_TIMEOUT_SECONDS'] as const satisfies readonly SettingName[];
 /** The voice runtime: Twilio, recordings, backstop schedules. */
 const voice = ['TWILIO_API_BASE_URL', 'RECORDINGS_BUCKET', 'S3_ENDPOINT', 'CALL_BACKSTOP_QUEUE_ARN', 'SCHEDULER_ROLE_ARN', 'SCHEDULER_ENDPOINT'] as const satisfies readonly SettingName[];
-/** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
-const speech = [
-  'SPEECH_ENGINES_DIR',
+/** Where the speech providers are: their own addresses on AWS, the simulators' under `npm start`. */
+export const speechProviderAddresses = [
   'DEEPGRAM_API_URL',
   'CARTESIA_API_URL',
   'RIME_API_URL',
   'ELEVENLABS_API_URL',
   'POLLY_ENDPOINT',
   'TRANSCRIBE_STREAMING_ENDPOINT',
+] as const satisfies readonly SettingName[];
+/** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
+const speech = [
+  'SPEECH_ENGINES_DIR',
+  ...speechProviderAddresses,
   'DEEPGRAM_API_KEY',
   'CARTESIA_API_KEY',
   'RIME_API_KEY',

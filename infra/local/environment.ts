@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { speechProviderAddresses } from '../../functions/settings.ts';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { ensureTable } from './table.ts';
 
@@ -17,12 +18,7 @@ export const providerAddressVariables = [
   'PUBLIC_BASE_URL',
   'VOICE_RELAY_URL',
   'MEDIA_WORKER_URL',
-  'DEEPGRAM_API_URL',
-  'CARTESIA_API_URL',
-  'RIME_API_URL',
-  'ELEVENLABS_API_URL',
-  'POLLY_ENDPOINT',
-  'TRANSCRIBE_STREAMING_ENDPOINT',
+  ...speechProviderAddresses,
 ] as const;
 
 export function dataDirectory(env: NodeJS.ProcessEnv = process.env): string {
