@@ -93,3 +93,64 @@ export class SpeechProviderError extends Error {
     this.retryable = retryable;
   }
 }
+
+/** A tool a speech-to-speech model may call: our tool engine runs it and hands the result back. */
+export interface SpeechToSpeechTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters: Record<string, unknown>;
+}
+
+export interface SpeechToSpeechOptions {
+  /** The provider's model, as the catalog names it (`amazon.nova-sonic-v1:0`, `gpt-realtime`). */
+  model: string;
+  /** The agent's system prompt, its variables filled in. */
+  instructions: string;
+  /** A voice of the provider; its default when absent. */
+  voiceId?: string | undefined;
+  /** BCP-47: the agent's language. */
+  language: string;
+  tools: readonly SpeechToSpeechTool[];
+  /** Closes the session (as `close()`) when aborted. */
+  signal?: AbortSignal | undefined;
+}
+
+/** What a speech-to-speech session reports, in order. */
+export type SpeechToSpeechEvent =
+  /** The caller began speaking: the cue for barge-in. */
+  | { type: 'speech-started' }
+  /** What the caller said in one turn, as the model's transcription heard it. */
+  | { type: 'user-transcript'; text: string }
+  /** Telephone audio of the model's reply, as it is produced. */
+  | { type: 'audio'; audio: Uint8Array }
+  /** Text of the reply being spoken; `final` once the reply's transcript is whole. */
+  | { type: 'assistant-transcript'; text: string; final: boolean }
+  /** The model asks for a tool: answer with `toolResult(callId, …)`; the reply goes on after it. */
+  | { type: 'tool-call'; callId: string; name: string; arguments: string }
+  /** The model finished its reply (or stopped it after `interrupt`). */
+  | { type: 'response-done' }
+  /** The session failed and ends. */
+  | { type: 'error'; message: string };
+
+/** One conversation with a speech-to-speech model: the caller's audio in, the model's audio and both transcripts out. */
+export interface SpeechToSpeechSession {
+  /** The caller's audio as it arrives: telephone audio bytes, any length. */
+  write(audio: Uint8Array): void;
+  /** The output of a tool the model called. */
+  toolResult(callId: string, output: string): void;
+  /** The caller spoke over the reply: it stops, and the model keeps only the `playedMs` of it that were heard. */
+  interrupt(playedMs: number): void;
+  /** Has the model say `text` (the welcome message) as its own turn. */
+  say(text: string): void;
+  /** Ends the session; its events end. */
+  close(): void;
+  events: AsyncIterable<SpeechToSpeechEvent>;
+}
+
+/** A speech-to-speech provider (an STS model of the catalog): Amazon Nova Sonic, the OpenAI Realtime protocol. */
+export interface SpeechToSpeech {
+  /** The catalog's provider name: `bedrock`, `openai-compatible`, `builtin`. */
+  readonly provider: string;
+  open(options: SpeechToSpeechOptions): SpeechToSpeechSession;
+}
