@@ -79,6 +79,7 @@ export const speechProviderAddresses = [
   'ELEVENLABS_API_URL',
   'POLLY_ENDPOINT',
   'TRANSCRIBE_STREAMING_ENDPOINT',
+  'NOVA_SONIC_ENDPOINT',
 ] as const satisfies readonly SettingName[];
 /** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
 const speech = [

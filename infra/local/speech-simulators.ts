@@ -2,6 +2,7 @@ import { voiceCatalog, type TtsProvider } from '../../shared/models/voices.ts';
 import { startCartesiaSimulator } from './cartesia-simulator.ts';
 import { startDeepgramSimulator, type DeepgramSimulator } from './deepgram-simulator.ts';
 import { startElevenlabsSimulator } from './elevenlabs-simulator.ts';
+import { startNovaSonicSimulator } from './nova-sonic-simulator.ts';
 import { denyEgressTo } from './environment.ts';
 import { startPollySimulator } from './polly-simulator.ts';
 import { startRimeSimulator } from './rime-simulator.ts';
@@ -11,7 +12,7 @@ import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-serve
 /**
  * The speech providers' simulators of the local runtime (docs/voice.md#speech-provider-simulators), started before
  * the handlers read their configuration, each one unless its address is preset (`DEEPGRAM_API_URL`,
- * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`, among `providerAddressVariables`: a
+ * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`, `NOVA_SONIC_ENDPOINT`, among `providerAddressVariables`: a
  * real provider, or another double). A started one sets its address, its key (unless the key is preset, which it
  * then accepts) and the provider's models in the catalog (unless those are preset).
  */
@@ -25,6 +26,7 @@ export interface LocalSpeech {
     elevenlabs?: SpeechSimulator;
     polly?: SpeechSimulator;
     transcribe?: SpeechSimulator;
+    novaSonic?: SpeechSimulator;
   };
   stop(): Promise<void>;
 }
@@ -76,6 +78,7 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
       models('AMAZON_STT_MODELS', 'transcribe-streaming');
       local.started.transcribe = use(await startTranscribeSimulator({ engines }), 'TRANSCRIBE_STREAMING_ENDPOINT');
     }
+    if (!env.NOVA_SONIC_ENDPOINT) local.started.novaSonic = use(await startNovaSonicSimulator({ engines }), 'NOVA_SONIC_ENDPOINT');
     return local;
   } catch (error) {
     await Promise.all(started.map((simulator) => simulator.stop()));

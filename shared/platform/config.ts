@@ -258,9 +258,10 @@ const configSchema = z.object({
   CARTESIA_API_URL: z.url().default('https://api.cartesia.ai'),
   RIME_API_URL: z.url().default('https://users.rime.ai'),
   ELEVENLABS_API_URL: z.url().default('https://api.elevenlabs.io'),
-  /** Set only for the local Polly and Transcribe simulators; on AWS the SDKs find the regional endpoints. */
+  /** Set only for the local Polly, Transcribe and Nova Sonic simulators; on AWS the SDKs find the regional endpoints. */
   POLLY_ENDPOINT: z.url().optional(),
   TRANSCRIBE_STREAMING_ENDPOINT: z.url().optional(),
+  NOVA_SONIC_ENDPOINT: z.url().optional(),
   DEEPGRAM_API_KEY: z.string().min(1).optional(),
   DEEPGRAM_API_KEY_ARN: secretArn,
   CARTESIA_API_KEY: z.string().min(1).optional(),
@@ -418,6 +419,7 @@ export const settingSources = {
   ELEVENLABS_API_URL: 'local',
   POLLY_ENDPOINT: 'local',
   TRANSCRIBE_STREAMING_ENDPOINT: 'local',
+  NOVA_SONIC_ENDPOINT: 'local',
   DEEPGRAM_API_KEY: 'secret',
   CARTESIA_API_KEY: 'secret',
   RIME_API_KEY: 'secret',

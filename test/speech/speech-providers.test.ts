@@ -39,7 +39,14 @@ const errorRate = (heard: string[]) =>
 
 describe('the simulators of npm start', () => {
   it('each set its address, its key and its models, which the catalog then offers', () => {
-    expect(env).toMatchObject({ DEEPGRAM_API_URL: local.started.deepgram?.url, CARTESIA_API_KEY: 'local-cartesia-key', RIME_TTS_MODELS: 'mistv2', AMAZON_TTS_MODELS: 'polly-neural' });
+    expect(env).toMatchObject({
+      DEEPGRAM_API_URL: local.started.deepgram?.url,
+      CARTESIA_API_KEY: 'local-cartesia-key',
+      RIME_TTS_MODELS: 'mistv2',
+      AMAZON_TTS_MODELS: 'polly-neural',
+      NOVA_SONIC_ENDPOINT: local.started.novaSonic?.url,
+    });
+    expect(local.started.novaSonic?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(catalog.models.filter((entry) => entry.provider !== 'builtin' && (entry.type === 'STT' || entry.type === 'TTS')).map((entry) => `${entry.provider}/${entry.type}/${entry.name}`)).toEqual([
       'deepgram/STT/nova-3',
       'amazon/STT/transcribe-streaming',
