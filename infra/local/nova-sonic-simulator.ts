@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { EventStreamCodec, type Message } from '@smithy/eventstream-codec';
 import { decideReply } from '../../shared/models/builtin-model.ts';
@@ -22,15 +23,16 @@ import { sendJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEn
  * energy detector after 500 ms of silence, heard by the built-in STT (a USER FINAL text), answered by the built-in
  * model (docs/models.md#the-built-in-model) with the prompt's tools: a `toolUse` (then the answer after its
  * result), or a SPECULATIVE text, its audio spoken by the built-in TTS, and the FINAL text with `END_TURN`. Speech
- * heard while a reply's audio is still being sent interrupts it (`{ "interrupted" : true }`, `INTERRUPTED`).
+ * heard while a reply's audio is still being sent (ten times faster than it is spoken) interrupts it (`{ "interrupted" : true }`, `INTERRUPTED`).
  */
 export const novaSonicSimulatorModels = ['amazon.nova-sonic-v1:0'];
 const outputRates = [8_000, 16_000, 24_000];
 const inputRates = [8_000, 16_000];
 const voices = ['matthew', 'tiffany', 'amy'];
 const pauseMs = 500;
-/** 100 ms of telephone audio: the reply's audio is sent in events of this, each after the previous one was written. */
+/** 100 ms of telephone audio: the reply's audio is sent in events of this, one every 10 ms (ten times faster than spoken, as Nova Sonic generates ahead). */
 const replyChunkBytes = 800;
+const replyChunkEveryMs = 10;
 const text = { toUtf8: (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8'), fromUtf8: (value: string) => new Uint8Array(Buffer.from(value, 'utf8')) };
 const stringHeader = (value: string) => ({ type: 'string' as const, value });
 
@@ -145,9 +147,8 @@ function converse(model: string, request: Http2ServerRequest, response: Http2Ser
     });
     const chunkBytes = (replyChunkBytes * 2 * outputRate) / 8_000;
     for (let offset = 0; offset < pcm.length && !turn.interrupted && !finished; offset += chunkBytes) {
+      if (offset > 0) await delay(replyChunkEveryMs);
       emit('audioOutput', { contentId, role: 'ASSISTANT', content: Buffer.from(pcm.subarray(offset, offset + chunkBytes)).toString('base64') });
-      // Lets the input be read between two chunks, so that speech heard meanwhile interrupts the reply.
-      await new Promise((resolve) => setImmediate(resolve));
     }
     speaking = undefined;
     if (turn.interrupted) {

@@ -157,6 +157,13 @@ describe('the Nova Sonic adapter against its simulator', () => {
     simulator = await startNovaSonicSimulator({ engines: protocolEngines('tell me the weather please') });
   });
   afterAll(() => simulator.stop());
+  /** A simulator whose replies last a minute: time to speak over them. */
+  const longReply = new Uint8Array(60_000 * 8).fill(0x10);
+  let longReplies: SpeechSimulator;
+  beforeAll(async () => {
+    longReplies = await startNovaSonicSimulator({ engines: { speak: async () => longReply, recognise: async () => 'hello there' } });
+  });
+  afterAll(() => longReplies.stop());
 
   it('hears the caller, asks for the tool, answers after its result with the spoken answer, and ends on close', async () => {
     const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options());
@@ -181,6 +188,25 @@ describe('the Nova Sonic adapter against its simulator', () => {
     session.close();
     await collectUntil(session, seen, () => false);
     expect(simulator.requests.map((request) => [request.path, request.status])).toContainEqual([`/model/${encodeURIComponent(novaSonicModel)}/invoke-with-bidirectional-stream`, 200]);
+  });
+
+  it('stops a reply when the caller speaks over it, with the documented signal, and answers what the caller said', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: longReplies.url }).open(options({ tools: [] }));
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, (event) => event.type === 'audio' || event.type === 'error');
+    // Speech while the reply is still being sent: Nova Sonic hears it in the same audio content.
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    await collectUntil(session, seen, (event) => event.type === 'user-transcript' || event.type === 'error');
+    session.close();
+
+    const types = seen.map((event) => event.type).filter((type, index, all) => type !== 'audio' || all[index - 1] !== 'audio');
+    expect(types).toEqual(['user-transcript', 'assistant-transcript', 'audio', 'speech-started', 'response-done', 'user-transcript']);
+    const received = seen.reduce((bytes, event) => bytes + (event.type === 'audio' ? event.audio.length : 0), 0);
+    expect(received).toBeLessThan(longReply.length);
   });
 
   it('fails the session with the validation error Bedrock gives an unknown model', async () => {
