@@ -78,7 +78,10 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
       models('AMAZON_STT_MODELS', 'transcribe-streaming');
       local.started.transcribe = use(await startTranscribeSimulator({ engines }), 'TRANSCRIBE_STREAMING_ENDPOINT');
     }
-    if (!env.NOVA_SONIC_ENDPOINT) local.started.novaSonic = use(await startNovaSonicSimulator({ engines }), 'NOVA_SONIC_ENDPOINT');
+    if (!env.NOVA_SONIC_ENDPOINT) {
+      models('BEDROCK_STS_MODELS', 'amazon.nova-sonic-v1:0');
+      local.started.novaSonic = use(await startNovaSonicSimulator({ engines }), 'NOVA_SONIC_ENDPOINT');
+    }
     return local;
   } catch (error) {
     await Promise.all(started.map((simulator) => simulator.stop()));

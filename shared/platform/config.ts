@@ -45,6 +45,8 @@ const configSchema = z.object({
   JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600),
   /** Bedrock model ids offered in the catalog, e.g. `anthropic.claude-3-5-haiku-20241022-v1:0`. */
   BEDROCK_MODELS: commaList,
+  /** Bedrock speech-to-speech models for calls through the media worker: Amazon Nova Sonic (docs/voice.md#amazon-nova-sonic-speech-to-speech). */
+  BEDROCK_STS_MODELS: commaList.pipe(z.array(z.enum(['amazon.nova-sonic-v1:0']))),
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   OPENAI_COMPATIBLE_API_KEY_ARN: secretArn,
@@ -346,6 +348,7 @@ export const settingSources = {
   AMAZON_STT_MODELS: 'deployment',
   AMAZON_TTS_MODELS: 'deployment',
   BEDROCK_RERANK_MODELS: 'deployment',
+  BEDROCK_STS_MODELS: 'deployment',
   DEFAULT_LLM: 'deployment',
   EVENT_BUS_NAME: 'stack',
   SQS_ENDPOINT: 'local',

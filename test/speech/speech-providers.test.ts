@@ -45,6 +45,7 @@ describe('the simulators of npm start', () => {
       RIME_TTS_MODELS: 'mistv2',
       AMAZON_TTS_MODELS: 'polly-neural',
       NOVA_SONIC_ENDPOINT: local.started.novaSonic?.url,
+      BEDROCK_STS_MODELS: 'amazon.nova-sonic-v1:0',
     });
     expect(local.started.novaSonic?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(catalog.models.filter((entry) => entry.provider !== 'builtin' && (entry.type === 'STT' || entry.type === 'TTS')).map((entry) => `${entry.provider}/${entry.type}/${entry.name}`)).toEqual([
