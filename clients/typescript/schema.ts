@@ -522,7 +522,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       /** @enum {string} */
-      type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
+      type: "LLM" | "STT" | "TTS" | "STS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
       provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
       name: string;
@@ -4184,7 +4184,7 @@ export interface operations {
       query?: {
         page?: string;
         limit?: string;
-        type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
+        type?: "LLM" | "STT" | "TTS" | "STS" | "EMBEDDING" | "RERANK";
         provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
         source?: "deployment" | "organization";
       };
