@@ -38,8 +38,14 @@ const stringHeader = (value: string) => ({ type: 'string' as const, value });
 
 type Body = Record<string, unknown>;
 
-export async function startNovaSonicSimulator(options: { engines: SimulatorEngines; port?: number | undefined }): Promise<SpeechSimulator> {
-  return startSpeechSimulatorServer(
+export interface NovaSonicSimulator extends SpeechSimulator {
+  /** How each conversation ended: `sessionEnd`, the validation error it was refused with, or `reset` (the client went away). */
+  endings: string[];
+}
+
+export async function startNovaSonicSimulator(options: { engines: SimulatorEngines; port?: number | undefined }): Promise<NovaSonicSimulator> {
+  const endings: string[] = [];
+  const server = await startSpeechSimulatorServer(
     {
       apiKey: 'local AWS credentials',
       port: options.port,
@@ -47,7 +53,7 @@ export async function startNovaSonicSimulator(options: { engines: SimulatorEngin
       streaming: (request, response, record) => {
         const model = /^\/model\/([^/]+)\/invoke-with-bidirectional-stream$/.exec(request.url ?? '')?.[1];
         if (!model) return false;
-        converse(decodeURIComponent(model), request, response, record, options.engines);
+        converse(decodeURIComponent(model), request, response, record, options.engines, (ending) => endings.push(ending));
         return true;
       },
     },
@@ -56,9 +62,17 @@ export async function startNovaSonicSimulator(options: { engines: SimulatorEngin
       sendJson(response, 404, { message: 'Unknown operation' }, { 'x-amzn-errortype': 'UnknownOperationException' });
     },
   );
+  return Object.assign(server, { endings });
 }
 
-function converse(model: string, request: Http2ServerRequest, response: Http2ServerResponse, record: (status: number) => void, engines: SimulatorEngines): void {
+function converse(
+  model: string,
+  request: Http2ServerRequest,
+  response: Http2ServerResponse,
+  record: (status: number) => void,
+  engines: SimulatorEngines,
+  ended: (ending: string) => void,
+): void {
   const refuse = (status: number, type: string, message: string) => {
     record(status);
     request.resume();
@@ -86,6 +100,7 @@ function converse(model: string, request: Http2ServerRequest, response: Http2Ser
     });
   const finish = (failure?: string) => {
     if (finished) return;
+    ended(failure ?? (stage === 'ended' ? 'sessionEnd' : 'end of input'));
     if (failure) {
       write({
         headers: { ':message-type': stringHeader('exception'), ':exception-type': stringHeader('validationException'), ':content-type': stringHeader('application/json') },
@@ -330,6 +345,7 @@ function converse(model: string, request: Http2ServerRequest, response: Http2Ser
   });
   request.on('end', () => void replies.then(() => finish()));
   response.once('close', () => {
+    if (!finished) ended('reset');
     finished = true;
   });
 }

@@ -27,6 +27,7 @@ export const novaSonicDefaultVoice = 'matthew';
 /** Telephone audio's rate, which Nova Sonic takes in and gives out as 16-bit LPCM: no resampling either way. */
 const sampleRateHertz = 8_000;
 const inferenceConfiguration = { maxTokens: 1024, topP: 0.9, temperature: 0.7 };
+const closeGraceMs = 5_000;
 
 /** An input event as Nova Sonic documents it (`{ "event": { "<name>": {…} } }`). */
 export type NovaSonicInput = { event: Record<string, Record<string, unknown>> };
@@ -174,16 +175,19 @@ export function novaSonicSession(options: SpeechToSpeechOptions): NovaSonicSessi
     }
   };
 
+  let closed = false;
   const close = () => {
-    if (aborter.signal.aborted) return;
+    if (closed) return;
+    closed = true;
     if (!input.ended) {
       send('contentEnd', { promptName, contentName: audioContent });
       send('promptEnd', { promptName });
       send('sessionEnd', {});
       input.end();
     }
-    aborter.abort();
     events.end(true);
+    // Bedrock ends the stream once it has the closing events; a stream that does not end is cut.
+    setTimeout(() => aborter.abort(), closeGraceMs).unref();
   };
   options.signal?.addEventListener('abort', close, { once: true });
 
@@ -192,7 +196,7 @@ export function novaSonicSession(options: SpeechToSpeechOptions): NovaSonicSessi
     receive,
     signal: aborter.signal,
     fail: (message) => {
-      if (aborter.signal.aborted) return;
+      if (closed) return;
       events.push({ type: 'error', message });
       events.end();
       input.end(true);

@@ -4,13 +4,14 @@
  * audio (decision 498).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
+import { startNovaSonicSimulator, type NovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
 import { builtinSimulatorEngines, type SpeechSimulator } from '../../infra/local/speech-simulator-server.ts';
 import { novaSonicModel, novaSonicSession, novaSonicSpeechToSpeech, type NovaSonicInput } from '../../shared/speech/nova-sonic.ts';
 import type { SpeechToSpeechEvent, SpeechToSpeechOptions, SpeechToSpeechSession } from '../../shared/speech/ports.ts';
 import { muLawEncode } from '../../shared/speech/telephone-audio.ts';
 import { wordErrorRate } from '../../shared/speech/word-error-rate.ts';
 import * as docs from '../fixtures/nova-sonic/documented-examples.ts';
+import { eventually } from '../support/eventually.ts';
 import { protocolEngines, spokenBytes } from '../support/speech.ts';
 
 const weatherTool = { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
@@ -152,7 +153,7 @@ async function collectUntil(session: SpeechToSpeechSession, seen: SpeechToSpeech
 }
 
 describe('the Nova Sonic adapter against its simulator', () => {
-  let simulator: SpeechSimulator;
+  let simulator: NovaSonicSimulator;
   beforeAll(async () => {
     simulator = await startNovaSonicSimulator({ engines: protocolEngines('tell me the weather please') });
   });
@@ -187,6 +188,8 @@ describe('the Nova Sonic adapter against its simulator', () => {
 
     session.close();
     await collectUntil(session, seen, () => false);
+    // The documented closing events reached it: the conversation ended with sessionEnd, not a dropped stream.
+    expect(await eventually(() => [...simulator.endings], (endings) => endings.length > 0)).toEqual(['sessionEnd']);
     expect(simulator.requests.map((request) => [request.path, request.status])).toContainEqual([`/model/${encodeURIComponent(novaSonicModel)}/invoke-with-bidirectional-stream`, 200]);
   });
 
