@@ -88,6 +88,20 @@ describe('the Nova Sonic adapter against the documented events', () => {
     expect(new Set(events.slice(1, -1).map((event) => bodyOf(event).promptName)).size).toBe(1);
   });
 
+  it('says a welcome as an interactive USER text turn, the one way Nova Sonic v1 takes text to answer', async () => {
+    const session = novaSonicSession(options());
+    session.port.say('Welcome to Acme.');
+    session.port.close();
+    const events = await drain(session.input);
+
+    const turn = events.slice(6, 9);
+    expect(turn.map(nameOf)).toEqual(['contentStart', 'textInput', 'contentEnd']);
+    expect(keysOf(turn[0]!)).toEqual(keysOf(docs.input.systemContentStart));
+    expect(bodyOf(turn[0]!)).toMatchObject({ type: 'TEXT', role: 'USER', interactive: true, textInputConfiguration: { mediaType: 'text/plain' } });
+    expect(bodyOf(turn[1]!).content).toBe('Say exactly this to the caller, and nothing else: Welcome to Acme.');
+    expect(bodyOf(turn[2]!).contentName).toBe(bodyOf(turn[0]!).contentName);
+  });
+
   it('reports the documented reply as the port says: the caller’s words, the tool call, the planned text, telephone audio, the whole final text, done', () => {
     const session = novaSonicSession(options());
     const seen: SpeechToSpeechEvent[] = [];
@@ -210,6 +224,14 @@ describe('the Nova Sonic adapter against its simulator', () => {
     expect(types).toEqual(['user-transcript', 'assistant-transcript', 'audio', 'speech-started', 'response-done', 'user-transcript']);
     const received = seen.reduce((bytes, event) => bytes + (event.type === 'audio' ? event.audio.length : 0), 0);
     expect(received).toBeLessThan(longReply.length);
+  });
+
+  it('ends the session with a validationException for a tool result the model never asked for', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options());
+    session.toolResult('tooluse-never-asked', '{}');
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, () => false);
+    expect(seen).toEqual([{ type: 'error', message: 'bedrock: ValidationException: A TOOL content must answer a toolUseId the model asked for' }]);
   });
 
   it('fails the session with the validation error Bedrock gives an unknown model', async () => {
