@@ -163,7 +163,10 @@ export function novaSonicSession(options: SpeechToSpeechOptions): NovaSonicSessi
         const content = contents.get(contentId);
         contents.delete(contentId);
         // A reply ends with END_TURN, or INTERRUPTED when the caller spoke over it; PARTIAL_TURN and TOOL_USE go on.
-        if (content?.role === 'ASSISTANT' && (body.stopReason === 'END_TURN' || body.stopReason === 'INTERRUPTED')) replyDone();
+        if (content?.role !== 'ASSISTANT' || (body.stopReason !== 'END_TURN' && body.stopReason !== 'INTERRUPTED')) return;
+        // The end of the reply `interrupt` cut: the next one is heard, even if no words of the caller come first.
+        if (muted && !replying) muted = false;
+        replyDone();
         return;
       }
       case 'completionEnd':

@@ -154,6 +154,26 @@ describe('the Nova Sonic adapter against the documented events', () => {
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'response-done', 'speech-started']);
   });
+
+  it('passes on the next reply after the interrupted one ended, even when no words of the caller came between', async () => {
+    const session = novaSonicSession(options());
+    const seen: SpeechToSpeechEvent[] = [];
+    const reading = (async () => {
+      for await (const event of session.port.events) seen.push(event);
+    })();
+    const [, , , audioStart, audioChunk, , , , audioEnd] = docs.outputBargeIn;
+    for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
+    session.receive(audioStart);
+    session.port.interrupt(0);
+    session.receive(audioChunk);
+    session.receive(audioEnd);
+    // A new reply: Nova Sonic's documented reply, from its planned text on.
+    for (const event of docs.outputTurn.slice(7)) session.receive(event);
+    session.finish();
+    await reading;
+
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'response-done', 'assistant-transcript', 'audio', 'assistant-transcript', 'response-done']);
+  });
 });
 
 async function collectUntil(session: SpeechToSpeechSession, seen: SpeechToSpeechEvent[], until: (event: SpeechToSpeechEvent) => boolean): Promise<void> {
