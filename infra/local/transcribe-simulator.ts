@@ -119,6 +119,8 @@ function transcribe(request: Http2ServerRequest, response: Http2ServerResponse, 
   });
   let idle = setTimeout(() => finish({ type: 'BadRequestException', message: 'Your request timed out because no new audio was received for 15 seconds.' }), idleLimitMs);
   const endOfAudio = () => {
+    // The audio has ended: nothing more to wait for, however long the recognition of what came takes.
+    clearTimeout(idle);
     if (cutter.hearing) cutter.flush();
     void answered.then(() => finish());
   };

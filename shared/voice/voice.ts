@@ -266,6 +266,14 @@ async function requireCredentials(deps: VoiceDeps, orgId: string): Promise<Telep
 
 // ---- Addresses the carrier calls (signed over exactly these) ---------------------------------------------------
 
+/**
+ * A carrier's callback reaches a deployment that gave no carrier an address to call back (no PUBLIC_BASE_URL): no
+ * call of it can be behind the request, which is answered 404 like any address that names nothing here.
+ */
+function requireCarrierCallbacks(deps: VoiceDeps): void {
+  if (!deps.config.PUBLIC_BASE_URL) throw new NotFoundError('This deployment takes no carrier callbacks: PUBLIC_BASE_URL is not set.');
+}
+
 function publicBase(deps: VoiceDeps): string {
   if (!deps.config.PUBLIC_BASE_URL) throw new Error('PUBLIC_BASE_URL is not set: the carrier cannot call this deployment back.');
   return deps.config.PUBLIC_BASE_URL.replace(/\/$/, '');
@@ -546,6 +554,7 @@ function isCallStatus(value: string | undefined): value is TwilioCallStatus {
  * forward, and a final status ends the session once, whichever of its copies arrives first.
  */
 export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  requireCarrierCallbacks(deps);
   await verifiedCredentials(deps, orgId, statusCallbackUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
@@ -559,6 +568,7 @@ export async function handleStatusCallback(deps: VoiceDeps, orgId: string, sessi
 export async function handleInboundStatusCallback(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<void> {
   const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
   if (!owner) throw new NotFoundError('No organization has imported this number.');
+  requireCarrierCallbacks(deps);
   await verifiedCredentials(deps, owner.orgId, inboundStatusCallbackUrl(deps), params, signed);
   const call = params.CallSid ? await deps.voice.getCall(owner.orgId, inboundSessionId(owner.orgId, params.CallSid)) : undefined;
   if (call?.direction === 'INBOUND') await applyCallStatus(deps, call, params);
@@ -598,6 +608,7 @@ function endedReasonOf(status: TwilioCallStatus, call: VoiceCall, params: Carrie
  * has no status callback, so its end is read here.
  */
 export async function handleRelayEnded(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  requireCarrierCallbacks(deps);
   await verifiedCredentials(deps, orgId, relayEndedUrl(deps, orgId, sessionId), params, signed);
   const call = await deps.voice.getCall(orgId, sessionId);
   if (!call) throw new NotFoundError(`No call for session ${sessionId}.`);
@@ -647,6 +658,7 @@ const whisperQuoteChars = 500;
  * connected: the summary the agent gave, or else what the caller said last.
  */
 export async function handleWhisper(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<string> {
+  requireCarrierCallbacks(deps);
   await verifiedCredentials(deps, orgId, whisperUrl(deps, orgId, sessionId), params, signed);
   const session = await deps.sessions.get(orgId, sessionId);
   const transfer = transferRecordSchema.safeParse(session?.metadata.transfer);
@@ -666,6 +678,7 @@ export async function handleWhisper(deps: VoiceDeps, orgId: string, sessionId: s
 export async function handleInboundCall(deps: VoiceDeps, params: CarrierParams, signed: CarrierSignature): Promise<string> {
   const owner = params.To ? await deps.voice.phoneNumberOwner(params.To) : undefined;
   if (!owner) throw new NotFoundError('No organization has imported this number.');
+  requireCarrierCallbacks(deps);
   await verifiedCredentials(deps, owner.orgId, inboundWebhookUrl(deps), params, signed);
   const number = await deps.voice.getPhoneNumber(owner.orgId, owner.phoneNumberId);
   const callSid = params.CallSid;
@@ -713,6 +726,7 @@ const inboundSessionId = (orgId: string, callSid: string): string => uuidv5(`${o
  * Idempotent: a retried callback copies it again (same key) and deletes again (already gone is fine).
  */
 export async function handleRecordingCallback(deps: VoiceDeps, orgId: string, sessionId: string, params: CarrierParams, signed: CarrierSignature): Promise<void> {
+  requireCarrierCallbacks(deps);
   const credentials = await verifiedCredentials(deps, orgId, recordingCallbackUrl(deps, orgId, sessionId), params, signed);
   const recordingSid = params.RecordingSid;
   if (params.RecordingStatus !== 'completed' || !recordingSid || !/^RE[0-9a-f]{32}$/.test(recordingSid)) return;

@@ -205,6 +205,12 @@ describe('paths with arbitrary parameters', () => {
     authenticated: fc.boolean(),
   });
 
+  it('answers a carrier callback 404 NOT_FOUND in the envelope where no carrier was given an address to call back (no PUBLIC_BASE_URL)', async () => {
+    for (const callback of ['status', 'relay-ended', 'whisper', 'recording']) {
+      expectError(await api.request('POST', `/twilio/calls/0/${crypto.randomUUID()}/${callback}`, { rawBody: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 404, 'NOT_FOUND');
+    }
+  });
+
   it("answers the probe's malformed id (no credentials) 404 NOT_FOUND in the envelope", async () => {
     expectError(await api.request('GET', '/v1/chat/agents/%ZZ'), 404, 'NOT_FOUND');
   });
