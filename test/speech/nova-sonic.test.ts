@@ -29,6 +29,15 @@ async function drain(input: AsyncIterable<NovaSonicInput>): Promise<NovaSonicInp
   return events;
 }
 
+/** The session's events, gathered as they come; `done` once they end. */
+function read(session: SpeechToSpeechSession): { seen: SpeechToSpeechEvent[]; done: Promise<void> } {
+  const seen: SpeechToSpeechEvent[] = [];
+  const done = (async () => {
+    for await (const event of session.events) seen.push(event);
+  })();
+  return { seen, done };
+}
+
 const nameOf = (event: NovaSonicInput) => Object.keys(event.event)[0]!;
 const bodyOf = (event: NovaSonicInput) => Object.values(event.event)[0]!;
 const keysOf = (event: { event: Record<string, Record<string, unknown>> }) => Object.keys(Object.values(event.event)[0]!).sort();
@@ -104,10 +113,7 @@ describe('the Nova Sonic adapter against the documented events', () => {
 
   it('reports the documented reply as the port says: the caller’s words, the tool call, the planned text, telephone audio, the whole final text, done', () => {
     const session = novaSonicSession(options());
-    const seen: SpeechToSpeechEvent[] = [];
-    void (async () => {
-      for await (const event of session.port.events) seen.push(event);
-    })();
+    const { seen } = read(session.port);
     for (const event of docs.outputTurn) session.receive(event);
     session.finish();
 
@@ -125,23 +131,17 @@ describe('the Nova Sonic adapter against the documented events', () => {
 
   it('reports the documented barge-in signal as speech-started, and the interrupted reply as done once', async () => {
     const session = novaSonicSession(options());
-    const seen: SpeechToSpeechEvent[] = [];
-    const reading = (async () => {
-      for await (const event of session.port.events) seen.push(event);
-    })();
+    const { seen, done } = read(session.port);
     for (const event of docs.outputBargeIn) session.receive(event);
     session.finish();
-    await reading;
+    await done;
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'speech-started', 'response-done']);
   });
 
   it('drops the rest of a reply’s audio after interrupt, and reports the reply done then, not again when Nova Sonic ends it', async () => {
     const session = novaSonicSession(options());
-    const seen: SpeechToSpeechEvent[] = [];
-    const reading = (async () => {
-      for await (const event of session.port.events) seen.push(event);
-    })();
+    const { seen, done } = read(session.port);
     const [, , , audioStart, audioChunk, ...rest] = docs.outputBargeIn;
     for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
     session.receive(audioStart);
@@ -150,17 +150,14 @@ describe('the Nova Sonic adapter against the documented events', () => {
     session.receive(audioChunk);
     for (const event of rest) session.receive(event);
     session.finish();
-    await reading;
+    await done;
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'response-done', 'speech-started']);
   });
 
   it('passes on the next reply after the interrupted one ended, even when no words of the caller came between', async () => {
     const session = novaSonicSession(options());
-    const seen: SpeechToSpeechEvent[] = [];
-    const reading = (async () => {
-      for await (const event of session.port.events) seen.push(event);
-    })();
+    const { seen, done } = read(session.port);
     const [, , , audioStart, audioChunk, , , , audioEnd] = docs.outputBargeIn;
     for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
     session.receive(audioStart);
@@ -170,7 +167,7 @@ describe('the Nova Sonic adapter against the documented events', () => {
     // A new reply: Nova Sonic's documented reply, from its planned text on.
     for (const event of docs.outputTurn.slice(7)) session.receive(event);
     session.finish();
-    await reading;
+    await done;
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'response-done', 'assistant-transcript', 'audio', 'assistant-transcript', 'response-done']);
   });
