@@ -6,7 +6,7 @@ import type { LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModel
 import { WebSocketServer, type WebSocket } from 'ws';
 import * as z from 'zod';
 import { decideReply } from '../../shared/models/builtin-model.ts';
-import { startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
+import { parseJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
  * The OpenAI Realtime API, GA interface (https://platform.openai.com/docs/api-reference/realtime), over a
@@ -216,7 +216,7 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
   }
 
   channel.on('message', (data: Buffer, isBinary) => {
-    const raw = isBinary ? undefined : safeJson(data.toString('utf8'));
+    const raw = isBinary ? undefined : parseJson(data);
     const parsed = clientEvent.safeParse(raw);
     const eventId = (raw as { event_id?: unknown } | undefined)?.event_id;
     if (!parsed.success) {
@@ -263,12 +263,4 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
 
 function toolsOf(tools: readonly z.infer<typeof tool>[]): LanguageModelV4FunctionTool[] {
   return tools.map((known) => ({ type: 'function', name: known.name, description: known.description, inputSchema: (known.parameters ?? { type: 'object' }) as LanguageModelV4FunctionTool['inputSchema'] }));
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

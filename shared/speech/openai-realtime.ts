@@ -6,7 +6,7 @@
  */
 import WebSocket from 'ws';
 import * as z from 'zod';
-import { EventQueue } from './event-queue.ts';
+import { EventQueue, safeJson } from './event-queue.ts';
 import type { SpeechToSpeech, SpeechToSpeechEvent, SpeechToSpeechOptions, SpeechToSpeechSession } from './ports.ts';
 
 /** The model that transcribes the caller: the session's own speech model does not write what it heard. */
@@ -191,12 +191,4 @@ function openSession(connection: OpenAIRealtimeConnection, options: SpeechToSpee
     close,
     events,
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
