@@ -5,7 +5,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 import * as z from 'zod';
-import { decideReply } from '../../shared/models/builtin-model.ts';
+import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
+import { createLanguageModel } from '../../shared/models/model-providers.ts';
 import { parseJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
@@ -15,7 +16,7 @@ import { parseJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorE
  * `function_call_output` for no call, a `response.cancel` with no response under way, a truncation past the audio
  * sent are `error` events, as OpenAI's are). It speaks and hears telephone audio only (`audio/pcmu`).
  *
- * The model is the built-in one (docs/models.md#the-built-in-model) on the conversation's items: it hears with the
+ * The model is the built-in LLM (docs/models.md#the-built-in-model), as the catalog's provider makes it, on the conversation's items: it hears with the
  * built-in STT (utterances cut by an energy detector, ending after `silence_duration_ms`), answers by the prompt
  * conventions (tool calls included), and speaks with the built-in TTS. A response whose instructions are
  * `Say exactly this, and nothing else: <text>` says `<text>`: the built-in model does not follow instructions, and a
@@ -27,6 +28,11 @@ const minimumSilenceMs = 300;
 const chunkBytes = 1_600;
 const chunkEveryMs = 20;
 const sayPrefix = 'Say exactly this, and nothing else: ';
+/** The built-in LLM, as the turn engine gets it from the catalog: it answers for the simulated speech model. */
+const builtinLlm = createLanguageModel(
+  { id: modelId('builtin', 'LLM', builtinModels.llm), type: 'LLM', provider: 'builtin', name: builtinModels.llm, isDefault: true, acceptsImages: true, source: 'deployment' },
+  { AWS_REGION: 'us-east-1', SECRETS_MANAGER_ENDPOINT: undefined, OPENAI_COMPATIBLE_BASE_URL: undefined, OPENAI_COMPATIBLE_API_KEY: undefined, OPENAI_COMPATIBLE_API_KEY_ARN: undefined },
+);
 
 const tool = z.object({ type: z.literal('function'), name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() });
 const pcmu = z.object({ type: z.literal('audio/pcmu') });
@@ -160,7 +166,7 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
     active = response;
     const output: Record<string, unknown>[] = [];
     send({ type: 'response.created', response: { object: 'realtime.response', id: response.id, status: 'in_progress', status_details: null, output: [], output_modalities: ['audio'], usage: null, metadata: null } });
-    const reply = instructions?.startsWith(sayPrefix) ? { text: instructions.slice(sayPrefix.length) } : decideReply(promptOf(instructions ?? session.instructions ?? ''), toolsOf(session.tools ?? []));
+    const reply = instructions?.startsWith(sayPrefix) ? { text: instructions.slice(sayPrefix.length) } : await decide(promptOf(instructions ?? session.instructions ?? ''), toolsOf(session.tools ?? []));
     if (reply.text) {
       const item: Item = { type: 'message', id: id('item'), role: 'assistant', text: reply.text, audioBytes: 0 };
       items.push(item);
@@ -259,6 +265,14 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
     }
   });
   send({ type: 'session.created', session: { type: 'realtime', object: 'realtime.session', id: sessionId, model, output_modalities: ['audio'], instructions: '', tools: [], tool_choice: 'auto' } });
+}
+
+/** What the built-in model answers: its text, and the tool it calls (it calls one at the most). */
+async function decide(prompt: LanguageModelV4Prompt, tools: LanguageModelV4FunctionTool[]): Promise<{ text: string; toolCall?: { toolCallId: string; toolName: string; input: string } }> {
+  const { content } = await builtinLlm.doGenerate({ prompt, tools });
+  const toolCall = content.find((part) => part.type === 'tool-call');
+  const text = content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+  return toolCall?.type === 'tool-call' ? { text, toolCall: { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input } } : { text };
 }
 
 function toolsOf(tools: readonly z.infer<typeof tool>[]): LanguageModelV4FunctionTool[] {
