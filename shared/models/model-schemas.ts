@@ -1,8 +1,11 @@
 import * as z from 'zod';
 import { pageOf, paginationQuery } from '../platform/schemas/common.ts';
 
-/** LLMs answer turns; STT and TTS serve calls; EMBEDDING and RERANK models serve knowledge stores. */
-export const modelTypes = ['LLM', 'STT', 'TTS', 'EMBEDDING', 'RERANK'] as const;
+/**
+ * LLMs answer turns; STT and TTS serve calls; STS (speech-to-speech) models hear and answer the calls of `sts`
+ * agents on their own; EMBEDDING and RERANK models serve knowledge stores.
+ */
+export const modelTypes = ['LLM', 'STT', 'TTS', 'STS', 'EMBEDDING', 'RERANK'] as const;
 export type ModelType = (typeof modelTypes)[number];
 /**
  * `anthropic` models are only ever an organization's own (docs/models.md#your-own-provider-keys); `amazon`,

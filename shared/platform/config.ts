@@ -63,6 +63,12 @@ const configSchema = z.object({
    */
   OPENAI_COMPATIBLE_STT_MODELS: commaList,
   /**
+   * Speech-to-speech models speaking the OpenAI Realtime protocol (`gpt-realtime`): they hear and answer the calls of
+   * `sts` agents through the media worker (docs/voice.md#speech-to-speech), at `OPENAI_COMPATIBLE_REALTIME_URL`,
+   * else at `OPENAI_COMPATIBLE_BASE_URL`, with `OPENAI_COMPATIBLE_API_KEY`.
+   */
+  OPENAI_COMPATIBLE_REALTIME_MODELS: commaList,
+  /**
    * Speech models for calls through the media worker (docs/voice.md#speech-providers), each a model of the catalog:
    * Deepgram's streaming STT models (`nova-3`), Cartesia's, Rime's and ElevenLabs' TTS models (`sonic-2`,
    * `mistv2`, `eleven_flash_v2_5`). Each provider's key is its `<PROVIDER>_API_KEY` secret.
@@ -261,6 +267,8 @@ const configSchema = z.object({
   /** Set only for the local Polly and Transcribe simulators; on AWS the SDKs find the regional endpoints. */
   POLLY_ENDPOINT: z.url().optional(),
   TRANSCRIBE_STREAMING_ENDPOINT: z.url().optional(),
+  /** Where the OpenAI Realtime models are when not at `OPENAI_COMPATIBLE_BASE_URL`: the local simulator's address. */
+  OPENAI_COMPATIBLE_REALTIME_URL: z.url().optional(),
   DEEPGRAM_API_KEY: z.string().min(1).optional(),
   DEEPGRAM_API_KEY_ARN: secretArn,
   CARTESIA_API_KEY: z.string().min(1).optional(),
@@ -337,6 +345,7 @@ export const settingSources = {
   BEDROCK_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_STT_MODELS: 'deployment',
+  OPENAI_COMPATIBLE_REALTIME_MODELS: 'deployment',
   IMAGE_INPUT_MODELS: 'deployment',
   DEEPGRAM_STT_MODELS: 'deployment',
   CARTESIA_TTS_MODELS: 'deployment',
@@ -418,6 +427,7 @@ export const settingSources = {
   ELEVENLABS_API_URL: 'local',
   POLLY_ENDPOINT: 'local',
   TRANSCRIBE_STREAMING_ENDPOINT: 'local',
+  OPENAI_COMPATIBLE_REALTIME_URL: 'local',
   DEEPGRAM_API_KEY: 'secret',
   CARTESIA_API_KEY: 'secret',
   RIME_API_KEY: 'secret',
@@ -458,5 +468,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function checkSettingsTogether(config: Config): void {
   for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS', 'OPENAI_COMPATIBLE_STT_MODELS'] as const) {
     if (config[name].length > 0 && !config.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
+  }
+  if (config.OPENAI_COMPATIBLE_REALTIME_MODELS.length > 0 && !config.OPENAI_COMPATIBLE_REALTIME_URL && !config.OPENAI_COMPATIBLE_BASE_URL) {
+    throw new Error('Invalid configuration: OPENAI_COMPATIBLE_REALTIME_MODELS needs OPENAI_COMPATIBLE_BASE_URL');
   }
 }
