@@ -24,6 +24,7 @@ const runtime = [
   'OPENAI_COMPATIBLE_MODELS',
   'OPENAI_COMPATIBLE_EMBEDDING_MODELS',
   'OPENAI_COMPATIBLE_STT_MODELS',
+  'OPENAI_COMPATIBLE_REALTIME_MODELS',
   'DEEPGRAM_STT_MODELS',
   'CARTESIA_TTS_MODELS',
   'RIME_TTS_MODELS',
@@ -80,6 +81,7 @@ export const speechProviderAddresses = [
   'ELEVENLABS_API_URL',
   'POLLY_ENDPOINT',
   'TRANSCRIBE_STREAMING_ENDPOINT',
+  'OPENAI_COMPATIBLE_REALTIME_URL',
   'NOVA_SONIC_ENDPOINT',
 ] as const satisfies readonly SettingName[];
 /** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
@@ -90,6 +92,8 @@ const speech = [
   'CARTESIA_API_KEY',
   'RIME_API_KEY',
   'ELEVENLABS_API_KEY',
+  'OPENAI_COMPATIBLE_BASE_URL',
+  'OPENAI_COMPATIBLE_API_KEY',
   'SECRETS_MANAGER_ENDPOINT',
 ] as const satisfies readonly SettingName[];
 /** Placing and answering calls: the addresses Twilio calls back and connects to. */

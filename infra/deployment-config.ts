@@ -69,9 +69,15 @@ export const deploymentConfigSchema = z.strictObject({
           sts: z.array(z.enum(['amazon.nova-sonic-v1:0'])).default([]),
         })
         .default({ llms: [], embeddings: [], rerank: [], sts: [] }),
-      /** Any Chat Completions endpoint; its API key is the secret OPENAI_COMPATIBLE_API_KEY. */
+      /** Any Chat Completions endpoint (its Realtime API at `<baseUrl>/realtime`); its API key is the secret OPENAI_COMPATIBLE_API_KEY. */
       openAiCompatible: z
-        .strictObject({ baseUrl: z.url(), llms: z.array(modelName).default([]), embeddings: z.array(modelName).default([]), stt: z.array(modelName).default([]) })
+        .strictObject({
+          baseUrl: z.url(),
+          llms: z.array(modelName).default([]),
+          embeddings: z.array(modelName).default([]),
+          stt: z.array(modelName).default([]),
+          realtime: z.array(modelName).default([]),
+        })
         .optional(),
       /**
        * The speech models of calls through the media worker (docs/voice.md#speech-providers); each provider's key
@@ -211,6 +217,7 @@ export const settingKeys = {
   OPENAI_COMPATIBLE_MODELS: 'models.openAiCompatible.llms',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'models.openAiCompatible.embeddings',
   OPENAI_COMPATIBLE_STT_MODELS: 'models.openAiCompatible.stt',
+  OPENAI_COMPATIBLE_REALTIME_MODELS: 'models.openAiCompatible.realtime',
   IMAGE_INPUT_MODELS: 'models.imageInput',
   DEEPGRAM_STT_MODELS: 'models.speech.deepgram.stt',
   CARTESIA_TTS_MODELS: 'models.speech.cartesia.tts',

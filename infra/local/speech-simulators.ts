@@ -3,6 +3,7 @@ import { startCartesiaSimulator } from './cartesia-simulator.ts';
 import { startDeepgramSimulator, type DeepgramSimulator } from './deepgram-simulator.ts';
 import { startElevenlabsSimulator } from './elevenlabs-simulator.ts';
 import { startNovaSonicSimulator } from './nova-sonic-simulator.ts';
+import { startOpenAIRealtimeSimulator, type OpenAIRealtimeSimulator } from './openai-realtime-simulator.ts';
 import { denyEgressTo } from './environment.ts';
 import { startPollySimulator } from './polly-simulator.ts';
 import { startRimeSimulator } from './rime-simulator.ts';
@@ -12,7 +13,8 @@ import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-serve
 /**
  * The speech providers' simulators of the local runtime (docs/voice.md#speech-provider-simulators), started before
  * the handlers read their configuration, each one unless its address is preset (`DEEPGRAM_API_URL`,
- * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`, `NOVA_SONIC_ENDPOINT`, among `providerAddressVariables`: a
+ * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`,
+ * `OPENAI_COMPATIBLE_REALTIME_URL`, `NOVA_SONIC_ENDPOINT`, among `providerAddressVariables`: a
  * real provider, or another double). A started one sets its address, its key (unless the key is preset, which it
  * then accepts) and the provider's models in the catalog (unless those are preset).
  */
@@ -26,6 +28,7 @@ export interface LocalSpeech {
     elevenlabs?: SpeechSimulator;
     polly?: SpeechSimulator;
     transcribe?: SpeechSimulator;
+    openaiRealtime?: OpenAIRealtimeSimulator;
     novaSonic?: SpeechSimulator;
   };
   stop(): Promise<void>;
@@ -77,6 +80,16 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
     if (!env.TRANSCRIBE_STREAMING_ENDPOINT) {
       models('AMAZON_STT_MODELS', 'transcribe-streaming');
       local.started.transcribe = use(await startTranscribeSimulator({ engines }), 'TRANSCRIBE_STREAMING_ENDPOINT');
+    }
+    if (!env.OPENAI_COMPATIBLE_REALTIME_URL) {
+      const simulator = use(
+        await startOpenAIRealtimeSimulator({ engines, apiKey: env.OPENAI_COMPATIBLE_API_KEY, models: models('OPENAI_COMPATIBLE_REALTIME_MODELS', 'gpt-realtime') }),
+        'OPENAI_COMPATIBLE_REALTIME_URL',
+        'OPENAI_COMPATIBLE_API_KEY',
+      );
+      // The Realtime API's base address is the API's, as OPENAI_COMPATIBLE_BASE_URL's is (`…/v1`).
+      env.OPENAI_COMPATIBLE_REALTIME_URL = `${simulator.url}/v1`;
+      local.started.openaiRealtime = simulator;
     }
     if (!env.NOVA_SONIC_ENDPOINT) {
       models('BEDROCK_STS_MODELS', 'amazon.nova-sonic-v1:0');

@@ -91,6 +91,7 @@ const agentFields = {
   modelId,
   sttModelId: modelId,
   ttsModelId: modelId,
+  stsModelId: modelId,
   voiceEnabled: z.boolean(),
   voicePipelineMode: z.enum(voicePipelineModes).nullable(),
   knowledgeStoreId: z.string().trim().min(1).max(200),
@@ -112,6 +113,7 @@ export const createAgentBody = z.strictObject({
   modelId: agentFields.modelId.optional(),
   sttModelId: agentFields.sttModelId.optional(),
   ttsModelId: agentFields.ttsModelId.optional(),
+  stsModelId: agentFields.stsModelId.optional(),
   voiceEnabled: agentFields.voiceEnabled.default(false),
   voicePipelineMode: agentFields.voicePipelineMode.optional(),
   knowledgeStoreId: agentFields.knowledgeStoreId.optional(),
@@ -135,6 +137,7 @@ export const updateAgentBody = z
     modelId: agentFields.modelId,
     sttModelId: agentFields.sttModelId.nullable(),
     ttsModelId: agentFields.ttsModelId.nullable(),
+    stsModelId: agentFields.stsModelId.nullable(),
     voiceEnabled: agentFields.voiceEnabled,
     voicePipelineMode: agentFields.voicePipelineMode,
     knowledgeStoreId: agentFields.knowledgeStoreId.nullable(),
@@ -172,6 +175,7 @@ export const agentSchema = z.object({
   modelId: z.uuid(),
   sttModelId: z.uuid().optional(),
   ttsModelId: z.uuid().optional(),
+  stsModelId: z.uuid().optional(),
   voiceEnabled: z.boolean(),
   voicePipelineMode: z.enum(voicePipelineModes).nullable(),
   knowledgeStoreId: z.string().optional(),
@@ -208,6 +212,8 @@ export interface Agent {
   modelId: string;
   sttModelId?: string | undefined;
   ttsModelId?: string | undefined;
+  /** The STS model an `sts` agent's calls speak with; the deployment's first STS model when absent. */
+  stsModelId?: string | undefined;
   voiceEnabled: boolean;
   voicePipelineMode: (typeof voicePipelineModes)[number] | null;
   knowledgeStoreId?: string | undefined;

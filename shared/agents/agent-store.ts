@@ -14,7 +14,7 @@ import { queryAll } from '../platform/store/query-all.ts';
 
 const agentFieldOrder = [
   'id', 'orgId', 'fullName', 'description', 'role', 'language', 'systemPrompt', 'specialInstructions', 'modelId',
-  'sttModelId', 'ttsModelId', 'voiceEnabled', 'voicePipelineMode', 'knowledgeStoreId', 'tools',
+  'sttModelId', 'ttsModelId', 'stsModelId', 'voiceEnabled', 'voicePipelineMode', 'knowledgeStoreId', 'tools',
   'welcomeAllowInterruptions', 'analysis', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
 ];
 

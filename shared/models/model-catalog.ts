@@ -34,6 +34,7 @@ type CatalogConfig = Pick<
   | 'BEDROCK_RERANK_MODELS'
   | 'BEDROCK_STS_MODELS'
   | 'OPENAI_COMPATIBLE_STT_MODELS'
+  | 'OPENAI_COMPATIBLE_REALTIME_MODELS'
   | 'DEFAULT_LLM'
   | 'IMAGE_INPUT_MODELS'
   | 'DEEPGRAM_STT_MODELS'
@@ -54,6 +55,7 @@ function speechEntries(config: CatalogConfig): [ModelProvider, ModelType, string
     ...of('cartesia', 'TTS', config.CARTESIA_TTS_MODELS),
     ...of('rime', 'TTS', config.RIME_TTS_MODELS),
     ...of('elevenlabs', 'TTS', config.ELEVENLABS_TTS_MODELS),
+    ...of('openai-compatible', 'STS', config.OPENAI_COMPATIBLE_REALTIME_MODELS),
     ...of('bedrock', 'STS', config.BEDROCK_STS_MODELS),
   ];
 }
@@ -61,7 +63,7 @@ function speechEntries(config: CatalogConfig): [ModelProvider, ModelType, string
 /**
  * The deployment's catalog: the offline built-in models, always, plus the provider models configured. The
  * built-in STT and TTS entries let voice agents be configured and tested without a speech provider; the
- * OpenAI-compatible STT models transcribe (WhatsApp voice notes); the speech providers' models serve calls through the
+ * OpenAI-compatible STT models transcribe (WhatsApp voice notes); the speech providers' models (STT, TTS, STS) serve calls through the
  * media worker. `IMAGE_INPUT_MODELS` names the LLMs that take
  * images; the built-in LLM does (it acknowledges them).
  */

@@ -45,7 +45,7 @@ const configSchema = z.object({
   JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600),
   /** Bedrock model ids offered in the catalog, e.g. `anthropic.claude-3-5-haiku-20241022-v1:0`. */
   BEDROCK_MODELS: commaList,
-  /** Bedrock speech-to-speech models for calls through the media worker: Amazon Nova Sonic (docs/voice.md#amazon-nova-sonic-speech-to-speech). */
+  /** Bedrock speech-to-speech models for calls through the media worker: Amazon Nova Sonic (docs/voice.md#amazon-nova-sonic). */
   BEDROCK_STS_MODELS: commaList.pipe(z.array(z.enum(['amazon.nova-sonic-v1:0']))),
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
@@ -64,6 +64,12 @@ const configSchema = z.object({
    * transcribe WhatsApp voice notes (docs/whatsapp.md#media). The built-in STT model transcribes nothing.
    */
   OPENAI_COMPATIBLE_STT_MODELS: commaList,
+  /**
+   * Speech-to-speech models speaking the OpenAI Realtime protocol (`gpt-realtime`): they hear and answer the calls of
+   * `sts` agents through the media worker (docs/voice.md#speech-to-speech), at `OPENAI_COMPATIBLE_REALTIME_URL`,
+   * else at `OPENAI_COMPATIBLE_BASE_URL`, with `OPENAI_COMPATIBLE_API_KEY`.
+   */
+  OPENAI_COMPATIBLE_REALTIME_MODELS: commaList,
   /**
    * Speech models for calls through the media worker (docs/voice.md#speech-providers), each a model of the catalog:
    * Deepgram's streaming STT models (`nova-3`), Cartesia's, Rime's and ElevenLabs' TTS models (`sonic-2`,
@@ -263,6 +269,8 @@ const configSchema = z.object({
   /** Set only for the local Polly, Transcribe and Nova Sonic simulators; on AWS the SDKs find the regional endpoints. */
   POLLY_ENDPOINT: z.url().optional(),
   TRANSCRIBE_STREAMING_ENDPOINT: z.url().optional(),
+  /** Where the OpenAI Realtime models are when not at `OPENAI_COMPATIBLE_BASE_URL`: the local simulator's address. */
+  OPENAI_COMPATIBLE_REALTIME_URL: z.url().optional(),
   NOVA_SONIC_ENDPOINT: z.url().optional(),
   DEEPGRAM_API_KEY: z.string().min(1).optional(),
   DEEPGRAM_API_KEY_ARN: secretArn,
@@ -340,6 +348,7 @@ export const settingSources = {
   BEDROCK_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'deployment',
   OPENAI_COMPATIBLE_STT_MODELS: 'deployment',
+  OPENAI_COMPATIBLE_REALTIME_MODELS: 'deployment',
   IMAGE_INPUT_MODELS: 'deployment',
   DEEPGRAM_STT_MODELS: 'deployment',
   CARTESIA_TTS_MODELS: 'deployment',
@@ -422,6 +431,7 @@ export const settingSources = {
   ELEVENLABS_API_URL: 'local',
   POLLY_ENDPOINT: 'local',
   TRANSCRIBE_STREAMING_ENDPOINT: 'local',
+  OPENAI_COMPATIBLE_REALTIME_URL: 'local',
   NOVA_SONIC_ENDPOINT: 'local',
   DEEPGRAM_API_KEY: 'secret',
   CARTESIA_API_KEY: 'secret',
@@ -463,5 +473,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
 export function checkSettingsTogether(config: Config): void {
   for (const name of ['OPENAI_COMPATIBLE_MODELS', 'OPENAI_COMPATIBLE_EMBEDDING_MODELS', 'OPENAI_COMPATIBLE_STT_MODELS'] as const) {
     if (config[name].length > 0 && !config.OPENAI_COMPATIBLE_BASE_URL) throw new Error(`Invalid configuration: ${name} needs OPENAI_COMPATIBLE_BASE_URL`);
+  }
+  if (config.OPENAI_COMPATIBLE_REALTIME_MODELS.length > 0 && !config.OPENAI_COMPATIBLE_REALTIME_URL && !config.OPENAI_COMPATIBLE_BASE_URL) {
+    throw new Error('Invalid configuration: OPENAI_COMPATIBLE_REALTIME_MODELS needs OPENAI_COMPATIBLE_BASE_URL');
   }
 }

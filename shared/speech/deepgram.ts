@@ -6,7 +6,7 @@
  */
 import WebSocket from 'ws';
 import * as z from 'zod';
-import { EventQueue } from './event-queue.ts';
+import { EventQueue, safeJson } from './event-queue.ts';
 import type { SpeechToText, TranscriptEvent, TranscriptionOptions, TranscriptionStream } from './ports.ts';
 
 export const deepgramDefaultModel = 'nova-3';
@@ -133,12 +133,4 @@ function openStream(connection: { apiUrl: string; apiKey: string }, options: Tra
     close,
     events,
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -44,3 +44,12 @@ export class EventQueue<Event> implements AsyncIterable<Event> {
     }
   }
 }
+
+/** A socket's text message as JSON, or undefined when it is not JSON (the adapters' schemas then ignore it). */
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,5 +1,5 @@
 /**
- * The provider registry the media worker uses (docs/voice.md#speech-providers): for an STT or TTS model of the
+ * The provider registry the media worker uses (docs/voice.md#speech-providers): for an STT, TTS or STS model of the
  * catalog, the adapter that speaks to its provider, with the organization's own key for that provider when it has
  * one (docs/models.md#your-own-provider-keys), else the deployment's (`<PROVIDER>_API_KEY`, a secret on AWS).
  */
@@ -11,8 +11,10 @@ import { BuiltinTextToSpeech } from './builtin-tts.ts';
 import { cartesiaTextToSpeech } from './cartesia.ts';
 import { deepgramSpeechToText } from './deepgram.ts';
 import { elevenlabsTextToSpeech } from './elevenlabs.ts';
+import { novaSonicSpeechToSpeech } from './nova-sonic.ts';
+import { openAIRealtimeSpeechToSpeech } from './openai-realtime.ts';
 import { pollyTextToSpeech } from './polly.ts';
-import { SpeechProviderError, type SpeechToText, type TextToSpeech } from './ports.ts';
+import { SpeechProviderError, type SpeechToSpeech, type SpeechToText, type TextToSpeech } from './ports.ts';
 import { rimeTextToSpeech } from './rime.ts';
 import { transcribeSpeechToText } from './transcribe.ts';
 
@@ -30,6 +32,7 @@ export type SpeechProviderConfig = Pick<
   | 'ELEVENLABS_API_URL'
   | 'POLLY_ENDPOINT'
   | 'TRANSCRIBE_STREAMING_ENDPOINT'
+  | 'NOVA_SONIC_ENDPOINT'
   | 'DEEPGRAM_API_KEY'
   | 'DEEPGRAM_API_KEY_ARN'
   | 'CARTESIA_API_KEY'
@@ -38,6 +41,10 @@ export type SpeechProviderConfig = Pick<
   | 'RIME_API_KEY_ARN'
   | 'ELEVENLABS_API_KEY'
   | 'ELEVENLABS_API_KEY_ARN'
+  | 'OPENAI_COMPATIBLE_REALTIME_URL'
+  | 'OPENAI_COMPATIBLE_BASE_URL'
+  | 'OPENAI_COMPATIBLE_API_KEY'
+  | 'OPENAI_COMPATIBLE_API_KEY_ARN'
 >;
 
 export interface SpeechProviderDeps {
@@ -51,6 +58,8 @@ export interface SpeechProviders {
   speechToText(orgId: string, model: Model): Promise<SpeechToText>;
   /** The adapter of a TTS model of the catalog; synthesize with `model: model.name`. */
   textToSpeech(orgId: string, model: Model): Promise<TextToSpeech>;
+  /** The adapter of an STS model of the catalog; open its sessions with `model: model.name`. */
+  speechToSpeech(orgId: string, model: Model): Promise<SpeechToSpeech>;
 }
 
 const apiKeySetting = { deepgram: 'DEEPGRAM_API_KEY', cartesia: 'CARTESIA_API_KEY', rime: 'RIME_API_KEY', elevenlabs: 'ELEVENLABS_API_KEY' } as const;
@@ -62,6 +71,7 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
   // One AWS client per registry (the worker makes one), made on first use: they hold connections.
   let polly: TextToSpeech | undefined;
   let transcribe: SpeechToText | undefined;
+  let novaSonic: SpeechToSpeech | undefined;
 
   /** The organization's own key for the provider, else the deployment's. */
   async function connection(orgId: string, provider: KeyedProvider): Promise<{ apiUrl: string; apiKey: string }> {
@@ -100,6 +110,22 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
           return rimeTextToSpeech(await connection(orgId, 'rime'));
         case 'elevenlabs':
           return elevenlabsTextToSpeech(await connection(orgId, 'elevenlabs'));
+        default:
+          throw unsupported(model);
+      }
+    },
+    async speechToSpeech(_orgId, model) {
+      if (model.type !== 'STS') throw unsupported(model);
+      switch (model.provider) {
+        case 'openai-compatible': {
+          // The deployment's Realtime endpoint and key: organizations' own OpenAI-compatible keys serve LLMs only.
+          const url = config.OPENAI_COMPATIBLE_REALTIME_URL ?? config.OPENAI_COMPATIBLE_BASE_URL;
+          if (!url) throw new SpeechProviderError(model.provider, 'no Realtime endpoint: set OPENAI_COMPATIBLE_BASE_URL', false);
+          return openAIRealtimeSpeechToSpeech({ url, apiKey: await secretSetting(config, 'OPENAI_COMPATIBLE_API_KEY') });
+        }
+        case 'bedrock':
+          novaSonic ??= novaSonicSpeechToSpeech({ region: config.AWS_REGION, endpoint: config.NOVA_SONIC_ENDPOINT });
+          return novaSonic;
         default:
           throw unsupported(model);
       }

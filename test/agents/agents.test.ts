@@ -3,7 +3,8 @@ import { expectError, startApi, type ApiResponse, type TestApi } from '../suppor
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi();
+  // An STS model in the catalog (nothing connects to its address): no STS model is built in.
+  api = await startApi({ OPENAI_COMPATIBLE_REALTIME_MODELS: 'gpt-realtime', OPENAI_COMPATIBLE_REALTIME_URL: 'http://127.0.0.1:9/v1' });
 });
 afterAll(() => api.close());
 
@@ -39,10 +40,10 @@ async function createTool(key: string): Promise<any> {
 }
 
 /** The catalog entry of one type as GET /v1/chat/models shows it (the built-in one; the default for LLM). */
-async function catalogModel(key: string, type: 'LLM' | 'STT' | 'TTS'): Promise<any> {
+async function catalogModel(key: string, type: 'LLM' | 'STT' | 'TTS' | 'STS'): Promise<any> {
   const response = await api.request('GET', `/v1/chat/models?type=${type}&limit=100`, { key });
   expect(response.status).toBe(200);
-  const model = response.body.data.find((entry: any) => (type === 'LLM' ? entry.isDefault : entry.provider === 'builtin'));
+  const model = response.body.data.find((entry: any) => (type === 'LLM' ? entry.isDefault : type === 'STS' || entry.provider === 'builtin'));
   expect(model).toBeDefined();
   return model;
 }
@@ -192,7 +193,22 @@ describe('createAgent', () => {
     expectError(response, 400, 'VALIDATION_ERROR', 'language');
   });
 
-  it.each(['modelId', 'sttModelId', 'ttsModelId'])('rejects an unknown %s with MODELS_NOT_FOUND', async (field) => {
+  it('takes an sts agent naming an STS model of the catalog as its stsModelId', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const sts = await catalogModel(key, 'STS');
+    const body = validAgent({ voiceEnabled: true, voicePipelineMode: 'sts', stsModelId: sts.id });
+
+    // Act
+    const response = await api.request('POST', '/v2/chat/agents', { key, body });
+
+    // Assess
+    expect(response.status, response.text).toBe(201);
+    expect(sts).toMatchObject({ provider: 'openai-compatible', name: 'gpt-realtime' });
+    expect((await api.request('GET', `/v1/chat/agents/${response.body.id}`, { key })).body).toMatchObject(body);
+  });
+
+  it.each(['modelId', 'sttModelId', 'ttsModelId', 'stsModelId'])('rejects an unknown %s with MODELS_NOT_FOUND', async (field) => {
     // Prepare
     const { key } = await api.newOrg();
 
@@ -208,6 +224,8 @@ describe('createAgent', () => {
     ['ttsModelId', 'STT'],
     ['sttModelId', 'LLM'],
     ['modelId', 'TTS'],
+    ['stsModelId', 'LLM'],
+    ['modelId', 'STS'],
   ] as const)('rejects %s naming a model of type %s with MODELS_NOT_FOUND', async (field, wrongType) => {
     // Prepare
     const { key } = await api.newOrg();

@@ -11,7 +11,7 @@ import { createModelCatalog, modelId } from '../../shared/models/model-catalog.t
 import type { Model } from '../../shared/models/model-schemas.ts';
 import { parseConfig } from '../../shared/platform/config.ts';
 import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
-import { SpeechProviderError, type TranscriptEvent } from '../../shared/speech/ports.ts';
+import { SpeechProviderError, type SpeechToSpeechEvent, type TranscriptEvent } from '../../shared/speech/ports.ts';
 import { createSpeechProviders, type SpeechProviderDeps } from '../../shared/speech/speech-providers.ts';
 import { wordErrorRate, words } from '../../shared/speech/word-error-rate.ts';
 import { callerSentences } from '../support/caller-sentences.ts';
@@ -100,6 +100,74 @@ describe.each([
     expect(finals.map((event) => event.endOfTurn)).toEqual(callerSentences.map(() => true));
     expect(events.filter((event) => event.type === 'speech-started')).toHaveLength(callerSentences.length);
     expect(errorRate(finals.map((event) => event.text)), JSON.stringify(finals)).toBeLessThanOrEqual(0.8);
+  });
+});
+
+describe('the openai-compatible/gpt-realtime STS model, through its simulator', () => {
+  it('is offered by the catalog, hears what eSpeak NG says, calls the tool, and speaks its output so that the built-in STT hears it', async () => {
+    expect(env).toMatchObject({ OPENAI_COMPATIBLE_REALTIME_URL: `${local.started.openaiRealtime?.url}/v1`, OPENAI_COMPATIBLE_REALTIME_MODELS: 'gpt-realtime' });
+    const sts = await registry().speechToSpeech('org', model('openai-compatible', 'STS', 'gpt-realtime'));
+    const session = sts.open({
+      model: 'gpt-realtime',
+      instructions: 'You tell the weather.',
+      language: 'en-US',
+      tools: [{ name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+    });
+    const events = session.events[Symbol.asyncIterator]();
+    const next = async (type: SpeechToSpeechEvent['type']) => {
+      const seen: SpeechToSpeechEvent[] = [];
+      for (let event = await events.next(); !event.done; event = await events.next()) {
+        seen.push(event.value);
+        if (event.value.type === type) return seen;
+      }
+      return seen;
+    };
+    // "Tell me the weather please." is heard as "the weather leave": the weather tool's words, asked for.
+    const question = (await collect(new BuiltinTextToSpeech().synthesize('Tell me the weather please.', { voiceId: 'en-us', language: 'en-US' }))).audio;
+    const line = Buffer.concat([new Uint8Array(2_400).fill(0xff), question, new Uint8Array(8_000).fill(0xff)]);
+    for (let offset = 0; offset < line.length; offset += 160) session.write(line.subarray(offset, offset + 160));
+
+    const asked = await next('response-done');
+    expect(asked.find((event) => event.type === 'user-transcript')).toMatchObject({ text: expect.stringContaining('weather') });
+    const call = asked.find((event) => event.type === 'tool-call');
+    expect(call).toMatchObject({ name: 'get_weather', arguments: '{}' });
+    session.toolResult((call as Extract<SpeechToSpeechEvent, { type: 'tool-call' }>).callId, 'Sunny and warm all day.');
+    const answered = await next('response-done');
+    session.close();
+
+    const spoken = Buffer.concat(answered.flatMap((event) => (event.type === 'audio' ? [event.audio] : [])));
+    const answer = 'The get_weather tool returned: Sunny and warm all day.';
+    expect(answered.find((event) => event.type === 'assistant-transcript' && event.final)).toMatchObject({ text: answer });
+    const heard = await engines.recognise(spoken);
+    expect(wordErrorRate(answer, heard), heard).toBeLessThanOrEqual(0.9);
+  });
+});
+
+describe('the bedrock/amazon.nova-sonic-v1:0 STS model, through its simulator', () => {
+  it('is offered by the catalog and served by the Nova Sonic adapter at NOVA_SONIC_ENDPOINT, which hears the question and asks for the tool', async () => {
+    const sts = await registry().speechToSpeech('org', model('bedrock', 'STS', 'amazon.nova-sonic-v1:0'));
+    expect(sts.provider).toBe('bedrock');
+    const session = sts.open({
+      model: 'amazon.nova-sonic-v1:0',
+      instructions: 'You tell the weather.',
+      language: 'en-US',
+      tools: [{ name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+    });
+    const question = (await collect(new BuiltinTextToSpeech().synthesize('Tell me the weather please.', { voiceId: 'en-us', language: 'en-US' }))).audio;
+    const line = Buffer.concat([new Uint8Array(2_400).fill(0xff), question, new Uint8Array(8_000).fill(0xff)]);
+    for (let offset = 0; offset < line.length; offset += 160) session.write(line.subarray(offset, offset + 160));
+
+    const seen: SpeechToSpeechEvent[] = [];
+    for await (const event of session.events) {
+      seen.push(event);
+      if (event.type === 'tool-call' || event.type === 'error') break;
+    }
+    session.close();
+    expect(seen).toEqual([
+      { type: 'user-transcript', text: expect.stringContaining('weather') },
+      { type: 'tool-call', callId: expect.any(String), name: 'get_weather', arguments: '{}' },
+    ]);
+    expect(local.started.novaSonic?.requests.map((request) => request.status)).toEqual([200]);
   });
 });
 
