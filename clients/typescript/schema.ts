@@ -420,6 +420,8 @@ export interface components {
       sttModelId?: string;
       /** Format: uuid */
       ttsModelId?: string;
+      /** Format: uuid */
+      stsModelId?: string;
       voiceEnabled: boolean;
       voicePipelineMode: ("pipeline" | "sts" | "hybrid") | null;
       knowledgeStoreId?: string;
@@ -1602,6 +1604,8 @@ export interface components {
       sttModelId?: string;
       /** Format: uuid */
       ttsModelId?: string;
+      /** Format: uuid */
+      stsModelId?: string;
       /** @default false */
       voiceEnabled?: boolean;
       voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
@@ -1677,6 +1681,7 @@ export interface components {
       modelId?: string;
       sttModelId?: string | null;
       ttsModelId?: string | null;
+      stsModelId?: string | null;
       voiceEnabled?: boolean;
       voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
       knowledgeStoreId?: string | null;
