@@ -48,7 +48,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'models',
     layer: 4,
     purpose: "Models and their providers: the model catalog, its providers (LLMs, embeddings, rerank), organizations' own provider keys and models, the built-in offline LLM, embedders and reranker, the prompt conventions the built-in LLM reads, the voice catalogue.",
-    surface: ['builtin-embedder.ts', 'builtin-model.ts', 'model-catalog.ts', 'model-providers.ts', 'model-schemas.ts', 'models.ts', 'prompt-conventions.ts', 'provider-key-schemas.ts', 'provider-keys.ts', 'reranker.ts', 'voices.ts'],
+    surface: ['builtin-embedder.ts', 'model-catalog.ts', 'model-providers.ts', 'model-schemas.ts', 'models.ts', 'prompt-conventions.ts', 'provider-key-schemas.ts', 'provider-keys.ts', 'reranker.ts', 'voices.ts'],
   },
   {
     name: 'knowledge',

@@ -3,9 +3,8 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { EventStreamCodec, type Message } from '@smithy/eventstream-codec';
-import { decideReply } from '../../shared/models/builtin-model.ts';
 import { bytesToPcm16, muLawDecode, muLawEncode, pcm16ToBytes, resample } from '../../shared/speech/telephone-audio.ts';
-import { sendJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
+import { builtinReply, sendJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
  * Amazon Nova Sonic, Bedrock Runtime's `POST /model/{modelId}/invoke-with-bidirectional-stream` over HTTP/2
@@ -139,7 +138,7 @@ function converse(
     emit('contentEnd', { contentId, type, stopReason });
   };
   const reply = async () => {
-    const decided = decideReply(conversation, tools);
+    const decided = await builtinReply(conversation, tools);
     if (decided.toolCall) {
       const { toolCallId, toolName, input } = decided.toolCall;
       conversation.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input: JSON.parse(input) as unknown }] });
