@@ -83,7 +83,7 @@ describe('the media worker of deploy/example.json', () => {
     expect(container.LogConfiguration.LogDriver).toBe('awslogs');
   });
 
-  it('is reached over HTTPS on its domain, on /media-stream alone, through a load balancer that keeps calls open and drains them', () => {
+  it('is reached over HTTPS on its domain, on /media-stream and browsers’ /voice-session/* alone, through a load balancer that keeps calls open and drains them', () => {
     const [, loadBalancer] = only('AWS::ElasticLoadBalancingV2::LoadBalancer');
     const [listenerId, listener] = only('AWS::ElasticLoadBalancingV2::Listener');
     const [targetsId, targets] = only('AWS::ElasticLoadBalancingV2::TargetGroup');
@@ -101,7 +101,7 @@ describe('the media worker of deploy/example.json', () => {
     });
     expect(rule.Properties).toMatchObject({
       ListenerArn: { Ref: listenerId },
-      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream'] } }],
+      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream', '/voice-session/*'] } }],
       Actions: [{ Type: 'forward', TargetGroupArn: { Ref: targetsId } }],
     });
     expect(targets.Properties).toMatchObject({ TargetType: 'ip', Port: 8080, Protocol: 'HTTP', HealthCheckPath: '/health' });
