@@ -16,13 +16,13 @@ import { claimVoiceSession, endCall, type CallRef } from './voice.ts';
  */
 
 /** The rate of the audio a browser sends and is sent. */
-export const browserSampleRate = 16_000;
+const browserSampleRate = 16_000;
 const telephoneRate = 8_000;
 
 /** How long a connection may go unauthenticated: its first message must carry the token. */
 const startWithinMs = 10_000;
 /** A session in which nobody spoke for this long ends as `EXPIRED`. */
-export const voiceSessionIdleSeconds = 60;
+const voiceSessionIdleSeconds = 60;
 
 /** What the browser sends as text: its token first, then played marks and the hang-up. */
 const browserMessage = z.discriminatedUnion('type', [
