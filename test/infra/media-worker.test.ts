@@ -84,7 +84,7 @@ describe('the media worker of deploy/example.json', () => {
     expect(container.LogConfiguration.LogDriver).toBe('awslogs');
   });
 
-  it('is reached over HTTPS on its domain, on /media-stream/* alone, the path every call's stream URL has, through a load balancer that keeps calls open and drains them', () => {
+  it('is reached over HTTPS on its domain, on /media-stream/* (every call stream URL) and browsers’ /voice-session/* alone, through a load balancer that keeps calls open and drains them', () => {
     const [, loadBalancer] = only('AWS::ElasticLoadBalancingV2::LoadBalancer');
     const [listenerId, listener] = only('AWS::ElasticLoadBalancingV2::Listener');
     const [targetsId, targets] = only('AWS::ElasticLoadBalancingV2::TargetGroup');
@@ -102,7 +102,7 @@ describe('the media worker of deploy/example.json', () => {
     });
     expect(rule.Properties).toMatchObject({
       ListenerArn: { Ref: listenerId },
-      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream/*'] } }],
+      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream/*', '/voice-session/*'] } }],
       Actions: [{ Type: 'forward', TargetGroupArn: { Ref: targetsId } }],
     });
     // The path of a call's stream, as its TwiML names it, is one the rule forwards (ALB patterns: `*` any characters).
