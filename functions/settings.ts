@@ -111,7 +111,8 @@ const eventStream = [
 /** Each function's settings, by the name of its route group or consumer (functions/route-groups.ts, functions/consumers.ts). */
 export const functionSettings: Readonly<Record<string, readonly SettingName[]>> = {
   // Route groups.
-  edge: [...runtime, ...http],
+  // The playground's page may connect to the media worker's voice sessions (its Content-Security-Policy names it).
+  edge: [...runtime, ...http, 'MEDIA_WORKER_URL'],
   'api-keys': [...runtime, ...http],
   agents: [...runtime, ...http],
   tools: [...runtime, ...http, ...egress],

@@ -17,7 +17,7 @@ export async function buildAssets(): Promise<void> {
   copyFileSync(join(root, 'CHANGELOG.md'), join(assetsDirectory, 'CHANGELOG.md'));
   copyFileSync(join(pages, 'playground.css'), join(assetsDirectory, 'playground.css'));
   await build({
-    entryPoints: { docs: join(pages, 'docs.ts'), playground: join(pages, 'playground.ts') },
+    entryPoints: { docs: join(pages, 'docs.ts'), playground: join(pages, 'playground.ts'), 'microphone-worklet': join(pages, 'microphone-worklet.ts') },
     outdir: assetsDirectory,
     bundle: true,
     format: 'esm',

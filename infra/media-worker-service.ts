@@ -17,8 +17,10 @@ import type { DeploymentConfig } from './deployment-config.ts';
 
 /** The worker's entry and its Dockerfile (decision 438). */
 const mediaWorkerEntry = 'services/media-worker/main.ts';
-/** The path Twilio Media Streams connect to; the load balancer forwards this path alone. */
+/** The path Twilio Media Streams connect to; the load balancer forwards it and browsers' voice sessions alone. */
 const mediaStreamPath = '/media-stream';
+/** Browsers' voice sessions: `/voice-session/{orgId}/{sessionId}` (shared/voice/voice.ts, `voiceSessionPath`). */
+const voiceSessionPattern = '/voice-session/*';
 /** The port the worker listens on in its container (the image's PORT). */
 const containerPort = 8080;
 /**
@@ -45,7 +47,7 @@ export interface MediaWorkerServiceProps {
 
 /**
  * The media worker on AWS (docs/deploy.md#the-media-worker): an ECS Fargate service on arm64 in a cluster and VPC of
- * its own, behind an Application Load Balancer that forwards Twilio's WebSocket upgrades on `/media-stream` over
+ * its own, behind an Application Load Balancer that forwards Twilio's WebSocket upgrades on `/media-stream/*` over
  * HTTPS, scaled on the calls its tasks carry. The stack gives its container its settings and its task role its grants.
  */
 export class MediaWorkerService extends Construct {
@@ -105,7 +107,8 @@ export class MediaWorkerService extends Construct {
       open: false,
       defaultAction: elbv2.ListenerAction.fixedResponse(404, { contentType: 'application/json', messageBody: '{"error":"NOT_FOUND"}' }),
     });
-    listener.addAction('MediaStream', { priority: 10, conditions: [elbv2.ListenerCondition.pathPatterns([mediaStreamPath])], action: elbv2.ListenerAction.forward([targets]) });
+    // A call's stream URL names its organization and session below the path (decision 460), as a browser's does.
+    listener.addAction('MediaStream', { priority: 10, conditions: [elbv2.ListenerCondition.pathPatterns([`${mediaStreamPath}/*`, voiceSessionPattern])], action: elbv2.ListenerAction.forward([targets]) });
 
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc });
     this.taskRole = new iam.Role(this, 'TaskRole', {

@@ -11,6 +11,7 @@ export type Message = Schemas['Message'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
 export type ReplyEvent = Schemas['SendMessageEvent'];
 export type StreamedEvent = Schemas['StreamEventsEvent'];
+export type VoiceSessionGrant = Schemas['StartVoiceSessionResponse'];
 
 export interface ClientOptions {
   /** Where the API is, e.g. `http://127.0.0.1:3000` (no trailing slash). */
@@ -51,6 +52,12 @@ export function createApiClient(options: ClientOptions) {
       replyDeltas(client, sessionId, body, signal),
     /** The organization's events as they happen; reconnects after a dropped connection, resuming with Last-Event-ID. */
     events: (query: { types?: string; lastEventId?: string } = {}, signal?: AbortSignal) => events(client, query, signal),
+    /** Starts a voice session with the agent and connects to it (docs/voice.md#voice-sessions-from-the-browser). */
+    voiceSession: async (body: Schemas['StartVoiceSessionBody'], handlers: VoiceSessionHandlers = {}): Promise<VoiceSession> => {
+      const { data, error } = await client.POST('/v1/chat/voice/sessions', { body, params: { header: { 'Idempotency-Key': crypto.randomUUID() } } });
+      if (error) throw new ApiError(error as ErrorEnvelope);
+      return connectVoiceSession(data, handlers);
+    },
   });
 }
 
@@ -181,4 +188,73 @@ async function* events(client: FetchClient, query: { types?: string; lastEventId
     }
     await pause(reconnectDelayMs, signal);
   }
+}
+
+/** A text event of a voice session's socket (docs/voice.md#voice-sessions-from-the-browser). */
+export type VoiceSessionEvent =
+  | { type: 'session.started'; sessionId: string }
+  | { type: 'user.transcript' | 'agent.transcript'; text: string; final: boolean }
+  | { type: 'agent.audio.start' }
+  | { type: 'agent.audio.end'; mark: string }
+  | { type: 'clear' }
+  | { type: 'session.ended'; reason: string };
+
+export interface VoiceSessionHandlers {
+  onEvent?(event: VoiceSessionEvent): void;
+  /** The agent's audio: PCM 16-bit mono at 16 kHz, as it comes. */
+  onAudio?(samples: Int16Array): void;
+  /**
+   * Whether the client tells the worker each piece of the agent's audio has played as soon as it is received (true,
+   * the default), or the caller does with `played(mark)` once its player reaches the `agent.audio.end` mark, so that
+   * an interruption keeps in the transcript only what was heard.
+   */
+  autoPlayed?: boolean;
+}
+
+export interface VoiceSession {
+  sessionId: string;
+  /** The microphone's audio: PCM 16-bit mono at 16 kHz, best in frames of 20 ms (320 samples). */
+  sendAudio(samples: Int16Array): void;
+  /** The agent's audio up to `mark` (an `agent.audio.end`'s) has played. */
+  played(mark: string): void;
+  hangUp(): void;
+  /** Resolves with the reason the session ended, or `CONNECTION_LOST` when the socket closed without one. */
+  ended: Promise<string>;
+}
+
+/** Connects to a voice session the API granted: the token first, then audio as binary frames both ways. */
+export function connectVoiceSession(grant: VoiceSessionGrant, handlers: VoiceSessionHandlers = {}): Promise<VoiceSession> {
+  const socket = new WebSocket(grant.url);
+  socket.binaryType = 'arraybuffer';
+  const send = (message: object) => socket.readyState === WebSocket.OPEN && socket.send(JSON.stringify(message));
+  let reason = 'CONNECTION_LOST';
+  const ended = new Promise<string>((resolveEnded) => socket.addEventListener('close', () => resolveEnded(reason)));
+  const session: VoiceSession = {
+    sessionId: grant.sessionId,
+    sendAudio: (samples) => {
+      // Little-endian on the wire, whatever the platform's order.
+      const bytes = new DataView(new ArrayBuffer(samples.length * 2));
+      samples.forEach((sample, index) => bytes.setInt16(index * 2, sample, true));
+      if (socket.readyState === WebSocket.OPEN) socket.send(bytes.buffer);
+    },
+    played: (mark) => send({ type: 'mark', name: mark }),
+    hangUp: () => send({ type: 'hangup' }),
+    ended,
+  };
+  return new Promise((resolveStarted, rejectStarted) => {
+    socket.addEventListener('open', () => send({ type: 'start', token: grant.token }));
+    socket.addEventListener('close', (closed) => rejectStarted(new Error(`The voice session's socket closed (${closed.code}) before it started.`)));
+    socket.addEventListener('message', (message: { data: unknown }) => {
+      if (typeof message.data !== 'string') {
+        const view = new DataView(message.data as ArrayBuffer);
+        handlers.onAudio?.(Int16Array.from({ length: view.byteLength >> 1 }, (_, index) => view.getInt16(index * 2, true)));
+        return;
+      }
+      const event = JSON.parse(message.data) as VoiceSessionEvent;
+      if (event.type === 'session.started') resolveStarted(session);
+      if (event.type === 'session.ended') reason = event.reason;
+      if (event.type === 'agent.audio.end' && handlers.autoPlayed !== false) session.played(event.mark);
+      handlers.onEvent?.(event);
+    });
+  });
 }

@@ -258,6 +258,10 @@ export interface paths {
     /** Start an outbound call from this number, driven by a voice-enabled agent */
     post: operations["startCall"];
   };
+  "/v1/chat/voice/sessions": {
+    /** Start a voice session from the browser with a voice-enabled agent: a WebSocket on the media worker and its single-use token, valid 60 s */
+    post: operations["startVoiceSession"];
+  };
   "/v1/chat/sessions/{id}/recording": {
     /** A call's recording: 302 to a signed URL valid for 5 minutes */
     get: operations["getRecording"];
@@ -1289,6 +1293,14 @@ export interface components {
       /** Format: uuid */
       sessionId: string;
     };
+    StartVoiceSessionResponse: {
+      /** Format: uuid */
+      sessionId: string;
+      url: string;
+      token: string;
+      /** Format: date-time */
+      expiresAt: string;
+    };
     PutTwilioCredentialsResponse: {
       /** @constant */
       provider: "twilio";
@@ -1887,6 +1899,16 @@ export interface components {
       ttl?: number;
       /** @default {} */
       session_variables?: {
+        [key: string]: unknown;
+      };
+    };
+    StartVoiceSessionBody: {
+      /** Format: uuid */
+      agentId: string;
+      /** @default 100 */
+      ttl?: number;
+      /** @default {} */
+      sessionVariables?: {
         [key: string]: unknown;
       };
     };
@@ -9595,6 +9617,171 @@ export interface operations {
               code?: "TELEPHONY_UNAVAILABLE";
               /** @constant */
               status?: 502;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE, SESSION_CREATION_ERROR */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE" | "SESSION_CREATION_ERROR";
+              /** @constant */
+              status?: 503;
+            };
+          });
+        };
+      };
+    };
+  };
+  /** Start a voice session from the browser with a voice-enabled agent: a WebSocket on the media worker and its single-use token, valid 60 s */
+  startVoiceSession: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartVoiceSessionBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["StartVoiceSessionResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
+              /** @constant */
+              status?: 403;
+            };
+          });
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED, CONCURRENT_CALLS_EXCEEDED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED" | "CONCURRENT_CALLS_EXCEEDED";
+              /** @constant */
+              status?: 429;
+            };
+          });
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
             };
           };
         };

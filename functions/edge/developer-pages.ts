@@ -1,3 +1,4 @@
+import type { Config } from '../../shared/platform/config.ts';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -13,8 +14,12 @@ const assetDirectory = new URL('./assets/', import.meta.url);
 const developerHeaders = { 'x-robots-tag': 'noindex, nofollow' };
 
 /** Our pages load nothing from elsewhere: no CDN, no fonts service; Scalar injects its styles inline. */
-const pageSecurity =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
+/** The pages' Content-Security-Policy: our own origin, and the media worker's for the playground's voice sessions. */
+const pageSecurity = (connect = '') =>
+  `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'${connect}; frame-ancestors 'none'`;
+
+/** The media worker's origin (`wss://host`), or nothing without a worker. */
+const workerOrigin = (url: string | undefined): string => (url ? ` ${new URL(url).origin}` : '');
 
 const contentTypes: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -94,14 +99,15 @@ const playgroundPage = page(
 
 /** The implementations of the developer routes of the edge group. */
 export function developerPages(groups: readonly RouteGroup[], namedComponents: NamedComponents) {
-  const html = (key: string, body: string, headers: RequestHeaders) =>
-    respond(prepare(key, () => body), 'text/html; charset=utf-8', headers, 'no-cache', { 'content-security-policy': pageSecurity });
+  const html = (key: string, body: string, headers: RequestHeaders, security = pageSecurity()) =>
+    respond(prepare(key, () => body), 'text/html; charset=utf-8', headers, 'no-cache', { 'content-security-policy': security });
   return {
     // Built on the first request, then served from memory for the life of the process.
     openApiDocument: async ({ headers }: { headers: RequestHeaders }) =>
       respond(prepare('openapi.json', () => JSON.stringify(buildOpenApiDocument(groups, namedComponents))), 'application/json; charset=utf-8', headers, 'public, max-age=300'),
     apiReference: async ({ headers }: { headers: RequestHeaders }) => html('docs', referencePage, headers),
-    playground: async ({ headers }: { headers: RequestHeaders }) => html('playground', playgroundPage, headers),
+    playground: async ({ headers, deps }: { headers: RequestHeaders; deps: { config: Pick<Config, 'MEDIA_WORKER_URL'> } }) =>
+      html('playground', playgroundPage, headers, pageSecurity(workerOrigin(deps.config.MEDIA_WORKER_URL))),
     changelog: async ({ headers }: { headers: RequestHeaders }) =>
       respond(prepare('CHANGELOG.md', readAsset('CHANGELOG.md')), contentTypes['.md'] as string, headers, 'public, max-age=300'),
     asset: async ({ headers, params }: { headers: RequestHeaders; params: { name: (typeof assetNames)[number] } }) =>

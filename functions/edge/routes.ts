@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 /** The files of `functions/edge/assets/` (built by `npm run build:assets`) that `/assets/{name}` serves. */
-export const assetNames = ['scalar.js', 'docs.js', 'playground.js', 'playground.css'] as const;
+export const assetNames = ['scalar.js', 'docs.js', 'playground.js', 'microphone-worklet.js', 'playground.css'] as const;
 
 /**
  * Health, the developer pages (the API's description, its reference, the playground) and the catch-all that answers

@@ -10,6 +10,7 @@ import {
   recordingLink,
   searchAvailablePhoneNumbers,
   startOutboundCall,
+  startVoiceSession,
   updatePhoneNumber,
 } from '../../shared/voice/voice.ts';
 import { createHttpHandler, RawBody } from '../../shared/platform/http/handler.ts';
@@ -27,6 +28,7 @@ export const handler = createHttpHandler(
     updatePhoneNumber: ({ deps, principal, params, body }) => updatePhoneNumber(deps, principal.orgId, params.phone_number_id, body),
     deletePhoneNumber: ({ deps, principal, params, query }) => deletePhoneNumber(deps, principal.orgId, params.phone_number_id, query),
     startCall: ({ deps, principal, params, body }) => startOutboundCall(deps, principal.orgId, params.phone_number_id, body),
+    startVoiceSession: ({ deps, principal, body }) => startVoiceSession(deps, principal.orgId, body),
     getRecording: async ({ deps, principal, params }) =>
       new RawBody('', { location: await recordingLink(deps, principal.orgId, params.id), 'cache-control': 'no-store' }, { statusCode: 302 }),
     putTwilioCredentials: ({ deps, principal, body }) => putTwilioCredentials(deps, principal.orgId, body),

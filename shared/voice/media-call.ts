@@ -9,10 +9,16 @@ export interface MediaCallDeps extends ConversationDeps {
   speech: CallSpeech;
 }
 
-/** The transport of one stream: what the worker sends Twilio, and closing the stream (Twilio then runs the `<Connect>` action). */
+/**
+ * The transport of one conversation: what the worker sends, in Twilio's messages, and closing it (Twilio then runs
+ * the `<Connect>` action). Twilio's stream is one; a browser's voice session (`browser-voice.ts`) is the other, and
+ * it also shows the transcripts as they form.
+ */
 export interface StreamSink {
   send(message: StreamOutbound): void;
   close(): void;
+  /** What each side said: the caller's as recognised, the agent's as the reply is written. */
+  transcript?(speaker: 'user' | 'agent', text: string, final: boolean): void;
 }
 
 /**
@@ -123,8 +129,10 @@ export class MediaCall {
   async handle(message: StreamInbound): Promise<void> {
     if (this.closed) return;
     switch (message.event) {
-      case 'start':
-        return this.start(message.start.streamSid, message.start.customParameters);
+      case 'start': {
+        const { streamSid, customParameters } = message.start;
+        return this.begin(streamSid, () => claimMediaStream(this.deps, this.call, streamSid, customParameters));
+      }
       case 'media':
         return this.hear(Buffer.from(message.media.payload, 'base64'));
       case 'mark':
@@ -151,12 +159,16 @@ export class MediaCall {
     this.wakeIdle();
   }
 
-  private async start(streamSid: string, parameters: Readonly<Record<string, string>>): Promise<void> {
-    if (this.streamSid) return;
+  /**
+   * The conversation starts once `claim` admits the connection (consuming its single-use token): its recogniser and
+   * voice are opened and the welcome is spoken. A refused claim closes the transport unheard.
+   */
+  async begin(streamSid: string, claim: () => Promise<Agent>): Promise<void> {
+    if (this.streamSid || this.closed) return;
     this.streamSid = streamSid;
     let agent: Agent;
     try {
-      agent = await claimMediaStream(this.deps, this.call, streamSid, parameters);
+      agent = await claim();
     } catch (error) {
       logger.warn('media stream refused', { ...this.call, error: error as Error });
       this.closed = true;
@@ -190,7 +202,8 @@ export class MediaCall {
     if (welcome) this.say(welcome, { stored: false, interruptible: agent.welcomeAllowInterruptions ?? true, played: '', playedMs: 0 });
   }
 
-  private hear(audio: Uint8Array): void {
+  /** The caller's telephone audio (μ-law 8 kHz), as it arrives. */
+  hear(audio: Uint8Array): void {
     if (!this.stt) return;
     this.heardMs += audio.length / bytesPerMs;
     this.stt.write(audio);
@@ -210,6 +223,8 @@ export class MediaCall {
       for await (const event of stream.events) {
         if (event.type === 'speech-started') {
           if (!this.activity) this.bargeIn();
+        } else if (event.type === 'partial') {
+          this.sink.transcript?.('user', [...this.finals, event.text.trim()].join(' '), false);
         } else if (event.type === 'final') {
           if (event.text.trim()) this.finals.push(event.text.trim());
           // With `SILENCE`, only the detector ends a turn; the provider's own endpointing does with `STT_ENDPOINTING`.
@@ -220,7 +235,9 @@ export class MediaCall {
           this.finalizeAskedAt = undefined;
           const said = this.finals.join(' ');
           this.finals = [];
-          if (said) void this.talk(said, { source: 'voice' }, speechEndedAt, { endOfTurnAt, finalAt });
+          if (!said) continue;
+          this.sink.transcript?.('user', said, true);
+          void this.talk(said, { source: 'voice' }, speechEndedAt, { endOfTurnAt, finalAt });
         } else if (event.type === 'error') {
           logger.warn('the call stopped hearing: its speech-to-text failed', { ...this.call, message: event.message });
         }
@@ -244,8 +261,11 @@ export class MediaCall {
       const report = this.observe.turn;
       reply.firstAudio = (firstAudioAt) => report({ speechEndedAt, ...heard, firstPieceAt: firstPieceAt ?? firstAudioAt, firstAudioAt });
     }
+    let written = '';
     const channel: ReplyChannel = {
       delta: (text) => {
+        written += text;
+        this.sink.transcript?.('agent', written, false);
         pending += text;
         for (let end = speakableEnd(pending); end > 0; end = speakableEnd(pending)) {
           piece(pending.slice(0, end));
@@ -255,6 +275,7 @@ export class MediaCall {
       complete: () => {
         if (pending.trim()) piece(pending);
         pending = '';
+        this.sink.transcript?.('agent', written, true);
       },
       end: () => {
         ending = true;

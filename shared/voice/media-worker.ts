@@ -5,7 +5,8 @@ import { InvalidSignatureError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import { MediaCall, type MediaCallDeps, type TurnTiming } from './media-call.ts';
 import { parseStreamMessage } from './media-streams.ts';
-import { verifyMediaStreamUpgrade } from './voice.ts';
+import { serveBrowserVoice } from './browser-voice.ts';
+import { verifyMediaStreamUpgrade, voiceSessionPath } from './voice.ts';
 
 /** The path Twilio's streams upgrade on: `/media-stream/{orgId}/{sessionId}` (the call, named by `mediaStreamUrl`). */
 export const mediaStreamPath = '/media-stream';
@@ -25,7 +26,8 @@ export interface MediaWorker {
 }
 
 /**
- * The media worker's HTTP server (decision 438): Twilio Media Streams' WebSocket at `/media-stream/…`, and `/health`
+ * The media worker's HTTP server (decision 438): Twilio Media Streams' WebSocket at `/media-stream/…`, browsers'
+ * voice sessions at `/voice-session/…` (decision 500), and `/health`
  * for the load balancer. An upgrade without Twilio's signature over the call's stream URL is refused with 401
  * before any audio flows.
  */
@@ -49,6 +51,24 @@ export function createMediaWorker(deps: MediaCallDeps, observe: { turn?(timing: 
   });
 
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const session = new RegExp(`^${voiceSessionPath}/([^/?]+)/([^/?]+)$`).exec(request.url ?? '');
+    if (session) {
+      // A browser cannot sign its upgrade: its first message carries the session's single-use token.
+      if (draining) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      const callRef = { orgId: decodeURIComponent(session[1] as string), sessionId: decodeURIComponent(session[2] as string) };
+      streams.handleUpgrade(request, socket, head, (ws) => {
+        const call = serveBrowserVoice(deps, ws, callRef, observe, () => {
+          calls.delete(call);
+          changed();
+        });
+        calls.add(call);
+        changed();
+      });
+      return;
+    }
     void admit(request, socket).then((call) => {
       if (!call) return;
       streams.handleUpgrade(request, socket, head, (ws) => serve(ws, call));

@@ -108,12 +108,24 @@ export const startCallBody = z.strictObject({
   session_variables: storableJsonObject({ maxBytes: 16 * 1024, key: z.string().min(1).max(256) }).default({}),
 });
 
+/** A voice session from the browser (docs/voice.md#voice-sessions-from-the-browser): the agent, its time limit, its variables. */
+export const startVoiceSessionBody = z.strictObject({
+  agentId: z.uuid({ error: 'must be a UUID' }),
+  ttl: z.number().int().min(callTtlBounds.min).max(callTtlBounds.max).default(callTtlBounds.default),
+  sessionVariables: storableJsonObject({ maxBytes: 16 * 1024, key: z.string().min(1).max(256) }).default({}),
+});
+
+/** Where to connect, with what: the single-use token opens `url` once, until `expiresAt`. */
+export const voiceSessionResponse = z.object({ sessionId: z.uuid(), url: z.string(), token: z.string(), expiresAt: z.iso.datetime() });
+
 export type CreatePhoneNumberInput = z.output<typeof createPhoneNumberBody>;
 export type BuyPhoneNumberInput = z.output<typeof buyPhoneNumberBody>;
 export type SearchAvailableNumbersInput = z.output<typeof searchAvailableNumbersQuery>;
 export type UpdatePhoneNumberInput = z.output<typeof updatePhoneNumberBody>;
 export type TwilioCredentialsInput = z.output<typeof twilioCredentialsBody>;
 export type StartCallInput = z.output<typeof startCallBody>;
+export type StartVoiceSessionInput = z.output<typeof startVoiceSessionBody>;
+export type VoiceSessionGrant = z.output<typeof voiceSessionResponse>;
 
 export interface PhoneNumber {
   id: string;
@@ -168,8 +180,10 @@ export type TwilioCallStatus = (typeof twilioCallStatuses)[number];
 export interface VoiceCall {
   orgId: string;
   sessionId: string;
+  /** The number the call is on; empty for a browser's voice session, which has none. */
   phoneNumberId: string;
-  provider: 'twilio';
+  /** `web`: a voice session from the browser, through the media worker with no carrier. */
+  provider: 'twilio' | 'web';
   direction: 'INBOUND' | 'OUTBOUND';
   from: string;
   to: string;

@@ -29,6 +29,8 @@ import {
   type PhoneNumber,
   type SearchAvailableNumbersInput,
   type StartCallInput,
+  type StartVoiceSessionInput,
+  type VoiceSessionGrant,
   type TwilioCallStatus,
   type TwilioCredentialsInput,
   type UpdatePhoneNumberInput,
@@ -520,6 +522,67 @@ export async function placeOutboundCall(deps: VoiceDeps, orgId: string, line: Ca
   await deps.voice.recordCarrierCall(announced, callSid, sessionEvents.sessionCreated(announced));
   await scheduleBackstop(deps, orgId, session.id, longestOutboundCallSeconds(deps, outbound.ttl));
   return { sessionId: session.id };
+}
+
+// ---- Voice sessions from the browser (docs/voice.md#voice-sessions-from-the-browser) ----------------------------
+
+/** The media worker's path of browsers' voice sessions: `/voice-session/{orgId}/{sessionId}`. */
+export const voiceSessionPath = '/voice-session';
+
+/** How long a voice session's token may wait for its connection. */
+export const voiceSessionConnectSeconds = 60;
+
+/** Where a browser connects for one voice session: the media worker's host, a path of its own naming the session. */
+export function voiceSessionUrl(deps: VoiceDeps, orgId: string, sessionId: string): string {
+  if (!deps.config.MEDIA_WORKER_URL) throw new Error('MEDIA_WORKER_URL is not set: voice sessions have no media worker to talk to.');
+  const url = new URL(deps.config.MEDIA_WORKER_URL);
+  url.pathname = `${voiceSessionPath}/${encodeURIComponent(orgId)}/${encodeURIComponent(sessionId)}`;
+  return url.toString();
+}
+
+/**
+ * `POST /v1/chat/voice/sessions`: a `VOICE` session on platform `WEB`, admitted as a call start is (a callable agent,
+ * the voice seconds quota, one of the plan's call slots until it ends), and a single-use token, kept hashed on its
+ * call item as a call's stream token is, that opens the session's WebSocket on the media worker once, within
+ * `voiceSessionConnectSeconds`. The backstop ends it if the worker never does.
+ */
+export async function startVoiceSession(deps: VoiceDeps, orgId: string, input: StartVoiceSessionInput): Promise<VoiceSessionGrant> {
+  const [agent] = await Promise.all([callableAgent(deps, orgId, input.agentId), assertMayConsume(deps, orgId, 'voice_seconds')]);
+  const sessionId = newId();
+  const longestSeconds = voiceSessionConnectSeconds + input.ttl;
+  if ((await takeCallSlot(deps, orgId, sessionId, longestSeconds)) === 'full') {
+    const { concurrentCalls } = await currentPlan(deps, orgId);
+    throw new ConcurrentCallsExceededError(`The plan allows ${concurrentCalls} concurrent calls and they are all in progress; retry when one ends.`, callSlotRetryAfterSeconds);
+  }
+  try {
+    const session: StoredSession = {
+      ...newCallSession(deps, orgId, agent, { direction: 'INBOUND', id: sessionId, customer: '', roomName: sessionId, sessionVariables: input.sessionVariables }),
+      platform: 'WEB',
+    };
+    const call: VoiceCall = { orgId, sessionId, phoneNumberId: '', provider: 'web', direction: 'INBOUND', from: 'web', to: agent.id, ttl: input.ttl, status: 'in-progress', startedAt: session.createdAt };
+    await deps.voice.createCall(session, expiryEpochSeconds(deps, Date.parse(session.createdAt)), call, [sessionEvents.sessionCreated(session)]);
+    const token = randomBytes(24).toString('base64url');
+    await deps.voice.offerRelay(orgId, sessionId, relayTokenHash(token));
+    await scheduleBackstop(deps, orgId, sessionId, longestSeconds);
+    const expiresAt = new Date(Date.parse(session.createdAt) + voiceSessionConnectSeconds * 1000).toISOString();
+    return { sessionId, url: voiceSessionUrl(deps, orgId, sessionId), token, expiresAt };
+  } catch (error) {
+    await releaseCallSlot(deps, orgId, sessionId);
+    throw error;
+  }
+}
+
+/**
+ * A browser's connection to its voice session: the token is consumed in the same conditional write as a call's
+ * stream token (decision 461), so it opens one connection, once; a token past its `expiresAt` opens none. The org
+ * and session are the URL's: another organization's token matches no hash there. The agent, and the session's `ttl`.
+ */
+export async function claimVoiceSession(deps: VoiceDeps, call: CallRef, connectionId: string, token: string): Promise<{ agent: Agent; ttl: number }> {
+  const voiceCall = await deps.voice.getCall(call.orgId, call.sessionId);
+  if (voiceCall?.provider !== 'web') throw new NotFoundError(`No voice session ${call.sessionId}.`);
+  if (deps.clock.now().getTime() > Date.parse(voiceCall.startedAt) + voiceSessionConnectSeconds * 1000) throw new ForbiddenError('This voice session’s token has expired.');
+  const session = await claimCall(deps, connectionId, call, token);
+  return { agent: await requireAgent(deps, call.orgId, session.agentId), ttl: voiceCall.ttl };
 }
 
 // ---- The carrier's callbacks ---------------------------------------------------------------------------------

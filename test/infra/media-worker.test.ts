@@ -15,6 +15,7 @@ import { checkDeploymentConfig, loadDeploymentConfig } from '../../infra/deploym
 import { MediaWorkerService } from '../../infra/media-worker-service.ts';
 import { AgentPlatformStack } from '../../infra/stack.ts';
 import { secretSettings, settingSources } from '../../shared/platform/config.ts';
+import { mediaStreamUrl, type VoiceDeps } from '../../shared/voice/voice.ts';
 
 interface Resource {
   Type: string;
@@ -83,7 +84,7 @@ describe('the media worker of deploy/example.json', () => {
     expect(container.LogConfiguration.LogDriver).toBe('awslogs');
   });
 
-  it('is reached over HTTPS on its domain, on /media-stream alone, through a load balancer that keeps calls open and drains them', () => {
+  it('is reached over HTTPS on its domain, on /media-stream/* (every call stream URL) and browsers’ /voice-session/* alone, through a load balancer that keeps calls open and drains them', () => {
     const [, loadBalancer] = only('AWS::ElasticLoadBalancingV2::LoadBalancer');
     const [listenerId, listener] = only('AWS::ElasticLoadBalancingV2::Listener');
     const [targetsId, targets] = only('AWS::ElasticLoadBalancingV2::TargetGroup');
@@ -101,9 +102,13 @@ describe('the media worker of deploy/example.json', () => {
     });
     expect(rule.Properties).toMatchObject({
       ListenerArn: { Ref: listenerId },
-      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream'] } }],
+      Conditions: [{ Field: 'path-pattern', PathPatternConfig: { Values: ['/media-stream/*', '/voice-session/*'] } }],
       Actions: [{ Type: 'forward', TargetGroupArn: { Ref: targetsId } }],
     });
+    // The path of a call's stream, as its TwiML names it, is one the rule forwards (ALB patterns: `*` any characters).
+    const streamPath = new URL(mediaStreamUrl({ config: { MEDIA_WORKER_URL: `wss://${worker.domain.name}/media-stream` } } as VoiceDeps, crypto.randomUUID(), crypto.randomUUID())).pathname;
+    const forwarded = (rule.Properties.Conditions[0].PathPatternConfig.Values as string[]).map((pattern) => new RegExp(`^${pattern.replaceAll('*', '.*').replaceAll('?', '.')}$`));
+    expect(forwarded.some((pattern) => pattern.test(streamPath)), streamPath).toBe(true);
     expect(targets.Properties).toMatchObject({ TargetType: 'ip', Port: 8080, Protocol: 'HTTP', HealthCheckPath: '/health' });
     expect(attributes(targets.Properties.TargetGroupAttributes)).toEqual({ 'deregistration_delay.timeout_seconds': '3600', 'stickiness.enabled': 'false' });
     expect(only('AWS::ECS::Service')[1].Properties.LoadBalancers).toEqual([{ ContainerName: 'Worker', ContainerPort: 8080, TargetGroupArn: { Ref: targetsId } }]);

@@ -1,4 +1,7 @@
 import type { SimulatorEngines } from '../../infra/local/speech-simulator-server.ts';
+import { BuiltinSpeechToText } from '../../shared/speech/builtin-stt.ts';
+import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
+import { bytesToPcm16, muLawDecode, muLawEncode, resample } from '../../shared/speech/telephone-audio.ts';
 
 /**
  * Engines for the protocol tests of the speech simulators: "speech" that is the text's bytes, each held for 10 ms
@@ -28,4 +31,23 @@ export async function collect(chunks: AsyncIterable<Uint8Array>): Promise<{ audi
   const parts: Uint8Array[] = [];
   for await (const chunk of chunks) parts.push(chunk);
   return { audio: Buffer.concat(parts), count: parts.length };
+}
+
+/** `text` spoken by eSpeak NG as a browser's microphone sends it: PCM16 mono at 16 kHz. */
+export async function browserSpeech(text: string): Promise<Int16Array> {
+  const { audio } = await collect(new BuiltinTextToSpeech().synthesize(text, { voiceId: 'en-us', language: 'en-US' }));
+  return resample(muLawDecode(audio), 8_000, 16_000);
+}
+
+/** What PocketSphinx makes of a browser's audio (PCM16 mono at 16 kHz), heard as telephone audio. */
+export async function heardFromBrowser(samples: Int16Array | Uint8Array): Promise<string> {
+  const pcm = samples instanceof Int16Array ? samples : bytesToPcm16(samples);
+  const stream = new BuiltinSpeechToText().open({ language: 'en-US' });
+  stream.write(muLawEncode(resample(pcm, 16_000, 8_000)));
+  // Half a second of silence ends the last utterance.
+  stream.write(new Uint8Array(4_000).fill(0xff));
+  stream.end();
+  const heard: string[] = [];
+  for await (const event of stream.events) if (event.type === 'final' && event.text) heard.push(event.text);
+  return heard.join(' ');
 }

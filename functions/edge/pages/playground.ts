@@ -1,10 +1,11 @@
-import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Session } from '../../../clients/typescript/index.ts';
+import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Session, type VoiceSession } from '../../../clients/typescript/index.ts';
 import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from '../../../infra/local/phone-channel.ts';
 import { storedKeyName } from './stored-key.ts';
 
 /**
- * The playground: a key, agents with tools, a chat whose reply streams token by token, the organization's events
- * live, the session's analysis once it exists, and test calls to the organization's numbers. Plain DOM, the typed
+ * The playground: a key, agents with tools, a chat whose reply streams token by token, a voice session with the
+ * microphone, the organization's events live, the session's analysis once it exists, and test calls to the
+ * organization's numbers. Plain DOM, the typed
  * client for every call.
  */
 
@@ -48,6 +49,14 @@ root.innerHTML = `
       <button id="send" type="submit" disabled>Send</button>
     </form>
     <button id="close-session" type="button" disabled>Close the session</button>
+    <section aria-labelledby="talk-heading">
+      <h3 id="talk-heading">Talk</h3>
+      <p>A voice session with the selected agent (it must be voice-enabled): your microphone, its voice.</p>
+      <button id="talk" type="button" disabled>Talk</button>
+      <button id="stop-talking" type="button" disabled>Stop talking</button>
+      <p id="talk-status" role="status">Not talking.</p>
+      <ol id="voice-transcript" aria-live="polite"></ol>
+    </section>
     <section aria-labelledby="analysis-heading"><h3 id="analysis-heading">Analysis</h3><pre id="analysis">None yet.</pre></section>
   </section>
   <section aria-labelledby="phone-heading">
@@ -86,7 +95,11 @@ const buttons = {
   close: element<HTMLButtonElement>('close-session'),
   say: element<HTMLButtonElement>('call-say'),
   hangUp: element<HTMLButtonElement>('hang-up'),
+  talk: element<HTMLButtonElement>('talk'),
+  stopTalking: element<HTMLButtonElement>('stop-talking'),
 };
+const talkStatus = element('talk-status');
+const voiceTranscript = element<HTMLOListElement>('voice-transcript');
 
 let client: ApiClient | undefined;
 let selectedAgent: Agent | undefined;
@@ -149,6 +162,7 @@ async function refreshAgents(): Promise<void> {
 function selectAgent(agent: Agent): void {
   selectedAgent = agent;
   buttons.open.disabled = false;
+  buttons.talk.disabled = talking !== undefined;
   for (const button of agentList.querySelectorAll('button')) button.setAttribute('aria-pressed', String(button.textContent?.startsWith(`${agent.fullName} (`)));
 }
 
@@ -344,6 +358,92 @@ function sayOnCall(event: SubmitEvent): void {
 }
 
 /** The organization's events, live; the client resumes with Last-Event-ID when the connection drops. */
+let talking: { session: VoiceSession; stop(): void } | undefined;
+
+/**
+ * Talk: a voice session with the selected agent. The microphone (getUserMedia) feeds an AudioWorklet at 16 kHz that
+ * posts 20 ms PCM frames, sent as they come; the agent's PCM is played back to back, and each piece's mark is
+ * acknowledged when its audio has played, so that a barge-in keeps in the transcript what was heard. Both sides'
+ * transcripts show live: the line of the turn under way is rewritten until it is final.
+ */
+async function talk(): Promise<void> {
+  if (!selectedAgent || talking) return;
+  buttons.talk.disabled = true;
+  voiceTranscript.replaceChildren();
+  const context = new AudioContext({ sampleRate: 16_000 });
+  let microphone: MediaStream | undefined;
+  const sources = new Set<AudioBufferSourceNode>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let playUntil = 0;
+  const live: Record<'user' | 'agent', HTMLLIElement | undefined> = { user: undefined, agent: undefined };
+  try {
+    await context.audioWorklet.addModule('/assets/microphone-worklet.js');
+    const session = await (client as ApiClient).voiceSession(
+      { agentId: selectedAgent.id },
+      {
+        autoPlayed: false,
+        onAudio: (samples) => {
+          const buffer = context.createBuffer(1, samples.length, 16_000);
+          buffer.getChannelData(0).set(Float32Array.from(samples, (sample) => sample / 32_768));
+          const source = context.createBufferSource();
+          source.buffer = buffer;
+          source.connect(context.destination);
+          playUntil = Math.max(playUntil, context.currentTime);
+          source.start(playUntil);
+          playUntil += buffer.duration;
+          sources.add(source);
+          source.addEventListener('ended', () => sources.delete(source));
+        },
+        onEvent: (event) => {
+          if (event.type === 'user.transcript' || event.type === 'agent.transcript') {
+            const speaker = event.type === 'user.transcript' ? 'user' : 'agent';
+            live[speaker] ??= listItem(voiceTranscript, '', speaker === 'user' ? 'user' : 'assistant');
+            live[speaker].textContent = event.text;
+            live[speaker].dataset.final = String(event.final);
+            if (event.final) live[speaker] = undefined;
+          } else if (event.type === 'agent.audio.end') {
+            const timer = setTimeout(() => {
+              timers.delete(timer);
+              talking?.session.played(event.mark);
+            }, Math.max(0, playUntil - context.currentTime) * 1000);
+            timers.add(timer);
+          } else if (event.type === 'clear') {
+            for (const source of sources) source.stop();
+            sources.clear();
+            playUntil = 0;
+          } else if (event.type === 'session.ended') {
+            show(talkStatus, `The voice session ended (${event.reason}).`);
+          }
+        },
+      },
+    );
+    // The microphone opens once the session is admitted: nothing said before it would be heard.
+    microphone = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false } });
+    const frames = new AudioWorkletNode(context, 'microphone-frames');
+    context.createMediaStreamSource(microphone).connect(frames);
+    frames.port.onmessage = (message: MessageEvent<Int16Array>) => session.sendAudio(message.data);
+    const stop = () => {
+      for (const timer of timers) clearTimeout(timer);
+      for (const track of microphone?.getTracks() ?? []) track.stop();
+      void context.close();
+    };
+    talking = { session, stop };
+    show(talkStatus, `Talking with ${selectedAgent.fullName} (session ${session.sessionId}).`);
+    buttons.stopTalking.disabled = false;
+    void session.ended.then(() => {
+      stop();
+      talking = undefined;
+      buttons.stopTalking.disabled = true;
+      buttons.talk.disabled = !selectedAgent;
+    });
+  } catch (error) {
+    for (const track of microphone?.getTracks() ?? []) track.stop();
+    void context.close();
+    show(talkStatus, `Could not talk: ${describeError(error)}`);
+    buttons.talk.disabled = false;
+  }
+}
+
 function followEvents(): void {
   eventsAbort?.abort();
   eventsAbort = new AbortController();
@@ -371,6 +471,8 @@ element<HTMLFormElement>('message-form').addEventListener('submit', (event) => v
 element<HTMLFormElement>('call-form').addEventListener('submit', sayOnCall);
 buttons.hangUp.addEventListener('click', () => phone?.send(JSON.stringify({ type: 'hangup' } satisfies PhoneMessage)));
 buttons.open.addEventListener('click', () => void openSession());
+buttons.talk.addEventListener('click', () => void talk());
+buttons.stopTalking.addEventListener('click', () => talking?.session.hangUp());
 buttons.close.addEventListener('click', () => void closeSession());
 
 const remembered = sessionStorage.getItem(storedKeyName);
