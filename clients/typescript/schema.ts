@@ -424,6 +424,8 @@ export interface components {
       sttModelId?: string;
       /** Format: uuid */
       ttsModelId?: string;
+      /** Format: uuid */
+      stsModelId?: string;
       voiceEnabled: boolean;
       voicePipelineMode: ("pipeline" | "sts" | "hybrid") | null;
       knowledgeStoreId?: string;
@@ -526,7 +528,7 @@ export interface components {
       /** Format: uuid */
       id: string;
       /** @enum {string} */
-      type: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
+      type: "LLM" | "STT" | "TTS" | "STS" | "EMBEDDING" | "RERANK";
       /** @enum {string} */
       provider: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
       name: string;
@@ -1614,6 +1616,8 @@ export interface components {
       sttModelId?: string;
       /** Format: uuid */
       ttsModelId?: string;
+      /** Format: uuid */
+      stsModelId?: string;
       /** @default false */
       voiceEnabled?: boolean;
       voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
@@ -1689,6 +1693,7 @@ export interface components {
       modelId?: string;
       sttModelId?: string | null;
       ttsModelId?: string | null;
+      stsModelId?: string | null;
       voiceEnabled?: boolean;
       voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
       knowledgeStoreId?: string | null;
@@ -4206,7 +4211,7 @@ export interface operations {
       query?: {
         page?: string;
         limit?: string;
-        type?: "LLM" | "STT" | "TTS" | "EMBEDDING" | "RERANK";
+        type?: "LLM" | "STT" | "TTS" | "STS" | "EMBEDDING" | "RERANK";
         provider?: "builtin" | "bedrock" | "openai-compatible" | "anthropic" | "amazon" | "deepgram" | "cartesia" | "rime" | "elevenlabs";
         source?: "deployment" | "organization";
       };
