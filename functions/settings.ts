@@ -20,6 +20,7 @@ const runtime = [
   'BEDROCK_MODELS',
   'BEDROCK_EMBEDDING_MODELS',
   'BEDROCK_RERANK_MODELS',
+  'BEDROCK_STS_MODELS',
   'OPENAI_COMPATIBLE_MODELS',
   'OPENAI_COMPATIBLE_EMBEDDING_MODELS',
   'OPENAI_COMPATIBLE_STT_MODELS',
@@ -81,6 +82,7 @@ export const speechProviderAddresses = [
   'POLLY_ENDPOINT',
   'TRANSCRIBE_STREAMING_ENDPOINT',
   'OPENAI_COMPATIBLE_REALTIME_URL',
+  'NOVA_SONIC_ENDPOINT',
 ] as const satisfies readonly SettingName[];
 /** The speech of calls through the media worker: the providers' addresses and the deployment's keys for them. */
 const speech = [

@@ -61,8 +61,14 @@ export const deploymentConfigSchema = z.strictObject({
   models: z
     .strictObject({
       bedrock: z
-        .strictObject({ llms: z.array(bedrockModelId).default([]), embeddings: z.array(bedrockModelId).default([]), rerank: z.array(bedrockModelId).default([]) })
-        .default({ llms: [], embeddings: [], rerank: [] }),
+        .strictObject({
+          llms: z.array(bedrockModelId).default([]),
+          embeddings: z.array(bedrockModelId).default([]),
+          rerank: z.array(bedrockModelId).default([]),
+          /** Speech-to-speech models the media worker converses with (Amazon Nova Sonic). */
+          sts: z.array(z.enum(['amazon.nova-sonic-v1:0'])).default([]),
+        })
+        .default({ llms: [], embeddings: [], rerank: [], sts: [] }),
       /** Any Chat Completions endpoint (its Realtime API at `<baseUrl>/realtime`); its API key is the secret OPENAI_COMPATIBLE_API_KEY. */
       openAiCompatible: z
         .strictObject({
@@ -93,7 +99,7 @@ export const deploymentConfigSchema = z.strictObject({
       /** The LLM that analyses ended sessions; each session's agent's own model otherwise. */
       analysisModel: providerAndName.optional(),
     })
-    .default({ bedrock: { llms: [], embeddings: [], rerank: [] }, speech: {}, imageInput: [] }),
+    .default({ bedrock: { llms: [], embeddings: [], rerank: [], sts: [] }, speech: {}, imageInput: [] }),
   auth: z
     .strictObject({
       /** Bearer JWTs from the organizations' identity provider, beside API keys (docs/auth.md). */
@@ -206,6 +212,7 @@ export const settingKeys = {
   BEDROCK_MODELS: 'models.bedrock.llms',
   BEDROCK_EMBEDDING_MODELS: 'models.bedrock.embeddings',
   BEDROCK_RERANK_MODELS: 'models.bedrock.rerank',
+  BEDROCK_STS_MODELS: 'models.bedrock.sts',
   OPENAI_COMPATIBLE_BASE_URL: 'models.openAiCompatible.baseUrl',
   OPENAI_COMPATIBLE_MODELS: 'models.openAiCompatible.llms',
   OPENAI_COMPATIBLE_EMBEDDING_MODELS: 'models.openAiCompatible.embeddings',

@@ -591,6 +591,10 @@ export class AgentPlatformStack extends Stack {
       const worker: Grantee = { grantPrincipal: mediaWorker.taskRole, role: mediaWorker.taskRole, addToRolePolicy: (statement) => mediaWorker.taskRole.addToPrincipalPolicy(statement) };
       worker.addToRolePolicy(new iam.PolicyStatement({ actions: readWriteActions, resources: tableResources }));
       grantModelInvocation(worker);
+      // Speech-to-speech models converse over one bidirectional stream a call; only the worker carries calls' audio.
+      if (bedrock.sts.length > 0) {
+        worker.addToRolePolicy(new iam.PolicyStatement({ actions: ['bedrock:InvokeModelWithBidirectionalStream'], resources: bedrockModelResources(bedrock.sts, this) }));
+      }
       grantRerank(worker);
       grantKnowledgeVectors(worker, 'query');
       grantSecretsKey(worker, { opens: true });

@@ -5,9 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { WebSocketServer, type WebSocket } from 'ws';
 import * as z from 'zod';
-import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
-import { createLanguageModel } from '../../shared/models/model-providers.ts';
-import { parseJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
+import { builtinReply as decide, parseJson, startSpeechSimulatorServer, utteranceCutter, type SimulatorEngines, type SpeechSimulator } from './speech-simulator-server.ts';
 
 /**
  * The OpenAI Realtime API, GA interface (https://platform.openai.com/docs/api-reference/realtime), over a
@@ -28,12 +26,6 @@ const minimumSilenceMs = 300;
 const chunkBytes = 1_600;
 const chunkEveryMs = 20;
 const sayPrefix = 'Say exactly this, and nothing else: ';
-/** The built-in LLM, as the turn engine gets it from the catalog: it answers for the simulated speech model. */
-const builtinLlm = createLanguageModel(
-  { id: modelId('builtin', 'LLM', builtinModels.llm), type: 'LLM', provider: 'builtin', name: builtinModels.llm, isDefault: true, acceptsImages: true, source: 'deployment' },
-  { AWS_REGION: 'us-east-1', SECRETS_MANAGER_ENDPOINT: undefined, OPENAI_COMPATIBLE_BASE_URL: undefined, OPENAI_COMPATIBLE_API_KEY: undefined, OPENAI_COMPATIBLE_API_KEY_ARN: undefined },
-);
-
 const tool = z.object({ type: z.literal('function'), name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() });
 const pcmu = z.object({ type: z.literal('audio/pcmu') });
 const sessionConfig = z.object({
@@ -265,14 +257,6 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
     }
   });
   send({ type: 'session.created', session: { type: 'realtime', object: 'realtime.session', id: sessionId, model, output_modalities: ['audio'], instructions: '', tools: [], tool_choice: 'auto' } });
-}
-
-/** What the built-in model answers: its text, and the tool it calls (it calls one at the most). */
-async function decide(prompt: LanguageModelV4Prompt, tools: LanguageModelV4FunctionTool[]): Promise<{ text: string; toolCall?: { toolCallId: string; toolName: string; input: string } }> {
-  const { content } = await builtinLlm.doGenerate({ prompt, tools });
-  const toolCall = content.find((part) => part.type === 'tool-call');
-  const text = content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
-  return toolCall?.type === 'tool-call' ? { text, toolCall: { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input } } : { text };
 }
 
 function toolsOf(tools: readonly z.infer<typeof tool>[]): LanguageModelV4FunctionTool[] {

@@ -2,6 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt } from '@ai-sdk/provider';
+import { builtinModels, modelId } from '../../shared/models/model-catalog.ts';
+import { createLanguageModel } from '../../shared/models/model-providers.ts';
 import { voiceCatalog } from '../../shared/models/voices.ts';
 import { BuiltinSpeechToText } from '../../shared/speech/builtin-stt.ts';
 import { BuiltinTextToSpeech } from '../../shared/speech/builtin-tts.ts';
@@ -271,4 +274,18 @@ function level(frame: Uint8Array): number {
   let sum = 0;
   for (const sample of samples) sum += Math.abs(sample);
   return sum / samples.length;
+}
+
+/** The built-in LLM, as the turn engine gets it from the catalog: it answers for the simulated speech model. */
+const builtinLlm = createLanguageModel(
+  { id: modelId('builtin', 'LLM', builtinModels.llm), type: 'LLM', provider: 'builtin', name: builtinModels.llm, isDefault: true, acceptsImages: true, source: 'deployment' },
+  { AWS_REGION: 'us-east-1', SECRETS_MANAGER_ENDPOINT: undefined, OPENAI_COMPATIBLE_BASE_URL: undefined, OPENAI_COMPATIBLE_API_KEY: undefined, OPENAI_COMPATIBLE_API_KEY_ARN: undefined },
+);
+
+/** What the built-in model answers for a simulated speech-to-speech model: its text, and the tool it calls (one at the most). */
+export async function builtinReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV4FunctionTool[]): Promise<{ text: string; toolCall?: { toolCallId: string; toolName: string; input: string } }> {
+  const { content } = await builtinLlm.doGenerate({ prompt, tools });
+  const toolCall = content.find((part) => part.type === 'tool-call');
+  const text = content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+  return toolCall?.type === 'tool-call' ? { text, toolCall: { toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input } } : { text };
 }

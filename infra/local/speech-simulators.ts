@@ -2,6 +2,7 @@ import { voiceCatalog, type TtsProvider } from '../../shared/models/voices.ts';
 import { startCartesiaSimulator } from './cartesia-simulator.ts';
 import { startDeepgramSimulator, type DeepgramSimulator } from './deepgram-simulator.ts';
 import { startElevenlabsSimulator } from './elevenlabs-simulator.ts';
+import { startNovaSonicSimulator } from './nova-sonic-simulator.ts';
 import { startOpenAIRealtimeSimulator, type OpenAIRealtimeSimulator } from './openai-realtime-simulator.ts';
 import { denyEgressTo } from './environment.ts';
 import { startPollySimulator } from './polly-simulator.ts';
@@ -13,7 +14,7 @@ import type { SimulatorEngines, SpeechSimulator } from './speech-simulator-serve
  * The speech providers' simulators of the local runtime (docs/voice.md#speech-provider-simulators), started before
  * the handlers read their configuration, each one unless its address is preset (`DEEPGRAM_API_URL`,
  * `CARTESIA_API_URL`, `RIME_API_URL`, `ELEVENLABS_API_URL`, `POLLY_ENDPOINT`, `TRANSCRIBE_STREAMING_ENDPOINT`,
- * `OPENAI_COMPATIBLE_REALTIME_URL`, among `providerAddressVariables`: a
+ * `OPENAI_COMPATIBLE_REALTIME_URL`, `NOVA_SONIC_ENDPOINT`, among `providerAddressVariables`: a
  * real provider, or another double). A started one sets its address, its key (unless the key is preset, which it
  * then accepts) and the provider's models in the catalog (unless those are preset).
  */
@@ -28,6 +29,7 @@ export interface LocalSpeech {
     polly?: SpeechSimulator;
     transcribe?: SpeechSimulator;
     openaiRealtime?: OpenAIRealtimeSimulator;
+    novaSonic?: SpeechSimulator;
   };
   stop(): Promise<void>;
 }
@@ -88,6 +90,10 @@ export async function startSpeechSimulators(engines: SimulatorEngines, env: Node
       // The Realtime API's base address is the API's, as OPENAI_COMPATIBLE_BASE_URL's is (`…/v1`).
       env.OPENAI_COMPATIBLE_REALTIME_URL = `${simulator.url}/v1`;
       local.started.openaiRealtime = simulator;
+    }
+    if (!env.NOVA_SONIC_ENDPOINT) {
+      models('BEDROCK_STS_MODELS', 'amazon.nova-sonic-v1:0');
+      local.started.novaSonic = use(await startNovaSonicSimulator({ engines }), 'NOVA_SONIC_ENDPOINT');
     }
     return local;
   } catch (error) {

@@ -32,6 +32,7 @@ type CatalogConfig = Pick<
   | 'BEDROCK_EMBEDDING_MODELS'
   | 'OPENAI_COMPATIBLE_EMBEDDING_MODELS'
   | 'BEDROCK_RERANK_MODELS'
+  | 'BEDROCK_STS_MODELS'
   | 'OPENAI_COMPATIBLE_STT_MODELS'
   | 'OPENAI_COMPATIBLE_REALTIME_MODELS'
   | 'DEFAULT_LLM'
@@ -55,6 +56,7 @@ function speechEntries(config: CatalogConfig): [ModelProvider, ModelType, string
     ...of('rime', 'TTS', config.RIME_TTS_MODELS),
     ...of('elevenlabs', 'TTS', config.ELEVENLABS_TTS_MODELS),
     ...of('openai-compatible', 'STS', config.OPENAI_COMPATIBLE_REALTIME_MODELS),
+    ...of('bedrock', 'STS', config.BEDROCK_STS_MODELS),
   ];
 }
 

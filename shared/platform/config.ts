@@ -45,6 +45,8 @@ const configSchema = z.object({
   JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600),
   /** Bedrock model ids offered in the catalog, e.g. `anthropic.claude-3-5-haiku-20241022-v1:0`. */
   BEDROCK_MODELS: commaList,
+  /** Bedrock speech-to-speech models for calls through the media worker: Amazon Nova Sonic (docs/voice.md#amazon-nova-sonic). */
+  BEDROCK_STS_MODELS: commaList.pipe(z.array(z.enum(['amazon.nova-sonic-v1:0']))),
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   OPENAI_COMPATIBLE_API_KEY_ARN: secretArn,
@@ -264,11 +266,12 @@ const configSchema = z.object({
   CARTESIA_API_URL: z.url().default('https://api.cartesia.ai'),
   RIME_API_URL: z.url().default('https://users.rime.ai'),
   ELEVENLABS_API_URL: z.url().default('https://api.elevenlabs.io'),
-  /** Set only for the local Polly and Transcribe simulators; on AWS the SDKs find the regional endpoints. */
+  /** Set only for the local Polly, Transcribe and Nova Sonic simulators; on AWS the SDKs find the regional endpoints. */
   POLLY_ENDPOINT: z.url().optional(),
   TRANSCRIBE_STREAMING_ENDPOINT: z.url().optional(),
   /** Where the OpenAI Realtime models are when not at `OPENAI_COMPATIBLE_BASE_URL`: the local simulator's address. */
   OPENAI_COMPATIBLE_REALTIME_URL: z.url().optional(),
+  NOVA_SONIC_ENDPOINT: z.url().optional(),
   DEEPGRAM_API_KEY: z.string().min(1).optional(),
   DEEPGRAM_API_KEY_ARN: secretArn,
   CARTESIA_API_KEY: z.string().min(1).optional(),
@@ -354,6 +357,7 @@ export const settingSources = {
   AMAZON_STT_MODELS: 'deployment',
   AMAZON_TTS_MODELS: 'deployment',
   BEDROCK_RERANK_MODELS: 'deployment',
+  BEDROCK_STS_MODELS: 'deployment',
   DEFAULT_LLM: 'deployment',
   EVENT_BUS_NAME: 'stack',
   SQS_ENDPOINT: 'local',
@@ -428,6 +432,7 @@ export const settingSources = {
   POLLY_ENDPOINT: 'local',
   TRANSCRIBE_STREAMING_ENDPOINT: 'local',
   OPENAI_COMPATIBLE_REALTIME_URL: 'local',
+  NOVA_SONIC_ENDPOINT: 'local',
   DEEPGRAM_API_KEY: 'secret',
   CARTESIA_API_KEY: 'secret',
   RIME_API_KEY: 'secret',

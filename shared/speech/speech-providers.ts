@@ -11,6 +11,7 @@ import { BuiltinTextToSpeech } from './builtin-tts.ts';
 import { cartesiaTextToSpeech } from './cartesia.ts';
 import { deepgramSpeechToText } from './deepgram.ts';
 import { elevenlabsTextToSpeech } from './elevenlabs.ts';
+import { novaSonicSpeechToSpeech } from './nova-sonic.ts';
 import { openAIRealtimeSpeechToSpeech } from './openai-realtime.ts';
 import { pollyTextToSpeech } from './polly.ts';
 import { SpeechProviderError, type SpeechToSpeech, type SpeechToText, type TextToSpeech } from './ports.ts';
@@ -31,6 +32,7 @@ export type SpeechProviderConfig = Pick<
   | 'ELEVENLABS_API_URL'
   | 'POLLY_ENDPOINT'
   | 'TRANSCRIBE_STREAMING_ENDPOINT'
+  | 'NOVA_SONIC_ENDPOINT'
   | 'DEEPGRAM_API_KEY'
   | 'DEEPGRAM_API_KEY_ARN'
   | 'CARTESIA_API_KEY'
@@ -69,6 +71,7 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
   // One AWS client per registry (the worker makes one), made on first use: they hold connections.
   let polly: TextToSpeech | undefined;
   let transcribe: SpeechToText | undefined;
+  let novaSonic: SpeechToSpeech | undefined;
 
   /** The organization's own key for the provider, else the deployment's. */
   async function connection(orgId: string, provider: KeyedProvider): Promise<{ apiUrl: string; apiKey: string }> {
@@ -120,6 +123,9 @@ export function createSpeechProviders(deps: SpeechProviderDeps): SpeechProviders
           if (!url) throw new SpeechProviderError(model.provider, 'no Realtime endpoint: set OPENAI_COMPATIBLE_BASE_URL', false);
           return openAIRealtimeSpeechToSpeech({ url, apiKey: await secretSetting(config, 'OPENAI_COMPATIBLE_API_KEY') });
         }
+        case 'bedrock':
+          novaSonic ??= novaSonicSpeechToSpeech({ region: config.AWS_REGION, endpoint: config.NOVA_SONIC_ENDPOINT });
+          return novaSonic;
         default:
           throw unsupported(model);
       }

@@ -156,7 +156,8 @@ describe('the media worker of deploy/example.json', () => {
     // Each action on each resource (the policies merge statements differently), with its condition.
     const grants = (list: Statement[]) =>
       [...new Set(list.flatMap((statement) => asArray(statement.Action).flatMap((action) => asArray(statement.Resource).map((resource) => JSON.stringify([action, resource, statement.Condition])))))].sort();
-    const speech = (statement: Statement) => asArray(statement.Action).some((action) => action.startsWith('polly:') || action.startsWith('transcribe:'));
+    const speech = (statement: Statement) =>
+      asArray(statement.Action).some((action) => action.startsWith('polly:') || action.startsWith('transcribe:') || action === 'bedrock:InvokeModelWithBidirectionalStream');
     // What the relay has as a Lambda function (its log group, X-Ray) or as ConversationRelay's (the management API).
     const lambdaOrRelay = (grant: string) => /^\["(logs|xray|execute-api):/.test(grant);
 
@@ -167,6 +168,12 @@ describe('the media worker of deploy/example.json', () => {
         Condition: { StringEquals: { 'aws:RequestedRegion': { Ref: 'AWS::Region' } } },
         Effect: 'Allow',
         Resource: '*',
+      },
+      // Nova Sonic, the one speech-to-speech model deploy/example.json names, and no other model.
+      {
+        Action: 'bedrock:InvokeModelWithBidirectionalStream',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':bedrock:', { Ref: 'AWS::Region' }, '::foundation-model/amazon.nova-sonic-v1:0']] },
       },
     ]);
     // The relay's turn grants (the table, the models, rerank, knowledge, the secrets key and the secrets its settings

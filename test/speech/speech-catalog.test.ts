@@ -9,7 +9,7 @@ import { expectError, startApi, type TestApi } from '../support/api.ts';
 let api: TestApi;
 beforeAll(async () => {
   // Deepgram's STT and ElevenLabs' and Amazon's TTS, nothing of Cartesia's or Rime's.
-  api = await startApi({ DEEPGRAM_STT_MODELS: 'nova-3,nova-2', ELEVENLABS_TTS_MODELS: 'eleven_flash_v2_5', AMAZON_STT_MODELS: 'transcribe-streaming', AMAZON_TTS_MODELS: 'polly-neural' });
+  api = await startApi({ DEEPGRAM_STT_MODELS: 'nova-3,nova-2', ELEVENLABS_TTS_MODELS: 'eleven_flash_v2_5', AMAZON_STT_MODELS: 'transcribe-streaming', AMAZON_TTS_MODELS: 'polly-neural', BEDROCK_STS_MODELS: 'amazon.nova-sonic-v1:0' });
 });
 afterAll(() => api.close());
 
@@ -25,6 +25,16 @@ describe('the speech models of the catalog', () => {
     expect(stt.map((model) => `${model.provider}/${model.name}`)).toEqual(['builtin/builtin-stt', 'deepgram/nova-3', 'deepgram/nova-2', 'amazon/transcribe-streaming']);
     expect(tts.map((model) => `${model.provider}/${model.name}`)).toEqual(['builtin/builtin-tts', 'amazon/polly-neural', 'elevenlabs/eleven_flash_v2_5']);
     expect(stt.find((model) => model.provider === 'deepgram' && model.name === 'nova-3')?.id).toBe(modelId('deepgram', 'STT', 'nova-3'));
+  });
+
+  it('offer Amazon Nova Sonic as a Bedrock speech-to-speech model when BEDROCK_STS_MODELS names it', async () => {
+    const { key } = await api.newOrg();
+
+    const sts = (await api.request('GET', '/v1/chat/models?type=STS&limit=100', { key })).body.data as { id: string; provider: string; name: string; type: string }[];
+
+    expect(sts.filter((model) => model.provider === 'bedrock')).toEqual([
+      expect.objectContaining({ id: modelId('bedrock', 'STS', 'amazon.nova-sonic-v1:0'), provider: 'bedrock', name: 'amazon.nova-sonic-v1:0', type: 'STS' }),
+    ]);
   });
 });
 

@@ -39,7 +39,15 @@ const errorRate = (heard: string[]) =>
 
 describe('the simulators of npm start', () => {
   it('each set its address, its key and its models, which the catalog then offers', () => {
-    expect(env).toMatchObject({ DEEPGRAM_API_URL: local.started.deepgram?.url, CARTESIA_API_KEY: 'local-cartesia-key', RIME_TTS_MODELS: 'mistv2', AMAZON_TTS_MODELS: 'polly-neural' });
+    expect(env).toMatchObject({
+      DEEPGRAM_API_URL: local.started.deepgram?.url,
+      CARTESIA_API_KEY: 'local-cartesia-key',
+      RIME_TTS_MODELS: 'mistv2',
+      AMAZON_TTS_MODELS: 'polly-neural',
+      NOVA_SONIC_ENDPOINT: local.started.novaSonic?.url,
+      BEDROCK_STS_MODELS: 'amazon.nova-sonic-v1:0',
+    });
+    expect(local.started.novaSonic?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(catalog.models.filter((entry) => entry.provider !== 'builtin' && (entry.type === 'STT' || entry.type === 'TTS')).map((entry) => `${entry.provider}/${entry.type}/${entry.name}`)).toEqual([
       'deepgram/STT/nova-3',
       'amazon/STT/transcribe-streaming',
@@ -132,6 +140,34 @@ describe('the openai-compatible/gpt-realtime STS model, through its simulator', 
     expect(answered.find((event) => event.type === 'assistant-transcript' && event.final)).toMatchObject({ text: answer });
     const heard = await engines.recognise(spoken);
     expect(wordErrorRate(answer, heard), heard).toBeLessThanOrEqual(0.9);
+  });
+});
+
+describe('the bedrock/amazon.nova-sonic-v1:0 STS model, through its simulator', () => {
+  it('is offered by the catalog and served by the Nova Sonic adapter at NOVA_SONIC_ENDPOINT, which hears the question and asks for the tool', async () => {
+    const sts = await registry().speechToSpeech('org', model('bedrock', 'STS', 'amazon.nova-sonic-v1:0'));
+    expect(sts.provider).toBe('bedrock');
+    const session = sts.open({
+      model: 'amazon.nova-sonic-v1:0',
+      instructions: 'You tell the weather.',
+      language: 'en-US',
+      tools: [{ name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+    });
+    const question = (await collect(new BuiltinTextToSpeech().synthesize('Tell me the weather please.', { voiceId: 'en-us', language: 'en-US' }))).audio;
+    const line = Buffer.concat([new Uint8Array(2_400).fill(0xff), question, new Uint8Array(8_000).fill(0xff)]);
+    for (let offset = 0; offset < line.length; offset += 160) session.write(line.subarray(offset, offset + 160));
+
+    const seen: SpeechToSpeechEvent[] = [];
+    for await (const event of session.events) {
+      seen.push(event);
+      if (event.type === 'tool-call' || event.type === 'error') break;
+    }
+    session.close();
+    expect(seen).toEqual([
+      { type: 'user-transcript', text: expect.stringContaining('weather') },
+      { type: 'tool-call', callId: expect.any(String), name: 'get_weather', arguments: '{}' },
+    ]);
+    expect(local.started.novaSonic?.requests.map((request) => request.status)).toEqual([200]);
   });
 });
 

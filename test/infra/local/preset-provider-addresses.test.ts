@@ -77,7 +77,7 @@ describe('preset speech provider addresses', () => {
     const speech = await startSpeechSimulators(protocolEngines(), env);
     await speech.stop();
 
-    expect(Object.keys(speech.started).sort()).toEqual(['deepgram', 'elevenlabs', 'openaiRealtime', 'polly', 'rime', 'transcribe']);
+    expect(Object.keys(speech.started).sort()).toEqual(['deepgram', 'elevenlabs', 'novaSonic', 'openaiRealtime', 'polly', 'rime', 'transcribe']);
     expect(env).toMatchObject({ CARTESIA_API_URL: 'https://api.cartesia.ai', CARTESIA_API_KEY: 'sk_car_real', CARTESIA_TTS_MODELS: 'sonic-2024-10-19' });
     // A preset key is the one the simulator then accepts.
     expect(env).toMatchObject({ DEEPGRAM_API_URL: speech.started.deepgram?.url, DEEPGRAM_API_KEY: 'dg-preset', RIME_API_URL: speech.started.rime?.url, RIME_API_KEY: 'local-rime-key', RIME_TTS_MODELS: 'mistv2' });
@@ -93,6 +93,16 @@ describe('preset speech provider addresses', () => {
 
     expect(speech.started.openaiRealtime).toBeUndefined();
     expect(env).toMatchObject({ OPENAI_COMPATIBLE_REALTIME_URL: 'https://api.openai.com/v1', OPENAI_COMPATIBLE_REALTIME_MODELS: 'gpt-realtime-mini' });
+  });
+
+  it('a preset Nova Sonic address is kept, and its simulator does not start', async () => {
+    const env: NodeJS.ProcessEnv = { NOVA_SONIC_ENDPOINT: 'https://bedrock-runtime.us-east-1.amazonaws.com' };
+
+    const speech = await startSpeechSimulators(protocolEngines(), env);
+    await speech.stop();
+
+    expect(speech.started.novaSonic).toBeUndefined();
+    expect(env.NOVA_SONIC_ENDPOINT).toBe('https://bedrock-runtime.us-east-1.amazonaws.com');
   });
 });
 

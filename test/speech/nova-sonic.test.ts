@@ -1,0 +1,293 @@
+/**
+ * The Amazon Nova Sonic adapter of the speech-to-speech port: its events against the documented examples
+ * (decisions 496, 497), and against its simulator (HTTP/2, AWS event streams), with protocol engines and with real
+ * audio (decision 498).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNovaSonicSimulator, type NovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
+import { builtinSimulatorEngines, type SpeechSimulator } from '../../infra/local/speech-simulator-server.ts';
+import { novaSonicModel, novaSonicSession, novaSonicSpeechToSpeech, type NovaSonicInput } from '../../shared/speech/nova-sonic.ts';
+import type { SpeechToSpeechEvent, SpeechToSpeechOptions, SpeechToSpeechSession } from '../../shared/speech/ports.ts';
+import { muLawEncode } from '../../shared/speech/telephone-audio.ts';
+import { wordErrorRate } from '../../shared/speech/word-error-rate.ts';
+import * as docs from '../fixtures/nova-sonic/documented-examples.ts';
+import { eventually } from '../support/eventually.ts';
+import { protocolEngines, spokenBytes } from '../support/speech.ts';
+
+const weatherTool = { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+const options = (more: Partial<SpeechToSpeechOptions> = {}): SpeechToSpeechOptions => ({
+  model: novaSonicModel,
+  instructions: 'You are a helpful phone agent.',
+  language: 'en-US',
+  tools: [weatherTool],
+  ...more,
+});
+
+async function drain(input: AsyncIterable<NovaSonicInput>): Promise<NovaSonicInput[]> {
+  const events: NovaSonicInput[] = [];
+  for await (const event of input) events.push(event);
+  return events;
+}
+
+/** The session's events, gathered as they come; `done` once they end. */
+function read(session: SpeechToSpeechSession): { seen: SpeechToSpeechEvent[]; done: Promise<void> } {
+  const seen: SpeechToSpeechEvent[] = [];
+  const done = (async () => {
+    for await (const event of session.events) seen.push(event);
+  })();
+  return { seen, done };
+}
+
+const nameOf = (event: NovaSonicInput) => Object.keys(event.event)[0]!;
+const bodyOf = (event: NovaSonicInput) => Object.values(event.event)[0]!;
+const keysOf = (event: { event: Record<string, Record<string, unknown>> }) => Object.keys(Object.values(event.event)[0]!).sort();
+
+describe('the Nova Sonic adapter against the documented events', () => {
+  it('sends the documented input events in the documented order, with 8 kHz LPCM both ways and the tools as JSON schema strings', async () => {
+    const session = novaSonicSession(options({ voiceId: 'tiffany' }));
+    session.port.write(new Uint8Array([0xff, 0x80]));
+    session.port.toolResult('tooluse-1', 'Sunny');
+    session.port.close();
+    const events = await drain(session.input);
+
+    expect(events.map(nameOf)).toEqual([
+      'sessionStart',
+      'promptStart',
+      'contentStart',
+      'textInput',
+      'contentEnd',
+      'contentStart',
+      'audioInput',
+      'contentStart',
+      'toolResult',
+      'contentEnd',
+      'contentEnd',
+      'promptEnd',
+      'sessionEnd',
+    ]);
+    const [sessionStart, promptStart, systemStart, system, systemEnd, audioStart, audio, toolStart, toolResult, toolEnd, audioEnd, promptEnd, sessionEnd] = events as [NovaSonicInput, ...NovaSonicInput[]];
+    // Each event has the documented fields, no more and no fewer.
+    expect(keysOf(sessionStart)).toEqual(keysOf(docs.input.sessionStart));
+    expect(keysOf(promptStart!)).toEqual(keysOf(docs.input.promptStart));
+    expect(keysOf(systemStart!)).toEqual(keysOf(docs.input.systemContentStart));
+    expect(keysOf(system!)).toEqual(keysOf(docs.input.textInput));
+    expect(keysOf(systemEnd!)).toEqual(keysOf(docs.input.contentEnd));
+    expect(keysOf(audioStart!)).toEqual(keysOf(docs.input.audioContentStart));
+    expect(keysOf(audio!)).toEqual(keysOf(docs.input.audioInput));
+    expect(keysOf(toolStart!)).toEqual(keysOf(docs.input.toolContentStart));
+    expect(keysOf(toolResult!)).toEqual(keysOf(docs.input.toolResult));
+    expect(keysOf(toolEnd!)).toEqual(keysOf(docs.input.contentEnd));
+    expect(keysOf(promptEnd!)).toEqual(keysOf(docs.input.promptEnd));
+    expect(sessionEnd).toEqual(docs.input.sessionEnd);
+
+    const documentedAudioOut = docs.input.promptStart.event.promptStart.audioOutputConfiguration;
+    expect(bodyOf(promptStart!).audioOutputConfiguration).toEqual({ ...documentedAudioOut, sampleRateHertz: 8000, voiceId: 'tiffany' });
+    expect(bodyOf(promptStart!).toolConfiguration).toEqual({
+      tools: [{ toolSpec: { name: 'get_weather', description: 'Current weather', inputSchema: { json: JSON.stringify(weatherTool.parameters) } } }],
+    });
+    expect(bodyOf(systemStart!)).toMatchObject({ type: 'TEXT', role: 'SYSTEM', textInputConfiguration: { mediaType: 'text/plain' } });
+    expect(bodyOf(system!).content).toBe('You are a helpful phone agent.');
+    expect(bodyOf(audioStart!).audioInputConfiguration).toEqual({ ...docs.input.audioContentStart.event.contentStart.audioInputConfiguration, sampleRateHertz: 8000 });
+    // μ-law 0xff is silence, 0x80 the loudest positive sample: 16-bit little-endian LPCM, base64.
+    expect(Buffer.from(String(bodyOf(audio!).content), 'base64')).toEqual(Buffer.from([0x00, 0x00, 0x7c, 0x7d]));
+    expect(bodyOf(toolStart!).toolResultInputConfiguration).toEqual(docs.input.toolContentStart.event.contentStart.toolResultInputConfiguration);
+    expect(bodyOf(toolResult!).content).toBe('Sunny');
+    // Every content is closed under its own name, and all under the one prompt.
+    expect(bodyOf(audioEnd!).contentName).toBe(bodyOf(audioStart!).contentName);
+    expect(new Set(events.slice(1, -1).map((event) => bodyOf(event).promptName)).size).toBe(1);
+  });
+
+  it('says a welcome as an interactive USER text turn, the one way Nova Sonic v1 takes text to answer', async () => {
+    const session = novaSonicSession(options());
+    session.port.say('Welcome to Acme.');
+    session.port.close();
+    const events = await drain(session.input);
+
+    const turn = events.slice(6, 9);
+    expect(turn.map(nameOf)).toEqual(['contentStart', 'textInput', 'contentEnd']);
+    expect(keysOf(turn[0]!)).toEqual(keysOf(docs.input.systemContentStart));
+    expect(bodyOf(turn[0]!)).toMatchObject({ type: 'TEXT', role: 'USER', interactive: true, textInputConfiguration: { mediaType: 'text/plain' } });
+    expect(bodyOf(turn[1]!).content).toBe('Say exactly this to the caller, and nothing else: Welcome to Acme.');
+    expect(bodyOf(turn[2]!).contentName).toBe(bodyOf(turn[0]!).contentName);
+  });
+
+  it('reports the documented reply as the port says: the caller’s words, the tool call, the planned text, telephone audio, the whole final text, done', () => {
+    const session = novaSonicSession(options());
+    const { seen } = read(session.port);
+    for (const event of docs.outputTurn) session.receive(event);
+    session.finish();
+
+    return expect.poll(() => seen.at(-1)).toEqual({ type: 'response-done' }).then(() => {
+      expect(seen).toEqual([
+        { type: 'user-transcript', text: 'what day is it today' },
+        { type: 'tool-call', callId: 'tooluse-1', name: 'getDateAndTimeTool', arguments: '{}' },
+        { type: 'assistant-transcript', text: 'Today is Thursday.', final: false },
+        { type: 'audio', audio: muLawEncode(new Int16Array([0, 8159])) },
+        { type: 'assistant-transcript', text: 'Today is Thursday.', final: true },
+        { type: 'response-done' },
+      ]);
+    });
+  });
+
+  it('reports the documented barge-in signal as speech-started, and the interrupted reply as done once', async () => {
+    const session = novaSonicSession(options());
+    const { seen, done } = read(session.port);
+    for (const event of docs.outputBargeIn) session.receive(event);
+    session.finish();
+    await done;
+
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'speech-started', 'response-done']);
+  });
+
+  it('drops the rest of a reply’s audio after interrupt, and reports the reply done then, not again when Nova Sonic ends it', async () => {
+    const session = novaSonicSession(options());
+    const { seen, done } = read(session.port);
+    const [, , , audioStart, audioChunk, ...rest] = docs.outputBargeIn;
+    for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
+    session.receive(audioStart);
+    session.receive(audioChunk);
+    session.port.interrupt(20);
+    session.receive(audioChunk);
+    for (const event of rest) session.receive(event);
+    session.finish();
+    await done;
+
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'response-done', 'speech-started']);
+  });
+
+  it('passes on the next reply after the interrupted one ended, even when no words of the caller came between', async () => {
+    const session = novaSonicSession(options());
+    const { seen, done } = read(session.port);
+    const [, , , audioStart, audioChunk, , , , audioEnd] = docs.outputBargeIn;
+    for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
+    session.receive(audioStart);
+    session.port.interrupt(0);
+    session.receive(audioChunk);
+    session.receive(audioEnd);
+    // A new reply: Nova Sonic's documented reply, from its planned text on.
+    for (const event of docs.outputTurn.slice(7)) session.receive(event);
+    session.finish();
+    await done;
+
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'response-done', 'assistant-transcript', 'audio', 'assistant-transcript', 'response-done']);
+  });
+});
+
+async function collectUntil(session: SpeechToSpeechSession, seen: SpeechToSpeechEvent[], until: (event: SpeechToSpeechEvent) => boolean): Promise<void> {
+  const iterator = session.events[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) return;
+    seen.push(next.value);
+    if (until(next.value)) return;
+  }
+}
+
+describe('the Nova Sonic adapter against its simulator', () => {
+  let simulator: NovaSonicSimulator;
+  beforeAll(async () => {
+    simulator = await startNovaSonicSimulator({ engines: protocolEngines('tell me the weather please') });
+  });
+  afterAll(() => simulator.stop());
+  /** A simulator whose replies last a minute: time to speak over them. */
+  const longReply = new Uint8Array(60_000 * 8).fill(0x10);
+  let longReplies: SpeechSimulator;
+  beforeAll(async () => {
+    longReplies = await startNovaSonicSimulator({ engines: { speak: async () => longReply, recognise: async () => 'hello there' } });
+  });
+  afterAll(() => longReplies.stop());
+
+  it('hears the caller, asks for the tool, answers after its result with the spoken answer, and ends on close', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options());
+    session.write(new Uint8Array(300 * 8).fill(0xff));
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, (event) => event.type === 'tool-call' || event.type === 'error');
+    expect(seen).toEqual([{ type: 'user-transcript', text: 'tell me the weather please' }, { type: 'tool-call', callId: expect.stringMatching(/^call_/), name: 'get_weather', arguments: '{}' }]);
+
+    session.toolResult((seen[1] as { callId: string }).callId, 'Sunny, 21 degrees');
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    const answer = 'The get_weather tool returned: Sunny, 21 degrees';
+    expect(seen.slice(2).filter((event) => event.type !== 'audio')).toEqual([
+      { type: 'assistant-transcript', text: answer, final: false },
+      { type: 'assistant-transcript', text: answer, final: true },
+      { type: 'response-done' },
+    ]);
+    const audio = Buffer.concat(seen.flatMap((event) => (event.type === 'audio' ? [event.audio] : [])));
+    expect(audio).toEqual(Buffer.from(spokenBytes(answer)));
+
+    session.close();
+    await collectUntil(session, seen, () => false);
+    // The documented closing events reached it: the conversation ended with sessionEnd, not a dropped stream.
+    expect(await eventually(() => [...simulator.endings], (endings) => endings.length > 0)).toEqual(['sessionEnd']);
+    expect(simulator.requests.map((request) => [request.path, request.status])).toContainEqual([`/model/${encodeURIComponent(novaSonicModel)}/invoke-with-bidirectional-stream`, 200]);
+  });
+
+  it('stops a reply when the caller speaks over it, with the documented signal, and answers what the caller said', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: longReplies.url }).open(options({ tools: [] }));
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, (event) => event.type === 'audio' || event.type === 'error');
+    // Speech while the reply is still being sent: Nova Sonic hears it in the same audio content.
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    await collectUntil(session, seen, (event) => event.type === 'user-transcript' || event.type === 'error');
+    session.close();
+
+    const types = seen.map((event) => event.type).filter((type, index, all) => type !== 'audio' || all[index - 1] !== 'audio');
+    expect(types).toEqual(['user-transcript', 'assistant-transcript', 'audio', 'speech-started', 'response-done', 'user-transcript']);
+    const received = seen.reduce((bytes, event) => bytes + (event.type === 'audio' ? event.audio.length : 0), 0);
+    expect(received).toBeLessThan(longReply.length);
+  });
+
+  it('ends the session with a validationException for a tool result the model never asked for', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options());
+    session.toolResult('tooluse-never-asked', '{}');
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, () => false);
+    expect(seen).toEqual([{ type: 'error', message: 'bedrock: ValidationException: A TOOL content must answer a toolUseId the model asked for' }]);
+  });
+
+  it('fails the session with the validation error Bedrock gives an unknown model', async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options({ model: 'amazon.nova-pro-v1:0' }));
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, () => false);
+    expect(seen).toEqual([{ type: 'error', message: expect.stringMatching(/^bedrock: ValidationException \(HTTP 400\): The provided model identifier is invalid/) }]);
+  });
+});
+
+describe('the Nova Sonic adapter against its simulator, with real audio', () => {
+  const engines = builtinSimulatorEngines();
+  let simulator: SpeechSimulator;
+  beforeAll(async () => {
+    simulator = await startNovaSonicSimulator({ engines });
+  });
+  afterAll(() => simulator.stop());
+
+  it('hears a spoken question, calls the tool, and speaks an answer the built-in recogniser makes out', { timeout: 120_000 }, async () => {
+    const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options());
+    const question = await engines.speak('Tell me the weather please.', { provider: 'builtin', voiceId: 'en-us', language: 'en-US' });
+    session.write(new Uint8Array(300 * 8).fill(0xff));
+    session.write(question);
+    session.write(new Uint8Array(800 * 8).fill(0xff));
+    const seen: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, seen, (event) => event.type === 'tool-call' || event.type === 'error');
+    const [heard, call] = seen;
+    expect(heard).toMatchObject({ type: 'user-transcript', text: expect.stringContaining('weather') });
+    expect(call).toMatchObject({ type: 'tool-call', name: 'get_weather' });
+
+    session.toolResult((call as { callId: string }).callId, 'It is sunny and warm today.');
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    const audio = Buffer.concat(seen.flatMap((event) => (event.type === 'audio' ? [event.audio] : [])));
+    const answer = 'The get_weather tool returned: It is sunny and warm today.';
+    expect(seen.at(-2)).toEqual({ type: 'assistant-transcript', text: answer, final: true });
+    const recognised = await engines.recognise(audio);
+    // eSpeak NG into PocketSphinx over telephone audio (docs/voice.md#built-in-speech): most words, not all.
+    expect(wordErrorRate(answer, recognised)).toBeLessThan(0.9);
+    expect(recognised).toContain('warm today');
+    session.close();
+  });
+});
