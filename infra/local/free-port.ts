@@ -11,3 +11,17 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Holds `port` on `host` until `release()`: a process that starts listeners on ports the system picks (port 0)
+ * before the one it was told could otherwise be given that very port. Rejects when the port is taken already.
+ */
+export function holdPort(port: number, host: string): Promise<{ release(): Promise<void> }> {
+  return new Promise((resolveHold, reject) => {
+    // A client that comes early (a health probe) is turned away at once: a connection left open would keep the
+    // release waiting for it.
+    const holder = createServer((socket) => socket.destroy());
+    holder.once('error', reject);
+    holder.listen(port, host, () => resolveHold({ release: () => new Promise((resolveRelease) => holder.close(() => resolveRelease())) }));
+  });
+}

@@ -28,6 +28,7 @@ import { startTtlSweeper } from './ttl-sweeper.ts';
 import { acceptPhones, startLocalVoice } from './voice.ts';
 import { startLocalWhatsapp } from './whatsapp-simulator.ts';
 import { builtinSimulatorEngines } from './speech-simulator-server.ts';
+import { holdPort } from './free-port.ts';
 import { startSpeechSimulators } from './speech-simulators.ts';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -35,6 +36,12 @@ const host = process.env.HOST ?? '127.0.0.1';
 const dataDir = dataDirectory();
 mkdirSync(dataDir, { recursive: true });
 denyEgressTo(port);
+// Held from the start: the database, the simulators and the media worker below listen on ports the system picks,
+// one of which could otherwise be the API's.
+const portHold = port === 0 ? undefined : await holdPort(port, host).catch((error: Error) => {
+  console.error(`Cannot listen on ${host}:${port}: ${error.message}`);
+  process.exit(1);
+});
 
 const presetEndpoint = process.env.DYNAMODB_ENDPOINT;
 const database = await (presetEndpoint ? useRunningDatabase(presetEndpoint) : startLocalDatabase({ dataDir })).catch((error: Error) => {
@@ -151,6 +158,7 @@ const forgetInstance = announceRunningInstance(dataDir, {
   twilioSimulator: voice.simulator?.baseUrl,
   whatsappSimulator: whatsapp?.baseUrl,
 });
+await portHold?.release();
 server.listen(port, host, () => {
   console.log(`Agent platform API on http://${host}:${port} (data in ${dataDir})`);
   console.log(describeLoopbackEgress(process.env));
