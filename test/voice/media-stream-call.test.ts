@@ -92,8 +92,11 @@ describe('a call through Twilio Media Streams', () => {
     const callRate = wordErrorRate(replies.join(' '), heard.join(' '));
     expect(callRate).toBeLessThanOrEqual(heardWerBound);
 
-    // The agent hung up through Twilio's REST API once its goodbye had played: the carrier's own record says so.
-    const completed = simulator().callbacks.filter((callback) => callback.params.CallSid === callSid && callback.params.CallStatus === 'completed');
+    // The agent hung up through Twilio's REST API once its goodbye had played: the carrier's own record says so, in
+    // one status callback (the <Connect> action may also be told of the stream's end, with the call's status).
+    const completed = simulator().callbacks.filter(
+      (callback) => callback.params.CallSid === callSid && callback.params.CallbackSource === 'call-progress-events' && callback.params.CallStatus === 'completed',
+    );
     expect(completed).toHaveLength(1);
     const recording = await eventually(
       () => suite.api.request('GET', `/v1/chat/sessions/${sessionId}/recording`, { key: org.key }),
