@@ -86,6 +86,7 @@ const scripted: CallSpeech = {
     voiceId: 'scripted',
   }),
   voiceActivity: () => ({ push: () => undefined }),
+  speechToSpeech: async () => undefined,
 };
 
 useLocalDatabase({ endpoint: process.env.BENCH_DYNAMODB_ENDPOINT as string, tableName: process.env.TABLE_NAME as string });

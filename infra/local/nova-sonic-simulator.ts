@@ -20,8 +20,9 @@ import { builtinReply, sendJson, startSpeechSimulatorServer, utteranceCutter, ty
  *
  * What it answers (https://docs.aws.amazon.com/nova/latest/userguide/output-events.html): utterances cut by the
  * energy detector after 500 ms of silence, heard by the built-in STT (a USER FINAL text), answered by the built-in
- * model (docs/models.md#the-built-in-model) with the prompt's tools: a `toolUse` (then the answer after its
- * result), or a SPECULATIVE text, its audio spoken by the built-in TTS, and the FINAL text with `END_TURN`. Speech
+ * model (docs/models.md#the-built-in-model) with the prompt's tools: a SPECULATIVE text, its audio spoken by the
+ * built-in TTS, and the FINAL text with `END_TURN`; or, for a tool, a `toolUse` (then the answer after its result),
+ * after what it says first (`PARTIAL_TURN`: a goodbye before `end_conversation`). Speech
  * heard while a reply's audio is still being sent (ten times faster than it is spoken) interrupts it (`{ "interrupted" : true }`, `INTERRUPTED`).
  */
 export const novaSonicSimulatorModels = ['amazon.nova-sonic-v1:0'];
@@ -139,16 +140,25 @@ function converse(
   };
   const reply = async () => {
     const decided = await builtinReply(conversation, tools);
-    if (decided.toolCall) {
-      const { toolCallId, toolName, input } = decided.toolCall;
-      conversation.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input: JSON.parse(input) as unknown }] });
-      pendingTools.set(toolCallId, toolName);
-      content('TOOL', 'TOOL', undefined, [['toolUse', { role: 'TOOL', content: input, toolName, toolUseId: toolCallId }]], 'TOOL_USE');
-      return;
+    const toolCall = decided.toolCall;
+    conversation.push({
+      role: 'assistant',
+      content: [
+        ...(decided.text ? [{ type: 'text' as const, text: decided.text }] : []),
+        ...(toolCall ? [{ type: 'tool-call' as const, toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: JSON.parse(toolCall.input) as unknown }] : []),
+      ],
+    });
+    // What it says before asking for a tool (a goodbye before `end_conversation`) is a part of the turn, not its end.
+    if (decided.text && !(await say(decided.text, toolCall ? 'PARTIAL_TURN' : 'END_TURN'))) return;
+    if (toolCall) {
+      pendingTools.set(toolCall.toolCallId, toolCall.toolName);
+      content('TOOL', 'TOOL', undefined, [['toolUse', { role: 'TOOL', content: toolCall.input, toolName: toolCall.toolName, toolUseId: toolCall.toolCallId }]], 'TOOL_USE');
     }
-    conversation.push({ role: 'assistant', content: [{ type: 'text', text: decided.text }] });
-    content('ASSISTANT', 'TEXT', 'SPECULATIVE', [['textOutput', { role: 'ASSISTANT', content: decided.text }]], 'PARTIAL_TURN');
-    const spoken = await engines.speak(decided.text, { provider: 'builtin', voiceId: 'en-us', language: 'en-US' });
+  };
+  /** Says `text`: its planned text, its audio, its final text; false when the caller spoke over it. */
+  const say = async (text: string, stopReason: 'PARTIAL_TURN' | 'END_TURN'): Promise<boolean> => {
+    content('ASSISTANT', 'TEXT', 'SPECULATIVE', [['textOutput', { role: 'ASSISTANT', content: text }]], 'PARTIAL_TURN');
+    const spoken = await engines.speak(text, { provider: 'builtin', voiceId: 'en-us', language: 'en-US' });
     const pcm = pcm16ToBytes(resample(muLawDecode(spoken), 8_000, outputRate));
     const turn = { interrupted: false };
     speaking = turn;
@@ -168,10 +178,11 @@ function converse(
     if (turn.interrupted) {
       content('ASSISTANT', 'TEXT', 'SPECULATIVE', [['textOutput', { role: 'ASSISTANT', content: '{ "interrupted" : true }' }]], 'INTERRUPTED');
       emit('contentEnd', { contentId, type: 'AUDIO', stopReason: 'INTERRUPTED' });
-      return;
+      return false;
     }
     emit('contentEnd', { contentId, type: 'AUDIO', stopReason: 'PARTIAL_TURN' });
-    content('ASSISTANT', 'TEXT', 'FINAL', [['textOutput', { role: 'ASSISTANT', content: decided.text }]], 'END_TURN');
+    content('ASSISTANT', 'TEXT', 'FINAL', [['textOutput', { role: 'ASSISTANT', content: text }]], stopReason);
+    return true;
   };
   const queueReply = () => {
     replies = replies.then(reply).catch((error: Error) => finish(error.message));

@@ -74,6 +74,11 @@ export interface PreparedTurn {
   startedAt: number;
   /** Started as soon as the agent and history are known, alongside the turn's remaining preparation. */
   retrieval: Promise<TurnRetrieval | undefined>;
+  /**
+   * The agent's knowledge store is a tool the model calls (`search_knowledge`) rather than context retrieved
+   * before the model runs: a model outside the process has answered before any context could be given to it.
+   */
+  knowledgeAsTool: boolean;
   /** Lets the session's next turn in this process begin; called once the turn is written. */
   release(): void;
 }
@@ -113,7 +118,17 @@ export interface TurnOptions {
    * prompt carries them: later turns see the message's text.
    */
   userImages?: readonly { mediaType: string; data: Uint8Array }[] | undefined;
+  /**
+   * The model that makes the reply instead of the agent's `modelId`: a speech-to-speech session (docs/voice.md#speech-to-speech),
+   * whose text and tool calls the engine takes as a model's, running the tools itself.
+   */
+  model?: { model: Model; languageModel: LanguageModelV4 } | undefined;
+  /** More metadata of the reply, asked once its model is done (which path of a hybrid call answered, and why). */
+  replyMetadata?: (() => Record<string, unknown>) | undefined;
 }
+
+/** The tool a model reaches the agent's knowledge store by when it is a tool (`PreparedTurn.knowledgeAsTool`). */
+export const knowledgeToolName = 'search_knowledge';
 
 /** With at most 20 rounds, a turn writes at most 2 + 20 × 4 messages: within one 100-item transaction. */
 const maxToolCallsPerRound = 4;
@@ -132,6 +147,7 @@ export async function prepareTurn(
   sessionId: string,
   input: SendMessageInput,
   verified: Promise<void> = Promise.resolve(),
+  options: { knowledgeAsTool?: boolean } = {},
 ): Promise<PreparedTurn> {
   const startedAt = performance.now();
   const sessionKey = `${orgId}/${sessionId}`;
@@ -151,7 +167,8 @@ export async function prepareTurn(
     const cached = histories.get(sessionKey);
     const fresh = cached?.nextSeq === session.nextSeq && cached.revision === (session.historyRevision ?? 0);
     const history = fresh ? cached.messages : await deps.sessions.messages(orgId, sessionId);
-    const retrieval = retrieveForTurn(deps, session, context.agent, history, input.content);
+    const knowledgeAsTool = options.knowledgeAsTool ?? false;
+    const retrieval = knowledgeAsTool ? Promise.resolve(undefined) : retrieveForTurn(deps, session, context.agent, history, input.content);
     const now = deps.clock.now();
     // A turn counts as activity: if the window could run out before the turn does, record activity now.
     const windowLeftMs = Date.parse(session.lastActivityAt) + deps.config.SESSION_IDLE_TIMEOUT_SECONDS * 1000 - now.getTime();
@@ -162,7 +179,7 @@ export async function prepareTurn(
       }
     }
     const userMessage: Message = { id: newMessageId(), sessionId, role: 'USER', content: input.content, metadata: input.metadata, createdAt: now.toISOString() };
-    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, retrieval, release: queued.release };
+    return { session, agent: context.agent, tools: context.tools, history, userMessage, assistantMessageId: newMessageId(), startedAt, retrieval, knowledgeAsTool, release: queued.release };
   } catch (error) {
     queued.release();
     throw error;
@@ -246,14 +263,16 @@ export async function runTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink
 
 async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSink, options: TurnOptions): Promise<TurnResult> {
   const { session, agent } = turn;
-  const { model, languageModel } = await deps.turnModel(session.orgId, agent.modelId);
+  const { model, languageModel } = options.model ?? (await deps.turnModel(session.orgId, agent.modelId));
   const timeout = AbortSignal.timeout(deps.config.TURN_TIMEOUT_SECONDS * 1000);
   const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
   const offeredRouting = routingTools(agent, session);
-  const offeredTools = [...functionTools(agent, turn.tools), ...offeredRouting];
+  const offeredTools = turnTools(deps, agent, turn.tools, session, turn.knowledgeAsTool);
   const routed: RoutingChange = {};
   const retrieval = await turn.retrieval;
+  // What the knowledge tool found, cited on the reply as retrieved context is.
+  const found: RetrievedChunk[] = [];
   const prompt: LanguageModelV4Prompt = [
     { role: 'system', content: systemPrompt(agent, session.metadata.sessionVariables) },
     ...(retrieval?.chunks.length ? [{ role: 'system' as const, content: knowledgeContext(retrieval.chunks) }] : []),
@@ -346,7 +365,9 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         }
         const record = offeredRouting.some((tool) => tool.name === call.toolName)
           ? await callRoutingTool(deps, call, turn, routed)
-          : await callTool(deps, toolsByName.get(call.toolName), call, session, agent.id, signal, sayApart);
+          : call.toolName === knowledgeToolName && turn.knowledgeAsTool
+            ? await callKnowledgeTool(deps, call, turn, found)
+            : await callTool(deps, toolsByName.get(call.toolName), call, session, agent.id, signal, sayApart);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),
@@ -380,7 +401,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     sink.failed(failure);
   }
 
-  const citations = retrieval?.chunks.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) }));
+  const cited = retrieval?.chunks ?? (found.length > 0 ? found : undefined);
+  const citations = cited?.map(({ documentId, documentName, chunkId, score, page }) => ({ documentId, documentName, chunkId, score, ...(page === undefined ? {} : { page }) }));
   if (citations && !failure) sink.citations?.(turn.assistantMessageId, citations);
   const totalMs = performance.now() - turn.startedAt;
   const toolsMs = toolTimings.reduce((sum, timing) => sum + timing.durationMs, 0);
@@ -396,7 +418,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
       model: { id: model.id, provider: model.provider, name: model.name },
       usage: tokens,
       timings: {
-        modelFirstTokenMs: round2(firstTokenMs),
+        // A reply of tool calls alone has no first token: its first model call's time stands for it.
+        modelFirstTokenMs: round2(firstTokenMs ?? modelMs),
         modelTotalMs: round2(modelMs),
         tools: toolTimings.map((timing) => ({ name: timing.name, durationMs: round2(timing.durationMs) })),
         ...(retrieval ? { retrieval: round2(retrieval.durationMs) } : {}),
@@ -404,6 +427,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
         totalMs: round2(totalMs),
       },
       ...(citations ? { citations } : {}),
+      ...options.replyMetadata?.(),
       ...(failure ? { status: 'FAILED', error: { code: failure.code, message: failure.message } } : { status: 'COMPLETED' }),
     },
     createdAt: now.toISOString(),
@@ -523,6 +547,21 @@ async function callTool(
   return { id: call.toolCallId, name: tool.name, arguments: args, result: execution.result, status: execution.status, durationMs: round2(execution.durationMs) ?? 0 };
 }
 
+/**
+ * The knowledge tool's call: the agent's store searched for the model's `query` (the user's message when it gives
+ * none), the excerpts returned as retrieved context reads; the chunks are cited on the reply.
+ */
+async function callKnowledgeTool(deps: TurnDeps, call: PendingCall, turn: PreparedTurn, found: RetrievedChunk[]): Promise<ToolCallRecord> {
+  const started = performance.now();
+  const args = parseArguments(call.input) ?? {};
+  const query = typeof args.query === 'string' && args.query.trim() ? args.query : turn.userMessage.content;
+  const retrieval = await retrieveForTurn(deps, turn.session, turn.agent, turn.history, query);
+  const chunks = retrieval?.chunks ?? [];
+  found.push(...chunks);
+  const result = chunks.length > 0 ? knowledgeContext(chunks) : 'The knowledge base has nothing on this.';
+  return { id: call.toolCallId, name: call.toolName, arguments: args, result, status: 'SUCCESS', durationMs: round2(performance.now() - started) ?? 0 };
+}
+
 /** A built-in routing tool's call, recorded like any tool call (the transcript, and so the analysis, shows it). */
 async function callRoutingTool(deps: TurnDeps, call: PendingCall, turn: PreparedTurn, routed: RoutingChange): Promise<ToolCallRecord> {
   const started = performance.now();
@@ -545,6 +584,37 @@ export function systemPrompt(agent: Agent, sessionVariables: Record<string, unkn
   const parts = [agent.role, agent.systemPrompt, agent.specialInstructions && `Lower-priority instructions: ${agent.specialInstructions}`];
   if (agent.language) parts.push(`Answer in the language ${agent.language} unless the user asks otherwise.`);
   return fillPlaceholders(parts.filter(Boolean).join('\n\n'), sessionVariables, (value) => value);
+}
+
+/**
+ * Every tool a turn offers its model: the agent's, `end_conversation`, the knowledge tool when the knowledge store is
+ * one, and the routing tools its configuration allows.
+ */
+function turnTools(deps: TurnDeps, agent: Agent, tools: Tool[], session: StoredSession, knowledgeAsTool: boolean): LanguageModelV4FunctionTool[] {
+  const knowledge: LanguageModelV4FunctionTool[] =
+    knowledgeAsTool && agent.knowledgeStoreId && deps.retrieveKnowledge
+      ? [
+          {
+            type: 'function',
+            name: knowledgeToolName,
+            description: "Look up the facts that answer the user's question in the knowledge base (the business's own documents), and answer from what it returns.",
+            inputSchema: { type: 'object', properties: { query: { type: 'string', description: 'What to look up' } } },
+          },
+        ]
+      : [];
+  return [...functionTools(agent, tools), ...knowledge, ...routingTools(agent, session)];
+}
+
+/**
+ * What a model outside the process is opened with for a session (a speech-to-speech session, which holds the
+ * conversation itself): the agent's prompt with the session's variables filled in, and the tools of its turns,
+ * the knowledge store as a tool.
+ */
+export async function outsideModelSetup(deps: TurnDeps, orgId: string, sessionId: string): Promise<{ instructions: string; tools: LanguageModelV4FunctionTool[] }> {
+  const { session, agent, tools } = await readTurnContext(deps, orgId, sessionId);
+  if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
+  if (!agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
+  return { instructions: systemPrompt(agent, session.metadata.sessionVariables), tools: turnTools(deps, agent, tools, session, true) };
 }
 
 function functionTools(agent: Agent, tools: Tool[]): LanguageModelV4FunctionTool[] {

@@ -15,7 +15,9 @@
  *     anything else as compact JSON). A failed call reads `The <tool> tool failed: <error>`, a call that was not
  *     run `The <tool> tool was not run: <reason>`. Example: `The get_weather tool returned: {"temp":21}`.
  *     Results of `end_conversation` (see (c)) are not quoted: after that result alone the reply is empty, as
- *     the farewell was already said.
+ *     the farewell was already said. A text result that carries knowledge excerpts (the knowledge tool's,
+ *     `search_knowledge`) is answered from its first excerpt as in (e); one that opens with `Say exactly this to
+ *     the caller, and nothing else: ` (a hybrid voice turn's answer) is said as the text after it.
  *
  * (c) **Goodbye.** If the last message is the user's, says goodbye (`bye`, `goodbye` or `that's all` as whole
  *     words, in any case, punctuation ignored: `Bye!`, `OK, goodbye.`, `bye-bye`, `That's all, thanks`), and
@@ -67,7 +69,7 @@ import type {
   LanguageModelV4ToolResultPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
-import { endConversationTool, firstExcerpt } from './prompt-conventions.ts';
+import { endConversationTool, firstExcerpt, verbatimReplyPrefix, type KnowledgeExcerpt } from './prompt-conventions.ts';
 import { escapeRegExp, toolAskedFor } from './builtin-tool-choice.ts';
 
 export const builtinProvider = 'builtin';
@@ -136,12 +138,14 @@ export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV
   }
 
   const excerpt = prompt.map((message) => (message.role === 'system' ? firstExcerpt(message.content) : undefined)).find(Boolean);
-  if (excerpt) return { text: `According to ${excerpt.source} [1]: ${cut(excerpt.text, excerptLimit)}` };
+  if (excerpt) return { text: knowledgeReply(excerpt) };
   const lastUser = prompt.findLast((message) => message.role === 'user');
   return { text: echoReply(lastUser ? userText(lastUser) : '') };
 }
 
 const excerptLimit = 300;
+
+const knowledgeReply = (excerpt: KnowledgeExcerpt): string => `According to ${excerpt.source} [1]: ${cut(excerpt.text, excerptLimit)}`;
 
 function cut(text: string, limit: number): string {
   const characters = Array.from(text.trim());
@@ -189,8 +193,11 @@ function describeToolResults(results: LanguageModelV4ToolResultPart[]): string {
 
 function describeToolResult({ toolName, output }: LanguageModelV4ToolResultPart): string {
   switch (output.type) {
-    case 'text':
-      return `The ${toolName} tool returned: ${output.value}`;
+    case 'text': {
+      if (output.value.startsWith(verbatimReplyPrefix)) return output.value.slice(verbatimReplyPrefix.length);
+      const excerpt = firstExcerpt(output.value);
+      return excerpt ? knowledgeReply(excerpt) : `The ${toolName} tool returned: ${output.value}`;
+    }
     case 'json':
       return `The ${toolName} tool returned: ${JSON.stringify(output.value)}`;
     case 'error-text':

@@ -7,6 +7,12 @@
 /** The model-visible name of the built-in tool that lets an agent end the conversation (shared/conversations/turn.ts). */
 export const endConversationTool = 'end_conversation';
 
+/**
+ * Opens a tool result the model is to say word for word: a hybrid voice turn's answer, made by the agent's text LLM
+ * and handed to the speech-to-speech model to speak (docs/voice.md#hybrid).
+ */
+export const verbatimReplyPrefix = 'Say exactly this to the caller, and nothing else: ';
+
 /** Starts the system message that carries a turn's retrieved knowledge excerpts to the model. */
 const knowledgeContextHeading = 'Knowledge excerpts retrieved for this message. Answer from them when they are relevant, and cite them as [n]:';
 

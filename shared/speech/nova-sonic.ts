@@ -114,8 +114,9 @@ export function novaSonicSession(options: SpeechToSpeechOptions): NovaSonicSessi
   let spoken: string[] = [];
   /** `interrupt` was called: the rest of this reply's audio is dropped. */
   let muted = false;
-  const replyDone = () => {
-    if (!replying) return;
+  /** The reply is over; one that asked for tools is over once it has asked (the answer after their results is another). */
+  const replyDone = (askedForTools = false) => {
+    if (!replying && !askedForTools) return;
     if (spoken.length > 0) events.push({ type: 'assistant-transcript', text: spoken.join(' '), final: true });
     events.push({ type: 'response-done' });
     replying = false;
@@ -162,6 +163,10 @@ export function novaSonicSession(options: SpeechToSpeechOptions): NovaSonicSessi
       case 'contentEnd': {
         const content = contents.get(contentId);
         contents.delete(contentId);
+        if (content?.role === 'TOOL' && body.stopReason === 'TOOL_USE') {
+          replyDone(true);
+          return;
+        }
         // A reply ends with END_TURN, or INTERRUPTED when the caller spoke over it; PARTIAL_TURN and TOOL_USE go on.
         if (content?.role !== 'ASSISTANT' || (body.stopReason !== 'END_TURN' && body.stopReason !== 'INTERRUPTED')) return;
         // The end of the reply `interrupt` cut: the next one is heard, even if no words of the caller come first.

@@ -126,9 +126,12 @@ export type SpeechToSpeechEvent =
   | { type: 'audio'; audio: Uint8Array }
   /** Text of the reply being spoken; `final` once the reply's transcript is whole. */
   | { type: 'assistant-transcript'; text: string; final: boolean }
-  /** The model asks for a tool: answer with `toolResult(callId, …)`; the reply goes on after it. */
+  /**
+   * The model asks for a tool: answer with `toolResult(callId, …)`. The reply that asks ends (`response-done`) once
+   * it has asked; the model answers in a new reply once every call has its result.
+   */
   | { type: 'tool-call'; callId: string; name: string; arguments: string }
-  /** The model finished its reply (or stopped it after `interrupt`). */
+  /** The model finished its reply (or stopped it after `interrupt`, or asked for tools). */
   | { type: 'response-done' }
   /** The session failed and ends. */
   | { type: 'error'; message: string };

@@ -1,6 +1,8 @@
 import { logger } from '../platform/logger.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
-import type { TextToSpeech, TranscriptionStream } from '../speech/ports.ts';
+import { outsideModelSetup } from '../conversations/turn.ts';
+import type { SpeechToSpeechSession, TextToSpeech, TranscriptionStream } from '../speech/ports.ts';
+import { SpeechToSpeechTurns, type TextModel } from './speech-to-speech-turns.ts';
 import type { StreamInbound, StreamOutbound } from './media-streams.ts';
 import type { CallSpeech, VoiceActivity } from './ports.ts';
 import { claimMediaStream, converse, keyPressContent, recordInterruption, type CallRef, type ConversationDeps, type ReplyChannel } from './voice.ts';
@@ -44,6 +46,14 @@ export const defaultEndOfTurnSilenceMs = 600;
 /** A frame of telephone audio as Twilio sends it: 20 ms of μ-law 8 kHz. */
 const frameBytes = 160;
 const bytesPerMs = 8;
+
+/** A speech-to-speech reply is marked every this much audio: how finely a barge-in knows what was played. */
+const speechToSpeechMarkMs = 500;
+/**
+ * How fast a reply is spoken, in characters a ms (about 15 a second, 150 words a minute): a speech-to-speech reply's
+ * audio is not cut into the pieces of its text, so what of its text was heard before a barge-in is estimated by it.
+ */
+const spokenCharsPerMs = 0.015;
 
 /** A clause is cut off at a comma only once it is this long: shorter ones would be spoken choppily. */
 const minClauseChars = 40;
@@ -112,6 +122,12 @@ export class MediaCall {
   private markCount = 0;
   private idleWaiters: (() => void)[] = [];
   private closed = false;
+  /** An `sts` or `hybrid` call's speech-to-speech session, and its turns. */
+  private speechToSpeech?: { session: SpeechToSpeechSession; turns: SpeechToSpeechTurns; textModel: TextModel | undefined };
+  /** The speech-to-speech reply being played, its audio since its last mark; a new one begins after `response-done`. */
+  private responding: Piece | undefined;
+  /** The next reply of the session is the welcome message, spoken but not stored. */
+  private welcoming = false;
 
   private readonly deps: MediaCallDeps;
   private readonly call: CallRef;
@@ -138,6 +154,8 @@ export class MediaCall {
       case 'mark':
         return this.played(message.mark.name);
       case 'dtmf':
+        // A speech-to-speech session takes audio only (docs/voice.md#speech-to-speech).
+        if (this.speechToSpeech) return;
         // The turn runs beside the stream: the caller's audio keeps flowing to the recogniser meanwhile.
         void this.talk(keyPressContent(message.dtmf.digit), { source: 'dtmf', digit: message.dtmf.digit }, Date.now());
         return;
@@ -154,6 +172,8 @@ export class MediaCall {
     this.closed = true;
     this.synthesis?.abort();
     this.stt?.close();
+    this.speechToSpeech?.session.close();
+    this.speechToSpeech?.turns.end();
     this.queue.length = 0;
     this.unplayed.clear();
     this.wakeIdle();
@@ -176,6 +196,7 @@ export class MediaCall {
       return;
     }
     this.agent = agent;
+    if (agent.voicePipelineMode === 'sts' || agent.voicePipelineMode === 'hybrid') return this.beginSpeechToSpeech(agent);
     const endOfTurn = agent.voice?.endOfTurn ?? 'STT_ENDPOINTING';
     const silenceMs = agent.voice?.endOfTurnSilenceMs;
     let recogniser;
@@ -202,8 +223,121 @@ export class MediaCall {
     if (welcome) this.say(welcome, { stored: false, interruptible: agent.welcomeAllowInterruptions ?? true, played: '', playedMs: 0 });
   }
 
+  /**
+   * An `sts` or `hybrid` call: a session of the agent's speech-to-speech model, opened with its prompt and the tools
+   * of its turns, hears the caller and speaks; its replies are turns of the engine (`SpeechToSpeechTurns`), one a
+   * transcribed utterance. `hybrid` hands the turns that ask for a tool to the agent's text LLM.
+   */
+  private async beginSpeechToSpeech(agent: Agent): Promise<void> {
+    let opened;
+    try {
+      const [speechToSpeech, setup, textModel] = await Promise.all([
+        this.deps.speech.speechToSpeech(this.call.orgId, agent),
+        outsideModelSetup(this.deps, this.call.orgId, this.call.sessionId),
+        agent.voicePipelineMode === 'hybrid' ? this.deps.turnModel(this.call.orgId, agent.modelId) : undefined,
+      ]);
+      if (!speechToSpeech) throw new Error('the deployment has no speech-to-speech model');
+      const session = speechToSpeech.sts.open({
+        model: speechToSpeech.model.name,
+        instructions: setup.instructions,
+        language: agent.language ?? 'en-US',
+        tools: setup.tools.map((tool) => ({ name: tool.name, description: tool.description ?? '', parameters: tool.inputSchema as Record<string, unknown> })),
+      });
+      opened = { session, turns: new SpeechToSpeechTurns(session, speechToSpeech.model), textModel };
+    } catch (error) {
+      logger.error('media stream without speech: its speech-to-speech model cannot be used', { ...this.call, error: error as Error });
+      this.close();
+      this.sink.close();
+      return;
+    }
+    this.speechToSpeech = opened;
+    void this.listenToSpeechToSpeech(opened.session, opened.turns);
+    const welcome = agent.voice?.welcomeMessage;
+    if (welcome) {
+      this.welcoming = true;
+      opened.session.say(welcome);
+    }
+    void this.takeSpeechToSpeechTurns(opened.turns, Boolean(welcome), opened.textModel);
+  }
+
+  /** The session's events: its audio is played as it comes, speech cuts the agent off, the rest makes the turns. */
+  private async listenToSpeechToSpeech(session: SpeechToSpeechSession, turns: SpeechToSpeechTurns): Promise<void> {
+    for await (const event of session.events) {
+      if (event.type === 'audio') this.playResponse(event.audio);
+      else if (event.type === 'speech-started') this.bargeIn();
+      else if (event.type === 'error') logger.error('the speech-to-speech session failed', { ...this.call, message: event.message });
+      else {
+        if (event.type === 'response-done') this.endResponse();
+        else if (event.type === 'assistant-transcript' && !event.final) this.sink.transcript?.('agent', event.text, false);
+        turns.push(event);
+      }
+    }
+    turns.end();
+    // The session ended under a live call (its provider failed): the call cannot go on without it.
+    if (!this.closed) {
+      this.close();
+      this.sink.close();
+    }
+  }
+
+  /** Each utterance of the caller, in turn, as one turn of the engine whose model is the session. */
+  private async takeSpeechToSpeechTurns(turns: SpeechToSpeechTurns, welcome: boolean, textModel: TextModel | undefined): Promise<void> {
+    if (welcome) await turns.skipResponse();
+    for (let said = await turns.nextUtterance(); said !== undefined && !this.closed; said = await turns.nextUtterance()) {
+      this.sink.transcript?.('user', said, true);
+      const turnModel = turns.turnModel(textModel);
+      await this.talk(said || '(inaudible)', { source: 'voice' }, Date.now(), undefined, {
+        model: { model: turnModel.model, languageModel: turnModel.languageModel },
+        replyMetadata: () => ({ voice: turnModel.record() }),
+      });
+    }
+  }
+
+  /** Audio of the session's reply: sent as it comes, a mark every `speechToSpeechMarkMs` of it. */
+  private playResponse(audio: Uint8Array): void {
+    if (this.closed) return;
+    if (!this.responding) {
+      const reply: SpokenReply = this.welcoming
+        ? { stored: false, interruptible: this.agent?.welcomeAllowInterruptions ?? true, played: '', playedMs: 0 }
+        : { stored: true, interruptible: true, played: '', playedMs: 0 };
+      this.responding = { text: '', reply, audioMs: 0 };
+      this.speaking = true;
+    }
+    const piece = this.responding;
+    // What is still on its way of a reply the caller spoke over is dropped.
+    if (piece.reply.interrupted) return;
+    for (let offset = 0; offset < audio.length; offset += frameBytes) this.sendAudio(audio.subarray(offset, offset + frameBytes));
+    piece.audioMs += audio.length / bytesPerMs;
+    if (piece.audioMs >= speechToSpeechMarkMs) this.markResponse(piece);
+  }
+
+  /** A mark after the reply's audio so far; the rest of the reply goes on in a new piece. */
+  private markResponse(piece: Piece): void {
+    if (piece.audioMs > 0 && !piece.reply.interrupted) {
+      this.markCount += 1;
+      piece.mark = `piece-${this.markCount}`;
+      this.unplayed.set(piece.mark, piece);
+      this.sink.send({ event: 'mark', streamSid: this.streamSid, mark: { name: piece.mark } });
+    }
+    this.responding = { text: '', reply: piece.reply, audioMs: 0 };
+  }
+
+  /** The session's reply is over: its last audio is marked, and the next audio begins another. */
+  private endResponse(): void {
+    if (this.responding) this.markResponse(this.responding);
+    this.responding = undefined;
+    this.welcoming = false;
+    this.speaking = false;
+    this.wakeIdle();
+  }
+
   /** The caller's telephone audio (μ-law 8 kHz), as it arrives. */
   hear(audio: Uint8Array): void {
+    if (this.speechToSpeech) {
+      this.heardMs += audio.length / bytesPerMs;
+      this.speechToSpeech.session.write(audio);
+      return;
+    }
     if (!this.stt) return;
     this.heardMs += audio.length / bytesPerMs;
     this.stt.write(audio);
@@ -248,7 +382,13 @@ export class MediaCall {
   }
 
   /** One turn of the conversation, its reply spoken as it streams. */
-  private async talk(content: string, metadata: Record<string, unknown>, speechEndedAt: number, heard?: { endOfTurnAt: number; finalAt: number }): Promise<void> {
+  private async talk(
+    content: string,
+    metadata: Record<string, unknown>,
+    speechEndedAt: number,
+    heard?: { endOfTurnAt: number; finalAt: number },
+    speechToSpeech?: Parameters<typeof converse>[5],
+  ): Promise<void> {
     const reply: SpokenReply = { stored: true, interruptible: true, played: '', playedMs: 0 };
     let pending = '';
     let firstPieceAt: number | undefined;
@@ -266,6 +406,8 @@ export class MediaCall {
       delta: (text) => {
         written += text;
         this.sink.transcript?.('agent', written, false);
+        // A speech-to-speech session speaks its replies itself.
+        if (speechToSpeech) return;
         pending += text;
         for (let end = speakableEnd(pending); end > 0; end = speakableEnd(pending)) {
           piece(pending.slice(0, end));
@@ -290,7 +432,7 @@ export class MediaCall {
       },
     };
     try {
-      await converse(this.deps, this.call, content, metadata, channel);
+      await converse(this.deps, this.call, content, metadata, channel, speechToSpeech);
     } catch (error) {
       logger.error('voice turn failed', { ...this.call, error: error as Error });
     }
@@ -366,16 +508,19 @@ export class MediaCall {
    * stored reply is cut to what was heard. Twilio echoes the marks `clear` dropped; they no longer count.
    */
   private bargeIn(): void {
-    const pieces = [...this.unplayed.values(), ...(this.synthesizing ? [this.synthesizing] : []), ...this.queue];
+    const responding = this.responding?.audioMs ? [this.responding] : [];
+    const pieces = [...this.unplayed.values(), ...(this.synthesizing ? [this.synthesizing] : []), ...responding, ...this.queue];
     const reply = pieces[0]?.reply;
     if (!reply?.interruptible) return;
     for (const piece of pieces) piece.reply.interrupted = true;
     this.sink.send({ event: 'clear', streamSid: this.streamSid });
     this.synthesis?.abort();
+    this.speechToSpeech?.session.interrupt(reply.playedMs);
     this.queue.length = 0;
     this.unplayed.clear();
     this.wakeIdle();
-    if (reply.stored) void recordInterruption(this.deps, this.call, reply.played, Math.round(reply.playedMs)).catch((error: unknown) => logger.warn('interruption not recorded', { ...this.call, error: error as Error }));
+    const heard = this.speechToSpeech ? heardFor(reply.playedMs) : reply.played;
+    if (reply.stored) void recordInterruption(this.deps, this.call, heard, Math.round(reply.playedMs)).catch((error: unknown) => logger.warn('interruption not recorded', { ...this.call, error: error as Error }));
   }
 
   /** Resolves once nothing is queued, being synthesized, or unplayed. */
@@ -394,4 +539,14 @@ export class MediaCall {
     this.idleWaiters = [];
     for (const wake of waiters) wake();
   }
+}
+
+/** What of a speech-to-speech reply `playedMs` of its audio said: its text to the last whole word spoken by then. */
+function heardFor(playedMs: number): (reply: string) => string {
+  return (reply) => {
+    const chars = Math.round(playedMs * spokenCharsPerMs);
+    if (chars >= reply.length) return reply;
+    const wordEnd = reply.lastIndexOf(' ', chars);
+    return wordEnd > 0 ? reply.slice(0, wordEnd) : '';
+  };
 }

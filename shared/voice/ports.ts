@@ -3,7 +3,8 @@ import type { StoredSession } from '../conversations/ports.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
-import type { SpeechToText, TextToSpeech } from '../speech/ports.ts';
+import type { SpeechToSpeech, SpeechToText, TextToSpeech } from '../speech/ports.ts';
+import type { Model } from '../models/model-schemas.ts';
 import type { AvailableNumberType, AvailablePhoneNumber, PhoneNumber, TwilioCallStatus, VoiceCall } from './voice-schemas.ts';
 
 /** An organization's account at its carrier. The auth token is sealed at rest and never leaves in a response. */
@@ -112,6 +113,11 @@ export interface CallSpeech {
   textToSpeech(orgId: string, agent: Agent): Promise<{ tts: TextToSpeech; voiceId: string; model?: string | undefined }>;
   /** A detector of speech and of `silenceMs` of silence after it, over telephone audio, by audio time. */
   voiceActivity(silenceMs: number): VoiceActivity;
+  /**
+   * The speech-to-speech model of an `sts` or `hybrid` agent (its `stsModelId`, else the deployment's first STS
+   * model) and its provider's adapter; undefined when the deployment has none.
+   */
+  speechToSpeech(orgId: string, agent: Agent): Promise<{ sts: SpeechToSpeech; model: Model } | undefined>;
 }
 
 /** What a voice activity detector tells of each piece of audio it is given, by audio time. */

@@ -115,6 +115,10 @@ function callSpeechFrom(base: Pick<ConversationRuntime, 'config' | 'catalog' | '
       if (!voiceId) throw new Error(`The voices catalog has no voice of ${model.provider}, the provider of TTS model ${model.name}.`);
       return { tts: await providers.textToSpeech(orgId, model), voiceId, model: model.name };
     },
+    speechToSpeech: async (orgId, agent) => {
+      const model = (agent.stsModelId ? catalog.byId(agent.stsModelId) : undefined) ?? catalog.models.find((candidate) => candidate.type === 'STS');
+      return model ? { sts: await providers.speechToSpeech(orgId, model), model } : undefined;
+    },
     voiceActivity: (silenceMs) => {
       const detector = new VoiceActivityDetector({ sampleRate: 8_000, silenceMs });
       return {

@@ -46,7 +46,7 @@ import { releaseCallSlot, takeCallSlot, type CallSlotDeps } from './call-slots.t
 import { newId, nextUpdatedAt } from '../platform/clock.ts';
 import { sessionEvents } from '../conversations/session-events.ts';
 import { endSession, expiryEpochSeconds, type SessionDeps } from '../conversations/sessions.ts';
-import { prepareTurn, runTurn, type TurnDeps } from '../conversations/turn.ts';
+import { prepareTurn, runTurn, type TurnDeps, type TurnOptions } from '../conversations/turn.ts';
 import { histories, queueTurn } from '../conversations/turn-state.ts';
 import { modelOfOrganization } from '../models/provider-keys.ts';
 import { transferRecordSchema, type TransferRecord } from '../conversations/routing-tools.ts';
@@ -342,7 +342,9 @@ const relaySttProviders: ReadonlySet<string> = new Set(['deepgram']);
  * media worker for anything else: a voice or model of another provider (the built-in engines, Cartesia, Rime,
  * Amazon Transcribe), or an explicit end of turn. A model the catalog does not know asks for nothing.
  */
-export function callPathOf(agent: Pick<Agent, 'voice' | 'sttModelId' | 'ttsModelId'>, catalog: Pick<ModelCatalog, 'byId'>): CallPath {
+export function callPathOf(agent: Pick<Agent, 'voice' | 'sttModelId' | 'ttsModelId' | 'voicePipelineMode'>, catalog: Pick<ModelCatalog, 'byId'>): CallPath {
+  // A speech-to-speech model's audio stream is the worker's to bridge.
+  if (agent.voicePipelineMode === 'sts' || agent.voicePipelineMode === 'hybrid') return 'media-worker';
   const voiceProvider = agent.voice?.provider;
   const stt = agent.sttModelId ? catalog.byId(agent.sttModelId) : undefined;
   const tts = agent.ttsModelId ? catalog.byId(agent.ttsModelId) : undefined;
@@ -386,13 +388,16 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
 
 // ---- Starting calls ------------------------------------------------------------------------------------------
 
-/** The agent may take calls: voice-enabled, in the one voice mode this deployment runs, active, its model known. */
+/**
+ * The agent may take calls: voice-enabled, active, its model known, and in a voice mode this deployment runs (`sts`
+ * and `hybrid` need a speech-to-speech model, the agent's `stsModelId` or the deployment's first).
+ */
 async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): Promise<Agent> {
   const agent = await requireAgent(deps, orgId, agentId);
   if (!agent.voiceEnabled) throw new AgentNotVoiceEnabledError(`Agent ${agent.id} is not voice-enabled; set voiceEnabled and voicePipelineMode.`);
-  if (agent.voicePipelineMode !== 'pipeline') {
+  if ((agent.voicePipelineMode === 'sts' || agent.voicePipelineMode === 'hybrid') && !agent.stsModelId && !deps.catalog.models.some((model) => model.type === 'STS')) {
     throw new VoicePipelineModeUnsupportedError(
-      `Agent ${agent.id} uses voicePipelineMode "${agent.voicePipelineMode}"; this deployment runs "pipeline" only.`,
+      `Agent ${agent.id} uses voicePipelineMode "${agent.voicePipelineMode}", and this deployment has no speech-to-speech model; set stsModelId, or use "pipeline".`,
     );
   }
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to take calls.`);
@@ -1015,10 +1020,17 @@ function relayChannel(deps: RelayDeps, connectionId: string, call: CallRef): Rep
  * message, the reply said through `channel` as it is made, and what the agent decided: a transfer ends the
  * conversation with a `handoffData` the `<Connect>` action reads, a goodbye ends it and hangs up once said.
  */
-export async function converse(deps: ConversationDeps, call: CallRef, content: string, metadata: Record<string, unknown>, channel: ReplyChannel): Promise<void> {
+export async function converse(
+  deps: ConversationDeps,
+  call: CallRef,
+  content: string,
+  metadata: Record<string, unknown>,
+  channel: ReplyChannel,
+  speechToSpeech?: Pick<TurnOptions, 'model' | 'replyMetadata'>,
+): Promise<void> {
   let turn;
   try {
-    turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata });
+    turn = await prepareTurn(deps, call.orgId, call.sessionId, { content, stream: true, metadata }, undefined, { knowledgeAsTool: speechToSpeech !== undefined });
   } catch (error) {
     logger.warn('voice turn refused', { sessionId: call.sessionId, error: error as Error });
     channel.end();
@@ -1027,7 +1039,7 @@ export async function converse(deps: ConversationDeps, call: CallRef, content: s
   }
   let result;
   try {
-    result = await runTurn(deps, turn, { delta: (_messageId, text) => channel.delta(text), failed: () => undefined }, { closeWhenAgentEnds: false });
+    result = await runTurn(deps, turn, { delta: (_messageId, text) => channel.delta(text), failed: () => undefined }, { closeWhenAgentEnds: false, ...speechToSpeech });
   } catch (error) {
     if (!(error instanceof InvalidSessionError)) throw error;
     // The call ended during the reply (a hang-up): the session takes no more messages, an ordinary end of a call.
@@ -1052,18 +1064,26 @@ export async function converse(deps: ConversationDeps, call: CallRef, content: s
 const transferReasonCode = 'transfer';
 
 /**
- * The callee talked over the agent: the reply being spoken is cut to what was said, and the rest is recorded as
+ * The callee talked over the agent: the reply being spoken is cut to what was heard, and the rest is recorded as
  * `metadata.interruption`. It waits for a turn of this call still running in this process, so the reply it
  * truncates is written; the next prompt queues behind it.
  */
-export async function recordInterruption(deps: ConversationDeps, call: CallRef, spoken: string, durationMs: number | undefined): Promise<void> {
+export async function recordInterruption(
+  deps: ConversationDeps,
+  call: CallRef,
+  heard: string | ((reply: string) => string),
+  durationMs: number | undefined,
+): Promise<void> {
   const sessionKey = `${call.orgId}/${call.sessionId}`;
   const queued = await queueTurn(sessionKey, Date.now() + deps.config.TURN_TIMEOUT_SECONDS * 1000);
   try {
     const session = await deps.sessions.get(call.orgId, call.sessionId);
     if (!session || session.nextSeq <= 1) return;
     const [reply] = await deps.sessions.messageRange(call.orgId, call.sessionId, session.nextSeq - 1, session.nextSeq - 1);
-    if (reply?.role !== 'ASSISTANT' || reply.content.length <= spoken.length) return;
+    if (reply?.role !== 'ASSISTANT') return;
+    // A speech-to-speech reply is known by its audio's length alone: what of its text was heard is estimated from it.
+    const spoken = typeof heard === 'string' ? heard : heard(reply.content);
+    if (reply.content.length <= spoken.length) return;
     const interruption = {
       at: deps.clock.now().toISOString(),
       spokenChars: spoken.length,

@@ -121,6 +121,8 @@ describe('the Nova Sonic adapter against the documented events', () => {
       expect(seen).toEqual([
         { type: 'user-transcript', text: 'what day is it today' },
         { type: 'tool-call', callId: 'tooluse-1', name: 'getDateAndTimeTool', arguments: '{}' },
+        // The reply that asked for the tool is over; the answer after its result is the next one.
+        { type: 'response-done' },
         { type: 'assistant-transcript', text: 'Today is Thursday.', final: false },
         { type: 'audio', audio: muLawEncode(new Int16Array([0, 8159])) },
         { type: 'assistant-transcript', text: 'Today is Thursday.', final: true },
@@ -203,13 +205,13 @@ describe('the Nova Sonic adapter against its simulator', () => {
     session.write(new Uint8Array(600 * 8).fill(0x00));
     session.write(new Uint8Array(700 * 8).fill(0xff));
     const seen: SpeechToSpeechEvent[] = [];
-    await collectUntil(session, seen, (event) => event.type === 'tool-call' || event.type === 'error');
-    expect(seen).toEqual([{ type: 'user-transcript', text: 'tell me the weather please' }, { type: 'tool-call', callId: expect.stringMatching(/^call_/), name: 'get_weather', arguments: '{}' }]);
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    expect(seen).toEqual([{ type: 'user-transcript', text: 'tell me the weather please' }, { type: 'tool-call', callId: expect.stringMatching(/^call_/), name: 'get_weather', arguments: '{}' }, { type: 'response-done' }]);
 
     session.toolResult((seen[1] as { callId: string }).callId, 'Sunny, 21 degrees');
     await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
     const answer = 'The get_weather tool returned: Sunny, 21 degrees';
-    expect(seen.slice(2).filter((event) => event.type !== 'audio')).toEqual([
+    expect(seen.slice(3).filter((event) => event.type !== 'audio')).toEqual([
       { type: 'assistant-transcript', text: answer, final: false },
       { type: 'assistant-transcript', text: answer, final: true },
       { type: 'response-done' },
@@ -274,7 +276,7 @@ describe('the Nova Sonic adapter against its simulator, with real audio', () => 
     session.write(question);
     session.write(new Uint8Array(800 * 8).fill(0xff));
     const seen: SpeechToSpeechEvent[] = [];
-    await collectUntil(session, seen, (event) => event.type === 'tool-call' || event.type === 'error');
+    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
     const [heard, call] = seen;
     expect(heard).toMatchObject({ type: 'user-transcript', text: expect.stringContaining('weather') });
     expect(call).toMatchObject({ type: 'tool-call', name: 'get_weather' });

@@ -65,9 +65,11 @@ describe('which path a call takes', () => {
     ['an STT model ConversationRelay does not run', { sttModelId: modelId('openai-compatible', 'STT', 'whisper-1') }, 'media-worker'],
     ['an explicit end of turn', { voice: { provider: 'amazon', voiceId: 'Joanna-Neural', endOfTurn: 'STT_ENDPOINTING' } }, 'media-worker'],
     ['a model the catalog does not know', { sttModelId: '00000000-0000-4000-8000-000000000000' }, 'conversation-relay'],
+    ['speech-to-speech', { voicePipelineMode: 'sts' }, 'media-worker'],
+    ['hybrid, with a voice ConversationRelay speaks', { voicePipelineMode: 'hybrid', voice: { provider: 'google', voiceId: 'en-US-Journey-O' } }, 'media-worker'],
   ];
   it.each(cases)('%s: %s', (_, agent, path) => {
-    expect(callPathOf(agent, catalog)).toBe(path);
+    expect(callPathOf({ voicePipelineMode: 'pipeline', ...agent }, catalog)).toBe(path);
   });
 });
 

@@ -82,6 +82,7 @@ const speech: CallSpeech = {
     detector.silenceMs = silenceMs;
     return { push: () => detector.next.shift() };
   },
+  speechToSpeech: async () => undefined,
 };
 /** The voice activity detector of the last call that asked for one: its threshold, and what it says of the next frames. */
 const detector: { silenceMs?: number; next: ('speech-started' | 'silence')[] } = { next: [] };

@@ -344,10 +344,10 @@ describe('starting a call', () => {
     expectError(await start(await ready({})), 422, 'AGENT_NOT_VOICE_ENABLED');
   });
 
-  it.each(['sts', 'hybrid'])('refuses voicePipelineMode %s: this deployment runs pipeline only (422)', async (mode) => {
+  it.each(['sts', 'hybrid'])('refuses voicePipelineMode %s on a deployment without a speech-to-speech model (422)', async (mode) => {
     const response = await start(await ready({ voiceEnabled: true, voicePipelineMode: mode }));
     expectError(response, 422, 'VOICE_PIPELINE_MODE_UNSUPPORTED');
-    expect(response.body.error.message).toContain('"pipeline" only');
+    expect(response.body.error.message).toContain('has no speech-to-speech model');
   });
 
   it('refuses before the Twilio credentials are set (422 TELEPHONY_NOT_CONFIGURED)', async () => {

@@ -1,0 +1,108 @@
+/**
+ * Whole `sts` and `hybrid` calls through Twilio Media Streams on the local runtime, with real audio: the media worker
+ * bridges the call to a speech-to-speech session (the OpenAI Realtime and Amazon Nova Sonic simulators, which hear
+ * with PocketSphinx, answer with the built-in model and speak with eSpeak NG), and the simulator's callee speaks
+ * its lines and hears the agent. The lines are ones the built-in recogniser makes out ("Tell me the weather please."
+ * is heard as "the weather leave", "Look it up in the knowledge base." as "look it up in it", "Okay, bye bye." as
+ * "okay bye bye"), so that the model's choices are the test's: the weather tool, the knowledge tool, goodbye.
+ */
+import { createServer } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelId } from '../../shared/models/model-catalog.ts';
+import { startApi, type TestApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
+import { listenOnLoopback } from '../support/loopback-server.ts';
+import { sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
+import { Receiver } from '../support/webhook-receiver.ts';
+
+const receiver = new Receiver();
+let receiverUrl = '';
+let api: TestApi;
+/** What the weather API answers, in words a recogniser can hear. */
+const forecast = 'Sunny and warm all day.';
+const weather = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end(forecast));
+let weatherUrl = '';
+beforeAll(async () => {
+  receiverUrl = await receiver.start();
+  weatherUrl = `http://127.0.0.1:${await listenOnLoopback(weather)}/weather`;
+  api = await startApi({ KNOWLEDGE_VECTOR_DIR: mkdtempSync(join(tmpdir(), 'vectors-')) }, { streamPoller: true, queues: true, voice: true, speech: true });
+});
+afterAll(async () => {
+  await api?.close();
+  await receiver.close();
+  await new Promise((resolveClose) => weather.close(resolveClose));
+});
+
+const simulator = () => api.voice!.simulator;
+
+const openingHours = `# Opening hours
+
+## Shop
+The shop on Main Street is open Tuesday to Saturday, 10:00 to 18:30.`;
+
+/** An agent in `mode` on the speech-to-speech model `stsModelId`, with the weather tool and a knowledge store of one document. */
+async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<VoiceOrg & { documentId: string }> {
+  const org = await voiceOrg(api, receiver, receiverUrl, { agent: { voicePipelineMode: mode, stsModelId } });
+  const { key } = org;
+  const tool = await api.request('POST', '/v1/chat/tools', {
+    key,
+    body: { name: 'get_weather', description: 'Current weather', type: 'API_TOOL', ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } } }, apiTool: { url: weatherUrl, method: 'GET' } },
+  });
+  expect(tool.status, tool.text).toBe(201);
+  const store = (await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Shop facts', config: { topK: 1 } } })).body;
+  const document = (await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents`, { key, body: { name: 'Opening hours', text: openingHours } })).body;
+  await eventually(async () => (await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${document.id}`, { key })).body.status, (status) => status === 'UPSERTED');
+  const patched = await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key, body: { tools: [{ toolId: tool.body.id }], knowledgeStoreId: store.id } });
+  expect(patched.status, patched.text).toBe(200);
+  return { ...org, documentId: document.id };
+}
+
+const cases = [
+  { mode: 'sts', provider: 'OpenAI Realtime', stsModelId: modelId('openai-compatible', 'STS', 'gpt-realtime'), to: '+15550121' },
+  { mode: 'sts', provider: 'Amazon Nova Sonic', stsModelId: modelId('bedrock', 'STS', 'amazon.nova-sonic-v1:0'), to: '+15550122' },
+  { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: modelId('openai-compatible', 'STS', 'gpt-realtime'), to: '+15550123' },
+] as const;
+
+describe.each(cases)('an $mode call on $provider', ({ mode, stsModelId, to }) => {
+  it('answers with a tool and from knowledge, runs the tools with our engine, records both sides, and ends once with analysis', async () => {
+    const org = await stsOrg(mode, stsModelId);
+    simulator().setScript(to, { steps: [{ say: 'Tell me the weather please.' }, { say: 'Look it up in the knowledge base.' }, { say: 'Okay, bye bye.' }], then: 'stay' });
+    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId } });
+    expect(started.status, started.text).toBe(201);
+    const { sessionId } = started.body;
+
+    const events = await sessionEvents(receiver, org.webhookPath, sessionId);
+    const ended = events.filter((receipt) => receipt.body.eventType === 'session.ended');
+    expect(ended).toHaveLength(1);
+    expect(ended[0]!.body).toMatchObject({ state: 'CLOSED', analysis: { status: 'COMPLETED' } });
+    const session = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key: org.key })).body;
+    expect(session).toMatchObject({ endedReason: 'HANGUP_AGENT' });
+    expect(simulator().twimlOf(session.metadata.roomName)).toContain('<Stream url=');
+
+    const transcript = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
+    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'TOOL', 'ASSISTANT', 'USER', 'TOOL', 'ASSISTANT', 'USER', 'ASSISTANT']);
+    const [asked, weatherCall, weatherAnswer, lookUp, knowledgeCall, knowledgeAnswer, goodbye, farewell] = transcript;
+    // The caller's side as the session transcribed it; the tools run by our engine, as in a pipeline call.
+    expect(asked).toMatchObject({ metadata: { source: 'voice' } });
+    expect(asked.content).toContain('weather');
+    expect(weatherCall.toolCall).toMatchObject({ name: 'get_weather', result: forecast, status: 'SUCCESS' });
+    expect(weatherAnswer.content).toContain(forecast);
+    expect(lookUp.content).toMatch(/\blook\b/);
+    expect(knowledgeCall.toolCall).toMatchObject({ name: 'search_knowledge', status: 'SUCCESS' });
+    expect(knowledgeAnswer.content).toContain('Tuesday to Saturday, 10:00 to 18:30');
+    expect(knowledgeAnswer.metadata.citations).toEqual([expect.objectContaining({ documentId: org.documentId, documentName: 'Opening hours' })]);
+    expect(goodbye.content).toMatch(/\bbye\b/);
+    expect(farewell.content).toBe('Goodbye! Thanks for chatting.');
+    // Which model answered each turn, and why: in hybrid the text LLM took the turns that needed a tool.
+    const answeredBy = [weatherAnswer, knowledgeAnswer, farewell].map((reply: { metadata: { voice: { answeredBy: string } } }) => reply.metadata.voice.answeredBy);
+    expect(answeredBy).toEqual(mode === 'hybrid' ? ['llm', 'llm', 'sts'] : ['sts', 'sts', 'sts']);
+    expect(farewell.metadata).toMatchObject({ model: { id: stsModelId }, voice: { mode, stsModelId } });
+
+    // The callee heard the three replies, the session's own audio.
+    const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === 3);
+    expect(heard).toHaveLength(3);
+  });
+});
