@@ -15,6 +15,7 @@ import { modelId } from '../../shared/models/model-catalog.ts';
 import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { listenOnLoopback } from '../support/loopback-server.ts';
+import { connect, ofType } from '../support/browser-voice.ts';
 import { sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
@@ -60,10 +61,12 @@ async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<Voice
   return { ...org, documentId: document.id };
 }
 
+const realtimeModelId = modelId('openai-compatible', 'STS', 'gpt-realtime');
+
 const cases = [
-  { mode: 'sts', provider: 'OpenAI Realtime', stsModelId: modelId('openai-compatible', 'STS', 'gpt-realtime'), to: '+15550121' },
+  { mode: 'sts', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550121' },
   { mode: 'sts', provider: 'Amazon Nova Sonic', stsModelId: modelId('bedrock', 'STS', 'amazon.nova-sonic-v1:0'), to: '+15550122' },
-  { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: modelId('openai-compatible', 'STS', 'gpt-realtime'), to: '+15550123' },
+  { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550123' },
 ] as const;
 
 describe.each(cases)('an $mode call on $provider', ({ mode, stsModelId, to }) => {
@@ -104,5 +107,58 @@ describe.each(cases)('an $mode call on $provider', ({ mode, stsModelId, to }) =>
     // The callee heard the three replies, the session's own audio.
     const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === 3);
     expect(heard).toHaveLength(3);
+  });
+});
+
+describe('an sts call on OpenAI Realtime, spoken over', () => {
+  it('stops the session’s reply where the callee spoke, and keeps in the transcript what was heard of it', async () => {
+    const org = await voiceOrg(api, receiver, receiverUrl, { agent: { voicePipelineMode: 'sts', stsModelId: realtimeModelId } });
+    const to = '+15550124';
+    simulator().setScript(to, { steps: [{ say: 'Tell me everything about your offers please' }, { say: 'Okay, bye bye.', interruptAfterMs: 3_000 }], then: 'stay' });
+    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId } });
+    expect(started.status, started.text).toBe(201);
+    await sessionEvents(receiver, org.webhookPath, started.body.sessionId);
+
+    const transcript = (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}/messages?limit=50`, { key: org.key })).body.data;
+    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT', 'USER', 'ASSISTANT']);
+    const [asked, interrupted] = transcript;
+    const whole = `You said: "${asked.content}". I am the built-in offline model; connect a provider model for real answers.`;
+    const { interruption } = interrupted.metadata;
+    // What was heard is estimated from the audio played before the callee spoke (a speech-to-speech reply has no pieces).
+    expect(interruption).toMatchObject({ spokenChars: interrupted.content.length, unspoken: expect.any(String), durationUntilInterruptMs: expect.any(Number) });
+    expect(interrupted.content + interruption.unspoken).toBe(whole);
+    expect(interruption.unspoken.length).toBeGreaterThan(0);
+    expect(transcript[3].content).toBe('Goodbye! Thanks for chatting.');
+  });
+});
+
+describe('a voice session from the browser with an sts agent', () => {
+  it('hears the user, answers with the session’s audio and transcripts, runs the tool, and ends once with analysis', async () => {
+    const org = await stsOrg('sts', realtimeModelId);
+    const started = await api.request('POST', '/v1/chat/voice/sessions', { key: org.key, body: { agentId: org.agentId }, headers: { 'idempotency-key': crypto.randomUUID() } });
+    expect(started.status, started.text).toBe(201);
+    const { sessionId, url, token } = started.body;
+
+    const browser = connect(url);
+    browser.send({ type: 'start', token });
+    await eventually(() => ofType(browser, 'session.started'), (found) => found.length === 1);
+    await browser.say('Tell me the weather please.');
+    const answered = await eventually(() => ofType(browser, 'agent.transcript').filter((event) => event.final), (found) => found.length === 1);
+    expect(answered[0]!.text).toContain(forecast);
+    await eventually(() => browser.audio.length, (frames) => frames > 0);
+    await browser.say('Okay, bye bye.');
+    const code = await browser.closed;
+    browser.stop();
+
+    expect(code).toBe(1000);
+    expect(ofType(browser, 'session.ended')).toEqual([{ type: 'session.ended', reason: 'HANGUP_AGENT' }]);
+    expect(ofType(browser, 'user.transcript').find((event) => event.final)?.text).toContain('weather');
+    const events = await sessionEvents(receiver, org.webhookPath, sessionId);
+    const ended = events.filter((receipt) => receipt.body.eventType === 'session.ended');
+    expect(ended).toHaveLength(1);
+    expect(ended[0]!.body).toMatchObject({ state: 'CLOSED', analysis: { status: 'COMPLETED' } });
+    const messages = (await api.request('GET', `/api/v1/chat/sessions/${sessionId}/messages?limit=50`, { key: org.key })).body.data;
+    expect(messages.map((message: { role: string }) => message.role)).toEqual(['USER', 'TOOL', 'ASSISTANT', 'USER', 'ASSISTANT']);
+    expect(messages[1].toolCall).toMatchObject({ name: 'get_weather', result: forecast });
   });
 });
