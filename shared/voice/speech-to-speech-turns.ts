@@ -12,7 +12,7 @@ import { endConversationTool, verbatimReplyPrefix } from '../models/prompt-conve
 import type { SpeechToSpeechEvent, SpeechToSpeechSession } from '../speech/ports.ts';
 
 type Utterance = Extract<SpeechToSpeechEvent, { type: 'user-transcript' }>;
-type ResponseEvent = Extract<SpeechToSpeechEvent, { type: 'assistant-transcript' | 'tool-call' | 'response-done' }>;
+type ResponseEvent = Extract<SpeechToSpeechEvent, { type: 'assistant-transcript' | 'tool-call' | 'usage' | 'response-done' }>;
 type TurnEvent = Utterance | ResponseEvent;
 
 /** The built-in tools the session calls itself in `hybrid` too: they decide the call's course, not an answer. */
@@ -37,10 +37,13 @@ export interface TextModel {
   languageModel: LanguageModelV4;
 }
 
-const noUsage: LanguageModelV4Usage = {
-  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 0, text: 0, reasoning: 0 },
-};
+/** Tokens as the engine counts them (a stream's `finish`). */
+function usageOf(inputTokens: number, outputTokens: number): LanguageModelV4Usage {
+  return {
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
+  };
+}
 
 /**
  * The session's turn events in arrival order. A reader takes the first event of a kind and leaves the others in
@@ -135,6 +138,8 @@ export class SpeechToSpeechTurns {
     let delegated: { callId: string; name: string } | undefined;
     /** The text LLM holds the turn: its rounds' prompts end with its own tools' results. */
     let llmTurn = false;
+    /** The tokens of the round under way: the session's as it reports them, and the text LLM's. */
+    const tokens = { input: 0, output: 0 };
 
     /**
      * Streams the session's next response as engine parts; calls of tools the text LLM takes are kept back. `after`:
@@ -148,7 +153,10 @@ export class SpeechToSpeechTurns {
       };
       for (let event = await take(); event; event = await take()) {
         if (event.type === 'response-done') return;
-        if (event.type === 'assistant-transcript') {
+        if (event.type === 'usage') {
+          tokens.input += event.inputTokens;
+          tokens.output += event.outputTokens;
+        } else if (event.type === 'assistant-transcript') {
           // A provider that sends only the whole transcript (no deltas) is given as one.
           if (!event.final || !spoken) speak(event.text);
         } else if (textModel && !delegated && !llmTurn && !sessionTools.has(event.name)) {
@@ -160,26 +168,26 @@ export class SpeechToSpeechTurns {
     }
 
     /** One round of the text LLM; its last round's answer is handed to the session and the session's saying of it streamed. */
-    async function llmRound(call: LanguageModelV4CallOptions, emit: (part: LanguageModelV4StreamPart) => void, after = ''): Promise<LanguageModelV4Usage | undefined> {
+    async function llmRound(call: LanguageModelV4CallOptions, emit: (part: LanguageModelV4StreamPart) => void, after = ''): Promise<void> {
       const { languageModel } = textModel as TextModel;
       const { stream } = await languageModel.doStream(call);
       let answer = '';
       let calledTools = false;
-      let usage: LanguageModelV4Usage | undefined;
       for await (const part of stream) {
         if (part.type === 'text-delta') answer += part.delta;
         else if (part.type === 'tool-call') {
           calledTools = true;
           emit(part);
-        } else if (part.type === 'finish') usage = part.usage;
-        else if (part.type === 'error') throw part.error instanceof Error ? part.error : new Error(String(part.error));
+        } else if (part.type === 'finish') {
+          tokens.input += part.usage.inputTokens.total ?? 0;
+          tokens.output += part.usage.outputTokens.total ?? 0;
+        } else if (part.type === 'error') throw part.error instanceof Error ? part.error : new Error(String(part.error));
       }
-      if (calledTools) return usage;
+      if (calledTools) return;
       // The answer is said by the session, in its voice: what the caller hears of it is the reply's text.
       llmTurn = false;
       session.toolResult((delegated as { callId: string }).callId, `${verbatimReplyPrefix}${answer.trim()}`);
       await streamResponse(emit, after);
-      return usage;
     }
 
     const languageModel: LanguageModelV4 = {
@@ -203,18 +211,19 @@ export class SpeechToSpeechTurns {
               if (part.type === 'text-delta') said += part.delta;
               controller.enqueue(part);
             };
+            tokens.input = 0;
+            tokens.output = 0;
             try {
-              let usage: LanguageModelV4Usage | undefined;
-              if (llmTurn) usage = await llmRound(call, emit);
+              if (llmTurn) await llmRound(call, emit);
               else {
                 await streamResponse(emit);
                 if (delegated && textModel) {
                   // The text LLM takes the turn from the prompt the engine built for it, without the session's call.
                   llmTurn = true;
-                  usage = await llmRound(call, emit, said);
+                  await llmRound(call, emit, said);
                 }
               }
-              controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usage ?? noUsage });
+              controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usageOf(tokens.input, tokens.output) });
               controller.close();
             } catch (error) {
               controller.error(error);
