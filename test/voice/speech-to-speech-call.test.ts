@@ -69,7 +69,7 @@ const cases = [
   { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550123' },
 ] as const;
 
-describe.each(cases)('an $mode call on $provider', ({ mode, stsModelId, to }) => {
+describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId, to }) => {
   it('answers with a tool and from knowledge, runs the tools with our engine, records both sides, and ends once with analysis', async () => {
     const org = await stsOrg(mode, stsModelId);
     simulator().setScript(to, { steps: [{ say: 'Tell me the weather please.' }, { say: 'Look it up in the knowledge base.' }, { say: 'Okay, bye bye.' }], then: 'stay' });
@@ -103,6 +103,8 @@ describe.each(cases)('an $mode call on $provider', ({ mode, stsModelId, to }) =>
     const answeredBy = [weatherAnswer, knowledgeAnswer, farewell].map((reply: { metadata: { voice: { answeredBy: string } } }) => reply.metadata.voice.answeredBy);
     expect(answeredBy).toEqual(mode === 'hybrid' ? ['llm', 'llm', 'sts'] : ['sts', 'sts', 'sts']);
     expect(farewell.metadata).toMatchObject({ model: { id: stsModelId }, voice: { mode, stsModelId } });
+    // The tokens the provider reported for the session's responses are the replies' usage.
+    if (provider === 'OpenAI Realtime') expect(farewell.metadata.usage.outputTokens).toBeGreaterThan(0);
 
     // The callee heard the three replies, the session's own audio.
     const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === 3);
