@@ -73,7 +73,11 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
   it('answers with a tool and from knowledge, runs the tools with our engine, records both sides, and ends once with analysis', async () => {
     const org = await stsOrg(mode, stsModelId);
     simulator().setScript(to, { steps: [{ say: 'Tell me the weather please.' }, { say: 'Look it up in the knowledge base.' }, { say: 'Okay, bye bye.' }], then: 'stay' });
-    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, { key: org.key, body: { to_phone_number: to, agent_id: org.agentId } });
+    const company = `Acme ${to}`;
+    const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, {
+      key: org.key,
+      body: { to_phone_number: to, agent_id: org.agentId, session_variables: { company } },
+    });
     expect(started.status, started.text).toBe(201);
     const { sessionId } = started.body;
 
@@ -105,6 +109,15 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
     expect(farewell.metadata).toMatchObject({ model: { id: stsModelId }, voice: { mode, stsModelId } });
     // The tokens the provider reported for the session's responses are the replies' usage.
     if (provider === 'OpenAI Realtime') expect(farewell.metadata.usage.outputTokens).toBeGreaterThan(0);
+
+    // The session was opened with the agent's prompt, its variables filled in, and the tools of its turns.
+    if (provider === 'OpenAI Realtime') {
+      const opened = api.speech!.started.openaiRealtime!.clientEvents.find(
+        (event) => event.type === 'session.update' && JSON.stringify(event).includes(company),
+      ) as { session: { instructions: string; tools: { name: string }[] } } | undefined;
+      expect(opened?.session.instructions).toContain(`You answer the phone for ${company}.`);
+      expect(opened?.session.tools.map((tool) => tool.name)).toEqual(['get_weather', 'end_conversation', 'search_knowledge']);
+    }
 
     // The callee heard the three replies, the session's own audio.
     const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === 3);
