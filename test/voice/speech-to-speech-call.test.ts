@@ -50,7 +50,14 @@ async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<Voice
   const { key } = org;
   const tool = await api.request('POST', '/v1/chat/tools', {
     key,
-    body: { name: 'get_weather', description: 'Current weather', type: 'API_TOOL', ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } } }, apiTool: { url: weatherUrl, method: 'GET' } },
+    body: {
+      name: 'get_weather',
+      description: 'Current weather',
+      type: 'API_TOOL',
+      ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } } },
+      apiTool: { url: weatherUrl, method: 'GET' },
+      preExecutionMessage: 'Let me check.',
+    },
   });
   expect(tool.status, tool.text).toBe(201);
   const store = (await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Shop facts', config: { topK: 1 } } })).body;
@@ -97,6 +104,8 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
     expect(asked.content).toContain('weather');
     expect(weatherCall.toolCall).toMatchObject({ name: 'get_weather', result: forecast, status: 'SUCCESS' });
     expect(weatherAnswer.content).toContain(forecast);
+    // The session speaks for itself: the tool's pre-execution message, never said, is not written either.
+    expect(weatherAnswer.content).not.toContain('Let me check.');
     expect(lookUp.content).toMatch(/\blook\b/);
     expect(knowledgeCall.toolCall).toMatchObject({ name: 'search_knowledge', status: 'SUCCESS' });
     expect(knowledgeAnswer.content).toContain('Tuesday to Saturday, 10:00 to 18:30');
