@@ -16,7 +16,7 @@ import { startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { listenOnLoopback } from '../support/loopback-server.ts';
 import { connect, ofType } from '../support/browser-voice.ts';
-import { sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
+import { createWeatherTool, expectEchoCutShort, sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
 const receiver = new Receiver();
@@ -48,22 +48,16 @@ The shop on Main Street is open Tuesday to Saturday, 10:00 to 18:30.`;
 async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<VoiceOrg & { documentId: string }> {
   const org = await voiceOrg(api, receiver, receiverUrl, { agent: { voicePipelineMode: mode, stsModelId } });
   const { key } = org;
-  const tool = await api.request('POST', '/v1/chat/tools', {
-    key,
-    body: {
-      name: 'get_weather',
-      description: 'Current weather',
-      type: 'API_TOOL',
-      ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } } },
-      apiTool: { url: weatherUrl, method: 'GET' },
-      preExecutionMessage: 'Let me check.',
-    },
+  // Its city need not be told: the recogniser hears none.
+  const toolId = await createWeatherTool(api, key, weatherUrl, {
+    description: 'Current weather',
+    ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } } },
+    preExecutionMessage: 'Let me check.',
   });
-  expect(tool.status, tool.text).toBe(201);
   const store = (await api.request('POST', '/v1/chat/knowledge-stores', { key, body: { name: 'Shop facts', config: { topK: 1 } } })).body;
   const document = (await api.request('POST', `/v1/chat/knowledge-stores/${store.id}/documents`, { key, body: { name: 'Opening hours', text: openingHours } })).body;
   await eventually(async () => (await api.request('GET', `/v1/chat/knowledge-stores/${store.id}/documents/${document.id}`, { key })).body.status, (status) => status === 'UPSERTED');
-  const patched = await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key, body: { tools: [{ toolId: tool.body.id }], knowledgeStoreId: store.id } });
+  const patched = await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key, body: { tools: [{ toolId }], knowledgeStoreId: store.id } });
   expect(patched.status, patched.text).toBe(200);
   return { ...org, documentId: document.id };
 }
@@ -144,14 +138,8 @@ describe('an sts call on OpenAI Realtime, spoken over', () => {
     await sessionEvents(receiver, org.webhookPath, started.body.sessionId);
 
     const transcript = (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}/messages?limit=50`, { key: org.key })).body.data;
-    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT', 'USER', 'ASSISTANT']);
-    const [asked, interrupted] = transcript;
-    const whole = `You said: "${asked.content}". I am the built-in offline model; connect a provider model for real answers.`;
-    const { interruption } = interrupted.metadata;
     // What was heard is estimated from the audio played before the callee spoke (a speech-to-speech reply has no pieces).
-    expect(interruption).toMatchObject({ spokenChars: interrupted.content.length, unspoken: expect.any(String), durationUntilInterruptMs: expect.any(Number) });
-    expect(interrupted.content + interruption.unspoken).toBe(whole);
-    expect(interruption.unspoken.length).toBeGreaterThan(0);
+    expectEchoCutShort(transcript);
     expect(transcript[3].content).toBe('Goodbye! Thanks for chatting.');
   });
 });
