@@ -208,3 +208,11 @@ export async function publishedAgent(deps: Pick<VersioningDeps, 'agents'>, orgId
   const version = await deps.agents.getVersion(orgId, agentId, agent.publishedVersion);
   return version ? agentAtVersion(agent, version) : agent;
 }
+
+/**
+ * What a session opened now records: a `MANUAL` agent's sessions are bound to the version published when they open
+ * and keep it; an `AUTO` agent's follow its published version turn by turn, as before versions (no `agentVersion`).
+ */
+export function boundVersion(agent: Agent): { agentVersion?: number } {
+  return agent.publishMode === 'MANUAL' && agent.publishedVersion !== undefined ? { agentVersion: agent.publishedVersion } : {};
+}

@@ -2,6 +2,7 @@ import type { LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import * as z from 'zod';
 import { transferModes, type Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';
+import { boundVersion } from '../agents/agent-versions.ts';
 import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
 import type { Session } from './session-schemas.ts';
 
@@ -15,7 +16,7 @@ import type { Session } from './session-schemas.ts';
 export interface HandoffRecord {
   fromAgentId: string;
   toAgentId: string;
-  /** The target's published version at the handoff: it answers with that version for the rest of the session. */
+  /** A `MANUAL` target's published version at the handoff: it answers with that version for the rest of the session. */
   toAgentVersion?: number;
   reason?: string;
   at: string;
@@ -145,10 +146,11 @@ export async function runRoutingTool(
   const target = listed && typeof args.agentId === 'string' ? await deps.agents.get(session.orgId, args.agentId) : undefined;
   if (!target) return { status: 'ERROR', result: `No agent ${String(args.agentId)} is available for a handoff.` };
   if (!target.isActive) return { status: 'ERROR', result: `Agent ${target.fullName} is inactive and cannot take the conversation.` };
+  const pinned = boundVersion(target).agentVersion;
   change.handoff = {
     fromAgentId: agent.id,
     toAgentId: target.id,
-    ...(target.publishedVersion === undefined ? {} : { toAgentVersion: target.publishedVersion }),
+    ...(pinned === undefined ? {} : { toAgentVersion: pinned }),
     ...(reason ? { reason } : {}),
     at: now,
   };

@@ -19,7 +19,7 @@ import { sessionEvents } from './session-events.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
 import { agentOfSession, bindingKey, histories, lastKnownTools } from './turn-state.ts';
-import { publishedAgent } from '../agents/agent-versions.ts';
+import { boundVersion, publishedAgent } from '../agents/agent-versions.ts';
 
 export interface SessionDeps extends OrganizationModelDeps {
   sessions: SessionStore;
@@ -48,7 +48,7 @@ export async function createSession(
     id: newId(),
     orgId,
     agentId: agent.id,
-    ...(agent.publishedVersion === undefined ? {} : { agentVersion: agent.publishedVersion }),
+    ...boundVersion(agent),
     type: 'CHAT',
     direction: 'INBOUND',
     platform: input.platform,
@@ -64,7 +64,7 @@ export async function createSession(
   await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], sealResponse?.(created));
   // What the first turn would read is known now; a turn in this process then needs one read round trip.
   const sessionKey = `${orgId}/${session.id}`;
-  const binding = { agentId: agent.id, version: agent.publishedVersion };
+  const binding = { agentId: agent.id, version: boundVersion(agent).agentVersion };
   agentOfSession.set(sessionKey, binding);
   lastKnownTools.set(bindingKey(binding), agent.tools.map((tool) => tool.toolId));
   histories.set(sessionKey, { nextSeq: session.nextSeq, revision: 0, messages: [] });

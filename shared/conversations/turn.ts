@@ -16,6 +16,7 @@ import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, type SessionDeps } from './sessions.ts';
+import { agentAtVersion } from '../agents/agent-versions.ts';
 import { agentOfSession, bindingKey, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { activeBinding, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
@@ -210,6 +211,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
     guessed = lastKnownTools.get(bindingKey(binding)) ?? [];
     context = await deps.sessions.readTurnContext(orgId, sessionId, binding, guessed);
   }
+  if (binding.version === undefined) context = await followPublished(deps, context);
   if (!context.agent) return context;
   const attached = context.agent.tools.map((tool) => tool.toolId);
   lastKnownTools.set(bindingKey(binding), attached);
@@ -223,6 +225,18 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
     return [definition ? { ...definition, functionSecret: current.functionSecret } : current];
   });
   return { ...context, tools };
+}
+
+/**
+ * A session bound to no version (an `AUTO` agent's, or one opened before versions existed) answers with the agent's
+ * published version as it is now: the agent's own item, unless an older version was published over the draft, which
+ * then costs one more read.
+ */
+async function followPublished(deps: TurnDeps, context: TurnContext): Promise<TurnContext> {
+  const agent = context.agent;
+  if (!agent || agent.publishedVersion === undefined || agent.publishedVersion === agent.draftVersion) return context;
+  const version = await deps.agents.getVersion(agent.orgId, agent.id, agent.publishedVersion);
+  return version ? { ...context, agent: agentAtVersion(agent, version), version } : context;
 }
 
 /**
