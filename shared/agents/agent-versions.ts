@@ -216,3 +216,10 @@ export async function publishedAgent(deps: Pick<VersioningDeps, 'agents'>, orgId
 export function boundVersion(agent: Agent): { agentVersion?: number } {
   return agent.publishMode === 'MANUAL' && agent.publishedVersion !== undefined ? { agentVersion: agent.publishedVersion } : {};
 }
+
+/** The agent as a session answers with: at the version it is bound to, or (bound to none) at the published one. */
+export async function agentOfSessionBinding(deps: Pick<VersioningDeps, 'agents'>, orgId: string, binding: { agentId: string; agentVersion?: number | undefined }): Promise<Agent | undefined> {
+  if (binding.agentVersion === undefined) return publishedAgent(deps, orgId, binding.agentId);
+  const [agent, version] = await Promise.all([deps.agents.get(orgId, binding.agentId), deps.agents.getVersion(orgId, binding.agentId, binding.agentVersion)]);
+  return agent && version ? agentAtVersion(agent, version) : agent;
+}

@@ -18,7 +18,7 @@ let receiverUrl: string;
 beforeAll(async () => {
   stub = await startOpenAIStub({ tokens: 3 });
   receiverUrl = await receiver.start();
-  api = await startApi({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_MODELS: 'stub-model' }, { streamPoller: true, queues: true });
+  api = await startApi({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_MODELS: 'stub-model' }, { streamPoller: true, queues: true, voice: true });
   const { key } = await api.newOrg();
   const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
   modelId = models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
@@ -293,5 +293,22 @@ describe('events', { timeout: 60_000 }, () => {
         ['agent.published', { agentId: agent.id, version: 2, previousVersion: 1 }],
       ]),
     );
+  });
+});
+
+describe('calls', { timeout: 60_000 }, () => {
+  it("binds a MANUAL agent's voice session to the published version, not the draft", async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const agent = await createAgent(key, { publishMode: 'MANUAL', voiceEnabled: true, voicePipelineMode: 'pipeline', voice: { provider: 'builtin', voiceId: 'en-us' } });
+    await patchAgent(key, agent.id, { role: 'You are version two.' });
+
+    // Act
+    const started = await api.request('POST', '/v1/chat/voice/sessions', { key, body: { agentId: agent.id } });
+
+    // Assess
+    expect(started.status, started.text).toBe(201);
+    const session = await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}`, { key });
+    expect(session.body).toMatchObject({ type: 'VOICE', agentId: agent.id, agentVersion: 1 });
   });
 });
