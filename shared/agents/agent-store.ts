@@ -1,10 +1,9 @@
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../platform/errors.ts';
-import type { AgentStore } from './ports.ts';
+import type { AgentChange, AgentStore } from './ports.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { Agent } from './agent-schemas.ts';
 import type { AgentVersion } from './agent-version-schemas.ts';
-import type { DomainEvent } from '../events/events.ts';
 import { outboxPut } from '../events/outbox.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
@@ -25,12 +24,6 @@ export const toAgentVersion = (item: Record<string, unknown>): AgentVersion => {
   const { orgId, agentId, number, author, createdAt, configuration, tools } = item as unknown as AgentVersion;
   return { orgId, agentId, number, author, createdAt, configuration, tools };
 };
-
-/** What an agent write records besides the agent: the version it makes (if any) and its events. */
-export interface AgentChange {
-  version?: AgentVersion | undefined;
-  events: DomainEvent[];
-}
 
 
 /**

@@ -1,9 +1,15 @@
 /** The ports of the agents context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { Agent } from './agent-schemas.ts';
 import type { AgentVersion } from './agent-version-schemas.ts';
-import type { AgentChange } from './agent-store.ts';
+import type { DomainEvent } from '../events/events.ts';
 import type { ExecutableTool, Tool } from './tool-schemas.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
+
+/** What an agent write records besides the agent: the version it makes (if any) and its events. */
+export interface AgentChange {
+  version?: AgentVersion | undefined;
+  events: DomainEvent[];
+}
 
 export interface AgentStore {
   /** Throws ToolsNotFoundError when an attached tool does not exist (checked in the same transaction). */
