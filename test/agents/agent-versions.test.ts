@@ -181,6 +181,23 @@ describe('rollback', { timeout: 60_000 }, () => {
     expect(offered?.function.description).toContain('Only for orders');
   });
 
+  it('answers 422 TOOLS_NOT_FOUND for a version whose tool has been deleted since, and changes nothing', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const tool = await createTool(key, 'Looks an order up');
+    const agent = await createAgent(key, { tools: [{ toolId: tool.id }] });
+    await patchAgent(key, agent.id, { tools: [] });
+    expect((await api.request('DELETE', `/v1/chat/tools/${tool.id}`, { key })).status).toBe(204);
+
+    // Act
+    const rolledBack = await api.request('POST', `/v2/chat/agents/${agent.id}/rollback`, { key, body: { version: 1 } });
+
+    // Assess
+    expectError(rolledBack, 422, 'TOOLS_NOT_FOUND');
+    const stored = await api.request('GET', `/v2/chat/agents/${agent.id}`, { key });
+    expect(stored.body).toMatchObject({ draftVersion: 2, publishedVersion: 2, tools: [] });
+  });
+
   it('refuses a version the agent does not have, and a missing version number', async () => {
     const { key } = await api.newOrg();
     const agent = await createAgent(key);
