@@ -109,10 +109,7 @@ async function existingVersion(deps: Pick<VersioningDeps, 'agents'>, agent: Agen
   return version;
 }
 
-/**
- * An agent stored before versions existed gets its first version from its current configuration when it is first
- * published or rolled back, so there is something to publish.
- */
+/** An agent stored before versions existed gets its first version from its current configuration when it is first published. */
 async function versioned(deps: VersioningDeps, agent: Agent, author: VersionAuthor): Promise<Agent> {
   if (agent.draftVersion !== undefined) return agent;
   return commitAgentChange(deps, agent, { ...agent, updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) }, author);
