@@ -109,4 +109,26 @@ describe('a chat turn', () => {
     expect(delivery.writeUnits).toBe(0);
     expect(delivery.requests).toBeLessThanOrEqual(perTurnEvents);
   });
+
+  it('makes the same three requests in a session bound to a version of a MANUAL agent: the version is read in the same batch', async () => {
+    // Prepare: a MANUAL agent whose draft (version 2) is not the published version (1) the session binds to
+    const { key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Bound', description: 'Bound', role: 'Answer briefly.', publishMode: 'MANUAL' } });
+    await api.request('PATCH', `/v2/chat/agents/${agent.body.id}`, { key, body: { role: 'Answer at length.' } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    expect(session.body.agentVersion).toBe(1);
+    const send = () => api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'Hello there', stream: false } });
+    const perTurnEvents = 3;
+    let from = records().length;
+    expect((await send()).status).toBe(200);
+    await settled(from, perTurnEvents);
+
+    // Act
+    from = records().length;
+    expect((await send()).status).toBe(200);
+    const turn = await settled(from, perTurnEvents);
+
+    // Assess
+    expect(counted(turn, (name) => name === 'chat-messages')).toEqual({ requests: 3, writeUnits: 12 });
+  });
 });
