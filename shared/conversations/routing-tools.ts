@@ -46,7 +46,7 @@ export function activeAgentId(session: Pick<Session, 'agentId' | 'metadata'>): s
   return typeof active === 'string' ? active : session.agentId;
 }
 
-/** An agent and the version of it a session is bound to; no version for a session opened before versions existed. */
+/** An agent and the version of it a session is bound to; none for an `AUTO` agent's session, which follows the published version. */
 export interface AgentBinding {
   agentId: string;
   version?: number | undefined;

@@ -52,7 +52,7 @@ export interface Session {
   id: string;
   orgId: string;
   agentId: string;
-  /** The version of the agent the session is bound to for its whole life (absent: opened before versions existed). */
+  /** The version of a `MANUAL` agent the session is bound to for its whole life; absent: it follows the published version. */
   agentVersion?: number | undefined;
   type: 'CHAT' | 'VOICE';
   direction: 'INBOUND' | 'OUTBOUND';
