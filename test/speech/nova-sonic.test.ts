@@ -4,7 +4,8 @@
  * audio (decision 498).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNovaSonicSimulator, type NovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
+import type { LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
+import { novaSonicTimeoutMessage, startNovaSonicSimulator, type NovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
 import { builtinSimulatorEngines, type SpeechSimulator } from '../../infra/local/speech-simulator-server.ts';
 import { novaSonicModel, novaSonicSession, novaSonicSpeechToSpeech, type NovaSonicInput } from '../../shared/speech/nova-sonic.ts';
 import type { SpeechToSpeechEvent, SpeechToSpeechOptions, SpeechToSpeechSession } from '../../shared/speech/ports.ts';
@@ -48,7 +49,7 @@ describe('the Nova Sonic adapter against the documented events', () => {
     session.port.write(new Uint8Array([0xff, 0x80]));
     session.port.toolResult('tooluse-1', 'Sunny');
     session.port.close();
-    const events = await drain(session.input);
+    const events = await drain(session.current.input);
 
     expect(events.map(nameOf)).toEqual([
       'sessionStart',
@@ -101,7 +102,7 @@ describe('the Nova Sonic adapter against the documented events', () => {
     const session = novaSonicSession(options());
     session.port.say('Welcome to Acme.');
     session.port.close();
-    const events = await drain(session.input);
+    const events = await drain(session.current.input);
 
     const turn = events.slice(6, 9);
     expect(turn.map(nameOf)).toEqual(['contentStart', 'textInput', 'contentEnd']);
@@ -111,31 +112,50 @@ describe('the Nova Sonic adapter against the documented events', () => {
     expect(bodyOf(turn[2]!).contentName).toBe(bodyOf(turn[0]!).contentName);
   });
 
-  it('reports the documented reply as the port says: the caller’s words, the tool call, the planned text, telephone audio, the whole final text, done', () => {
+  it('reports the documented reply as the port says: the caller’s words, the tool call, the planned text, telephone audio, the whole final text, done, its tokens', async () => {
     const session = novaSonicSession(options());
-    const { seen } = read(session.port);
-    for (const event of docs.outputTurn) session.receive(event);
-    session.finish();
+    const { seen, done } = read(session.port);
+    for (const event of docs.outputTurn) session.current.receive(event);
+    session.current.finish();
+    await done;
 
-    return expect.poll(() => seen.at(-1)).toEqual({ type: 'response-done' }).then(() => {
-      expect(seen).toEqual([
+    expect(seen).toEqual([
         { type: 'user-transcript', text: 'what day is it today' },
         { type: 'tool-call', callId: 'tooluse-1', name: 'getDateAndTimeTool', arguments: '{}' },
         // The reply that asked for the tool is over; the answer after its result is the next one.
         { type: 'response-done' },
         { type: 'assistant-transcript', text: 'Today is Thursday.', final: false },
         { type: 'audio', audio: muLawEncode(new Int16Array([0, 8159])) },
-        { type: 'assistant-transcript', text: 'Today is Thursday.', final: true },
-        { type: 'response-done' },
-      ]);
-    });
+      { type: 'assistant-transcript', text: 'Today is Thursday.', final: true },
+      { type: 'response-done' },
+      // The usageEvent's delta: speech and text tokens together.
+      { type: 'usage', inputTokens: 10, outputTokens: 16 },
+    ]);
+  });
+
+  it('reports each usageEvent’s delta, never its running totals, and the difference of the totals when it has no delta', async () => {
+    const session = novaSonicSession(options());
+    const { seen, done } = read(session.port);
+    session.current.receive(docs.usageEvent({ input: { speechTokens: 30, textTokens: 200 }, output: { speechTokens: 0, textTokens: 0 } }, { input: { speechTokens: 30, textTokens: 200 }, output: { speechTokens: 0, textTokens: 0 } }));
+    session.current.receive(docs.usageEvent({ input: { speechTokens: 5, textTokens: 0 }, output: { speechTokens: 40, textTokens: 9 } }, { input: { speechTokens: 35, textTokens: 200 }, output: { speechTokens: 40, textTokens: 9 } }));
+    const withoutDelta = docs.usageEvent({ input: { speechTokens: 0, textTokens: 0 }, output: { speechTokens: 0, textTokens: 0 } }, { input: { speechTokens: 36, textTokens: 200 }, output: { speechTokens: 50, textTokens: 12 } });
+    delete (withoutDelta.event.usageEvent.details as { delta?: unknown }).delta;
+    session.current.receive(withoutDelta);
+    session.current.finish();
+    await done;
+
+    expect(seen).toEqual([
+      { type: 'usage', inputTokens: 230, outputTokens: 0 },
+      { type: 'usage', inputTokens: 5, outputTokens: 49 },
+      { type: 'usage', inputTokens: 1, outputTokens: 13 },
+    ]);
   });
 
   it('reports the documented barge-in signal as speech-started, and the interrupted reply as done once', async () => {
     const session = novaSonicSession(options());
     const { seen, done } = read(session.port);
-    for (const event of docs.outputBargeIn) session.receive(event);
-    session.finish();
+    for (const event of docs.outputBargeIn) session.current.receive(event);
+    session.current.finish();
     await done;
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'speech-started', 'response-done']);
@@ -145,13 +165,13 @@ describe('the Nova Sonic adapter against the documented events', () => {
     const session = novaSonicSession(options());
     const { seen, done } = read(session.port);
     const [, , , audioStart, audioChunk, ...rest] = docs.outputBargeIn;
-    for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
-    session.receive(audioStart);
-    session.receive(audioChunk);
+    for (const event of docs.outputBargeIn.slice(0, 3)) session.current.receive(event);
+    session.current.receive(audioStart);
+    session.current.receive(audioChunk);
     session.port.interrupt(20);
-    session.receive(audioChunk);
-    for (const event of rest) session.receive(event);
-    session.finish();
+    session.current.receive(audioChunk);
+    for (const event of rest) session.current.receive(event);
+    session.current.finish();
     await done;
 
     expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'response-done', 'speech-started']);
@@ -161,19 +181,21 @@ describe('the Nova Sonic adapter against the documented events', () => {
     const session = novaSonicSession(options());
     const { seen, done } = read(session.port);
     const [, , , audioStart, audioChunk, , , , audioEnd] = docs.outputBargeIn;
-    for (const event of docs.outputBargeIn.slice(0, 3)) session.receive(event);
-    session.receive(audioStart);
+    for (const event of docs.outputBargeIn.slice(0, 3)) session.current.receive(event);
+    session.current.receive(audioStart);
     session.port.interrupt(0);
-    session.receive(audioChunk);
-    session.receive(audioEnd);
+    session.current.receive(audioChunk);
+    session.current.receive(audioEnd);
     // A new reply: Nova Sonic's documented reply, from its planned text on.
-    for (const event of docs.outputTurn.slice(7)) session.receive(event);
-    session.finish();
+    for (const event of docs.outputTurn.slice(7)) session.current.receive(event);
+    session.current.finish();
     await done;
 
-    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'response-done', 'assistant-transcript', 'audio', 'assistant-transcript', 'response-done']);
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'response-done', 'assistant-transcript', 'audio', 'assistant-transcript', 'response-done', 'usage']);
   });
 });
+
+const withoutUsage = (events: SpeechToSpeechEvent[]) => events.filter((event) => event.type !== 'usage');
 
 async function collectUntil(session: SpeechToSpeechSession, seen: SpeechToSpeechEvent[], until: (event: SpeechToSpeechEvent) => boolean): Promise<void> {
   const iterator = session.events[Symbol.asyncIterator]();
@@ -204,12 +226,14 @@ describe('the Nova Sonic adapter against its simulator', () => {
     session.write(new Uint8Array(300 * 8).fill(0xff));
     session.write(new Uint8Array(600 * 8).fill(0x00));
     session.write(new Uint8Array(700 * 8).fill(0xff));
-    const seen: SpeechToSpeechEvent[] = [];
-    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    const received: SpeechToSpeechEvent[] = [];
+    await collectUntil(session, received, (event) => event.type === 'response-done' || event.type === 'error');
+    let seen = withoutUsage(received);
     expect(seen).toEqual([{ type: 'user-transcript', text: 'tell me the weather please' }, { type: 'tool-call', callId: expect.stringMatching(/^call_/), name: 'get_weather', arguments: '{}' }, { type: 'response-done' }]);
 
     session.toolResult((seen[1] as { callId: string }).callId, 'Sunny, 21 degrees');
-    await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
+    await collectUntil(session, received, (event) => event.type === 'response-done' || event.type === 'error');
+    seen = withoutUsage(received);
     const answer = 'The get_weather tool returned: Sunny, 21 degrees';
     expect(seen.slice(3).filter((event) => event.type !== 'audio')).toEqual([
       { type: 'assistant-transcript', text: answer, final: false },
@@ -218,6 +242,13 @@ describe('the Nova Sonic adapter against its simulator', () => {
     ]);
     const audio = Buffer.concat(seen.flatMap((event) => (event.type === 'audio' ? [event.audio] : [])));
     expect(audio).toEqual(Buffer.from(spokenBytes(answer)));
+
+    // The simulator's counts, in Nova Sonic's usageEvents: a speech token per 100 ms of audio, a text token per 4
+    // characters. In: 1.6 s of the caller and the instructions and the tool result (47 characters); out: the tool use
+    // (13 characters) and the answer (48 characters, 480 ms spoken).
+    const usage = received.flatMap((event) => (event.type === 'usage' ? [event] : []));
+    expect(usage.reduce((sum, event) => sum + event.inputTokens, 0)).toBe(16 + Math.ceil(47 / 4));
+    expect(usage.reduce((sum, event) => sum + event.outputTokens, 0)).toBe(Math.ceil(61 / 4) + 4);
 
     session.close();
     await collectUntil(session, seen, () => false);
@@ -239,7 +270,7 @@ describe('the Nova Sonic adapter against its simulator', () => {
     await collectUntil(session, seen, (event) => event.type === 'user-transcript' || event.type === 'error');
     session.close();
 
-    const types = seen.map((event) => event.type).filter((type, index, all) => type !== 'audio' || all[index - 1] !== 'audio');
+    const types = withoutUsage(seen).map((event) => event.type).filter((type, index, all) => type !== 'audio' || all[index - 1] !== 'audio');
     expect(types).toEqual(['user-transcript', 'assistant-transcript', 'audio', 'speech-started', 'response-done', 'user-transcript']);
     const received = seen.reduce((bytes, event) => bytes + (event.type === 'audio' ? event.audio.length : 0), 0);
     expect(received).toBeLessThan(longReply.length);
@@ -261,6 +292,95 @@ describe('the Nova Sonic adapter against its simulator', () => {
   });
 });
 
+describe('the Nova Sonic adapter over more than one stream (Bedrock’s maximum connection duration)', () => {
+  const question = 'tell me the weather please';
+  /** An utterance of the caller: speech, then the silence that ends it. */
+  const speak = (session: SpeechToSpeechSession) => {
+    session.write(new Uint8Array(600 * 8).fill(0x00));
+    session.write(new Uint8Array(700 * 8).fill(0xff));
+  };
+  const untilDone = (event: SpeechToSpeechEvent) => event.type === 'response-done' || event.type === 'error';
+  const textOf = (message: LanguageModelV4Message) => (typeof message.content === 'string' ? message.content : message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join(''));
+  const rolesAndTexts = (prompt: LanguageModelV4Prompt | undefined) => prompt?.map((message) => [message.role, textOf(message)]);
+
+  it('renews the stream between replies before the limit: the old one closed with the closing events, the new one given the history, no reply cut', async () => {
+    const simulator = await startNovaSonicSimulator({ engines: protocolEngines(question), maxConnectionMs: 20_000 });
+    try {
+      // The renewal margin is the whole limit: the stream is renewed at the first moment between replies.
+      const limits = { maxConnectionMs: 20_000, renewBeforeMs: 20_000, forceBeforeMs: 1_000 };
+      const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url, limits }).open(options({ tools: [] }));
+      const seen: SpeechToSpeechEvent[] = [];
+      speak(session);
+      await collectUntil(session, seen, untilDone);
+      const firstAnswer = `You said: "${question}". I am the built-in offline model; connect a provider model for real answers.`;
+
+      // The reply ended, so a second stream took over and the first was closed as documented.
+      expect(await eventually(() => [...simulator.endings], (endings) => endings.length > 0)).toEqual(['sessionEnd']);
+      expect(simulator.requests.map((request) => request.status)).toEqual([200, 200]);
+
+      speak(session);
+      await collectUntil(session, seen, (event) => untilDone(event) && seen.filter((earlier) => earlier.type === 'response-done').length === 2);
+      session.close();
+      await collectUntil(session, seen, () => false);
+
+      const replies = withoutUsage(seen).filter((event) => event.type !== 'audio');
+      expect(replies).toEqual([
+        { type: 'user-transcript', text: question },
+        { type: 'assistant-transcript', text: firstAnswer, final: false },
+        { type: 'assistant-transcript', text: firstAnswer, final: true },
+        { type: 'response-done' },
+        // Heard on the second stream.
+        { type: 'user-transcript', text: question },
+        { type: 'assistant-transcript', text: firstAnswer, final: false },
+        { type: 'assistant-transcript', text: firstAnswer, final: true },
+        { type: 'response-done' },
+      ]);
+      // Each reply's audio whole: nothing of the first was cut by the renewal.
+      const audio = Buffer.concat(seen.flatMap((event) => (event.type === 'audio' ? [event.audio] : [])));
+      expect(audio).toEqual(Buffer.concat([spokenBytes(firstAnswer), spokenBytes(firstAnswer)]));
+      // The model answered on the second stream with the conversation so far: the history after the system prompt.
+      expect(rolesAndTexts(simulator.prompts[1])).toEqual([
+        ['system', 'You are a helpful phone agent.'],
+        ['user', question],
+        ['assistant', firstAnswer],
+        ['user', question],
+      ]);
+      // The second reply ended within the margin too: a third stream took over, and each ended with sessionEnd.
+      expect(await eventually(() => [...simulator.endings], (endings) => endings.length > 2)).toEqual(['sessionEnd', 'sessionEnd', 'sessionEnd']);
+    } finally {
+      await simulator.stop();
+    }
+  });
+
+  it('resumes after the ModelTimeoutException Bedrock ends a stream with at its limit, with the history', async () => {
+    const simulator = await startNovaSonicSimulator({ engines: protocolEngines(question), maxConnectionMs: 4_000 });
+    try {
+      // The adapter's own limit is Nova Sonic's 8 minutes: it does not renew before this simulator's.
+      const session = novaSonicSpeechToSpeech({ region: 'us-east-1', endpoint: simulator.url }).open(options({ tools: [] }));
+      const seen: SpeechToSpeechEvent[] = [];
+      speak(session);
+      await collectUntil(session, seen, untilDone);
+
+      expect(await eventually(() => [...simulator.endings], (endings) => endings.length > 0)).toEqual([novaSonicTimeoutMessage]);
+      // The caller speaks once the adapter has opened the next stream (what reaches a stream already timed out is lost).
+      expect(await eventually(() => simulator.requests.length, (count) => count === 2)).toBe(2);
+      speak(session);
+      await collectUntil(session, seen, (event) => untilDone(event) && seen.filter((earlier) => earlier.type === 'response-done').length === 2);
+      session.close();
+
+      expect(seen.filter((event) => event.type === 'error')).toEqual([]);
+      expect(seen.filter((event) => event.type === 'user-transcript')).toHaveLength(2);
+      expect(rolesAndTexts(simulator.prompts[1])?.slice(0, 3)).toEqual([
+        ['system', 'You are a helpful phone agent.'],
+        ['user', question],
+        ['assistant', `You said: "${question}". I am the built-in offline model; connect a provider model for real answers.`],
+      ]);
+    } finally {
+      await simulator.stop();
+    }
+  });
+});
+
 describe('the Nova Sonic adapter against its simulator, with real audio', () => {
   const engines = builtinSimulatorEngines();
   let simulator: SpeechSimulator;
@@ -277,7 +397,7 @@ describe('the Nova Sonic adapter against its simulator, with real audio', () => 
     session.write(new Uint8Array(800 * 8).fill(0xff));
     const seen: SpeechToSpeechEvent[] = [];
     await collectUntil(session, seen, (event) => event.type === 'response-done' || event.type === 'error');
-    const [heard, call] = seen;
+    const [heard, call] = withoutUsage(seen);
     expect(heard).toMatchObject({ type: 'user-transcript', text: expect.stringContaining('weather') });
     expect(call).toMatchObject({ type: 'tool-call', name: 'get_weather' });
 
