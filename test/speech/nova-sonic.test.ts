@@ -3,6 +3,7 @@
  * (decisions 496, 497), and against its simulator (HTTP/2, AWS event streams), with protocol engines and with real
  * audio (decision 498).
  */
+import { BedrockRuntimeClient, InvokeModelWithBidirectionalStreamCommand } from '@aws-sdk/client-bedrock-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { novaSonicTimeoutMessage, startNovaSonicSimulator, type NovaSonicSimulator } from '../../infra/local/nova-sonic-simulator.ts';
@@ -195,6 +196,85 @@ describe('the Nova Sonic adapter against the documented events', () => {
   });
 });
 
+describe('the Nova Sonic adapter’s renewal of a stream, against the documented events', () => {
+  /** Renewed at the first moment between replies. */
+  const renewAtOnce = { maxConnectionMs: 60_000, renewBeforeMs: 60_000, forceBeforeMs: 1_000 };
+  const output = (name: string, body: Record<string, unknown>) => ({ event: { [name]: body } });
+  /** What Nova Sonic sends for a caller's utterance and the reply to it, in the documented shapes. */
+  const turn = (said: string, answer: string) => [
+    output('contentStart', { contentId: 'asr', type: 'TEXT', role: 'USER', additionalModelFields: '{"generationStage":"FINAL"}' }),
+    output('textOutput', { contentId: 'asr', role: 'USER', content: said }),
+    output('contentEnd', { contentId: 'asr', type: 'TEXT', stopReason: 'END_TURN' }),
+    output('contentStart', { contentId: 'final', type: 'TEXT', role: 'ASSISTANT', additionalModelFields: '{"generationStage":"FINAL"}' }),
+    output('textOutput', { contentId: 'final', role: 'ASSISTANT', content: answer }),
+    output('contentEnd', { contentId: 'final', type: 'TEXT', stopReason: 'END_TURN' }),
+  ];
+
+  it('opens the next stream with the history after the system prompt, USER first, and closes the old one with the documented closing events', async () => {
+    const session = novaSonicSession(options(), renewAtOnce);
+    const first = session.current;
+    // The documented reply: the caller's words, a tool use answered, then the answer.
+    for (const event of docs.outputTurn.slice(0, 7)) first.receive(event);
+    expect(session.current).toBe(first);
+    session.port.toolResult('tooluse-1', '{"day":"Thursday"}');
+    for (const event of docs.outputTurn.slice(7)) first.receive(event);
+    const second = session.current;
+    expect(second).not.toBe(first);
+    session.port.write(new Uint8Array([0xff, 0xff]));
+    session.port.close();
+
+    const closing = (await drain(first.input)).slice(-3);
+    expect(closing.map(nameOf)).toEqual(['contentEnd', 'promptEnd', 'sessionEnd']);
+    const opening = await drain(second.input);
+    expect(opening.map(nameOf)).toEqual([
+      'sessionStart',
+      'promptStart',
+      ...['contentStart', 'textInput', 'contentEnd'],
+      ...['contentStart', 'textInput', 'contentEnd'],
+      ...['contentStart', 'textInput', 'contentEnd'],
+      'contentStart',
+      'audioInput',
+      'contentEnd',
+      'promptEnd',
+      'sessionEnd',
+    ]);
+    expect(bodyOf(opening[2]!)).toMatchObject({ role: 'SYSTEM' });
+    const history = [opening.slice(5, 8), opening.slice(8, 11)];
+    expect(history.map(([start, text]) => [bodyOf(start!).role, bodyOf(start!).interactive, bodyOf(text!).content])).toEqual([
+      ['USER', false, 'what day is it today'],
+      ['ASSISTANT', false, 'Today is Thursday.'],
+    ]);
+    for (const [start] of history) expect(keysOf(start!)).toEqual(keysOf(docs.historyMessage.contentStart));
+    expect(bodyOf(opening[11]!)).toMatchObject({ type: 'AUDIO', role: 'USER' });
+    // The caller's audio goes to the new stream from the switch on.
+    expect(bodyOf(opening[12]!).contentName).toBe(bodyOf(opening[11]!).contentName);
+  });
+
+  it('keeps the history within the documented bounds: 1 KB a textInput, 40 KB in all, the oldest left out, the first from the user', async () => {
+    const session = novaSonicSession(options(), renewAtOnce);
+    // A welcome (the model first), then 45 turns of about 1 KB each, one with characters of several bytes.
+    session.current.receive(output('contentStart', { contentId: 'welcome', type: 'TEXT', role: 'ASSISTANT', additionalModelFields: '{"generationStage":"FINAL"}' }));
+    session.current.receive(output('textOutput', { contentId: 'welcome', role: 'ASSISTANT', content: 'Welcome to Acme.' }));
+    session.current.receive(output('contentEnd', { contentId: 'welcome', type: 'TEXT', stopReason: 'END_TURN' }));
+    const long = 'é'.repeat(700);
+    for (let index = 0; index < 45; index += 1) for (const event of turn(index === 44 ? long : `question ${index} ${'x'.repeat(500)}`, `answer ${index} ${'y'.repeat(500)}`)) session.current.receive(event);
+    const last = session.current;
+    session.port.close();
+
+    const opening = await drain(last.input);
+    const starts = opening.filter((event) => nameOf(event) === 'contentStart' && bodyOf(event).type === 'TEXT' && bodyOf(event).role !== 'SYSTEM');
+    const texts = opening.filter((event, index) => nameOf(event) === 'textInput' && index > 4);
+    expect(bodyOf(starts[0]!).role).toBe('USER');
+    expect(Math.max(...texts.map((event) => Buffer.byteLength(String(bodyOf(event).content))))).toBeLessThanOrEqual(1_024);
+    expect(texts.reduce((sum, event) => sum + Buffer.byteLength(String(bodyOf(event).content)), 0)).toBeLessThanOrEqual(40 * 1_024);
+    // The newest turns are kept whole, the caller's 1,400 bytes in two textInputs.
+    const lastQuestion = opening.filter((event) => nameOf(event) === 'textInput' && String(bodyOf(event).content).startsWith('é'));
+    expect(lastQuestion.map((event) => String(bodyOf(event).content)).join('')).toBe(long);
+    expect(lastQuestion).toHaveLength(2);
+    expect(String(bodyOf(texts.at(-1)!).content)).toBe(`answer 44 ${'y'.repeat(500)}`);
+  });
+});
+
 const withoutUsage = (events: SpeechToSpeechEvent[]) => events.filter((event) => event.type !== 'usage');
 
 async function collectUntil(session: SpeechToSpeechSession, seen: SpeechToSpeechEvent[], until: (event: SpeechToSpeechEvent) => boolean): Promise<void> {
@@ -282,6 +362,36 @@ describe('the Nova Sonic adapter against its simulator', () => {
     const seen: SpeechToSpeechEvent[] = [];
     await collectUntil(session, seen, () => false);
     expect(seen).toEqual([{ type: 'error', message: 'bedrock: ValidationException: A TOOL content must answer a toolUseId the model asked for' }]);
+  });
+
+  it('refuses a chat history out of its documented place and bounds, with a validationException', async () => {
+    const client = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: simulator.url, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    /** Sends the documented opening, then `events`, and returns how Bedrock ended the stream. */
+    const refusal = async (events: object[]) => {
+      const opening = [docs.input.sessionStart, docs.input.promptStart, docs.input.systemContentStart, docs.input.textInput, docs.input.contentEnd];
+      async function* body() {
+        for (const event of [...opening, ...events]) yield { chunk: { bytes: new TextEncoder().encode(JSON.stringify(event)) } };
+      }
+      try {
+        const response = await client.send(new InvokeModelWithBidirectionalStreamCommand({ modelId: novaSonicModel, body: body() }));
+        for await (const part of response.body ?? []) if (!part.chunk) return Object.keys(part)[0];
+        return 'ended';
+      } catch (error) {
+        return `${(error as Error).name}: ${(error as Error).message}`;
+      }
+    };
+    const message = (role: string, content: string): NovaSonicInput[] => {
+      const contentName = `history-${role}`;
+      return [
+        { event: { contentStart: { ...docs.historyMessage.contentStart.event.contentStart, contentName, role, interactive: false } } },
+        { event: { textInput: { ...docs.historyMessage.textInput.event.textInput, contentName, content } } },
+        { event: { contentEnd: { ...docs.historyMessage.contentEnd.event.contentEnd, contentName } } },
+      ];
+    };
+
+    expect(await refusal(message('ASSISTANT', 'Hello!'))).toBe('ValidationException: The first message of a chat history must be from the USER');
+    expect(await refusal(message('USER', 'x'.repeat(1_025)))).toBe('ValidationException: A textInput of a chat history must be at most 1 KB');
+    expect(await refusal([docs.input.audioContentStart, ...message('USER', 'Hello')])).toBe('ValidationException: A chat history must come after the system prompt and before audio streaming begins');
   });
 
   it('fails the session with the validation error Bedrock gives an unknown model', async () => {
