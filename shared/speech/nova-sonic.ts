@@ -268,8 +268,12 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
             // The end of the reply `interrupt` cut: the next one is heard, even if no words of the caller come first.
             if (muted && !replying) muted = false;
             replyDone();
-            stream.carriedReply = true;
-            renewIfDue();
+            // A reply that ended whole leaves the caller listening to its audio: the moment to renew. After one
+            // interrupted, the caller is speaking.
+            if (body.stopReason === 'END_TURN') {
+              stream.carriedReply = true;
+              renewIfDue();
+            }
             return;
           }
           case 'completionEnd':
