@@ -115,6 +115,8 @@ interface StreamState extends NovaSonicStream {
 
 /** The protocol, apart from the transport: the adapter's tests drive it with the documented examples. */
 export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSonicConnectionLimits = novaSonicConnectionLimits): NovaSonicSession {
+  // A forced renewal at or past the stream's opening would renew each new stream at once, without end.
+  if (limits.forceBeforeMs >= limits.maxConnectionMs) throw new RangeError('forceBeforeMs must be shorter than maxConnectionMs');
   const events = new EventQueue<SpeechToSpeechEvent>();
   const streams = new EventQueue<NovaSonicStream>();
   /** The caller's transcripts and the model's final texts, in order: what a new stream is given. */

@@ -250,6 +250,43 @@ describe('the Nova Sonic adapter’s renewal of a stream, against the documented
     expect(bodyOf(opening[12]!).contentName).toBe(bodyOf(opening[11]!).contentName);
   });
 
+  it('renews whatever is under way when the limit is near: the reply being generated reported done as far as it went, the rest of it dropped', async () => {
+    const session = novaSonicSession(options(), { maxConnectionMs: 60_000, renewBeforeMs: 0, forceBeforeMs: 59_990 });
+    const first = session.current;
+    const { seen, done } = read(session.port);
+    const [, , , audioStart, audioChunk] = docs.outputBargeIn;
+    for (const event of docs.outputBargeIn.slice(0, 3)) first.receive(event);
+    first.receive(audioStart);
+    first.receive(audioChunk);
+    await expect.poll(() => session.current).not.toBe(first);
+    first.receive(audioChunk);
+    session.port.close();
+    await done;
+
+    expect(seen.map((event) => event.type)).toEqual(['assistant-transcript', 'audio', 'response-done']);
+    expect((await drain(first.input)).slice(-3).map(nameOf)).toEqual(['contentEnd', 'promptEnd', 'sessionEnd']);
+  });
+
+  it('after a ModelTimeoutException, ends the turn that awaited the lost stream’s answer to a tool, and drops that tool’s late result', async () => {
+    const session = novaSonicSession(options());
+    const first = session.current;
+    const { seen, done } = read(session.port);
+    for (const event of docs.outputTurn.slice(0, 7)) first.receive(event);
+    first.fail(Object.assign(new Error('Model has timed out in processing the request. Try your request again.'), { name: 'ModelTimeoutException' }));
+    const second = session.current;
+    session.port.toolResult('tooluse-1', '{"day":"Thursday"}');
+    second.finish();
+    await done;
+    session.port.close();
+
+    expect(second).not.toBe(first);
+    expect(seen.map((event) => event.type)).toEqual(['user-transcript', 'tool-call', 'response-done', 'response-done']);
+    const opening = await drain(second.input);
+    expect(opening.filter((event) => bodyOf(event).type === 'TOOL' || nameOf(event) === 'toolResult')).toEqual([]);
+    // The caller's words are the new stream's history.
+    expect(opening.filter((event) => nameOf(event) === 'textInput').map((event) => bodyOf(event).content)).toEqual(['You are a helpful phone agent.', 'what day is it today']);
+  });
+
   it('keeps the history within the documented bounds: 1 KB a textInput, 40 KB in all, the oldest left out, the first from the user', async () => {
     const session = novaSonicSession(options(), renewAtOnce);
     // A welcome (the model first), then 45 turns of about 1 KB each, one with characters of several bytes.
