@@ -6,7 +6,9 @@
  * through here: the media worker plays it as it comes.
  */
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4ToolResultOutput, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type * as z from 'zod';
 import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
+import type { voiceTurnSchema } from '../conversations/session-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
 import { endConversationTool, verbatimReplyPrefix } from '../models/prompt-conventions.ts';
 import type { SpeechToSpeechEvent, SpeechToSpeechSession } from '../speech/ports.ts';
@@ -21,15 +23,8 @@ const sessionTools: ReadonlySet<string> = new Set([endConversationTool, transfer
 const isUtterance = (event: TurnEvent): event is Utterance => event.type === 'user-transcript';
 const isResponseEvent = (event: TurnEvent): event is ResponseEvent => event.type !== 'user-transcript';
 
-/** Which model answered a turn of a `hybrid` call, and why: recorded on the reply as `metadata.voice`. */
-export interface VoiceTurnRecord {
-  mode: 'sts' | 'hybrid';
-  answeredBy: 'sts' | 'llm';
-  reason: string;
-  /** The speech-to-speech model's catalog id; with `answeredBy: 'llm'`, the agent's text LLM's too. */
-  stsModelId: string;
-  llmModelId?: string;
-}
+/** Which model answered a turn, and why: recorded on the reply as `metadata.voice`. */
+type VoiceTurnRecord = z.output<typeof voiceTurnSchema>;
 
 /** The agent's text LLM, which takes a `hybrid` turn the speech-to-speech model asks a tool for. */
 export interface TextModel {
