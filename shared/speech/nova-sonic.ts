@@ -101,7 +101,7 @@ interface HistoryMessage {
 interface StreamState extends NovaSonicStream {
   /** Tool uses asked on this stream, not yet answered: their results can go to no other. */
   pendingTools: Set<string>;
-  /** A reply ended on this stream: renewing it before the limit can lose nothing of the conversation. */
+  /** A reply ended whole on this stream: within the renewal margin, the next such moment renews it. */
   carriedReply: boolean;
   /** Another stream took over: only its usage is still read. */
   retired: boolean;
@@ -129,6 +129,8 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
   let muted = false;
   /** The model owes an answer (the caller spoke, a tool result or a `say` went in) and has not begun it. */
   let answerAwaited = false;
+  /** The caller spoke over a reply and has not been heard to the end yet. */
+  let callerSpeaking = false;
   let closed = false;
 
   /** The reply is over; one that asked for tools is over once it has asked (the answer after their results is another). */
@@ -235,6 +237,7 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
             const role = String(body.role ?? content?.role);
             if (role === 'USER') {
               muted = false;
+              callerSpeaking = false;
               if (text.trim()) {
                 events.push({ type: 'user-transcript', text: text.trim() });
                 history.push({ role: 'USER', text: text.trim() });
@@ -243,6 +246,7 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
               return;
             }
             if (parseJson<{ interrupted?: boolean }>(text)?.interrupted === true) {
+              callerSpeaking = true;
               events.push({ type: 'speech-started' });
               return;
             }
@@ -288,13 +292,12 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
       },
       fail: (error) => {
         if (stream.retired || closed) return;
-        const failure = awsServiceError('bedrock', error);
         // Bedrock times a stream out at its maximum connection duration (and sometimes sooner): the conversation goes on in a new one.
         if ((error as { name?: string }).name === 'ModelTimeoutException') {
           resume();
           return;
         }
-        events.push({ type: 'error', message: failure.message });
+        events.push({ type: 'error', message: awsServiceError('bedrock', error).message });
         events.end();
         streams.end();
         input.end(true);
@@ -348,8 +351,8 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
   /** Tool uses of a stream Bedrock timed out: their results have nowhere to go. */
   const orphanedTools = new Set<string>();
 
-  /** Between replies: none under way, none owed, no tool result awaited: a new stream loses nothing the caller would hear. */
-  const betweenReplies = () => !replying && !answerAwaited && current.pendingTools.size === 0;
+  /** Between replies: none under way or owed, no tool result awaited, the caller not speaking over one: a new stream loses nothing. */
+  const betweenReplies = () => !replying && !answerAwaited && !callerSpeaking && current.pendingTools.size === 0;
 
   /** Within the renewal margin, the stream is renewed at the first moment between replies once it has carried one. */
   function renewIfDue() {
@@ -390,6 +393,7 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
     if (replying) replyDone();
     else if (answerAwaited || answerLost) events.push({ type: 'response-done' });
     answerAwaited = false;
+    callerSpeaking = false;
     muted = false;
   }
 
@@ -421,6 +425,7 @@ export function novaSonicSession(options: SpeechToSpeechOptions, limits: NovaSon
       interrupt: () => {
         // Nova Sonic stops on its own when it hears the caller; what it remembers saying cannot be cut to playedMs.
         muted = true;
+        callerSpeaking = true;
         replyDone();
       },
       say: (text) => {
