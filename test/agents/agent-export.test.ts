@@ -276,6 +276,7 @@ describe('POST /v2/chat/agents/import', () => {
       api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, tools: [{ ...tool, apiTool: { url: 'http://169.254.169.254/latest', method: 'GET' } }] } }),
       api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, tools: [tool, tool] } }),
       api.request('POST', '/v2/chat/agents/import', { key, body: [] }),
+      api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, tools: [{ ...tool, ajvPropertiesSchema: { type: 'string' } }] } }),
     ]);
 
     // Assess
@@ -285,6 +286,7 @@ describe('POST /v2/chat/agents/import', () => {
     expectError(cases[3], 400, 'TOOL_URL_NOT_ALLOWED', 'tools.0.apiTool.url');
     expectError(cases[4], 400, 'VALIDATION_ERROR', 'tools.1.name');
     expectError(cases[5], 400, 'VALIDATION_ERROR');
+    expectError(cases[6], 422, 'INVALID_TOOL_SCHEMA', 'tools.0.ajvPropertiesSchema.type');
     expect(await total(key, '/v1/chat/agents')).toBe(0);
     expect(await total(key, '/v1/chat/tools')).toBe(0);
   });
