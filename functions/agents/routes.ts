@@ -1,5 +1,5 @@
 import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
-import { agentExportDocument, agentImportResult, importAgentBody } from '../../shared/agents/agent-export-schemas.ts';
+import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
@@ -72,6 +72,7 @@ export const agentRoutes = defineRouteGroup({
       response: agentImportResult,
       errors: ['MODELS_NOT_FOUND', 'INVALID_TOOL_SCHEMA', 'TOOL_URL_NOT_ALLOWED', 'TOOL_NAME_TAKEN'],
       body: importAgentBody,
+      maxBodyBytes: maxAgentDocumentBytes,
       idempotent: true,
     },
     deleteAgent: {

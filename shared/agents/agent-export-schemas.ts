@@ -8,6 +8,12 @@ import { instant, requiredText } from '../platform/schemas/common.ts';
 export const agentExportKind = 'agent';
 export const agentExportFormatVersion = 1;
 
+/**
+ * The import's body limit instead of `MAX_BODY_BYTES`: an agent with its 32 tools' schemas (16 KiB each) and its
+ * prompts exports more than 256 KiB, and what the export writes the import must take; well inside a Lambda request (6 MB).
+ */
+export const maxAgentDocumentBytes = 5 * 1024 * 1024;
+
 /** Stands where a secret was: the importing organization supplies the value (docs/agent-versions.md#export-and-import). */
 export const redactedMarker = '__REDACTED__';
 

@@ -243,6 +243,26 @@ describe('POST /v2/chat/agents/import', () => {
     expect(result.agent.tools).toEqual([{ toolId: result.tools[0].tool.id }]);
   });
 
+  it('takes back a document larger than the usual body limit, as an agent with many large tools exports', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const tools = [];
+    for (let index = 0; index < 20; index += 1) {
+      const schema = { type: 'object', description: 'x'.repeat(15_000), properties: { city: { type: 'string' } } };
+      tools.push(await created('POST', '/v1/chat/tools', key, { ...weatherTool(), ajvPropertiesSchema: schema }));
+    }
+    const agent = await created('POST', '/v2/chat/agents', key, { fullName: 'A', description: 'B', role: 'C', tools: tools.map((tool) => ({ toolId: tool.id })) });
+    const document = await exported(key, agent.id);
+    expect(JSON.stringify(document).length).toBeGreaterThan(262_144);
+    const target = await api.newOrg();
+
+    // Act
+    const result = await created('POST', '/v2/chat/agents/import', target.key, document);
+
+    // Assess
+    expect(result.tools).toHaveLength(20);
+  });
+
   it('falls back to the default LLM and leaves out a voice the deployment lacks, reporting both', async () => {
     // Prepare
     const { key } = await api.newOrg();
