@@ -297,6 +297,7 @@ describe('POST /v2/chat/agents/import', () => {
       api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, tools: [tool, tool] } }),
       api.request('POST', '/v2/chat/agents/import', { key, body: [] }),
       api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, tools: [{ ...tool, ajvPropertiesSchema: { type: 'string' } }] } }),
+      api.request('POST', '/v2/chat/agents/import', { key, body: { ...document, agent: { ...document.agent, orgId: 'another-org' } } }),
     ]);
 
     // Assess
@@ -307,6 +308,8 @@ describe('POST /v2/chat/agents/import', () => {
     expectError(cases[4], 400, 'VALIDATION_ERROR', 'tools.1.name');
     expectError(cases[5], 400, 'VALIDATION_ERROR');
     expectError(cases[6], 422, 'INVALID_TOOL_SCHEMA', 'tools.0.ajvPropertiesSchema.type');
+    expectError(cases[7], 400, 'VALIDATION_ERROR');
+    expect(cases[7].body.error.message).toContain('orgId');
     expect(await total(key, '/v1/chat/agents')).toBe(0);
     expect(await total(key, '/v1/chat/tools')).toBe(0);
   });
