@@ -42,7 +42,8 @@ const exportedAgentSchema = createAgentBody.omit({ knowledgeStoreId: true, tools
     .optional(),
 });
 
-const sameName = (name: string) => name.toLowerCase();
+/** Tool names are unique per organization whatever their case; the document's are matched the same way. */
+export const sameName = (name: string) => name.toLowerCase();
 
 /**
  * The document `GET /v2/chat/agents/{id}/export` answers and `POST /v2/chat/agents/import` takes. Beyond each

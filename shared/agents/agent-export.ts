@@ -15,6 +15,7 @@ import {
   agentExportFormatVersion,
   agentExportKind,
   redactedMarker,
+  sameName,
   type AgentExportDocument,
   type AgentImportResult,
   type ExportedAgent,
@@ -92,16 +93,20 @@ export async function importAgent(deps: AgentExportDeps, caller: ExportCaller, d
   if (plans.some((plan) => plan.outcome !== 'reused')) assertGranted(caller, 'tools:write', 'the import creates tools');
   await Promise.all(plans.map((plan, index) => (plan.outcome === 'reused' ? undefined : underField(`tools.${index}`, () => checkToolDefinition(deps, plan.definition)))));
 
-  const resupply: Resupply[] = [];
-  const input = await resolveAgent(deps, orgId, document.agent, { stores, agents }, resupply);
+  const agentResupply: Resupply[] = [];
+  const input = await resolveAgent(deps, orgId, document.agent, { stores, agents }, agentResupply);
   const tools = await Promise.all(
-    plans.map(async (plan, index) => {
-      if (plan.outcome === 'reused') return { name: plan.definition.name, outcome: plan.outcome, tool: plan.existing };
-      const tool = await createTool(deps, orgId, { ...plan.definition, name: plan.name });
-      resupply.push(...toolResupply(plan.definition, `tools.${index}`, tool));
-      return { name: plan.definition.name, outcome: plan.outcome, tool };
-    }),
+    plans.map(async (plan) =>
+      plan.outcome === 'reused'
+        ? { name: plan.definition.name, outcome: plan.outcome, tool: plan.existing }
+        : { name: plan.definition.name, outcome: plan.outcome, tool: await createTool(deps, orgId, { ...plan.definition, name: plan.name }) },
+    ),
   );
+  // In the document's order, tools first, whichever tool was created first.
+  const resupply = [
+    ...tools.flatMap((entry, index) => (entry.outcome === 'reused' ? [] : toolResupply(document.tools[index] as ExportedTool, `tools.${index}`, entry.tool))),
+    ...agentResupply,
+  ];
   const toolIdByName = new Map(tools.map((entry) => [sameName(entry.name), entry.tool.id]));
   const agentInput: CreateAgentInput = {
     ...input,
@@ -115,8 +120,6 @@ function assertGranted(caller: ExportCaller, scope: Scope, why: string): void {
   if (grants(caller.scopes, scope)) return;
   throw new ForbiddenError(`This credential lacks the scope ${scope}: ${why}.`, { details: [{ field: 'tools', message: `needs the scope ${scope}` }] });
 }
-
-const sameName = (name: string) => name.toLowerCase();
 
 /** Header names whose values are never secrets; every other header value is, unless it is made of placeholders only. */
 const plainHeaders: ReadonlySet<string> = new Set(['accept', 'accept-language', 'cache-control', 'content-language', 'content-type', 'prefer', 'user-agent']);
