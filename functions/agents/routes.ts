@@ -1,11 +1,14 @@
 import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
 import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, publishBody, rollbackBody, versionDiffSchema, versionParams } from '../../shared/agents/agent-version-schemas.ts';
+import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const agentRoutes = defineRouteGroup({
   name: 'agents',
   entry: 'functions/agents/handler.ts',
+  // An import creates FUNCTION_TOOLs, whose signing secrets are sealed here.
+  sealsSecrets: true,
   routes: {
     createAgent: {
       method: 'POST',
@@ -51,6 +54,27 @@ export const agentRoutes = defineRouteGroup({
       response: agentSchema,
       params: idParams,
       overlapAuthentication: true,
+    },
+    exportAgent: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/export',
+      scope: 'agents:read',
+      summary: "Export an agent's configuration, with its tools (secrets redacted), as one versioned document",
+      successStatus: 200,
+      response: agentExportDocument,
+      params: idParams,
+    },
+    importAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/import',
+      scope: 'agents:write',
+      summary: 'Create an agent and its tools from an export document, reporting what must be supplied again',
+      successStatus: 201,
+      response: agentImportResult,
+      errors: ['MODELS_NOT_FOUND', 'INVALID_TOOL_SCHEMA', 'TOOL_URL_NOT_ALLOWED', 'TOOL_NAME_TAKEN'],
+      body: importAgentBody,
+      maxBodyBytes: maxAgentDocumentBytes,
+      idempotent: true,
     },
     deleteAgent: {
       method: 'DELETE',

@@ -20,11 +20,11 @@ import type { Tool } from './tool-schemas.ts';
 
 export interface VersioningDeps {
   agents: AgentStore;
-  tools: Pick<ToolStore, 'definitions'>;
+  tools: ToolStore;
   clock: Clock;
 }
 
-export function authorOf(principal: Principal): VersionAuthor {
+export function authorOf(principal: Pick<Principal, 'via'>): VersionAuthor {
   return principal.via.kind === 'apiKey' ? { type: 'API_KEY', keyId: principal.via.keyId } : { type: 'JWT', subject: principal.via.subject ?? null };
 }
 

@@ -119,10 +119,15 @@ async function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config' | 'resolveHos
   if (tool.functionTool) await assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
 }
 
+/** The checks a new tool's definition passes before anything is stored: its parameters' schema, then its URLs. */
+export async function checkToolDefinition(deps: Pick<ToolDeps, 'config' | 'resolveHost'>, tool: Pick<CreateToolInput, 'ajvPropertiesSchema' | 'apiTool' | 'functionTool'>): Promise<void> {
+  await assertUsableToolSchema(tool.ajvPropertiesSchema);
+  await assertAllowedToolUrls(deps, tool);
+}
+
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
-  await assertUsableToolSchema(input.ajvPropertiesSchema);
-  await assertAllowedToolUrls(deps, input);
+  await checkToolDefinition(deps, input);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
   const secret = tool.functionTool ? generateSigningSecret() : undefined;

@@ -60,13 +60,20 @@ class TurnEvents {
     this.wakeReader();
   }
 
-  /** The first event that `matches`, removed; undefined once the session ended without one. */
-  async take<Event extends TurnEvent>(matches: (event: TurnEvent) => event is Event): Promise<Event | undefined> {
+  /** The first event that `matches`, removed; undefined once the session ended without one, or `signal` aborted. */
+  async take<Event extends TurnEvent>(matches: (event: TurnEvent) => event is Event, signal?: AbortSignal): Promise<Event | undefined> {
     for (;;) {
       const index = this.events.findIndex(matches);
       if (index >= 0) return this.events.splice(index, 1)[0] as Event;
-      if (this.ended) return undefined;
-      await new Promise<void>((resolveWake) => (this.wake = resolveWake));
+      if (this.ended || signal?.aborted) return undefined;
+      await new Promise<void>((resolveWake) => {
+        const onAbort = () => resolveWake();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.wake = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolveWake();
+        };
+      });
     }
   }
 
@@ -129,7 +136,9 @@ export class SpeechToSpeechTurns {
    */
   turnModel(textModel?: TextModel): { model: Model; languageModel: LanguageModelV4; record(): VoiceTurnRecord } {
     const { session, stsModel } = this;
-    const take = () => this.events.take(isResponseEvent);
+    /** The turn's time limit (the engine's signal): a session that never ends its response fails the turn, not the call. */
+    let signal: AbortSignal | undefined;
+    const take = () => this.events.take(isResponseEvent, signal);
     let delegated: { callId: string; name: string } | undefined;
     /** The text LLM holds the turn: its rounds' prompts end with its own tools' results. */
     let llmTurn = false;
@@ -194,6 +203,7 @@ export class SpeechToSpeechTurns {
         throw new Error('A speech-to-speech session only streams.');
       },
       async doStream(call) {
+        signal = call.abortSignal;
         const last = call.prompt.at(-1);
         // The engine ran the tools the session called: their outputs go back, and the session answers on.
         if (!llmTurn && last?.role === 'tool') {
@@ -218,6 +228,7 @@ export class SpeechToSpeechTurns {
                   await llmRound(call, emit, said);
                 }
               }
+              signal?.throwIfAborted();
               controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usageOf(tokens.input, tokens.output) });
               controller.close();
             } catch (error) {

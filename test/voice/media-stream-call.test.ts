@@ -84,11 +84,11 @@ describe('a call through Twilio Media Streams', () => {
     expect(goodbye.content).toMatch(/\bbye\b/);
     expect(farewell.content).toBe('Goodbye! Thanks for chatting.');
 
-    // What the callee's recogniser heard: one utterance a reply, and the call's word error rate (all its replies' words
-    // against all it heard) within the built-in engines' bound.
+    // What the callee's recogniser heard: every reply (one utterance each, or more when a busy machine paused one), and
+    // the call's word error rate (all its replies' words against all it heard) within the built-in engines' bound.
     const replies = [answer, transcript[4], farewell].map((reply: { content: string }) => reply.content);
-    const heard = await eventually(() => simulator().heard(callSid), (found) => found.length === replies.length);
-    expect(heard).toHaveLength(replies.length);
+    const heard = await simulator().heardWhole(callSid);
+    expect(heard.length).toBeGreaterThanOrEqual(replies.length);
     const callRate = wordErrorRate(replies.join(' '), heard.join(' '));
     expect(callRate).toBeLessThanOrEqual(heardWerBound);
 

@@ -45,8 +45,8 @@ const openingHours = `# Opening hours
 The shop on Main Street is open Tuesday to Saturday, 10:00 to 18:30.`;
 
 /** An agent in `mode` on the speech-to-speech model `stsModelId`, with the weather tool and a knowledge store of one document. */
-async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<VoiceOrg & { documentId: string }> {
-  const org = await voiceOrg(api, receiver, receiverUrl, { agent: { voicePipelineMode: mode, stsModelId } });
+async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string, agent: object = {}): Promise<VoiceOrg & { documentId: string }> {
+  const org = await voiceOrg(api, receiver, receiverUrl, { agent: { voicePipelineMode: mode, stsModelId, ...agent } });
   const { key } = org;
   // Its city need not be told: the recogniser hears none.
   const toolId = await createWeatherTool(api, key, weatherUrl, {
@@ -64,15 +64,17 @@ async function stsOrg(mode: 'sts' | 'hybrid', stsModelId: string): Promise<Voice
 
 const realtimeModelId = modelId('openai-compatible', 'STS', 'gpt-realtime');
 
+/** The welcome of the first case: OpenAI Realtime says a given text (Nova Sonic v1 can only be asked to, decision 497). */
+const welcome = 'Hello, this is the weather line.';
 const cases = [
-  { mode: 'sts', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550121' },
-  { mode: 'sts', provider: 'Amazon Nova Sonic', stsModelId: modelId('bedrock', 'STS', 'amazon.nova-sonic-v1:0'), to: '+15550122' },
-  { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550123' },
+  { mode: 'sts', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550121', welcome },
+  { mode: 'sts', provider: 'Amazon Nova Sonic', stsModelId: modelId('bedrock', 'STS', 'amazon.nova-sonic-v1:0'), to: '+15550122', welcome: undefined },
+  { mode: 'hybrid', provider: 'OpenAI Realtime', stsModelId: realtimeModelId, to: '+15550123', welcome: undefined },
 ] as const;
 
-describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId, to }) => {
+describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId, to, welcome }) => {
   it('answers with a tool and from knowledge, runs the tools with our engine, records both sides, and ends once with analysis', async () => {
-    const org = await stsOrg(mode, stsModelId);
+    const org = await stsOrg(mode, stsModelId, welcome ? { voice: { provider: 'builtin', voiceId: 'en-us', welcomeMessage: welcome } } : {});
     simulator().setScript(to, { steps: [{ say: 'Tell me the weather please.' }, { say: 'Look it up in the knowledge base.' }, { say: 'Okay, bye bye.' }], then: 'stay' });
     const company = `Acme ${to}`;
     const started = await api.request('POST', `/api/v1/phone-numbers/${org.phoneNumberId}/calls/start`, {
@@ -111,7 +113,7 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
     expect(answeredBy).toEqual(mode === 'hybrid' ? ['llm', 'llm', 'sts'] : ['sts', 'sts', 'sts']);
     expect(farewell.metadata).toMatchObject({ model: { id: stsModelId }, voice: { mode, stsModelId } });
     // The tokens the provider reported for the session's responses are the replies' usage.
-    if (provider === 'OpenAI Realtime') expect(farewell.metadata.usage.outputTokens).toBeGreaterThan(0);
+    expect(farewell.metadata.usage.outputTokens).toBeGreaterThan(0);
 
     // The session was opened with the agent's prompt, its variables filled in, and the tools of its turns.
     if (provider === 'OpenAI Realtime') {
@@ -122,9 +124,12 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
       expect(opened?.session.tools.map((tool) => tool.name)).toEqual(['get_weather', 'end_conversation', 'search_knowledge']);
     }
 
-    // The callee heard the three replies, the session's own audio.
-    const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === 3);
-    expect(heard).toHaveLength(3);
+    // The callee heard the session's own audio: the three replies, after the welcome (spoken, not stored), as many
+    // utterances or more (a busy machine may pause one). Which words: the built-in recogniser hears the tool's name
+    // and the opening hours' figures too poorly to compare them (decision 447).
+    const spoken = [...(welcome ? [welcome] : []), weatherAnswer.content, knowledgeAnswer.content, farewell.content];
+    const heard = await simulator().heardWhole(session.metadata.roomName);
+    expect(heard.length).toBeGreaterThanOrEqual(spoken.length);
   });
 });
 

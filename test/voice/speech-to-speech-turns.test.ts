@@ -107,4 +107,15 @@ describe('the turns of a speech-to-speech session', () => {
     expect(second.filter((part) => part.type === 'text-delta').map((part) => part.delta).join('')).toBe('The get_weather tool returned: Sunny');
     expect(turn.record()).toMatchObject({ mode: 'hybrid', answeredBy: 'llm', stsModelId: 'sts-model', llmModelId: 'llm-model' });
   });
+
+  it('fails the round when the engine’s time is up and the session never ends its response', async () => {
+    const turns = new SpeechToSpeechTurns(session(), stsModel);
+    turns.push({ type: 'assistant-transcript', text: 'I am still', final: false });
+    const timeUp = new AbortController();
+    const { stream } = await turns.turnModel().languageModel.doStream({ ...call(userPrompt), abortSignal: timeUp.signal });
+    const read = stream.getReader();
+    expect(await read.read()).toEqual({ done: false, value: { type: 'text-delta', id: 'sts', delta: 'I am still' } });
+    timeUp.abort(new Error('turn timed out'));
+    await expect(read.read()).rejects.toThrow('turn timed out');
+  });
 });
