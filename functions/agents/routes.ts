@@ -1,4 +1,5 @@
 import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
+import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, publishBody, rollbackBody, versionDiffSchema, versionParams } from '../../shared/agents/agent-version-schemas.ts';
 import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
@@ -83,6 +84,57 @@ export const agentRoutes = defineRouteGroup({
       summary: 'Delete an agent',
       successStatus: 204,
       params: idParams,
+    },
+    publishAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/{id}/publish',
+      scope: 'agents:write',
+      summary: 'Publish a version of an agent (the draft by default): new sessions bind to it',
+      successStatus: 200,
+      response: agentSchema,
+      errors: ['CONCURRENT_MODIFICATION'],
+      params: idParams,
+      body: publishBody,
+    },
+    rollbackAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/{id}/rollback',
+      scope: 'agents:write',
+      summary: "Restore a version's configuration as a new version, published",
+      successStatus: 200,
+      response: agentSchema,
+      errors: ['TOOLS_NOT_FOUND', 'CONCURRENT_MODIFICATION'],
+      params: idParams,
+      body: rollbackBody,
+    },
+    listAgentVersions: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions',
+      scope: 'agents:read',
+      summary: "List an agent's versions, newest first",
+      successStatus: 200,
+      response: agentVersionPage,
+      params: idParams,
+      query: listVersionsQuery,
+    },
+    getAgentVersion: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions/{number}',
+      scope: 'agents:read',
+      summary: 'Get a version of an agent, with the definitions of its tools then',
+      successStatus: 200,
+      response: agentVersionSchema,
+      params: versionParams,
+    },
+    diffAgentVersions: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions/{number}/diff',
+      scope: 'agents:read',
+      summary: 'What changed from one version of an agent (against) to another',
+      successStatus: 200,
+      response: versionDiffSchema,
+      params: versionParams,
+      query: diffQuery,
     },
   },
 });

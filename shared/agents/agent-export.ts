@@ -1,12 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import { ForbiddenError, InvalidToolSchemaError, ToolUrlNotAllowedError, type FieldIssue } from '../platform/errors.ts';
 import { grants, type Scope } from '../platform/http/scopes.ts';
+import type { Principal } from '../platform/http/principal.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { catalogHolding } from '../models/provider-keys.ts';
 import { voiceCatalog, voiceProviderAvailable } from '../models/voices.ts';
 import type { ModelType } from '../models/model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { createAgent, getAgent, type AgentDeps } from './agents.ts';
+import { authorOf } from './agent-versions.ts';
 import { createTool, checkToolDefinition, type ToolDeps } from './tools.ts';
 import { createAgentBody, type Agent, type CreateAgentInput } from './agent-schemas.ts';
 import type { Tool } from './tool-schemas.ts';
@@ -32,6 +34,8 @@ export interface AgentExportDeps extends AgentDeps, ToolDeps {
 export interface ExportCaller {
   orgId: string;
   scopes: readonly string[];
+  /** Its credential: the author of the imported agent's first version. */
+  via: Principal['via'];
 }
 
 /** The agent's own configuration fields: what `POST /v2/chat/agents` takes, less what is named instead of referenced by id. */
@@ -112,7 +116,7 @@ export async function importAgent(deps: AgentExportDeps, caller: ExportCaller, d
     ...input,
     tools: document.agent.tools.map(({ name, ...ref }) => ({ ...ref, toolId: toolIdByName.get(sameName(name)) as string })),
   };
-  const agent = await createAgent(deps, orgId, agentInput, sealResponse && ((created) => sealResponse({ agent: created, tools, resupply })));
+  const agent = await createAgent(deps, orgId, agentInput, authorOf(caller), sealResponse && ((created) => sealResponse({ agent: created, tools, resupply })));
   return { agent, tools, resupply };
 }
 

@@ -102,6 +102,7 @@ describe('GET /v2/chat/agents/{id}/export', () => {
       tools: [{ name: tools[0].name, toolDescription: 'Use for weather' }, { name: tools[1].name }],
       transferDestinations: agent.transferDestinations,
       handoffAgents: [{ agentName: 'Billing desk', description: 'Billing questions' }],
+      publishMode: 'AUTO',
     });
     expect(document.tools[0].apiTool).toEqual({
       url: `https://api.example.com/weather?city={{city}}&appid=${marker}`,
