@@ -10913,13 +10913,13 @@ export interface operations {
           };
         };
       };
-      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED */
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, MEDIA_WORKER_NOT_CONFIGURED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED, TELEPHONY_CREDENTIALS_REJECTED */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED";
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "MEDIA_WORKER_NOT_CONFIGURED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED" | "TELEPHONY_CREDENTIALS_REJECTED";
               /** @constant */
               status?: 422;
             };
@@ -11091,13 +11091,13 @@ export interface operations {
           };
         };
       };
-      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE */
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, MEDIA_WORKER_NOT_CONFIGURED, AGENT_INACTIVE */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE";
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "MEDIA_WORKER_NOT_CONFIGURED" | "AGENT_INACTIVE";
               /** @constant */
               status?: 422;
             };
@@ -15426,13 +15426,13 @@ export interface operations {
           };
         };
       };
-      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED */
+      /** @description Well-formed but unusable: AGENT_NOT_VOICE_ENABLED, VOICE_PIPELINE_MODE_UNSUPPORTED, MEDIA_WORKER_NOT_CONFIGURED, AGENT_INACTIVE, TELEPHONY_NOT_CONFIGURED */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED";
+              code?: "AGENT_NOT_VOICE_ENABLED" | "VOICE_PIPELINE_MODE_UNSUPPORTED" | "MEDIA_WORKER_NOT_CONFIGURED" | "AGENT_INACTIVE" | "TELEPHONY_NOT_CONFIGURED";
               /** @constant */
               status?: 422;
             };

@@ -61,7 +61,7 @@ export const callCampaignRoutes = defineRouteGroup({
     },
     startCampaign: {
       ...transition('start', 'Start a DRAFT campaign: resolves its audience; it runs from schedule.startAt'),
-      errors: ['INVALID_CAMPAIGN_TRANSITION', 'AGENT_NOT_VOICE_ENABLED', 'VOICE_PIPELINE_MODE_UNSUPPORTED', 'AGENT_INACTIVE', 'TELEPHONY_NOT_CONFIGURED', 'SESSION_CREATION_ERROR'],
+      errors: ['INVALID_CAMPAIGN_TRANSITION', 'AGENT_NOT_VOICE_ENABLED', 'VOICE_PIPELINE_MODE_UNSUPPORTED', 'MEDIA_WORKER_NOT_CONFIGURED', 'AGENT_INACTIVE', 'TELEPHONY_NOT_CONFIGURED', 'SESSION_CREATION_ERROR'],
     },
     pauseCampaign: transition('pause', 'Pause a RUNNING campaign: no new dial after this answer; calls in progress finish'),
     resumeCampaign: transition('resume', 'Resume a PAUSED campaign where it stopped'),

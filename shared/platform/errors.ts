@@ -258,6 +258,10 @@ export class VoicePipelineModeUnsupportedError extends AppError {
   readonly code = 'VOICE_PIPELINE_MODE_UNSUPPORTED';
 }
 
+export class MediaWorkerNotConfiguredError extends AppError {
+  readonly code = 'MEDIA_WORKER_NOT_CONFIGURED';
+}
+
 export class TelephonyNotConfiguredError extends AppError {
   readonly code = 'TELEPHONY_NOT_CONFIGURED';
 }

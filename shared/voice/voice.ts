@@ -15,6 +15,7 @@ import {
   SessionNotFoundError,
   TelephonyNotConfiguredError,
   VoicePipelineModeUnsupportedError,
+  MediaWorkerNotConfiguredError,
 } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../conversations/ports.ts';
@@ -400,7 +401,7 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
  * The agent may take calls: voice-enabled, active, its model known, and in a voice mode this deployment runs (`sts`
  * and `hybrid` need a speech-to-speech model, the agent's `stsModelId` or the deployment's first).
  */
-async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): Promise<Agent> {
+async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string, options: { browser?: boolean } = {}): Promise<Agent> {
   // A call (a campaign's dial included) opens with the agent's published version, which a MANUAL agent's call keeps.
   const agent = await publishedAgent(deps, orgId, agentId);
   if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
@@ -408,6 +409,14 @@ async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): P
   if ((agent.voicePipelineMode === 'sts' || agent.voicePipelineMode === 'hybrid') && !agent.stsModelId && !deps.catalog.models.some((model) => model.type === 'STS')) {
     throw new VoicePipelineModeUnsupportedError(
       `Agent ${agent.id} uses voicePipelineMode "${agent.voicePipelineMode}", and this deployment has no speech-to-speech model; set stsModelId, or use "pipeline".`,
+    );
+  }
+  // Refused here rather than failing once the call is up: a voice session, and a call on the worker's path, need it.
+  if ((options.browser || callPathOf(agent, deps.catalog) === 'media-worker') && !deps.config.MEDIA_WORKER_URL) {
+    throw new MediaWorkerNotConfiguredError(
+      options.browser
+        ? 'Voice sessions need the media worker, and this deployment runs none (MEDIA_WORKER_URL; `mediaWorker` in the deployment configuration).'
+        : `Agent ${agent.id} asks for what only the media worker does (docs/voice.md#which-path-a-call-takes), and this deployment runs none (MEDIA_WORKER_URL; \`mediaWorker\` in the deployment configuration).`,
     );
   }
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to take calls.`);
@@ -563,7 +572,7 @@ export function voiceSessionUrl(deps: VoiceDeps, orgId: string, sessionId: strin
  * `voiceSessionConnectSeconds`. The backstop ends it if the worker never does.
  */
 export async function startVoiceSession(deps: VoiceDeps, orgId: string, input: StartVoiceSessionInput): Promise<VoiceSessionGrant> {
-  const [agent] = await Promise.all([callableAgent(deps, orgId, input.agentId), assertMayConsume(deps, orgId, 'voice_seconds')]);
+  const [agent] = await Promise.all([callableAgent(deps, orgId, input.agentId, { browser: true }), assertMayConsume(deps, orgId, 'voice_seconds')]);
   const sessionId = newId();
   const longestSeconds = voiceSessionConnectSeconds + input.ttl;
   if ((await takeCallSlot(deps, orgId, sessionId, longestSeconds)) === 'full') {
