@@ -90,6 +90,8 @@ const replyMarks: Record<VoiceMode, number> = { pipeline: 3, sts: 1, hybrid: 1 }
 const replyOverAfterMs = 1_000;
 /** A question with no reply by then counts as unanswered. */
 const replyTimeoutMs = 20_000;
+/** Turns of speech that takes no time before the overhead is measured. */
+const warmupTurns = 20;
 
 /** The worker child for one voice mode and speech, on a fresh database: its address and pid once ready. */
 async function startWorker(mode: VoiceMode, speech: 'builtin' | 'scripted', endpoint: string, tableName: string): Promise<{ child: ChildProcess; ready: MediaBenchReady }> {
@@ -205,13 +207,6 @@ class Line {
   }
 }
 
-/** Sequential turns with speech that takes no time: frame sent → first audio received. */
-async function overheadTurns(line: Line, turns: number, marks: number): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let turn = 0; turn < turns; turn += 1) latencies.push(await line.ask(marks));
-  return latencies;
-}
-
 /** A frame's round trip through a bare `ws` server: the transport the overhead cannot go below. */
 async function transportFloor(rounds: number): Promise<number[]> {
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
@@ -283,12 +278,8 @@ async function spokenQuestion(): Promise<Buffer> {
   return audio.subarray(0, Math.ceil((audible + 1) / frameBytes) * frameBytes);
 }
 
-/**
- * The local engines, one call of `questions` questions spoken in real time, each after the reply to the last was
- * heard out: from the last frame of each question sent to the first audio of the agent received after it.
- */
-async function spokenTurns(ready: MediaBenchReady, questions: number): Promise<Omit<ModeFigures['spoken'], 'toolRuns'>> {
-  const question = await spokenQuestion();
+/** A call whose caller speaks in real time: 20 ms frames of the question when it is asked, of the line's silence otherwise. */
+async function speakingCaller(ready: MediaBenchReady, question: Buffer) {
   const line = await Line.open(ready, 0);
   let pending = Buffer.alloc(0);
   let speechEnded: ((ended: { at: number; reply: Promise<number> }) => void) | undefined;
@@ -301,89 +292,148 @@ async function spokenTurns(ready: MediaBenchReady, questions: number): Promise<O
       speechEnded = undefined;
     }
   }, frameMs);
-  const latencies: number[] = [];
-  let answeredMidQuestion = 0;
-  // The first question warms the call up.
-  for (let asked = 0; asked <= questions; asked += 1) {
-    const askedAt = performance.now();
-    const ended = new Promise<{ at: number; reply: Promise<number> }>((done) => (speechEnded = done));
-    pending = Buffer.concat([silence, silence, question]);
-    const { at, reply } = await ended;
-    const midQuestion = line.lastAudioAt > askedAt;
-    const firstAudioAt = await Promise.race([reply, delay(replyTimeoutMs, undefined, { ref: false })]);
-    await line.quiet(replyOverAfterMs);
-    if (asked === 0) continue;
-    if (midQuestion) answeredMidQuestion += 1;
-    else if (firstAudioAt !== undefined) latencies.push(firstAudioAt - at);
-  }
-  clearInterval(clock);
-  line.socket.close();
-  return { questions, answered: latencies.length, answeredMidQuestion, voiceToVoiceMs: percentiles(latencies) };
+  return {
+    /**
+     * The question once, its reply heard out: the ms from the last frame of its speech sent to the first audio
+     * received after it (undefined without a reply), and whether audio came while it was spoken.
+     */
+    async ask(): Promise<{ latencyMs: number | undefined; midQuestion: boolean }> {
+      const askedAt = performance.now();
+      const ended = new Promise<{ at: number; reply: Promise<number> }>((done) => (speechEnded = done));
+      pending = Buffer.concat([silence, silence, question]);
+      const { at, reply } = await ended;
+      const midQuestion = line.lastAudioAt > askedAt;
+      const firstAudioAt = await Promise.race([reply, delay(replyTimeoutMs, undefined, { ref: false })]);
+      await line.quiet(replyOverAfterMs);
+      return { latencyMs: firstAudioAt === undefined ? undefined : firstAudioAt - at, midQuestion };
+    },
+    close() {
+      clearInterval(clock);
+      line.socket.close();
+    },
+  };
 }
 
-/** One mode with the local engines, on a fresh database; `pipeline`'s turns also as the worker split them. */
-async function measureSpoken(mode: VoiceMode, log: (line: string) => void): Promise<{ spoken: ModeFigures['spoken']; timings: MediaTurnTiming[] }> {
-  const database = await startLocalDatabase({ tableName: `bench-voice-media-${mode}-builtin` });
-  try {
-    const { child, ready } = await startWorker(mode, 'builtin', database.endpoint, database.tableName);
-    log(`voice-media, ${mode}: 10 questions spoken with eSpeak NG in real time, the local engines answering`);
-    const spoken = await spokenTurns(ready, 10);
-    const { timings, toolRuns } = await askChild<MediaBenchTimings>(child, 'timings');
-    child.send('stop');
-    return { spoken: { ...spoken, toolRuns }, timings };
-  } finally {
-    await database.stop();
-  }
+interface ModeWorker {
+  mode: VoiceMode;
+  child: ChildProcess;
+  ready: MediaBenchReady;
+  stop(): Promise<void>;
 }
 
-/** One mode with speech that takes no time, on a fresh database: the overhead one call at a time, then concurrent calls. */
-async function measureScripted(mode: VoiceMode, log: (line: string) => void): Promise<Omit<ModeFigures, 'mode' | 'spoken'>> {
-  const database = await startLocalDatabase({ tableName: `bench-voice-media-${mode}` });
+/** A worker child for each mode, each on a fresh database, all at once: the modes are measured turn about. */
+async function startModeWorkers(speech: 'builtin' | 'scripted'): Promise<ModeWorker[]> {
+  const workers: ModeWorker[] = [];
   try {
-    const { child, ready } = await startWorker(mode, 'scripted', database.endpoint, database.tableName);
-    const idleRssMiB = processUsage(ready.workerPid).rssMiB;
-    const marks = replyMarks[mode];
-    log(`voice-media, ${mode}: our overhead, 200 turns of speech that takes no time`);
-    const line = await Line.open(ready, 0);
-    await overheadTurns(line, 20, marks);
-    const overheadMs = await overheadTurns(line, 200, marks);
-    line.socket.close();
-    const concurrency: ConcurrencyRun[] = [];
-    for (const calls of [10, 25, 50, 100]) {
-      log(`voice-media, ${mode}: ${calls} concurrent calls for 20 s, a question every 4 s each`);
-      const run = await concurrentCalls(ready, calls, 20_000, 4_000, marks);
-      concurrency.push({
-        calls,
-        turns: run.turns,
-        overheadMs: percentiles(run.latencies),
-        workerCores: run.workerCores,
-        cpuMsPerCallSecond: run.cpuMsPerCallSecond,
-        rssMiB: run.rssMiB,
-        rssMiBPerCall: (run.rssMiB - idleRssMiB) / calls,
+    for (const mode of modes) {
+      const database = await startLocalDatabase({ tableName: `bench-voice-media-${mode}-${speech}` });
+      const stop = async (child?: ChildProcess) => {
+        if (child?.connected) child.send('stop');
+        await database.stop();
+      };
+      const started = await startWorker(mode, speech, database.endpoint, database.tableName).catch(async (error: unknown) => {
+        await stop();
+        throw error;
       });
+      workers.push({ mode, ...started, stop: () => stop(started.child) });
     }
-    child.send('stop');
-    const best = concurrency.filter((run) => run.overheadMs.p99 <= overheadP99TargetMs).at(-1);
-    return {
-      overhead: { turns: overheadMs.length, ms: percentiles(overheadMs) },
-      concurrency,
-      idleRssMiB,
-      callsPerVcpu: best ? best.calls / Math.max(best.workerCores, 1e-3) : 0,
-    };
+    return workers;
+  } catch (error) {
+    await Promise.all(workers.map((worker) => worker.stop()));
+    throw error;
+  }
+}
+
+/**
+ * The local engines: `questions` questions spoken in real time to each mode's call in turn (the first a warm-up),
+ * each after the reply to the last was heard out, so that the machine's load weighs on every mode alike.
+ */
+async function measureSpoken(questions: number, log: (line: string) => void): Promise<{ spoken: Map<VoiceMode, ModeFigures['spoken']>; pipelineTimings: MediaTurnTiming[] }> {
+  const question = await spokenQuestion();
+  const workers = await startModeWorkers('builtin');
+  try {
+    log(`voice-media: ${questions} questions spoken with eSpeak NG in real time to each mode in turn, the local engines answering`);
+    const callers = await Promise.all(workers.map((worker) => speakingCaller(worker.ready, question)));
+    const heard = workers.map(() => ({ latencies: [] as number[], answeredMidQuestion: 0 }));
+    for (let asked = 0; asked <= questions; asked += 1) {
+      for (const [index, caller] of callers.entries()) {
+        const { latencyMs, midQuestion } = await caller.ask();
+        const tally = heard[index]!;
+        if (asked === 0) continue;
+        if (midQuestion) tally.answeredMidQuestion += 1;
+        else if (latencyMs !== undefined) tally.latencies.push(latencyMs);
+      }
+    }
+    for (const caller of callers) caller.close();
+    const spoken = new Map<VoiceMode, ModeFigures['spoken']>();
+    let pipelineTimings: MediaTurnTiming[] = [];
+    for (const [index, worker] of workers.entries()) {
+      const { timings, toolRuns } = await askChild<MediaBenchTimings>(worker.child, 'timings');
+      const { latencies, answeredMidQuestion } = heard[index]!;
+      spoken.set(worker.mode, { questions, answered: latencies.length, answeredMidQuestion, voiceToVoiceMs: percentiles(latencies), toolRuns });
+      if (worker.mode === 'pipeline') pipelineTimings = timings.slice(1);
+    }
+    return { spoken, pipelineTimings };
   } finally {
-    await database.stop();
+    await Promise.all(workers.map((worker) => worker.stop()));
+  }
+}
+
+/**
+ * Speech that takes no time, each mode's turn in turn: the overhead one call at a time (20 turns of warm-up), then
+ * each count of concurrent calls.
+ */
+async function measureScripted(turns: number, log: (line: string) => void): Promise<Map<VoiceMode, Omit<ModeFigures, 'mode' | 'spoken'>>> {
+  const workers = await startModeWorkers('scripted');
+  try {
+    const idleRssMiB = workers.map((worker) => processUsage(worker.ready.workerPid).rssMiB);
+    log(`voice-media: our overhead, ${turns} turns of speech that takes no time to each mode in turn`);
+    const lines = await Promise.all(workers.map((worker) => Line.open(worker.ready, 0)));
+    const overheads = workers.map(() => [] as number[]);
+    for (let turn = 0; turn < warmupTurns + turns; turn += 1) {
+      for (const [index, line] of lines.entries()) {
+        const latency = await line.ask(replyMarks[workers[index]!.mode]);
+        if (turn >= warmupTurns) overheads[index]!.push(latency);
+      }
+    }
+    for (const line of lines) line.socket.close();
+    const concurrency = workers.map(() => [] as ConcurrencyRun[]);
+    for (const calls of [10, 25, 50, 100]) {
+      for (const [index, worker] of workers.entries()) {
+        log(`voice-media, ${worker.mode}: ${calls} concurrent calls for 20 s, a question every 4 s each`);
+        const run = await concurrentCalls(worker.ready, calls, 20_000, 4_000, replyMarks[worker.mode]);
+        concurrency[index]!.push({
+          calls,
+          turns: run.turns,
+          overheadMs: percentiles(run.latencies),
+          workerCores: run.workerCores,
+          cpuMsPerCallSecond: run.cpuMsPerCallSecond,
+          rssMiB: run.rssMiB,
+          rssMiBPerCall: (run.rssMiB - idleRssMiB[index]!) / calls,
+        });
+      }
+    }
+    return new Map(
+      workers.map((worker, index) => {
+        const best = concurrency[index]!.filter((run) => run.overheadMs.p99 <= overheadP99TargetMs).at(-1);
+        const figures = {
+          overhead: { turns, ms: percentiles(overheads[index]!) },
+          concurrency: concurrency[index]!,
+          idleRssMiB: idleRssMiB[index]!,
+          callsPerVcpu: best ? best.calls / Math.max(best.workerCores, 1e-3) : 0,
+        };
+        return [worker.mode, figures];
+      }),
+    );
+  } finally {
+    await Promise.all(workers.map((worker) => worker.stop()));
   }
 }
 
 export async function measureVoiceMedia(log: (line: string) => void): Promise<VoiceMediaResult> {
   const loadAverageAtStart = loadavg();
-  const figures: ModeFigures[] = [];
-  let pipelineTimings: MediaTurnTiming[] = [];
-  for (const mode of modes) {
-    const { spoken, timings } = await measureSpoken(mode, log);
-    if (mode === 'pipeline') pipelineTimings = timings.slice(1);
-    figures.push({ mode, spoken, ...(await measureScripted(mode, log)) });
-  }
+  const { spoken, pipelineTimings } = await measureSpoken(10, log);
+  const scripted = await measureScripted(200, log);
   log('voice-media: the floor, 200 round trips through a bare WebSocket server');
   const floorMs = percentiles(await transportFloor(200));
   return {
@@ -397,7 +447,7 @@ export async function measureVoiceMedia(log: (line: string) => void): Promise<Vo
       turnMs: percentiles(pipelineTimings.map((timing) => timing.firstPieceAt - timing.finalAt)),
       ttsFirstByteMs: percentiles(pipelineTimings.map((timing) => timing.firstAudioAt - timing.firstPieceAt)),
     },
-    modes: figures,
+    modes: modes.map((mode) => ({ mode, spoken: spoken.get(mode)!, ...scripted.get(mode)! })),
   };
 }
 
