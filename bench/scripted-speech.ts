@@ -5,6 +5,7 @@
  * character as eSpeak speaks, so that a reply sends as many frames as a spoken one.
  */
 import { verbatimReplyPrefix } from '../shared/models/prompt-conventions.ts';
+import { EventQueue } from '../shared/speech/event-queue.ts';
 import type { SpeechToSpeech, SpeechToSpeechEvent, SpeechToText, TranscriptEvent } from '../shared/speech/ports.ts';
 import type { CallSpeech } from '../shared/voice/ports.ts';
 
@@ -22,50 +23,18 @@ const scriptedBytesPerChar = 480;
 const isEndOfUtterance = (audio: Uint8Array) => audio.length > 0 && audio.every((byte) => byte === 0);
 const spokenAudio = (text: string) => Buffer.alloc(text.length * scriptedBytesPerChar, 0x55);
 
-/** Events pushed by the scripted side and read by the call, in order, until `end()`. */
-function eventQueue<Event>() {
-  const queue: Event[] = [];
-  let wake: (() => void) | undefined;
-  let ended = false;
-  const wakeReader = () => {
-    const waiting = wake;
-    wake = undefined;
-    waiting?.();
-  };
-  return {
-    push(event: Event) {
-      queue.push(event);
-      wakeReader();
-    },
-    end() {
-      ended = true;
-      wakeReader();
-    },
-    events: {
-      async *[Symbol.asyncIterator]() {
-        for (;;) {
-          const next = queue.shift();
-          if (next !== undefined) yield next;
-          else if (ended) return;
-          else await new Promise<void>((resolveNext) => (wake = resolveNext));
-        }
-      },
-    } satisfies AsyncIterable<Event>,
-  };
-}
-
 const scriptedSpeechToText: SpeechToText = {
   provider: 'scripted',
   open: () => {
-    const transcripts = eventQueue<TranscriptEvent>();
+    const transcripts = new EventQueue<TranscriptEvent>();
     return {
       write: (audio) => {
         if (isEndOfUtterance(audio)) transcripts.push({ type: 'final', text: scriptedUtterance, endOfTurn: true, startMs: 0, endMs: 0 });
       },
       finalize: () => undefined,
-      end: transcripts.end,
-      close: transcripts.end,
-      events: transcripts.events,
+      end: () => transcripts.end(),
+      close: () => transcripts.end(true),
+      events: transcripts,
     };
   },
 };
@@ -77,7 +46,7 @@ const scriptedSpeechToText: SpeechToText = {
 const scriptedSpeechToSpeech: SpeechToSpeech = {
   provider: 'scripted',
   open: (options) => {
-    const session = eventQueue<SpeechToSpeechEvent>();
+    const session = new EventQueue<SpeechToSpeechEvent>();
     const asksTool = options.tools.some((tool) => tool.name === scriptedToolName);
     const reply = (text: string) => {
       session.push({ type: 'audio', audio: spokenAudio(text) });
@@ -95,8 +64,8 @@ const scriptedSpeechToSpeech: SpeechToSpeech = {
       toolResult: (_callId, output) => reply(output.startsWith(verbatimReplyPrefix) ? output.slice(verbatimReplyPrefix.length) : output),
       interrupt: () => undefined,
       say: reply,
-      close: session.end,
-      events: session.events,
+      close: () => session.end(true),
+      events: session,
     };
   },
 };

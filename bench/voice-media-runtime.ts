@@ -7,7 +7,8 @@
  * modes are the OpenAI Realtime simulator's (`gpt-realtime`), and the scripted session stands in for that model of
  * the catalog. The `hybrid` agent has a tool (`get_weather`, answered on loopback at once), so that its turns take
  * the text LLM's path. Tells the parent where to call, then answers `timings` (each `pipeline` turn's split, as the
- * worker saw it, and how many times the tool ran) and `stop`. Its own CPU and memory are the worker's: the parent drives the calls.
+ * worker saw it, and how many times the tool ran) and `stop`. Its own CPU and memory are the worker's: the parent
+ * drives the calls.
  */
 import { routeGroups } from '../functions/route-groups.ts';
 import { useLocalDatabase } from '../infra/local/environment.ts';
@@ -32,7 +33,7 @@ export interface MediaBenchReady {
   phoneNumber: string;
 }
 
-/** What the worker saw of one `pipeline` turn (ms of its clock): the split of `npm run bench`'s voice-to-voice latency. */
+/** What the worker saw of one `pipeline` turn (ms of its clock): the split of its voice-to-voice latency. */
 export interface MediaTurnTiming {
   speechEndedAt: number;
   endOfTurnAt: number;
@@ -43,7 +44,7 @@ export interface MediaTurnTiming {
 
 export type VoiceMode = (typeof voicePipelineModes)[number];
 
-/** What the child answers `timings` with: the `pipeline` turns' splits since the last ask, and the tool's runs so far. */
+/** The child's answer to `timings`: the `pipeline` turns' splits since the last ask, and the tool's runs so far. */
 export interface MediaBenchTimings {
   timings: MediaTurnTiming[];
   toolRuns: number;

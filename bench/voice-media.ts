@@ -63,7 +63,7 @@ export interface VoiceMediaResult {
   loadAverageAtEnd: number[];
   /** A frame's round trip through a bare WebSocket server: the floor of every mode's overhead. */
   floorMs: Percentiles;
-  /** `pipeline`'s turns with the built-in engines as the worker saw them: end of the caller's speech → first audio byte sent. */
+  /** `pipeline`'s turns with the built-in engines on the worker's clock: end of speech → first audio byte sent. */
   pipelineSplit: {
     turns: number;
     voiceToVoiceMs: Percentiles;
@@ -278,7 +278,7 @@ async function spokenQuestion(): Promise<Buffer> {
   return audio.subarray(0, Math.ceil((audible + 1) / frameBytes) * frameBytes);
 }
 
-/** A call whose caller speaks in real time: 20 ms frames of the question when it is asked, of the line's silence otherwise. */
+/** A call whose caller speaks in real time: 20 ms frames of the question when asked, of the line's silence else. */
 async function speakingCaller(ready: MediaBenchReady, question: Buffer) {
   const line = await Line.open(ready, 0);
   let pending = Buffer.alloc(0);
