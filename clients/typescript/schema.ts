@@ -620,6 +620,18 @@ export interface components {
           totalMs: number;
           retrieval?: number;
         };
+        voice?: {
+          /** @enum {string} */
+          mode: "sts" | "hybrid";
+          /**
+           * @description `sts`: the speech-to-speech model alone; `llm`: the agent's text LLM took the turn, and the speech-to-speech model said its answer
+           * @enum {string}
+           */
+          answeredBy: "sts" | "llm";
+          reason: string;
+          stsModelId: string;
+          llmModelId?: string;
+        };
         [key: string]: unknown;
       };
       /** Format: date-time */

@@ -64,13 +64,15 @@ export class StreamLine {
   private lineWaiters: (() => void)[] = [];
   private closed = false;
   private opened: Promise<void>;
+  /** Resolves once the line is down and its recogniser has reported all it heard. */
+  readonly heardAll: Promise<void>;
 
   constructor(options: StreamLineOptions) {
     this.options = options;
     this.socket = new WebSocket(options.url, { headers: { 'x-twilio-signature': twilioSignature(options.authToken, options.url) } });
     // A pause between the pieces of one reply is not its end: the ear ends an utterance only at the quiet after a reply.
     this.ear = options.speech.stt.open({ language: 'en-US', endpointingMs: replyQuietMs - 200 });
-    void this.listen();
+    this.heardAll = this.listen();
     this.opened = new Promise((resolveOpen) => {
       this.socket.once('open', () => {
         this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });

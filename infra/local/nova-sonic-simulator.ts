@@ -16,7 +16,12 @@ import { builtinReply, sendJson, startSpeechSimulatorServer, utteranceCutter, ty
  * (https://docs.aws.amazon.com/nova/latest/userguide/input-events.html): `sessionStart` first, with its inference
  * configuration; one `promptStart` (LPCM audio out at 8, 16 or 24 kHz, a voice); contents opened, filled and closed
  * under that prompt's name, the first a SYSTEM text; audio in as 16-bit LPCM at 8 or 16 kHz, base64; a tool result
- * only for a tool use it asked for; `promptEnd`, then `sessionEnd`. Anything else is a `validationException`.
+ * only for a tool use it asked for; `promptEnd`, then `sessionEnd`. Anything else is a `validationException`. A
+ * conversation history (USER and ASSISTANT texts that are not interactive) only after the system prompt and before
+ * the audio, from the user first, each `textInput` at most 1 KB and all at most 40 KB
+ * (https://docs.aws.amazon.com/nova/latest/nova2-userguide/sonic-chat-history.html); the model answers with it in
+ * its prompt. A stream lasts at most `maxConnectionMs` (Nova Sonic's 8 minutes), then ends with the
+ * `modelTimeoutException` Bedrock sends then (decision 526).
  *
  * What it answers (https://docs.aws.amazon.com/nova/latest/userguide/output-events.html): utterances cut by the
  * energy detector after 500 ms of silence, heard by the built-in STT (a USER FINAL text), answered by the built-in
@@ -24,11 +29,21 @@ import { builtinReply, sendJson, startSpeechSimulatorServer, utteranceCutter, ty
  * built-in TTS, and the FINAL text with `END_TURN`; or, for a tool, a `toolUse` (then the answer after its result),
  * after what it says first (`PARTIAL_TURN`: a goodbye before `end_conversation`). Speech
  * heard while a reply's audio is still being sent (ten times faster than it is spoken) interrupts it (`{ "interrupted" : true }`, `INTERRUPTED`).
+ * Each reply's tokens are reported in a `usageEvent` before its last content ends (decision 527).
  */
 export const novaSonicSimulatorModels = ['amazon.nova-sonic-v1:0'];
 const outputRates = [8_000, 16_000, 24_000];
 const inputRates = [8_000, 16_000];
 const voices = ['matthew', 'tiffany', 'amy'];
+/** Nova Sonic's maximum connection duration. */
+export const novaSonicMaxConnectionMs = 8 * 60_000;
+/** What Bedrock ends a stream with at that limit (https://docs.aws.amazon.com/nova/latest/userguide/speech-errors.html). */
+export const novaSonicTimeoutMessage = 'Model has timed out in processing the request. Try your request again.';
+const historyTextInputBytes = 1_024;
+const historyBytes = 40 * 1_024;
+/** The simulator's own token counts (Nova Sonic's tokenizers are not documented): a speech token per 100 ms of audio, a text token per 4 characters. */
+const speechTokensPerSecond = 10;
+const charactersPerTextToken = 4;
 const pauseMs = 500;
 /** 100 ms of telephone audio: the reply's audio is sent in events of this, one every 10 ms (ten times faster than spoken, as Nova Sonic generates ahead). */
 const replyChunkBytes = 800;
@@ -39,12 +54,20 @@ const stringHeader = (value: string) => ({ type: 'string' as const, value });
 type Body = Record<string, unknown>;
 
 export interface NovaSonicSimulator extends SpeechSimulator {
-  /** How each conversation ended: `sessionEnd`, the validation error it was refused with, or `reset` (the client went away). */
+  /** How each conversation ended: `sessionEnd`, the error it was ended with, or `reset` (the client went away). */
   endings: string[];
+  /** What the model was given for each reply, in order: the system prompt, the history, the conversation since. */
+  prompts: LanguageModelV4Prompt[];
 }
 
-export async function startNovaSonicSimulator(options: { engines: SimulatorEngines; port?: number | undefined }): Promise<NovaSonicSimulator> {
+export async function startNovaSonicSimulator(options: {
+  engines: SimulatorEngines;
+  port?: number | undefined;
+  /** How long a stream may last (a test's shorter limit); Nova Sonic's 8 minutes by default. */
+  maxConnectionMs?: number | undefined;
+}): Promise<NovaSonicSimulator> {
   const endings: string[] = [];
+  const prompts: LanguageModelV4Prompt[] = [];
   const server = await startSpeechSimulatorServer(
     {
       apiKey: 'local AWS credentials',
@@ -53,7 +76,12 @@ export async function startNovaSonicSimulator(options: { engines: SimulatorEngin
       streaming: (request, response, record) => {
         const model = /^\/model\/([^/]+)\/invoke-with-bidirectional-stream$/.exec(request.url ?? '')?.[1];
         if (!model) return false;
-        converse(decodeURIComponent(model), request, response, record, options.engines, (ending) => endings.push(ending));
+        converse(decodeURIComponent(model), request, response, record, {
+          engines: options.engines,
+          maxConnectionMs: options.maxConnectionMs ?? novaSonicMaxConnectionMs,
+          ended: (ending) => endings.push(ending),
+          prompted: (prompt) => prompts.push(prompt),
+        });
         return true;
       },
     },
@@ -62,7 +90,7 @@ export async function startNovaSonicSimulator(options: { engines: SimulatorEngin
       sendJson(response, 404, { message: 'Unknown operation' }, { 'x-amzn-errortype': 'UnknownOperationException' });
     },
   );
-  return Object.assign(server, { endings });
+  return Object.assign(server, { endings, prompts });
 }
 
 function converse(
@@ -70,8 +98,7 @@ function converse(
   request: Http2ServerRequest,
   response: Http2ServerResponse,
   record: (status: number) => void,
-  engines: SimulatorEngines,
-  ended: (ending: string) => void,
+  { engines, maxConnectionMs, ended, prompted }: { engines: SimulatorEngines; maxConnectionMs: number; ended: (ending: string) => void; prompted: (prompt: LanguageModelV4Prompt) => void },
 ): void {
   const refuse = (status: number, type: string, message: string) => {
     record(status);
@@ -98,26 +125,34 @@ function converse(
       headers: { ':message-type': stringHeader('event'), ':event-type': stringHeader('chunk'), ':content-type': stringHeader('application/json') },
       body: text.fromUtf8(JSON.stringify({ bytes: Buffer.from(JSON.stringify({ event: { [name]: { sessionId, promptName, completionId, ...body } } })).toString('base64') })),
     });
-  const finish = (failure?: string) => {
+  const finish = (failure?: string, exception = 'validationException') => {
     if (finished) return;
+    clearTimeout(connectionLimit);
     ended(failure ?? (stage === 'ended' ? 'sessionEnd' : 'end of input'));
     if (failure) {
       write({
-        headers: { ':message-type': stringHeader('exception'), ':exception-type': stringHeader('validationException'), ':content-type': stringHeader('application/json') },
+        headers: { ':message-type': stringHeader('exception'), ':exception-type': stringHeader(exception), ':content-type': stringHeader('application/json') },
         body: text.fromUtf8(JSON.stringify({ message: failure })),
       });
     }
     finished = true;
     response.end();
   };
+  const connectionLimit = setTimeout(() => finish(novaSonicTimeoutMessage, 'modelTimeoutException'), maxConnectionMs);
 
   // The session's state, as the input events build it.
   let stage: 'new' | 'session' | 'prompt' | 'ended' = 'new';
   let promptName = '';
   let outputRate = 8_000;
   let tools: LanguageModelV4FunctionTool[] = [];
-  const open = new Map<string, { type: string; role: string; rate?: number; toolUseId?: string; text: string[] }>();
+  const open = new Map<string, { type: string; role: string; history?: boolean; rate?: number; toolUseId?: string; text: string[] }>();
   let systemSeen = false;
+  let audioStarted = false;
+  let historyStarted = false;
+  let historyTotalBytes = 0;
+  /** What the model took in and gave out so far, and the tokens of it last reported. */
+  const counted = { inputAudioMs: 0, inputCharacters: 0, outputAudioMs: 0, outputCharacters: 0 };
+  let reported = tokenCounts(0, 0, 0, 0);
   const conversation: LanguageModelV4Prompt = [];
   const pendingTools = new Map<string, string>();
   /** The reply whose audio is being sent; set to undefined when it is interrupted. */
@@ -138,7 +173,27 @@ function converse(
     for (const [name, body] of events) emit(name, { contentId, ...body });
     emit('contentEnd', { contentId, type, stopReason });
   };
+  /** A documented `usageEvent`: the tokens since the last one, and the stream's totals. */
+  const reportUsage = () => {
+    const total = tokenCounts(
+      Math.floor((counted.inputAudioMs * speechTokensPerSecond) / 1_000),
+      Math.ceil(counted.inputCharacters / charactersPerTextToken),
+      Math.floor((counted.outputAudioMs * speechTokensPerSecond) / 1_000),
+      Math.ceil(counted.outputCharacters / charactersPerTextToken),
+    );
+    const delta = tokenCounts(
+      total.input.speechTokens - reported.input.speechTokens,
+      total.input.textTokens - reported.input.textTokens,
+      total.output.speechTokens - reported.output.speechTokens,
+      total.output.textTokens - reported.output.textTokens,
+    );
+    reported = total;
+    const inputTokens = total.input.speechTokens + total.input.textTokens;
+    const outputTokens = total.output.speechTokens + total.output.textTokens;
+    emit('usageEvent', { details: { delta, total }, totalInputTokens: inputTokens, totalOutputTokens: outputTokens, totalTokens: inputTokens + outputTokens });
+  };
   const reply = async () => {
+    prompted(structuredClone(conversation));
     const decided = await builtinReply(conversation, tools);
     const toolCall = decided.toolCall;
     conversation.push({
@@ -152,6 +207,8 @@ function converse(
     if (decided.text && !(await say(decided.text, toolCall ? 'PARTIAL_TURN' : 'END_TURN'))) return;
     if (toolCall) {
       pendingTools.set(toolCall.toolCallId, toolCall.toolName);
+      counted.outputCharacters += toolCall.toolName.length + toolCall.input.length;
+      reportUsage();
       content('TOOL', 'TOOL', undefined, [['toolUse', { role: 'TOOL', content: toolCall.input, toolName: toolCall.toolName, toolUseId: toolCall.toolCallId }]], 'TOOL_USE');
     }
   };
@@ -170,11 +227,17 @@ function converse(
       audioOutputConfiguration: { mediaType: 'audio/lpcm', sampleRateHertz: outputRate, sampleSizeBits: 16, channelCount: 1, encoding: 'base64', audioType: 'SPEECH' },
     });
     const chunkBytes = (replyChunkBytes * 2 * outputRate) / 8_000;
+    let sentBytes = 0;
     for (let offset = 0; offset < pcm.length && !turn.interrupted && !finished; offset += chunkBytes) {
       if (offset > 0) await delay(replyChunkEveryMs);
-      emit('audioOutput', { contentId, role: 'ASSISTANT', content: Buffer.from(pcm.subarray(offset, offset + chunkBytes)).toString('base64') });
+      const chunk = pcm.subarray(offset, offset + chunkBytes);
+      emit('audioOutput', { contentId, role: 'ASSISTANT', content: Buffer.from(chunk).toString('base64') });
+      sentBytes += chunk.length;
     }
     speaking = undefined;
+    counted.outputCharacters += text.length;
+    counted.outputAudioMs += (sentBytes / 2 / outputRate) * 1_000;
+    reportUsage();
     if (turn.interrupted) {
       content('ASSISTANT', 'TEXT', 'SPECULATIVE', [['textOutput', { role: 'ASSISTANT', content: '{ "interrupted" : true }' }]], 'INTERRUPTED');
       emit('contentEnd', { contentId, type: 'AUDIO', stopReason: 'INTERRUPTED' });
@@ -256,7 +319,12 @@ function converse(
       if (type === 'TEXT') {
         if ((body.textInputConfiguration as Body | undefined)?.mediaType !== 'text/plain') return 'textInputConfiguration.mediaType must be text/plain';
         if (!['SYSTEM', 'USER', 'ASSISTANT'].includes(role)) return `Unsupported role for TEXT: ${role}`;
-        open.set(contentName, { type, role, text: [] });
+        // A USER text that is not interactive, or an ASSISTANT one, is the conversation's history, not a turn.
+        const history = role === 'ASSISTANT' || (role === 'USER' && body.interactive === false);
+        if (history && audioStarted) return 'A chat history must come after the system prompt and before audio streaming begins';
+        if (history && !historyStarted && role !== 'USER') return 'The first message of a chat history must be from the USER';
+        historyStarted ||= history;
+        open.set(contentName, { type, role, history, text: [] });
         return undefined;
       }
       if (type === 'AUDIO') {
@@ -266,6 +334,7 @@ function converse(
           return 'audioInputConfiguration must be audio/lpcm, 16-bit, mono, base64, SPEECH';
         }
         if (!inputRates.includes(Number(audio.sampleRateHertz))) return `Unsupported input sampleRateHertz: ${String(audio.sampleRateHertz)}`;
+        audioStarted = true;
         open.set(contentName, { type, role, rate: Number(audio.sampleRateHertz), text: [] });
         return undefined;
       }
@@ -280,7 +349,14 @@ function converse(
     const opened = open.get(contentName);
     if (!opened) return `${name} names no open content`;
     if (name === 'textInput' && opened.type === 'TEXT') {
-      opened.text.push(String(body.content ?? ''));
+      const content = String(body.content ?? '');
+      if (opened.history) {
+        const bytes = Buffer.byteLength(content);
+        if (bytes > historyTextInputBytes) return 'A textInput of a chat history must be at most 1 KB';
+        historyTotalBytes += bytes;
+        if (historyTotalBytes > historyBytes) return 'A chat history must be at most 40 KB';
+      }
+      opened.text.push(content);
       return undefined;
     }
     if (name === 'toolResult' && opened.type === 'TOOL') {
@@ -290,6 +366,7 @@ function converse(
     if (name === 'audioInput' && opened.type === 'AUDIO') {
       const bytes = Buffer.from(String(body.content ?? ''), 'base64');
       if (bytes.length % 2 !== 0) return 'audioInput must be whole 16-bit samples';
+      counted.inputAudioMs += (bytes.length / 2 / (opened.rate ?? 8_000)) * 1_000;
       cutter.push(muLawEncode(resample(bytesToPcm16(bytes), opened.rate ?? 8_000, 8_000)));
       return undefined;
     }
@@ -300,9 +377,12 @@ function converse(
     }
     return `Unexpected ${name} in a ${opened.type} content`;
   };
-  const closed = (opened: { type: string; role: string; toolUseId?: string; text: string[] }) => {
+  const closed = (opened: { type: string; role: string; history?: boolean; toolUseId?: string; text: string[] }) => {
     const joined = opened.text.join('');
-    if (opened.role === 'SYSTEM') {
+    counted.inputCharacters += joined.length;
+    if (opened.history) {
+      conversation.push(opened.role === 'USER' ? { role: 'user', content: [{ type: 'text', text: joined }] } : { role: 'assistant', content: [{ type: 'text', text: joined }] });
+    } else if (opened.role === 'SYSTEM') {
       systemSeen = true;
       conversation.push({ role: 'system', content: joined });
     } else if (opened.type === 'TOOL' && opened.toolUseId) {
@@ -355,7 +435,12 @@ function converse(
   });
   request.on('end', () => void replies.then(() => finish()));
   response.once('close', () => {
+    clearTimeout(connectionLimit);
     if (!finished) ended('reset');
     finished = true;
   });
+}
+
+function tokenCounts(inputSpeech: number, inputText: number, outputSpeech: number, outputText: number) {
+  return { input: { speechTokens: inputSpeech, textTokens: inputText }, output: { speechTokens: outputSpeech, textTokens: outputText } };
 }

@@ -158,7 +158,8 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
     active = response;
     const output: Record<string, unknown>[] = [];
     send({ type: 'response.created', response: { object: 'realtime.response', id: response.id, status: 'in_progress', status_details: null, output: [], output_modalities: ['audio'], usage: null, metadata: null } });
-    const reply = instructions?.startsWith(sayPrefix) ? { text: instructions.slice(sayPrefix.length) } : await decide(promptOf(instructions ?? session.instructions ?? ''), toolsOf(session.tools ?? []));
+    const prompt = promptOf(instructions ?? session.instructions ?? '');
+    const reply = instructions?.startsWith(sayPrefix) ? { text: instructions.slice(sayPrefix.length) } : await decide(prompt, toolsOf(session.tools ?? []));
     if (reply.text) {
       const item: Item = { type: 'message', id: id('item'), role: 'assistant', text: reply.text, audioBytes: 0 };
       items.push(item);
@@ -194,8 +195,25 @@ function converse(channel: WebSocket, model: string, engines: SimulatorEngines, 
     if (active === response) active = undefined;
     send({
       type: 'response.done',
-      response: { object: 'realtime.response', id: response.id, status: response.cancelled ? 'cancelled' : 'completed', status_details: response.cancelled ? { type: 'cancelled', reason: 'client_cancelled' } : null, output, output_modalities: ['audio'], usage: null, metadata: null },
+      response: {
+        object: 'realtime.response',
+        id: response.id,
+        status: response.cancelled ? 'cancelled' : 'completed',
+        status_details: response.cancelled ? { type: 'cancelled', reason: 'client_cancelled' } : null,
+        output,
+        output_modalities: ['audio'],
+        usage: usageOf(prompt, reply),
+        metadata: null,
+      },
     });
+  }
+
+  /** A response's tokens as `response.done` reports them: a token a word, as the built-in model counts. */
+  function usageOf(prompt: LanguageModelV4Prompt, reply: { text: string; toolCall?: { input: string } }) {
+    const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+    const input = prompt.reduce((sum, message) => sum + words(typeof message.content === 'string' ? message.content : JSON.stringify(message.content)), 0);
+    const output = words(reply.text) + (reply.toolCall ? words(reply.toolCall.input) : 0);
+    return { total_tokens: input + output, input_tokens: input, output_tokens: output };
   }
 
   function promptOf(instructions: string): LanguageModelV4Prompt {

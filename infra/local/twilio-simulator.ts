@@ -131,6 +131,11 @@ export interface TwilioSimulator {
   callbacks: SentCallback[];
   /** The replies each call's callee heard, by call SID (on a Media Stream: what its recogniser made of them). */
   heard(callSid: string): string[];
+  /**
+   * All a Media Stream call's callee heard, once its line is down (the call over) and its recogniser done. A busy
+   * machine may pause a reply long enough for the callee to hear it as two utterances: compare words, not counts.
+   */
+  heardWhole(callSid: string): Promise<string[]>;
   /** The TwiML a call ran, by call SID. */
   twimlOf(callSid: string): string | undefined;
   /** The `<Dial>`s a call ran after its relay ended (transfers), by call SID, each once it is over. */
@@ -619,6 +624,11 @@ export async function startTwilioSimulator(options: { host?: string; port?: numb
     callbacks,
     recordings,
     heard: (callSid) => calls.get(callSid)?.heard ?? [],
+    heardWhole: async (callSid) => {
+      const call = calls.get(callSid);
+      await call?.line?.heardAll;
+      return call?.heard ?? [];
+    },
     twimlOf: (callSid) => calls.get(callSid)?.twiml,
     dials: (callSid) => calls.get(callSid)?.dials ?? [],
     sendToRelay: (callSid, message) => {

@@ -133,14 +133,24 @@ const turnTimingsSchema = z.object({
   retrieval: z.number().optional(),
 });
 
+/** An `sts` or `hybrid` call's reply: which model answered it, and why (docs/voice.md#hybrid). */
+export const voiceTurnSchema = z.object({
+  mode: z.enum(['sts', 'hybrid']),
+  answeredBy: z.enum(['sts', 'llm']).describe('`sts`: the speech-to-speech model alone; `llm`: the agent\'s text LLM took the turn, and the speech-to-speech model said its answer'),
+  reason: z.string(),
+  stsModelId: z.string(),
+  /** With `answeredBy: llm`. */
+  llmModelId: z.string().optional(),
+});
+
 export const messageSchema = z.object({
   id: z.string(),
   sessionId: z.uuid(),
   role: z.enum(messageRoles),
   content: z.string(),
   toolCall: toolCallRecordSchema.optional(),
-  /** The client's metadata on USER messages; on ASSISTANT messages the model, `timings` and `status`. */
-  metadata: z.object({ timings: turnTimingsSchema.optional() }).catchall(z.unknown()),
+  /** The client's metadata on USER messages; on ASSISTANT messages the model, `timings`, `status` and, in a speech-to-speech call, `voice`. */
+  metadata: z.object({ timings: turnTimingsSchema.optional(), voice: voiceTurnSchema.optional() }).catchall(z.unknown()),
   createdAt: instant,
 }) satisfies z.ZodType<Message>;
 

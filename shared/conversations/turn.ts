@@ -307,6 +307,8 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
     sayParagraph(text);
     sink.boundary?.();
   };
+  // A model outside the process speaks for itself: a tool's pre-execution message would be written, never heard.
+  const preExecution = options.model ? () => undefined : sayApart;
 
   try {
     for (let round = 0; round <= deps.config.MAX_TOOL_ROUNDS && !agentEnded; round += 1) {
@@ -367,7 +369,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
           ? await callRoutingTool(deps, call, turn, routed)
           : call.toolName === knowledgeToolName && turn.knowledgeAsTool
             ? await callKnowledgeTool(deps, call, turn, found)
-            : await callTool(deps, toolsByName.get(call.toolName), call, session, agent.id, signal, sayApart);
+            : await callTool(deps, toolsByName.get(call.toolName), call, session, agent.id, signal, preExecution);
         toolTimings.push({ name: call.toolName, durationMs: record.durationMs });
         const message: Message = {
           id: newMessageId(),

@@ -24,7 +24,10 @@ const serverEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('response.output_audio_transcript.delta'), delta: z.string() }),
   z.object({ type: z.literal('response.output_audio_transcript.done'), transcript: z.string() }),
   z.object({ type: z.literal('response.function_call_arguments.done'), call_id: z.string(), arguments: z.string(), name: z.string().optional() }),
-  z.object({ type: z.literal('response.done'), response: z.object({ id: z.string() }) }),
+  z.object({
+    type: z.literal('response.done'),
+    response: z.object({ id: z.string(), usage: z.object({ input_tokens: z.number(), output_tokens: z.number() }).nullish() }),
+  }),
   z.object({ type: z.literal('error'), error: z.object({ message: z.string(), code: z.string().nullish() }) }),
 ]);
 
@@ -148,6 +151,7 @@ function openSession(connection: OpenAIRealtimeConnection, options: SpeechToSpee
       case 'response.done':
         if (activeResponse === event.response.id) activeResponse = undefined;
         responseFinished = true;
+        if (event.response.usage) events.push({ type: 'usage', inputTokens: event.response.usage.input_tokens, outputTokens: event.response.usage.output_tokens });
         events.push({ type: 'response-done' });
         return answerIfReady();
       case 'error':

@@ -131,6 +131,11 @@ export type SpeechToSpeechEvent =
    * it has asked; the model answers in a new reply once every call has its result.
    */
   | { type: 'tool-call'; callId: string; name: string; arguments: string }
+  /**
+   * Tokens the provider counted for the model's work since its last report (a response's, or a part of it), as it
+   * reports them: what the usage meter counts for the speech-to-speech model.
+   */
+  | { type: 'usage'; inputTokens: number; outputTokens: number }
   /** The model finished its reply (or stopped it after `interrupt`, or asked for tools). */
   | { type: 'response-done' }
   /** The session failed and ends. */

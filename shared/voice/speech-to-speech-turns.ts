@@ -6,13 +6,15 @@
  * through here: the media worker plays it as it comes.
  */
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4ToolResultOutput, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type * as z from 'zod';
 import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
+import type { voiceTurnSchema } from '../conversations/session-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
 import { endConversationTool, verbatimReplyPrefix } from '../models/prompt-conventions.ts';
 import type { SpeechToSpeechEvent, SpeechToSpeechSession } from '../speech/ports.ts';
 
 type Utterance = Extract<SpeechToSpeechEvent, { type: 'user-transcript' }>;
-type ResponseEvent = Extract<SpeechToSpeechEvent, { type: 'assistant-transcript' | 'tool-call' | 'response-done' }>;
+type ResponseEvent = Extract<SpeechToSpeechEvent, { type: 'assistant-transcript' | 'tool-call' | 'usage' | 'response-done' }>;
 type TurnEvent = Utterance | ResponseEvent;
 
 /** The built-in tools the session calls itself in `hybrid` too: they decide the call's course, not an answer. */
@@ -21,15 +23,8 @@ const sessionTools: ReadonlySet<string> = new Set([endConversationTool, transfer
 const isUtterance = (event: TurnEvent): event is Utterance => event.type === 'user-transcript';
 const isResponseEvent = (event: TurnEvent): event is ResponseEvent => event.type !== 'user-transcript';
 
-/** Which model answered a turn of a `hybrid` call, and why: recorded on the reply as `metadata.voice`. */
-export interface VoiceTurnRecord {
-  mode: 'sts' | 'hybrid';
-  answeredBy: 'sts' | 'llm';
-  reason: string;
-  /** The speech-to-speech model's catalog id; with `answeredBy: 'llm'`, the agent's text LLM's too. */
-  stsModelId: string;
-  llmModelId?: string;
-}
+/** Which model answered a turn, and why: recorded on the reply as `metadata.voice`. */
+type VoiceTurnRecord = z.output<typeof voiceTurnSchema>;
 
 /** The agent's text LLM, which takes a `hybrid` turn the speech-to-speech model asks a tool for. */
 export interface TextModel {
@@ -37,10 +32,13 @@ export interface TextModel {
   languageModel: LanguageModelV4;
 }
 
-const noUsage: LanguageModelV4Usage = {
-  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 0, text: 0, reasoning: 0 },
-};
+/** Tokens as the engine counts them (a stream's `finish`). */
+function usageOf(inputTokens: number, outputTokens: number): LanguageModelV4Usage {
+  return {
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
+  };
+}
 
 /**
  * The session's turn events in arrival order. A reader takes the first event of a kind and leaves the others in
@@ -62,13 +60,20 @@ class TurnEvents {
     this.wakeReader();
   }
 
-  /** The first event that `matches`, removed; undefined once the session ended without one. */
-  async take<Event extends TurnEvent>(matches: (event: TurnEvent) => event is Event): Promise<Event | undefined> {
+  /** The first event that `matches`, removed; undefined once the session ended without one, or `signal` aborted. */
+  async take<Event extends TurnEvent>(matches: (event: TurnEvent) => event is Event, signal?: AbortSignal): Promise<Event | undefined> {
     for (;;) {
       const index = this.events.findIndex(matches);
       if (index >= 0) return this.events.splice(index, 1)[0] as Event;
-      if (this.ended) return undefined;
-      await new Promise<void>((resolveWake) => (this.wake = resolveWake));
+      if (this.ended || signal?.aborted) return undefined;
+      await new Promise<void>((resolveWake) => {
+        const onAbort = () => resolveWake();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.wake = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolveWake();
+        };
+      });
     }
   }
 
@@ -131,10 +136,14 @@ export class SpeechToSpeechTurns {
    */
   turnModel(textModel?: TextModel): { model: Model; languageModel: LanguageModelV4; record(): VoiceTurnRecord } {
     const { session, stsModel } = this;
-    const take = () => this.events.take(isResponseEvent);
+    /** The turn's time limit (the engine's signal): a session that never ends its response fails the turn, not the call. */
+    let signal: AbortSignal | undefined;
+    const take = () => this.events.take(isResponseEvent, signal);
     let delegated: { callId: string; name: string } | undefined;
     /** The text LLM holds the turn: its rounds' prompts end with its own tools' results. */
     let llmTurn = false;
+    /** The tokens of the round under way: the session's as it reports them, and the text LLM's. */
+    const tokens = { input: 0, output: 0 };
 
     /**
      * Streams the session's next response as engine parts; calls of tools the text LLM takes are kept back. `after`:
@@ -148,7 +157,10 @@ export class SpeechToSpeechTurns {
       };
       for (let event = await take(); event; event = await take()) {
         if (event.type === 'response-done') return;
-        if (event.type === 'assistant-transcript') {
+        if (event.type === 'usage') {
+          tokens.input += event.inputTokens;
+          tokens.output += event.outputTokens;
+        } else if (event.type === 'assistant-transcript') {
           // A provider that sends only the whole transcript (no deltas) is given as one.
           if (!event.final || !spoken) speak(event.text);
         } else if (textModel && !delegated && !llmTurn && !sessionTools.has(event.name)) {
@@ -160,26 +172,26 @@ export class SpeechToSpeechTurns {
     }
 
     /** One round of the text LLM; its last round's answer is handed to the session and the session's saying of it streamed. */
-    async function llmRound(call: LanguageModelV4CallOptions, emit: (part: LanguageModelV4StreamPart) => void, after = ''): Promise<LanguageModelV4Usage | undefined> {
+    async function llmRound(call: LanguageModelV4CallOptions, emit: (part: LanguageModelV4StreamPart) => void, after = ''): Promise<void> {
       const { languageModel } = textModel as TextModel;
       const { stream } = await languageModel.doStream(call);
       let answer = '';
       let calledTools = false;
-      let usage: LanguageModelV4Usage | undefined;
       for await (const part of stream) {
         if (part.type === 'text-delta') answer += part.delta;
         else if (part.type === 'tool-call') {
           calledTools = true;
           emit(part);
-        } else if (part.type === 'finish') usage = part.usage;
-        else if (part.type === 'error') throw part.error instanceof Error ? part.error : new Error(String(part.error));
+        } else if (part.type === 'finish') {
+          tokens.input += part.usage.inputTokens.total ?? 0;
+          tokens.output += part.usage.outputTokens.total ?? 0;
+        } else if (part.type === 'error') throw part.error instanceof Error ? part.error : new Error(String(part.error));
       }
-      if (calledTools) return usage;
+      if (calledTools) return;
       // The answer is said by the session, in its voice: what the caller hears of it is the reply's text.
       llmTurn = false;
       session.toolResult((delegated as { callId: string }).callId, `${verbatimReplyPrefix}${answer.trim()}`);
       await streamResponse(emit, after);
-      return usage;
     }
 
     const languageModel: LanguageModelV4 = {
@@ -191,6 +203,7 @@ export class SpeechToSpeechTurns {
         throw new Error('A speech-to-speech session only streams.');
       },
       async doStream(call) {
+        signal = call.abortSignal;
         const last = call.prompt.at(-1);
         // The engine ran the tools the session called: their outputs go back, and the session answers on.
         if (!llmTurn && last?.role === 'tool') {
@@ -203,18 +216,20 @@ export class SpeechToSpeechTurns {
               if (part.type === 'text-delta') said += part.delta;
               controller.enqueue(part);
             };
+            tokens.input = 0;
+            tokens.output = 0;
             try {
-              let usage: LanguageModelV4Usage | undefined;
-              if (llmTurn) usage = await llmRound(call, emit);
+              if (llmTurn) await llmRound(call, emit);
               else {
                 await streamResponse(emit);
                 if (delegated && textModel) {
                   // The text LLM takes the turn from the prompt the engine built for it, without the session's call.
                   llmTurn = true;
-                  usage = await llmRound(call, emit, said);
+                  await llmRound(call, emit, said);
                 }
               }
-              controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usage ?? noUsage });
+              signal?.throwIfAborted();
+              controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usageOf(tokens.input, tokens.output) });
               controller.close();
             } catch (error) {
               controller.error(error);

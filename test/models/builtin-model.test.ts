@@ -1,6 +1,7 @@
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { createBuiltinModel, farewellText, firstJsonObject, isGoodbye } from '../../shared/models/builtin-model.ts';
+import { knowledgeContextMessage, verbatimReplyPrefix } from '../../shared/models/prompt-conventions.ts';
 
 const objectSchema = jsonSchema<Record<string, unknown>>({ type: 'object', additionalProperties: true });
 
@@ -148,6 +149,23 @@ describe('built-in model: (b) after tool results', () => {
     // Assess
     expect(text.text).toBe('The lookup tool returned: plain "text" result');
     expect(failed.text).toBe('The broken tool failed: Error: upstream said 503');
+  });
+
+  it('answers a knowledge tool’s excerpts from the first, and says a verbatim answer as it is', async () => {
+    const excerpts = knowledgeContextMessage([
+      { source: 'Opening hours › Shop', text: 'The shop is open Tuesday to Saturday.' },
+      { source: 'Opening hours › Phone', text: 'The phone line answers on weekdays.' },
+    ]);
+    const tools = {
+      search_knowledge: tool({ inputSchema: objectSchema, execute: async () => excerpts }),
+      relay_answer: tool({ inputSchema: objectSchema, execute: async () => `${verbatimReplyPrefix}It is sunny in Paris.` }),
+    };
+
+    const grounded = await run('search_knowledge {"query": "shop"}', tools);
+    const verbatim = await run('relay_answer {"q": 1}', tools);
+
+    expect(grounded.text).toBe('According to Opening hours › Shop [1]: The shop is open Tuesday to Saturday.');
+    expect(verbatim.text).toBe('It is sunny in Paris.');
   });
 });
 

@@ -55,6 +55,7 @@ describe('the OpenAI Realtime simulator', () => {
       { type: 'speech-started' },
       { type: 'user-transcript', text: 'What is the weather in Paris?' },
       { type: 'tool-call', callId: expect.stringMatching(/^call_/), name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'usage', inputTokens: expect.any(Number), outputTokens: 1 },
       { type: 'response-done' },
     ]);
     const call = asked.events[2] as Extract<SpeechToSpeechEvent, { type: 'tool-call' }>;
@@ -62,7 +63,14 @@ describe('the OpenAI Realtime simulator', () => {
 
     const answered = await until(events, (event) => event.type === 'response-done');
     const answer = 'The get_weather tool returned: {"tempC":21}';
-    expect(withoutAudio(answered.events)).toEqual([{ type: 'assistant-transcript', text: answer, final: true }, { type: 'response-done' }]);
+    // A token a word: the answer's words, after a prompt that now holds the tool call and its output.
+    expect(withoutAudio(answered.events)).toEqual([
+      { type: 'assistant-transcript', text: answer, final: true },
+      { type: 'usage', inputTokens: expect.any(Number), outputTokens: answer.split(' ').length },
+      { type: 'response-done' },
+    ]);
+    const [askedUsage, answeredUsage] = [asked.events[3], withoutAudio(answered.events)[1]] as { inputTokens: number }[];
+    expect(answeredUsage!.inputTokens).toBeGreaterThan(askedUsage!.inputTokens);
     expect(answered.audio).toEqual(Buffer.from(spokenBytes(answer)));
     expect(engines.recognised).toHaveLength(1);
     session.close();

@@ -109,7 +109,7 @@ describe('the OpenAI Realtime adapter, given what OpenAI documents', () => {
       });
     };
     const session = openAIRealtimeSpeechToSpeech({ url }).open(options);
-    const events = await until(session.events[Symbol.asyncIterator](), 7);
+    const events = await until(session.events[Symbol.asyncIterator](), 8);
     expect(events).toEqual([
       { type: 'speech-started' },
       { type: 'user-transcript', text: 'Hey, can you hear me?' },
@@ -117,6 +117,8 @@ describe('the OpenAI Realtime adapter, given what OpenAI documents', () => {
       { type: 'audio', audio: new Uint8Array(audio) },
       { type: 'assistant-transcript', text: 'Hello, how can I assist you today?', final: true },
       { type: 'tool-call', callId: 'call_001', name: 'display_color_palette', arguments: '{"location": "San Francisco"}' },
+      // The response's tokens, as `response.done` counts them.
+      { type: 'usage', inputTokens: 132, outputTokens: 121 },
       { type: 'response-done' },
     ]);
     expect(received.at(-1)!.authorization).toBeUndefined();
@@ -132,8 +134,8 @@ describe('the OpenAI Realtime adapter, given what OpenAI documents', () => {
       });
     };
     const session = openAIRealtimeSpeechToSpeech({ url }).open(options);
-    const events = await until(session.events[Symbol.asyncIterator](), 2);
-    expect(events.map((event) => event.type)).toEqual(['tool-call', 'response-done']);
+    const events = await until(session.events[Symbol.asyncIterator](), 3);
+    expect(events.map((event) => event.type)).toEqual(['tool-call', 'usage', 'response-done']);
     session.toolResult('call_001', docs.functionCallOutput.item.output);
     expect(await eventually(() => received.at(-1)!.events.map((event) => event.type), (types) => types.length >= 3)).toEqual(['session.update', 'conversation.item.create', 'response.create']);
     const [, output, create] = received.at(-1)!.events;

@@ -131,3 +131,25 @@ export function voiceTestApi() {
     simulator: () => started().voice!.simulator,
   };
 }
+
+/** A message as the transcript lists it. */
+interface TranscriptMessage {
+  role: string;
+  content: string;
+  metadata: { interruption?: { spokenChars: number; unspoken: string; durationUntilInterruptMs: number } };
+}
+
+/**
+ * Checks the transcript of a call whose callee asked something, spoke over the built-in model's echo of it, and said
+ * goodbye: the echo cut where the callee spoke, the rest recorded apart. Returns the interruption.
+ */
+export function expectEchoCutShort(transcript: TranscriptMessage[]): NonNullable<TranscriptMessage['metadata']['interruption']> {
+  expect(transcript.map((message) => message.role)).toEqual(['USER', 'ASSISTANT', 'USER', 'ASSISTANT']);
+  const [asked, interrupted] = transcript as [TranscriptMessage, TranscriptMessage];
+  const whole = `You said: "${asked.content}". I am the built-in offline model; connect a provider model for real answers.`;
+  const interruption = interrupted.metadata.interruption;
+  expect(interruption).toMatchObject({ spokenChars: interrupted.content.length, unspoken: expect.any(String), durationUntilInterruptMs: expect.any(Number) });
+  expect(interrupted.content + interruption!.unspoken).toBe(whole);
+  expect(interruption!.unspoken.length).toBeGreaterThan(0);
+  return interruption!;
+}

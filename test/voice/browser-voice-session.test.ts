@@ -6,15 +6,14 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { pcm16ToBytes } from '../../shared/speech/telephone-audio.ts';
 import { wordErrorRate } from '../../shared/speech/word-error-rate.ts';
 import { speakableEnd } from '../../shared/voice/media-call.ts';
 import { createMediaWorker, type MediaWorker } from '../../shared/voice/media-worker.ts';
 import { mediaWorkerRuntime } from '../../shared/voice/voice-runtime.ts';
 import { expectError } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { browserSpeech, heardFromBrowser } from '../support/speech.ts';
+import { connect, ofType } from '../support/browser-voice.ts';
+import { heardFromBrowser } from '../support/speech.ts';
 import { sessionEvents, voiceOrg, voiceTestApi, type VoiceOrg } from '../support/voice.ts';
 
 const suite = voiceTestApi();
@@ -24,62 +23,6 @@ const { receiver } = suite;
 const heardWerBound = 0.9;
 
 const builtinAgent = { voice: { provider: 'builtin', voiceId: 'en-us' } };
-
-/** What the browser sends and is sent, frame by frame. */
-interface Browser {
-  socket: WebSocket;
-  events: Record<string, unknown>[];
-  /** The agent's audio as received: PCM16 16 kHz. */
-  audio: Buffer[];
-  closed: Promise<number>;
-  send(message: object): void;
-  /** Speaks `text` as a microphone would: 20 ms frames of PCM16 16 kHz in real time, then silence until `stop`. */
-  say(text: string): Promise<void>;
-  stop(): void;
-}
-
-/** A browser's socket: it echoes each piece's mark at once, as a player that has played it. */
-function connect(url: string): Browser {
-  const socket = new WebSocket(url);
-  const events: Record<string, unknown>[] = [];
-  const audio: Buffer[] = [];
-  socket.on('message', (data, isBinary) => {
-    if (isBinary) {
-      audio.push(data as Buffer);
-      return;
-    }
-    const event = JSON.parse(data.toString()) as Record<string, unknown>;
-    events.push(event);
-    if (event.type === 'agent.audio.end') socket.send(JSON.stringify({ type: 'mark', name: event.mark }));
-  });
-  const closed = new Promise<number>((resolveClosed) => socket.once('close', (code) => resolveClosed(code)));
-  const opened = new Promise<void>((resolveOpen) => socket.once('open', () => resolveOpen()));
-  let line: NodeJS.Timeout | undefined;
-  let queued: Buffer[] = [];
-  const silence = Buffer.alloc(640);
-  const browser: Browser = {
-    socket,
-    events,
-    audio,
-    closed,
-    send: (message) => void opened.then(() => socket.send(JSON.stringify(message))),
-    say: async (text) => {
-      const pcm = Buffer.from(pcm16ToBytes(await browserSpeech(text)));
-      for (let offset = 0; offset < pcm.length; offset += 640) queued.push(pcm.subarray(offset, offset + 640));
-      await opened;
-      // A microphone never stops sending: silence between utterances, in real time (decision 469).
-      line ??= setInterval(() => {
-        if (socket.readyState === WebSocket.OPEN) socket.send(queued.shift() ?? silence);
-      }, 20);
-      await eventually(() => queued.length, (left) => left === 0);
-    },
-    stop: () => {
-      clearInterval(line);
-      queued = [];
-    },
-  };
-  return browser;
-}
 
 async function startSession(org: VoiceOrg, body: object = {}) {
   return suite.api.request('POST', '/v1/chat/voice/sessions', { key: org.key, body: { agentId: org.agentId, ...body }, headers: { 'idempotency-key': crypto.randomUUID() } });
@@ -96,7 +39,6 @@ function piecesOf(text: string): number {
   return rest.trim() ? count + 1 : count;
 }
 
-const ofType = (browser: Browser, type: string) => browser.events.filter((event) => event.type === type);
 
 describe('a voice session from the browser', () => {
   it('hears the user’s PCM audio, answers in audio and transcripts, and ends once with analysis, metered in voice seconds', async () => {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wordErrorRate } from '../../shared/speech/word-error-rate.ts';
 import { eventually } from '../support/eventually.ts';
 import { listenOnLoopback } from '../support/loopback-server.ts';
-import { sessionEvents, voiceOrg, voiceTestApi, type VoiceOrg } from '../support/voice.ts';
+import { expectEchoCutShort, sessionEvents, voiceOrg, voiceTestApi, type VoiceOrg } from '../support/voice.ts';
 
 const suite = voiceTestApi();
 const { receiver, simulator } = suite;
@@ -84,11 +84,11 @@ describe('a call through Twilio Media Streams', () => {
     expect(goodbye.content).toMatch(/\bbye\b/);
     expect(farewell.content).toBe('Goodbye! Thanks for chatting.');
 
-    // What the callee's recogniser heard: one utterance a reply, and the call's word error rate (all its replies' words
-    // against all it heard) within the built-in engines' bound.
+    // What the callee's recogniser heard: every reply (one utterance each, or more when a busy machine paused one), and
+    // the call's word error rate (all its replies' words against all it heard) within the built-in engines' bound.
     const replies = [answer, transcript[4], farewell].map((reply: { content: string }) => reply.content);
-    const heard = await eventually(() => simulator().heard(callSid), (found) => found.length === replies.length);
-    expect(heard).toHaveLength(replies.length);
+    const heard = await simulator().heardWhole(callSid);
+    expect(heard.length).toBeGreaterThanOrEqual(replies.length);
     const callRate = wordErrorRate(replies.join(' '), heard.join(' '));
     expect(callRate).toBeLessThanOrEqual(heardWerBound);
 
@@ -115,15 +115,8 @@ describe('a call through Twilio Media Streams', () => {
     const { sessionId } = await call(org, to);
     await sessionEvents(receiver, org.webhookPath, sessionId);
 
-    const transcript = await messages(org, sessionId);
-    expect(transcript.map((message: { role: string }) => message.role)).toEqual(['USER', 'ASSISTANT', 'USER', 'ASSISTANT']);
-    const [asked, interrupted] = transcript;
-    const whole = `You said: "${asked.content}". I am the built-in offline model; connect a provider model for real answers.`;
-    const { interruption } = interrupted.metadata;
     // Cut where the callee spoke: what was played (whole pieces, by Twilio's marks) is kept, the rest recorded apart.
-    expect(interruption).toMatchObject({ spokenChars: interrupted.content.length, unspoken: expect.any(String), durationUntilInterruptMs: expect.any(Number) });
-    expect(interrupted.content + interruption.unspoken).toBe(whole);
-    expect(interruption.unspoken.length).toBeGreaterThan(0);
+    const interruption = expectEchoCutShort(await messages(org, sessionId));
     expect(interruption.durationUntilInterruptMs).toBeLessThan(10_000);
   });
 

@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wordErrorRate } from '../../shared/speech/word-error-rate.ts';
 import { startApi, type TestApi } from '../support/api.ts';
-import { eventually } from '../support/eventually.ts';
 import { sessionEvents, voiceOrg, type VoiceOrg } from '../support/voice.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
@@ -54,9 +53,10 @@ describe.each([
     expect(asked.length).toBeGreaterThanOrEqual(replies.length);
     expect(asked.every((request) => request.status === 200)).toBe(true);
     expect(JSON.stringify(asked.map((request) => request.body))).toContain(voiceId);
-    // The callee heard the provider's audio: one utterance a reply, within the engines' word error rate.
-    const heard = await eventually(() => simulator().heard(session.metadata.roomName), (found) => found.length === replies.length);
-    expect(heard).toHaveLength(replies.length);
+    // The callee heard the provider's audio: every reply (more utterances when a busy machine paused one), within the
+    // engines' word error rate.
+    const heard = await simulator().heardWhole(session.metadata.roomName);
+    expect(heard.length).toBeGreaterThanOrEqual(replies.length);
     expect(wordErrorRate(replies.join(' '), heard.join(' '))).toBeLessThanOrEqual(heardWerBound);
   });
 });
