@@ -48,7 +48,8 @@ const agent = await createAgent(runtime, orgId, {
     sentiment: { enabled: true },
     dataExtraction: { fields: [{ name: 'order_id', type: 'string', required: false }, { name: 'delivery_date', type: 'date', required: false }] },
   },
-});
+  publishMode: 'AUTO',
+}, { type: 'API_KEY', keyId: 'bench' });
 
 /** An ended session with `count` messages, user and assistant in turn, written as turns write them. */
 async function endedSession(count: number): Promise<StoredSession> {

@@ -250,6 +250,7 @@ export function formatReport(results: BenchResults): string {
       ['figure', 'p50', 'p99', 'max', 'turns'],
       [
         ['overhead ms, streamed turn (first delta minus the stub’s own first token)', ...fixed(turns.streamedOverheadMs), String(turns.streamedOverheadMs.turns)],
+        ['overhead ms, the same in sessions bound to an agent version (MANUAL)', ...fixed(turns.boundOverheadMs), String(turns.boundOverheadMs.turns)],
         ['overhead ms, turn with one tool call (minus model and tool time)', ...fixed(turns.toolTurnOverheadMs), String(turns.toolTurnOverheadMs.turns)],
       ],
     ),

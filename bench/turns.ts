@@ -16,6 +16,8 @@ export interface Percentiles {
 
 export interface TurnBenchResult {
   streamedOverheadMs: Percentiles & { turns: number };
+  /** The same turns in sessions bound to a version of a MANUAL agent (its version read in the turn's batch): the cost of versioning. */
+  boundOverheadMs: Percentiles & { turns: number };
   toolTurnOverheadMs: Percentiles & { turns: number };
   dynamodb: { callsPerTurn: number; callsBeforeFirstDelta: number; roundTripsBeforeFirstDelta: number; operations: Record<string, number> };
   nonStreamed: Awaited<ReturnType<typeof nonStreamedLoad>>;
@@ -55,8 +57,11 @@ export async function measureTurns(dynamodbEndpoint: string, tableName: string, 
   const countedApi = await startApi({ ...env, DYNAMODB_ENDPOINT: proxy.endpoint });
   try {
     const { key, agentId, toolAgentId } = await setUp(api.baseUrl, dynamodbEndpoint, tableName, toolServer.url);
+    const boundAgentId = await createBoundAgent(api.baseUrl, key, agentId);
     log(`streamed turns: ${warmupTurns} warm-up, then ${streamedTurns} measured, one at a time`);
     const streamed = await sequentialTurns(api.baseUrl, key, agentId, streamedTurns, stub, () => 'hello there');
+    log(`streamed turns in sessions bound to a MANUAL agent's version: ${warmupTurns} warm-up, then ${streamedTurns} measured`);
+    const bound = await sequentialTurns(api.baseUrl, key, boundAgentId, streamedTurns, stub, () => 'hello there');
     log(`turns with one tool call: ${warmupTurns} warm-up, then ${streamedTurns} measured`);
     const withTool = await sequentialTurns(api.baseUrl, key, toolAgentId, streamedTurns, stub, () => 'LOOKUP please', toolServer);
     log(`DynamoDB calls of ${accountedTurns} streamed turns, through a counting proxy`);
@@ -68,6 +73,7 @@ export async function measureTurns(dynamodbEndpoint: string, tableName: string, 
     const cpuMs = processCpuMs(api.child.pid as number) - cpuBefore;
     return {
       streamedOverheadMs: { ...percentiles(streamed.overheads), turns: streamed.overheads.length },
+      boundOverheadMs: { ...percentiles(bound.overheads), turns: bound.overheads.length },
       toolTurnOverheadMs: { ...percentiles(withTool.overheads), turns: withTool.overheads.length },
       dynamodb: counted.dynamodb,
       nonStreamed: load,
@@ -143,6 +149,20 @@ export async function createBenchAgents(baseUrl: string, key: string, toolUrl: s
   });
   const toolAgent = await call('POST', '/v2/chat/agents', { fullName: 'Bench', description: 'Bench', role: 'Use tools.', modelId, tools: [{ toolId: tool.id }] });
   return { agentId: agent.id, toolAgentId: toolAgent.id };
+}
+
+/** A MANUAL agent like the bench agent, with a draft over its published version 1: its sessions are bound to version 1. */
+async function createBoundAgent(baseUrl: string, key: string, agentId: string): Promise<string> {
+  const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+  const { modelId } = (await fetch(`${baseUrl}/v2/chat/agents/${agentId}`, { headers }).then((r) => r.json())) as { modelId: string };
+  const created = await fetch(`${baseUrl}/v2/chat/agents`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ fullName: 'Bench', description: 'Bench', role: 'Answer briefly.', modelId, publishMode: 'MANUAL' }),
+  });
+  const { id } = (await created.json()) as { id: string };
+  await fetch(`${baseUrl}/v2/chat/agents/${id}`, { method: 'PATCH', headers, body: JSON.stringify({ role: 'Answer at length.' }) });
+  return id;
 }
 
 export async function openSession(baseUrl: string, key: string, agentId: string): Promise<string> {

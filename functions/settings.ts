@@ -114,7 +114,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   // The playground's page may connect to the media worker's voice sessions (its Content-Security-Policy names it).
   edge: [...runtime, ...http, 'MEDIA_WORKER_URL'],
   'api-keys': [...runtime, ...http],
-  agents: [...runtime, ...http],
+  agents: [...runtime, ...http, ...egress],
   tools: [...runtime, ...http, ...egress],
   models: [...runtime, ...http, ...egress],
   sessions: [...runtime, ...http, ...sessions],

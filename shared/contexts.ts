@@ -66,7 +66,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'agents',
     layer: 6,
     purpose: 'Agents and their analysis configuration, tools (and their executors).',
-    surface: ['agent-schemas.ts', 'agent-store.ts', 'agents.ts', 'analysis-config-schemas.ts', 'api-tool-executor.ts', 'function-tool-executor.ts', 'placeholders.ts', 'ports.ts', 'tool-schemas.ts', 'tool-store.ts', 'tools.ts'],
+    surface: ['agent-export-schemas.ts', 'agent-export.ts', 'agent-schemas.ts', 'agent-store.ts', 'agent-version-schemas.ts', 'agent-versions.ts', 'agents.ts', 'analysis-config-schemas.ts', 'api-tool-executor.ts', 'function-tool-executor.ts', 'placeholders.ts', 'ports.ts', 'tool-schemas.ts', 'tool-store.ts', 'tools.ts'],
   },
   {
     name: 'conversations',

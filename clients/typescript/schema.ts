@@ -6,6 +6,11 @@
  */
 
 
+/** OneOf type helpers */
+type Without<T, U> = { [P in Exclude<keyof T, keyof U>]?: never };
+type XOR<T, U> = (T | U) extends object ? (Without<T, U> & U) | (Without<U, T> & T) : T | U;
+type OneOf<T extends any[]> = T extends [infer Only] ? Only : T extends [infer A, infer B, ...infer Rest] ? OneOf<[XOR<A, B>, ...Rest]> : never;
+
 export interface paths {
   "/health": {
     /** Liveness check; no credentials */
@@ -58,6 +63,34 @@ export interface paths {
   "/v1/chat/agents": {
     /** List agents */
     get: operations["listAgents"];
+  };
+  "/v2/chat/agents/{id}/export": {
+    /** Export an agent's configuration, with its tools (secrets redacted), as one versioned document */
+    get: operations["exportAgent"];
+  };
+  "/v2/chat/agents/import": {
+    /** Create an agent and its tools from an export document, reporting what must be supplied again */
+    post: operations["importAgent"];
+  };
+  "/v2/chat/agents/{id}/publish": {
+    /** Publish a version of an agent (the draft by default): new sessions bind to it */
+    post: operations["publishAgent"];
+  };
+  "/v2/chat/agents/{id}/rollback": {
+    /** Restore a version's configuration as a new version, published */
+    post: operations["rollbackAgent"];
+  };
+  "/v2/chat/agents/{id}/versions": {
+    /** List an agent's versions, newest first */
+    get: operations["listAgentVersions"];
+  };
+  "/v2/chat/agents/{id}/versions/{number}": {
+    /** Get a version of an agent, with the definitions of its tools then */
+    get: operations["getAgentVersion"];
+  };
+  "/v2/chat/agents/{id}/versions/{number}/diff": {
+    /** What changed from one version of an agent (against) to another */
+    get: operations["diffAgentVersions"];
   };
   "/v1/chat/tools": {
     /** List tools */
@@ -487,6 +520,10 @@ export interface components {
           agentId: string;
           description: string;
         }[];
+      /** @enum {string} */
+      publishMode: "AUTO" | "MANUAL";
+      draftVersion?: number;
+      publishedVersion?: number;
       isActive: boolean;
       isPublic: boolean;
       /** Format: date-time */
@@ -562,6 +599,7 @@ export interface components {
       orgId: string;
       /** Format: uuid */
       agentId: string;
+      agentVersion?: number;
       /** @enum {string} */
       type: "CHAT" | "VOICE";
       /** @enum {string} */
@@ -769,6 +807,284 @@ export interface components {
         total: number;
         totalPages: number;
       };
+    };
+    ExportAgentResponse: {
+      /** @constant */
+      kind: "agent";
+      /** @constant */
+      formatVersion: 1;
+      /** Format: date-time */
+      exportedAt?: string;
+      agent: {
+        fullName: string;
+        description: string;
+        role: string;
+        language?: string;
+        systemPrompt?: string;
+        specialInstructions?: string;
+        /** Format: uuid */
+        modelId?: string;
+        /** Format: uuid */
+        sttModelId?: string;
+        /** Format: uuid */
+        ttsModelId?: string;
+        /** Format: uuid */
+        stsModelId?: string;
+        /** @default false */
+        voiceEnabled: boolean;
+        voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
+        welcomeAllowInterruptions?: boolean;
+        voice?: {
+          /** @enum {string} */
+          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
+          voiceId: string;
+          /** @enum {string} */
+          endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+          endOfTurnSilenceMs?: number;
+          welcomeMessage?: string;
+        };
+        analysis?: {
+          intentRecognition?: {
+            enabled: boolean;
+            /** @default [] */
+            intents: {
+                name: string;
+                description?: string;
+              }[];
+          };
+          resolution?: {
+            enabled: boolean;
+            /** @default [] */
+            checklist: string[];
+          };
+          sentiment?: {
+            enabled: boolean;
+          };
+          dataExtraction?: {
+            fields: ({
+                name: string;
+                /** @enum {string} */
+                type: "string" | "number" | "boolean" | "date" | "enum";
+                description?: string;
+                /** @default false */
+                required: boolean;
+                values?: string[];
+              })[];
+          };
+        };
+        transferDestinations?: ({
+            number: string;
+            description: string;
+            /**
+             * @default cold
+             * @enum {string}
+             */
+            mode: "cold" | "warm";
+          })[];
+        /**
+         * @default AUTO
+         * @enum {string}
+         */
+        publishMode: "AUTO" | "MANUAL";
+        knowledgeStore?: {
+          name: string;
+        };
+        /** @default [] */
+        tools: {
+            toolDescription?: string;
+            name: string;
+          }[];
+        handoffAgents?: {
+            description: string;
+            agentName: string;
+          }[];
+      };
+      /** @default [] */
+      tools: ({
+          name: string;
+          description: string;
+          /** @enum {string} */
+          type: "API_TOOL" | "FUNCTION_TOOL";
+          /**
+           * @default {
+           *   "type": "object",
+           *   "properties": {}
+           * }
+           */
+          ajvPropertiesSchema: {
+            [key: string]: unknown;
+          };
+          preExecutionMessage?: string;
+          apiTool?: {
+            url: string;
+            /** @enum {string} */
+            method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+            /** @default {} */
+            headers: {
+              [key: string]: string;
+            };
+          };
+          functionTool?: {
+            /** Format: uri */
+            url: string;
+            timeoutMs?: number;
+          };
+        })[];
+      /** @default [] */
+      redactions: {
+          field: string;
+          message: string;
+        }[];
+    };
+    ImportAgentResponse: {
+      agent: components["schemas"]["Agent"];
+      tools: ({
+          name: string;
+          /** @enum {string} */
+          outcome: "created" | "reused" | "renamed";
+          tool: components["schemas"]["Tool"];
+        })[];
+      resupply: ({
+          /** @enum {string} */
+          kind: "secret" | "signingSecret" | "knowledgeStore" | "handoffAgent" | "model" | "voice" | "phoneNumber";
+          field: string;
+          message: string;
+          /** Format: uuid */
+          toolId?: string;
+        })[];
+    };
+    ListAgentVersionsResponse: {
+      data: ({
+          /** Format: uuid */
+          agentId: string;
+          number: number;
+          author: OneOf<[{
+            /** @constant */
+            type: "API_KEY";
+            keyId: string;
+          }, {
+            /** @constant */
+            type: "JWT";
+            subject: string | null;
+          }]>;
+          /** Format: date-time */
+          createdAt: string;
+          published: boolean;
+          draft: boolean;
+        })[];
+      pagination: {
+        page: number;
+        limit: number;
+        total: number;
+        totalPages: number;
+      };
+    };
+    GetAgentVersionResponse: {
+      /** Format: uuid */
+      agentId: string;
+      number: number;
+      author: OneOf<[{
+        /** @constant */
+        type: "API_KEY";
+        keyId: string;
+      }, {
+        /** @constant */
+        type: "JWT";
+        subject: string | null;
+      }]>;
+      /** Format: date-time */
+      createdAt: string;
+      published: boolean;
+      draft: boolean;
+      configuration: {
+        fullName: string;
+        description: string;
+        role: string;
+        language?: string;
+        systemPrompt?: string;
+        specialInstructions?: string;
+        /** Format: uuid */
+        modelId: string;
+        /** Format: uuid */
+        sttModelId?: string;
+        /** Format: uuid */
+        ttsModelId?: string;
+        /** Format: uuid */
+        stsModelId?: string;
+        voiceEnabled: boolean;
+        voicePipelineMode: ("pipeline" | "sts" | "hybrid") | null;
+        knowledgeStoreId?: string;
+        tools: {
+            /** Format: uuid */
+            toolId: string;
+            toolDescription?: string;
+          }[];
+        welcomeAllowInterruptions?: boolean;
+        analysis?: {
+          intentRecognition?: {
+            enabled: boolean;
+            /** @default [] */
+            intents: {
+                name: string;
+                description?: string;
+              }[];
+          };
+          resolution?: {
+            enabled: boolean;
+            /** @default [] */
+            checklist: string[];
+          };
+          sentiment?: {
+            enabled: boolean;
+          };
+          dataExtraction?: {
+            fields: ({
+                name: string;
+                /** @enum {string} */
+                type: "string" | "number" | "boolean" | "date" | "enum";
+                description?: string;
+                /** @default false */
+                required: boolean;
+                values?: string[];
+              })[];
+          };
+        };
+        voice?: {
+          /** @enum {string} */
+          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
+          voiceId: string;
+          /** @enum {string} */
+          endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+          endOfTurnSilenceMs?: number;
+          welcomeMessage?: string;
+        };
+        transferDestinations?: ({
+            number: string;
+            description: string;
+            /**
+             * @default cold
+             * @enum {string}
+             */
+            mode: "cold" | "warm";
+          })[];
+        handoffAgents?: {
+            /** Format: uuid */
+            agentId: string;
+            description: string;
+          }[];
+      };
+      tools: components["schemas"]["Tool"][];
+    };
+    DiffAgentVersionsResponse: {
+      /** Format: uuid */
+      agentId: string;
+      from: number;
+      to: number;
+      changes: {
+          path: string;
+          before?: unknown;
+          after?: unknown;
+        }[];
     };
     ListToolsResponse: {
       data: components["schemas"]["Tool"][];
@@ -1058,6 +1374,31 @@ export interface components {
         documentId: string;
         /** @enum {string} */
         status: "UPSERTED" | "FAILED";
+      };
+    }) | ({
+      id: string;
+      eventId: string;
+      /** @constant */
+      type: "agent.updated";
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        agentId: string;
+        version: number;
+        publishedVersion: number | null;
+        changedFields: string[];
+      };
+    }) | ({
+      id: string;
+      eventId: string;
+      /** @constant */
+      type: "agent.published";
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        agentId: string;
+        version: number;
+        previousVersion: number | null;
       };
     });
     CreateWebhookResponse: {
@@ -1693,6 +2034,11 @@ export interface components {
           agentId: string;
           description: string;
         }[];
+      /**
+       * @default AUTO
+       * @enum {string}
+       */
+      publishMode?: "AUTO" | "MANUAL";
     };
     UpdateAgentBody: {
       fullName?: string;
@@ -1767,8 +2113,116 @@ export interface components {
           agentId: string;
           description: string;
         }[] | null;
+      /** @enum {string} */
+      publishMode?: "AUTO" | "MANUAL";
       isActive?: boolean;
       isPublic?: boolean;
+    };
+    /** @description An agent export document, as GET /v2/chat/agents/{id}/export answers it. */
+    ImportAgentBody: {
+      /** @constant */
+      kind: "agent";
+      /** @constant */
+      formatVersion: 1;
+      /** Format: date-time */
+      exportedAt?: string;
+      agent: {
+        fullName: string;
+        description: string;
+        role: string;
+        language?: string;
+        systemPrompt?: string;
+        specialInstructions?: string;
+        /** Format: uuid */
+        modelId?: string;
+        /** Format: uuid */
+        sttModelId?: string;
+        /** Format: uuid */
+        ttsModelId?: string;
+        /** Format: uuid */
+        stsModelId?: string;
+        /** @default false */
+        voiceEnabled?: boolean;
+        voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
+        welcomeAllowInterruptions?: boolean;
+        voice?: {
+          /** @enum {string} */
+          provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
+          voiceId: string;
+          /** @enum {string} */
+          endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+          endOfTurnSilenceMs?: number;
+          welcomeMessage?: string;
+        };
+        analysis?: {
+          intentRecognition?: {
+            enabled: boolean;
+            /** @default [] */
+            intents?: {
+                name: string;
+                description?: string;
+              }[];
+          };
+          resolution?: {
+            enabled: boolean;
+            /** @default [] */
+            checklist?: string[];
+          };
+          sentiment?: {
+            enabled: boolean;
+          };
+          dataExtraction?: {
+            fields: ({
+                name: string;
+                /** @enum {string} */
+                type: "string" | "number" | "boolean" | "date" | "enum";
+                description?: string;
+                /** @default false */
+                required?: boolean;
+                values?: string[];
+              })[];
+          };
+        };
+        transferDestinations?: ({
+            number: string;
+            description: string;
+            /**
+             * @default cold
+             * @enum {string}
+             */
+            mode?: "cold" | "warm";
+          })[];
+        /**
+         * @default AUTO
+         * @enum {string}
+         */
+        publishMode?: "AUTO" | "MANUAL";
+        knowledgeStore?: {
+          name: string;
+        };
+        /** @default [] */
+        tools?: {
+            toolDescription?: string;
+            name: string;
+          }[];
+        handoffAgents?: {
+            description: string;
+            agentName: string;
+          }[];
+      };
+      tools?: components["schemas"]["CreateToolBody"][];
+      /** @default [] */
+      redactions?: {
+          field: string;
+          message: string;
+        }[];
+    };
+    /** @default {} */
+    PublishAgentBody: {
+      version?: number;
+    };
+    RollbackAgentBody: {
+      version: number;
     };
     CreateToolBody: {
       name: string;
@@ -3544,6 +3998,884 @@ export interface operations {
               code?: "FORBIDDEN";
               /** @constant */
               status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Export an agent's configuration, with its tools (secrets redacted), as one versioned document */
+  exportAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ExportAgentResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Create an agent and its tools from an export document, reporting what must be supplied again */
+  importAgent: {
+    parameters: {
+      header?: {
+        /** @description Replays the first response to the same request for 24 hours; another request with the key is a 409. */
+        "Idempotency-Key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["ImportAgentBody"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["ImportAgentResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR, TOOL_URL_NOT_ALLOWED */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR" | "TOOL_URL_NOT_ALLOWED";
+              /** @constant */
+              status?: 400;
+            };
+          });
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_IN_PROGRESS, TOOL_NAME_TAKEN */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "TOOL_NAME_TAKEN";
+              /** @constant */
+              status?: 409;
+            };
+          });
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: MODELS_NOT_FOUND, INVALID_TOOL_SCHEMA */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
+            error?: {
+              /** @enum {unknown} */
+              code?: "MODELS_NOT_FOUND" | "INVALID_TOOL_SCHEMA";
+              /** @constant */
+              status?: 422;
+            };
+          });
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Publish a version of an agent (the draft by default): new sessions bind to it */
+  publishAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["PublishAgentBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Agent"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Restore a version's configuration as a new version, published */
+  rollbackAgent: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["RollbackAgentBody"];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Agent"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Conflicts with the current state: CONCURRENT_MODIFICATION */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "CONCURRENT_MODIFICATION";
+              /** @constant */
+              status?: 409;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TOOLS_NOT_FOUND */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TOOLS_NOT_FOUND";
+              /** @constant */
+              status?: 422;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** List an agent's versions, newest first */
+  listAgentVersions: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+      };
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListAgentVersionsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Get a version of an agent, with the definitions of its tools then */
+  getAgentVersion: {
+    parameters: {
+      path: {
+        id: string;
+        number: number;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["GetAgentVersionResponse"];
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** What changed from one version of an agent (against) to another */
+  diffAgentVersions: {
+    parameters: {
+      query: {
+        against: number;
+      };
+      path: {
+        id: string;
+        number: number;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["DiffAgentVersionsResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
             };
           };
         };

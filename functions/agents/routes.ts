@@ -1,10 +1,14 @@
 import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
+import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, publishBody, rollbackBody, versionDiffSchema, versionParams } from '../../shared/agents/agent-version-schemas.ts';
+import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 
 export const agentRoutes = defineRouteGroup({
   name: 'agents',
   entry: 'functions/agents/handler.ts',
+  // An import creates FUNCTION_TOOLs, whose signing secrets are sealed here.
+  sealsSecrets: true,
   routes: {
     createAgent: {
       method: 'POST',
@@ -51,6 +55,27 @@ export const agentRoutes = defineRouteGroup({
       params: idParams,
       overlapAuthentication: true,
     },
+    exportAgent: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/export',
+      scope: 'agents:read',
+      summary: "Export an agent's configuration, with its tools (secrets redacted), as one versioned document",
+      successStatus: 200,
+      response: agentExportDocument,
+      params: idParams,
+    },
+    importAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/import',
+      scope: 'agents:write',
+      summary: 'Create an agent and its tools from an export document, reporting what must be supplied again',
+      successStatus: 201,
+      response: agentImportResult,
+      errors: ['MODELS_NOT_FOUND', 'INVALID_TOOL_SCHEMA', 'TOOL_URL_NOT_ALLOWED', 'TOOL_NAME_TAKEN'],
+      body: importAgentBody,
+      maxBodyBytes: maxAgentDocumentBytes,
+      idempotent: true,
+    },
     deleteAgent: {
       method: 'DELETE',
       path: '/v1/chat/agents/{id}',
@@ -59,6 +84,57 @@ export const agentRoutes = defineRouteGroup({
       summary: 'Delete an agent',
       successStatus: 204,
       params: idParams,
+    },
+    publishAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/{id}/publish',
+      scope: 'agents:write',
+      summary: 'Publish a version of an agent (the draft by default): new sessions bind to it',
+      successStatus: 200,
+      response: agentSchema,
+      errors: ['CONCURRENT_MODIFICATION'],
+      params: idParams,
+      body: publishBody,
+    },
+    rollbackAgent: {
+      method: 'POST',
+      path: '/v2/chat/agents/{id}/rollback',
+      scope: 'agents:write',
+      summary: "Restore a version's configuration as a new version, published",
+      successStatus: 200,
+      response: agentSchema,
+      errors: ['TOOLS_NOT_FOUND', 'CONCURRENT_MODIFICATION'],
+      params: idParams,
+      body: rollbackBody,
+    },
+    listAgentVersions: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions',
+      scope: 'agents:read',
+      summary: "List an agent's versions, newest first",
+      successStatus: 200,
+      response: agentVersionPage,
+      params: idParams,
+      query: listVersionsQuery,
+    },
+    getAgentVersion: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions/{number}',
+      scope: 'agents:read',
+      summary: 'Get a version of an agent, with the definitions of its tools then',
+      successStatus: 200,
+      response: agentVersionSchema,
+      params: versionParams,
+    },
+    diffAgentVersions: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/versions/{number}/diff',
+      scope: 'agents:read',
+      summary: 'What changed from one version of an agent (against) to another',
+      successStatus: 200,
+      response: versionDiffSchema,
+      params: versionParams,
+      query: diffQuery,
     },
   },
 });

@@ -19,6 +19,10 @@ const bcp47 = z.string().refine(
 
 export const voicePipelineModes = ['pipeline', 'sts', 'hybrid'] as const;
 
+/** `AUTO`: every change is published at once (as before versions existed); `MANUAL`: changes stay a draft until published. */
+export const publishModes = ['AUTO', 'MANUAL'] as const;
+export type PublishMode = (typeof publishModes)[number];
+
 /** How a call decides the caller has finished speaking: the STT provider's endpointing, or a silence threshold. */
 export const endOfTurnOptions = ['STT_ENDPOINTING', 'SILENCE'] as const;
 
@@ -101,6 +105,7 @@ const agentFields = {
   analysis: analysisConfigSchema,
   transferDestinations: transferDestinationsSchema,
   handoffAgents: handoffAgentsSchema,
+  publishMode: z.enum(publishModes),
 };
 
 export const createAgentBody = z.strictObject({
@@ -123,6 +128,7 @@ export const createAgentBody = z.strictObject({
   analysis: agentFields.analysis.optional(),
   transferDestinations: agentFields.transferDestinations.optional(),
   handoffAgents: agentFields.handoffAgents.optional(),
+  publishMode: agentFields.publishMode.default('AUTO'),
 });
 
 /** Every field optional; `null` clears an optional field. `isActive` and `isPublic` can be changed here only. */
@@ -147,6 +153,7 @@ export const updateAgentBody = z
     analysis: agentFields.analysis.nullable(),
     transferDestinations: agentFields.transferDestinations.nullable(),
     handoffAgents: agentFields.handoffAgents.nullable(),
+    publishMode: agentFields.publishMode,
     isActive: z.boolean(),
     isPublic: z.boolean(),
   })
@@ -185,6 +192,11 @@ export const agentSchema = z.object({
   voice: agentVoiceSchema.optional(),
   transferDestinations: z.array(transferDestinationSchema).optional(),
   handoffAgents: z.array(handoffAgentSchema).optional(),
+  publishMode: z.enum(publishModes),
+  /** The latest version (what this agent shows); absent on an agent not changed since versions were introduced. */
+  draftVersion: z.int().min(1).optional(),
+  /** The version new sessions, calls and conversations bind to (docs/agent-versions.md). */
+  publishedVersion: z.int().min(1).optional(),
   isActive: z.boolean(),
   isPublic: z.boolean(),
   createdAt: instant,
@@ -227,6 +239,9 @@ export interface Agent {
   transferDestinations?: TransferDestination[] | undefined;
   /** Agents of the same organization the built-in `handoff` tool may pass the conversation to. */
   handoffAgents?: HandoffAgent[] | undefined;
+  publishMode: PublishMode;
+  draftVersion?: number | undefined;
+  publishedVersion?: number | undefined;
   isActive: boolean;
   isPublic: boolean;
   createdAt: string;

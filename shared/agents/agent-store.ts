@@ -1,11 +1,10 @@
-import {
-  GetCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentModificationError, NotFoundError, ToolsNotFoundError } from '../platform/errors.ts';
-import type { AgentStore } from './ports.ts';
+import type { AgentChange, AgentStore } from './ports.ts';
 import type { IdempotencyCompletion } from '../platform/ports.ts';
 import type { Agent } from './agent-schemas.ts';
+import type { AgentVersion } from './agent-version-schemas.ts';
+import { outboxPut } from '../events/outbox.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
@@ -15,10 +14,16 @@ import { queryAll } from '../platform/store/query-all.ts';
 const agentFieldOrder = [
   'id', 'orgId', 'fullName', 'description', 'role', 'language', 'systemPrompt', 'specialInstructions', 'modelId',
   'sttModelId', 'ttsModelId', 'stsModelId', 'voiceEnabled', 'voicePipelineMode', 'knowledgeStoreId', 'tools',
-  'welcomeAllowInterruptions', 'analysis', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
+  'welcomeAllowInterruptions', 'analysis', 'publishMode', 'draftVersion', 'publishedVersion', 'isActive', 'isPublic', 'createdAt', 'updatedAt',
 ];
 
-export const toAgent = (item: Record<string, unknown>): Agent => toRecord<Agent>(item, agentFieldOrder);
+/** An agent stored before versions existed has no `publishMode`: it is `AUTO`, as it always behaved. */
+export const toAgent = (item: Record<string, unknown>): Agent => toRecord<Agent>({ publishMode: 'AUTO', ...item }, agentFieldOrder);
+
+export const toAgentVersion = (item: Record<string, unknown>): AgentVersion => {
+  const { orgId, agentId, number, author, createdAt, configuration, tools } = item as unknown as AgentVersion;
+  return { orgId, agentId, number, author, createdAt, configuration, tools };
+};
 
 
 /**
@@ -35,7 +40,7 @@ export class DynamoAgentStore implements AgentStore {
     this.tableName = tableName;
   }
 
-  async create(agent: Agent, completion?: IdempotencyCompletion): Promise<void> {
+  async create(agent: Agent, change: AgentChange, completion?: IdempotencyCompletion): Promise<void> {
     const toolIds = agent.tools.map((tool) => tool.toolId);
     await this.writeWithAttachments(
       {
@@ -45,11 +50,27 @@ export class DynamoAgentStore implements AgentStore {
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
-      agent.orgId,
+      agent,
       toolIds,
       [],
+      change,
       completion,
     );
+  }
+
+  async getVersion(orgId: string, agentId: string, number: number): Promise<AgentVersion | undefined> {
+    const result = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keys.agentVersion(orgId, agentId, number), ConsistentRead: true }));
+    return result.Item ? toAgentVersion(result.Item) : undefined;
+  }
+
+  async listVersions(orgId: string, agentId: string): Promise<AgentVersion[]> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': keys.agentVersionPrefix },
+      ConsistentRead: true,
+    });
+    return items.map((item) => toAgentVersion(item));
   }
 
   async get(orgId: string, agentId: string): Promise<Agent | undefined> {
@@ -67,7 +88,7 @@ export class DynamoAgentStore implements AgentStore {
     return items.map((item) => toAgent(item));
   }
 
-  async replace(previous: Agent, next: Agent): Promise<void> {
+  async replace(previous: Agent, next: Agent, change: AgentChange): Promise<void> {
     const before = new Set(previous.tools.map((tool) => tool.toolId));
     const after = new Set(next.tools.map((tool) => tool.toolId));
     await this.writeWithAttachments(
@@ -80,9 +101,10 @@ export class DynamoAgentStore implements AgentStore {
           ExpressionAttributeValues: { ':previousUpdatedAt': previous.updatedAt },
         },
       },
-      next.orgId,
+      next,
       [...after].filter((id) => !before.has(id)),
       [...before].filter((id) => !after.has(id)),
+      change,
     );
   }
 
@@ -98,20 +120,23 @@ export class DynamoAgentStore implements AgentStore {
           ExpressionAttributeValues: { ':updatedAt': agent.updatedAt },
         },
       },
-      orgId,
+      agent,
       [],
       agent.tools.map((tool) => tool.toolId),
+      { events: [] },
     );
     return true;
   }
 
   private async writeWithAttachments(
     agentWrite: TransactItem,
-    orgId: string,
+    agent: Pick<Agent, 'orgId' | 'id'>,
     attach: string[],
     detach: string[],
+    change: AgentChange,
     completion?: IdempotencyCompletion,
   ): Promise<void> {
+    const orgId = agent.orgId;
     const countChange = (toolId: string, delta: 1 | -1): TransactItem => ({
       Update: {
         TableName: this.tableName,
@@ -122,11 +147,28 @@ export class DynamoAgentStore implements AgentStore {
       },
     });
     const toolItems = [...attach.map((id) => countChange(id, 1)), ...detach.map((id) => countChange(id, -1))];
+    const partition = keys.agentPartition(orgId, agent.id);
+    const recorded: TransactItem[] = [
+      ...(change.version ? [this.versionPut(change.version)] : []),
+      ...change.events.map((event) => outboxPut(this.tableName, partition, event)),
+    ];
     try {
-      await transactWithCompletion(this.client, this.tableName, [agentWrite, ...toolItems], completion);
+      // The tool counts come right after the agent: translate() reads their cancellation reasons by position.
+      await transactWithCompletion(this.client, this.tableName, [agentWrite, ...toolItems, ...recorded], completion);
     } catch (error) {
       throw this.translate(error, attach);
     }
+  }
+
+  private versionPut(version: AgentVersion): TransactItem {
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: { ...keys.agentVersion(version.orgId, version.agentId, version.number), entity: 'agentVersion', ...version },
+        // Versions are immutable: a number is taken once (the agent's own condition already orders the writers).
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    };
   }
 
   private translate(error: unknown, attach: string[]): unknown {

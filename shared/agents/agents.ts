@@ -2,7 +2,6 @@ import { InvalidAnalysisConfigError, ModelsNotFoundError, NotFoundError, Validat
 import { voiceCatalog, voiceProviderAvailable } from '../models/voices.ts';
 import type { ModelCatalog } from '../models/model-catalog.ts';
 import { catalogHolding, type OrganizationModelDeps } from '../models/provider-keys.ts';
-import type { AgentStore } from './ports.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { analysisConfigProblems } from './analysis-config-schemas.ts';
 import type { Agent, CreateAgentInput, ListAgentsQuery, UpdateAgentInput } from './agent-schemas.ts';
@@ -11,14 +10,16 @@ import type { ModelType } from '../models/model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { assertKnowledgeStoreExists } from '../knowledge/knowledge.ts';
+import { commitAgentChange, type VersioningDeps } from './agent-versions.ts';
+import type { VersionAuthor } from './agent-version-schemas.ts';
 
-export interface AgentDeps extends OrganizationModelDeps {
-  agents: AgentStore;
+export interface AgentDeps extends OrganizationModelDeps, VersioningDeps {
   clock: Clock;
   knowledge: Pick<DynamoKnowledgeStore, 'getStore'>;
 }
 
-export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, sealResponse?: SealResponse): Promise<Agent> {
+/** Creates the agent with its version 1, published. */
+export async function createAgent(deps: AgentDeps, orgId: string, input: CreateAgentInput, author: VersionAuthor, sealResponse?: SealResponse): Promise<Agent> {
   const now = deps.clock.now().toISOString();
   const agent = withoutUndefined<Agent>({
     id: newId(),
@@ -35,8 +36,7 @@ export async function createAgent(deps: AgentDeps, orgId: string, input: CreateA
   checkVoice(deps.catalog, agent);
   if (agent.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, agent.knowledgeStoreId);
   await checkHandoffAgents(deps, agent);
-  await deps.agents.create(agent, sealResponse?.(agent));
-  return agent;
+  return commitAgentChange(deps, undefined, agent, author, { completion: (stored) => sealResponse?.(stored) });
 }
 
 export async function getAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<Agent> {
@@ -60,8 +60,11 @@ export async function listAgents(deps: Pick<AgentDeps, 'agents'>, orgId: string,
   return paginate(matching, query.page, query.limit);
 }
 
-/** Applies a partial update; `null` clears an optional field. The merged agent must still be valid as a whole. */
-export async function updateAgent(deps: AgentDeps, orgId: string, agentId: string, changes: UpdateAgentInput): Promise<Agent> {
+/**
+ * Applies a partial update; `null` clears an optional field. The merged agent must still be valid as a whole. Every
+ * update is a new version, published at once unless the agent's `publishMode` is `MANUAL`.
+ */
+export async function updateAgent(deps: AgentDeps, orgId: string, agentId: string, changes: UpdateAgentInput, author: VersionAuthor): Promise<Agent> {
   const previous = await getAgent(deps, orgId, agentId);
   const merged: Record<string, unknown> = { ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
   for (const [field, value] of Object.entries(changes)) {
@@ -78,8 +81,7 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   if (changes.voice || changes.ttsModelId) checkVoice(deps.catalog, next);
   if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
   if (changes.handoffAgents) await checkHandoffAgents(deps, next);
-  await deps.agents.replace(previous, next);
-  return next;
+  return commitAgentChange(deps, previous, next, author);
 }
 
 export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<void> {

@@ -81,11 +81,19 @@ export class DynamoToolStore implements ToolStore {
 
   /** Tools by id with their secrets, in one batch; missing ones are left out. */
   async executableTools(orgId: string, toolIds: readonly string[]): Promise<ExecutableTool[]> {
+    return Promise.all((await this.batchGet(orgId, toolIds)).map((item) => toExecutableTool(this.cipher, item)));
+  }
+
+  async definitions(orgId: string, toolIds: readonly string[]): Promise<Tool[]> {
+    return (await this.batchGet(orgId, toolIds)).map((item) => toTool(item));
+  }
+
+  private async batchGet(orgId: string, toolIds: readonly string[]): Promise<Record<string, unknown>[]> {
     if (toolIds.length === 0) return [];
     const result = await this.client.send(
       new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: toolIds.map((toolId) => keys.tool(orgId, toolId)), ConsistentRead: true } } }),
     );
-    return Promise.all((result.Responses?.[this.tableName] ?? []).map((item) => toExecutableTool(this.cipher, item)));
+    return result.Responses?.[this.tableName] ?? [];
   }
 
   async list(orgId: string): Promise<Tool[]> {

@@ -1,6 +1,6 @@
 import type { Ajv } from 'ajv';
 import type { Config } from '../platform/config.ts';
-import { InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
+import { ConcurrentModificationError, InvalidToolSchemaError, NotFoundError, ToolInUseError, ToolUrlNotAllowedError, ValidationError } from '../platform/errors.ts';
 import {
   assertUrlAllowed,
   bareHostname,
@@ -19,6 +19,9 @@ import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { CreateToolInput, ListToolsQuery, Tool, UpdateToolInput } from './tool-schemas.ts';
 import { placeholderPattern } from './placeholders.ts';
 import { newId, nextUpdatedAt, type Clock } from '../platform/clock.ts';
+import type { Agent } from './agent-schemas.ts';
+import type { VersionAuthor } from './agent-version-schemas.ts';
+import { commitAgentChange } from './agent-versions.ts';
 
 export interface ToolDeps {
   tools: ToolStore;
@@ -116,10 +119,15 @@ async function assertAllowedToolUrls(deps: Pick<ToolDeps, 'config' | 'resolveHos
   if (tool.functionTool) await assertAllowedToolUrl(deps, 'functionTool.url', tool.functionTool.url);
 }
 
+/** The checks a new tool's definition passes before anything is stored: its parameters' schema, then its URLs. */
+export async function checkToolDefinition(deps: Pick<ToolDeps, 'config' | 'resolveHost'>, tool: Pick<CreateToolInput, 'ajvPropertiesSchema' | 'apiTool' | 'functionTool'>): Promise<void> {
+  await assertUsableToolSchema(tool.ajvPropertiesSchema);
+  await assertAllowedToolUrls(deps, tool);
+}
+
 /** A FUNCTION_TOOL with an endpoint gets a signing secret, shown in this response only. */
 export async function createTool(deps: ToolDeps, orgId: string, input: CreateToolInput, sealResponse?: SealResponse): Promise<Tool> {
-  await assertUsableToolSchema(input.ajvPropertiesSchema);
-  await assertAllowedToolUrls(deps, input);
+  await checkToolDefinition(deps, input);
   const now = deps.clock.now().toISOString();
   const tool: Tool = { id: newId(), orgId, ...input, createdAt: now, updatedAt: now };
   const secret = tool.functionTool ? generateSigningSecret() : undefined;
@@ -140,8 +148,11 @@ export async function listTools(deps: Pick<ToolDeps, 'tools'>, orgId: string, qu
   return paginate(matching, query.page, query.limit);
 }
 
-/** Agents read their tools at the start of each turn, so a change applies from the next turn on. */
-export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, changes: UpdateToolInput): Promise<Tool> {
+/**
+ * A version keeps its tools' definitions, so a changed tool makes a new version of each agent using it: published
+ * at once for an `AUTO` agent (its next turns use the change, as before versions), a draft for a `MANUAL` one.
+ */
+export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, changes: UpdateToolInput, author: VersionAuthor): Promise<Tool> {
   const previous = await getTool(deps, orgId, toolId);
   if (changes.ajvPropertiesSchema) await assertUsableToolSchema(changes.ajvPropertiesSchema);
   if (changes.apiTool && previous.type !== 'API_TOOL') {
@@ -162,11 +173,12 @@ export async function updateTool(deps: ToolDeps, orgId: string, toolId: string, 
   // The first endpoint of a FUNCTION_TOOL brings its signing secret; a changed endpoint keeps the secret.
   const secret = changes.functionTool && !previous.functionTool ? generateSigningSecret() : undefined;
   await deps.tools.replace(previous, next, secret);
+  await changeAgentsUsing(deps, orgId, toolId, author, (agent) => agent);
   return secret && next.functionTool ? { ...next, functionTool: { ...next.functionTool, signingSecret: secret } } : next;
 }
 
 /** Refuses while agents use the tool; with `force`, detaches it from each of them first. */
-export async function deleteTool(deps: ToolDeps, orgId: string, toolId: string, force: boolean): Promise<void> {
+export async function deleteTool(deps: ToolDeps, orgId: string, toolId: string, force: boolean, author: VersionAuthor): Promise<void> {
   // A concurrent attach can land between detaching and deleting; a few rounds settle it.
   for (let round = 0; round < 3; round += 1) {
     const outcome = await deps.tools.delete(orgId, toolId);
@@ -178,13 +190,24 @@ export async function deleteTool(deps: ToolDeps, orgId: string, toolId: string, 
         `Tool ${toolId} is attached to ${users.length} agent(s): ${users.map((agent) => agent.id).join(', ')}. Detach it or delete with force=true.`,
       );
     }
-    for (const agent of users) {
-      await deps.agents.replace(agent, {
-        ...agent,
-        tools: agent.tools.filter((tool) => tool.toolId !== toolId),
-        updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt),
-      });
-    }
+    await changeAgentsUsing(deps, orgId, toolId, author, (agent) => ({ ...agent, tools: agent.tools.filter((tool) => tool.toolId !== toolId) }));
   }
   throw new ToolInUseError(`Tool ${toolId} kept being attached while it was being deleted; retry.`);
+}
+
+/** Makes a new version of each agent the tool is attached to, changed by `change`; an agent changed meanwhile is read again. */
+async function changeAgentsUsing(deps: ToolDeps, orgId: string, toolId: string, author: VersionAuthor, change: (agent: Agent) => Agent): Promise<void> {
+  const uses = (agent: Agent | undefined): agent is Agent => agent?.tools.some((tool) => tool.toolId === toolId) === true;
+  for (const listed of (await deps.agents.list(orgId)).filter(uses)) {
+    let agent: Agent | undefined = listed;
+    for (let attempt = 0; uses(agent); attempt += 1) {
+      try {
+        await commitAgentChange(deps, agent, { ...change(agent), updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) }, author);
+        break;
+      } catch (error) {
+        if (!(error instanceof ConcurrentModificationError) || attempt === 2) throw error;
+        agent = await deps.agents.get(orgId, agent.id);
+      }
+    }
+  }
 }

@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { agentOfSessionBinding } from '../agents/agent-versions.ts';
 import type { Config } from '../platform/config.ts';
 import { InvalidSessionError } from '../platform/errors.ts';
 import type { ModelCatalog } from '../models/model-catalog.ts';
@@ -134,11 +135,12 @@ function recordAnalysisMetrics(deps: AnalysisDeps, analysis: AnalysisResult): vo
 }
 
 /**
- * The agent's current configuration (none if the agent was deleted) and the model that analyses:
+ * The agent's configuration the session answered with (the version a MANUAL agent's session is bound to, else the
+ * published one; none if the agent was deleted) and the model that analyses:
  * `ANALYSIS_MODEL_ID`, else the agent's model, else (gone from the catalog) the default LLM.
  */
 async function analysisContext(deps: AnalysisDeps, session: StoredSession): Promise<{ agent: Agent | undefined; config: AnalysisConfig; model: Model }> {
-  const agent = await deps.agents.get(session.orgId, session.agentId);
+  const agent = await agentOfSessionBinding(deps, session.orgId, session);
   const configured = deps.config.ANALYSIS_MODEL_ID ? deps.catalog.byId(deps.config.ANALYSIS_MODEL_ID) : undefined;
   const model = configured ?? (agent && deps.catalog.byId(agent.modelId)) ?? deps.catalog.defaultLlm;
   return { agent, config: agent?.analysis ?? {}, model };

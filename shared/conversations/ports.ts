@@ -1,6 +1,8 @@
 /** The ports of the conversations context: the interfaces its use cases depend on, implemented by its adapters (issue 22 split shared/ports.ts by context). */
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
+import type { AgentVersion } from '../agents/agent-version-schemas.ts';
+import type { AgentBinding } from './routing-tools.ts';
 import type { AnalysisResult } from './analysis-result-schemas.ts';
 import type { Message, Session, SessionState } from './session-schemas.ts';
 import type { DomainEvent } from '../events/events.ts';
@@ -36,7 +38,10 @@ export interface StoredSession extends Session {
 
 export interface TurnContext {
   session: StoredSession | undefined;
+  /** The agent as the bound version configures it (docs/agent-versions.md#binding). */
   agent: Agent | undefined;
+  /** The bound version, whose tool definitions the turn runs. */
+  version?: AgentVersion | undefined;
   tools: ExecutableTool[];
 }
 
@@ -87,7 +92,7 @@ export interface SessionStore {
    * when this job's result is already stored (a redelivered job).
    */
   replaceAnalysis(session: StoredSession, analysis: AnalysisResult, jobId: string, updated: DomainEvent, updatedAt: string): Promise<boolean>;
-  readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext>;
+  readTurnContext(orgId: string, sessionId: string, binding: AgentBinding, toolIds: readonly string[]): Promise<TurnContext>;
   holdForTurn(session: StoredSession, at: { nowIso: string; activeUntil: number }): Promise<boolean>;
   /** Sets the session's expiry item to lapse at `expiresAt` (epoch s): its TTL deletion tells the session-expiry consumer to look again. */
   armExpiry(orgId: string, sessionId: string, expiresAt: number): Promise<void>;

@@ -2,6 +2,7 @@ import type { LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import * as z from 'zod';
 import { transferModes, type Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore } from '../agents/ports.ts';
+import { boundVersion } from '../agents/agent-versions.ts';
 import { handoffTool, transferCallTool } from '../agents/tool-schemas.ts';
 import type { Session } from './session-schemas.ts';
 
@@ -15,6 +16,8 @@ import type { Session } from './session-schemas.ts';
 export interface HandoffRecord {
   fromAgentId: string;
   toAgentId: string;
+  /** A `MANUAL` target's published version at the handoff: it answers with that version for the rest of the session. */
+  toAgentVersion?: number;
   reason?: string;
   at: string;
 }
@@ -41,6 +44,20 @@ export interface RoutingChange {
 export function activeAgentId(session: Pick<Session, 'agentId' | 'metadata'>): string {
   const active = session.metadata.activeAgentId;
   return typeof active === 'string' ? active : session.agentId;
+}
+
+/** An agent and the version of it a session is bound to; none for an `AUTO` agent's session, which follows the published version. */
+export interface AgentBinding {
+  agentId: string;
+  version?: number | undefined;
+}
+
+/** The agent that answers the session now, and the version it answers with (docs/agent-versions.md#binding). */
+export function activeBinding(session: Pick<Session, 'agentId' | 'agentVersion' | 'metadata'>): AgentBinding {
+  const active = session.metadata.activeAgentId;
+  if (typeof active !== 'string') return { agentId: session.agentId, version: session.agentVersion };
+  const version = session.metadata.activeAgentVersion;
+  return { agentId: active, version: typeof version === 'number' ? version : undefined };
 }
 
 /** The routing tools the agent offers in this session: `transfer_call` on calls only. */
@@ -129,16 +146,26 @@ export async function runRoutingTool(
   const target = listed && typeof args.agentId === 'string' ? await deps.agents.get(session.orgId, args.agentId) : undefined;
   if (!target) return { status: 'ERROR', result: `No agent ${String(args.agentId)} is available for a handoff.` };
   if (!target.isActive) return { status: 'ERROR', result: `Agent ${target.fullName} is inactive and cannot take the conversation.` };
-  change.handoff = { fromAgentId: agent.id, toAgentId: target.id, ...(reason ? { reason } : {}), at: now };
+  const pinned = boundVersion(target).agentVersion;
+  change.handoff = {
+    fromAgentId: agent.id,
+    toAgentId: target.id,
+    ...(pinned === undefined ? {} : { toAgentVersion: pinned }),
+    ...(reason ? { reason } : {}),
+    at: now,
+  };
   return { status: 'SUCCESS', result: `The conversation is handed to ${target.fullName}, who answers from the next message.` };
 }
 
 /** The session's metadata once the change is applied: the active agent and its handoffs, and the transfer asked for. */
 export function routedMetadata(metadata: Session['metadata'], change: RoutingChange): Session['metadata'] {
   const previous = Array.isArray(metadata.handoffs) ? (metadata.handoffs as unknown[]) : [];
+  const { activeAgentVersion: _replaced, ...rest } = metadata;
+  const handoff = change.handoff;
   return {
-    ...metadata,
-    ...(change.handoff ? { activeAgentId: change.handoff.toAgentId, handoffs: [...previous, change.handoff] } : {}),
+    ...(handoff ? rest : metadata),
+    ...(handoff ? { activeAgentId: handoff.toAgentId, handoffs: [...previous, handoff] } : {}),
+    ...(handoff?.toAgentVersion === undefined ? {} : { activeAgentVersion: handoff.toAgentVersion }),
     ...(change.transfer ? { transfer: change.transfer } : {}),
   };
 }

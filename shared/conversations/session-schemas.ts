@@ -52,6 +52,8 @@ export interface Session {
   id: string;
   orgId: string;
   agentId: string;
+  /** The version of a `MANUAL` agent the session is bound to for its whole life; absent: it follows the published version. */
+  agentVersion?: number | undefined;
   type: 'CHAT' | 'VOICE';
   direction: 'INBOUND' | 'OUTBOUND';
   platform: (typeof sessionPlatforms)[number];
@@ -92,6 +94,7 @@ export const sessionSchema = z.object({
   id: z.uuid(),
   orgId: z.string(),
   agentId: z.uuid(),
+  agentVersion: z.int().min(1).optional(),
   type: z.enum(['CHAT', 'VOICE']),
   direction: z.enum(['INBOUND', 'OUTBOUND']),
   platform: z.enum(sessionPlatforms),

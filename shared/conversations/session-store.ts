@@ -14,7 +14,9 @@ import type { AnalysisJob, SessionFilter, SessionPageRequest, SessionStore, Stor
 import type { IdempotencyCompletion, SecretCipher } from '../platform/ports.ts';
 import type { AnalysisResult } from './analysis-result-schemas.ts';
 import type { Message, Session } from './session-schemas.ts';
-import { toAgent } from '../agents/agent-store.ts';
+import { toAgent, toAgentVersion } from '../agents/agent-store.ts';
+import { agentAtVersion } from '../agents/agent-versions.ts';
+import type { AgentBinding } from './routing-tools.ts';
 import { transactionCancellationCodes, type TransactItem } from '../platform/store/dynamo.ts';
 import { transactWithCompletion } from '../platform/store/idempotency-store.ts';
 import { toRecord } from '../platform/store/items.ts';
@@ -26,7 +28,7 @@ import { toExecutableTool } from '../agents/tool-store.ts';
 
 
 const sessionFieldOrder = [
-  'id', 'orgId', 'agentId', 'type', 'direction', 'platform', 'state', 'metadata', 'createdAt', 'updatedAt',
+  'id', 'orgId', 'agentId', 'agentVersion', 'type', 'direction', 'platform', 'state', 'metadata', 'createdAt', 'updatedAt',
   'lastActivityAt', 'endedAt', 'endedReason', 'messageCount', 'analysis',
 ];
 const messageFieldOrder = ['id', 'sessionId', 'role', 'content', 'toolCall', 'metadata', 'createdAt'];
@@ -317,11 +319,14 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   /**
-   * Everything a turn reads, in one strongly consistent round trip: the session, its agent and the agent's tools
-   * (ids as last known; the caller fetches any the agent turns out to have besides).
+   * Everything a turn reads, in one strongly consistent round trip: the session, its agent (whose item says whether it
+   * still exists), the version the session is bound to, and the agent's tools (ids as last known; the caller fetches
+   * any the agent turns out to have besides).
    */
-  async readTurnContext(orgId: string, sessionId: string, agentId: string, toolIds: readonly string[]): Promise<TurnContext> {
-    const wanted = [keys.session(orgId, sessionId), keys.agent(orgId, agentId), ...toolIds.map((toolId) => keys.tool(orgId, toolId))];
+  async readTurnContext(orgId: string, sessionId: string, binding: AgentBinding, toolIds: readonly string[]): Promise<TurnContext> {
+    const { agentId, version: number } = binding;
+    const versionKey = number === undefined ? undefined : keys.agentVersion(orgId, agentId, number);
+    const wanted = [keys.session(orgId, sessionId), keys.agent(orgId, agentId), ...(versionKey ? [versionKey] : []), ...toolIds.map((toolId) => keys.tool(orgId, toolId))];
     const items: Record<string, unknown>[] = [];
     let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = {
       [this.tableName]: { Keys: wanted, ConsistentRead: true },
@@ -334,10 +339,14 @@ export class DynamoSessionStore implements SessionStore {
     const byKey = new Map(items.map((item) => [`${item.pk}|${item.sk}`, item]));
     const find = (key: { pk: string; sk: string }) => byKey.get(`${key.pk}|${key.sk}`);
     const session = find(keys.session(orgId, sessionId));
-    const agent = find(keys.agent(orgId, agentId));
+    const agentItem = find(keys.agent(orgId, agentId));
+    const versionItem = versionKey && find(versionKey);
+    const version = versionItem ? toAgentVersion(versionItem) : undefined;
+    const agent = agentItem ? toAgent(agentItem) : undefined;
     return {
       session: session ? this.toStoredSession(session) : undefined,
-      agent: agent ? toAgent(agent) : undefined,
+      agent: agent && version ? agentAtVersion(agent, version) : agent,
+      version,
       tools: await Promise.all(
         toolIds
           .map((toolId) => find(keys.tool(orgId, toolId)))

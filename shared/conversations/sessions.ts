@@ -18,7 +18,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { sessionEvents } from './session-events.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { nextCursorAfter, readPageCursor } from '../platform/page-cursor.ts';
-import { agentOfSession, histories, lastKnownTools } from './turn-state.ts';
+import { agentOfSession, bindingKey, histories, lastKnownTools } from './turn-state.ts';
+import { boundVersion, publishedAgent } from '../agents/agent-versions.ts';
 
 export interface SessionDeps extends OrganizationModelDeps {
   sessions: SessionStore;
@@ -35,7 +36,7 @@ export async function createSession(
   sealResponse?: SealResponse,
 ): Promise<Session> {
   // The quota check reads beside the agent's read, not after it.
-  const [agent] = await Promise.all([deps.agents.get(orgId, input.agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
+  const [agent] = await Promise.all([publishedAgent(deps, orgId, input.agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
   if (!agent) throw new NotFoundError(`Agent ${input.agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to open sessions.`);
   if (!(await modelOfOrganization(deps, orgId, agent.modelId))) {
@@ -47,6 +48,7 @@ export async function createSession(
     id: newId(),
     orgId,
     agentId: agent.id,
+    ...boundVersion(agent),
     type: 'CHAT',
     direction: 'INBOUND',
     platform: input.platform,
@@ -62,8 +64,9 @@ export async function createSession(
   await deps.sessions.create(session, expiryEpochSeconds(deps, now.getTime()), [sessionEvents.sessionCreated(session)], sealResponse?.(created));
   // What the first turn would read is known now; a turn in this process then needs one read round trip.
   const sessionKey = `${orgId}/${session.id}`;
-  agentOfSession.set(sessionKey, agent.id);
-  lastKnownTools.set(agent.id, agent.tools.map((tool) => tool.toolId));
+  const binding = { agentId: agent.id, version: boundVersion(agent).agentVersion };
+  agentOfSession.set(sessionKey, binding);
+  lastKnownTools.set(bindingKey(binding), agent.tools.map((tool) => tool.toolId));
   histories.set(sessionKey, { nextSeq: session.nextSeq, revision: 0, messages: [] });
   return created;
 }

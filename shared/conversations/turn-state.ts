@@ -1,4 +1,5 @@
 import type { Message } from './session-schemas.ts';
+import type { AgentBinding } from './routing-tools.ts';
 
 /**
  * Per-process state that makes turns fast without making them less exact: a queue per session (turns of one
@@ -21,10 +22,13 @@ class BoundedMap<K, V> extends Map<K, V> {
   }
 }
 
-/** The agent that answers a session: it changes only by a handoff, which sets it here; other processes see the session's `metadata.activeAgentId` and follow. */
-export const agentOfSession = new BoundedMap<string, string>(10_000);
+/**
+ * The agent (and version) that answers a session: it changes only by a handoff, which sets it here; other processes
+ * see the session's `metadata.activeAgentId` and follow.
+ */
+export const agentOfSession = new BoundedMap<string, AgentBinding>(10_000);
 
-/** An agent's tool ids as last read: a guess, to read the tools in the same round trip as the agent. */
+/** The tool ids of an agent (`bindingKey`) as last read: a guess, to read the tools in the same round trip as the agent. */
 export const lastKnownTools = new BoundedMap<string, string[]>(10_000);
 
 /**
@@ -60,3 +64,6 @@ export async function queueTurn(sessionKey: string, deadline: number): Promise<{
   }
   return { acquired: true, release: done };
 }
+
+/** The key of a binding in the caches: a version's tools never change, an unversioned agent's are a guess. */
+export const bindingKey = (binding: AgentBinding): string => (binding.version === undefined ? binding.agentId : `${binding.agentId}#${binding.version}`);

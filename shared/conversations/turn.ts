@@ -16,9 +16,10 @@ import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, type SessionDeps } from './sessions.ts';
-import { agentOfSession, histories, lastKnownTools, queueTurn } from './turn-state.ts';
+import { agentAtVersion } from '../agents/agent-versions.ts';
+import { agentOfSession, bindingKey, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
-import { activeAgentId, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
+import { activeBinding, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
 
 /** Why a turn failed after it began, as the error envelope's `error` object. */
 export type TurnFailure = { code: string; message: string; status: number };
@@ -186,32 +187,56 @@ export async function prepareTurn(
   }
 }
 
-/** The session, its agent and the agent's tools: one batch when this process has seen the session before. */
+/**
+ * The session, its agent at the version the session is bound to, and the agent's tools: one batch when this process
+ * has seen the session before. The tools run with the bound version's definitions and their current secrets; a tool
+ * deleted since is left out.
+ */
 async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string): Promise<TurnContext> {
   const sessionKey = `${orgId}/${sessionId}`;
-  let agentId = agentOfSession.get(sessionKey);
-  if (!agentId) {
+  let binding = agentOfSession.get(sessionKey);
+  if (!binding) {
     const session = await deps.sessions.get(orgId, sessionId);
     if (!session) return { session: undefined, agent: undefined, tools: [] };
-    agentId = activeAgentId(session);
-    agentOfSession.set(sessionKey, agentId);
+    binding = activeBinding(session);
+    agentOfSession.set(sessionKey, binding);
   }
-  let guessed = lastKnownTools.get(agentId) ?? [];
-  let context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  let guessed = lastKnownTools.get(bindingKey(binding)) ?? [];
+  let context = await deps.sessions.readTurnContext(orgId, sessionId, binding, guessed);
   // A handoff in another process changed the agent that answers: read that one.
-  const answering = context.session && activeAgentId(context.session);
-  if (answering && answering !== agentId) {
-    agentId = answering;
-    agentOfSession.set(sessionKey, agentId);
-    guessed = lastKnownTools.get(agentId) ?? [];
-    context = await deps.sessions.readTurnContext(orgId, sessionId, agentId, guessed);
+  const answering = context.session && activeBinding(context.session);
+  if (answering && bindingKey(answering) !== bindingKey(binding)) {
+    binding = answering;
+    agentOfSession.set(sessionKey, binding);
+    guessed = lastKnownTools.get(bindingKey(binding)) ?? [];
+    context = await deps.sessions.readTurnContext(orgId, sessionId, binding, guessed);
   }
+  if (binding.version === undefined) context = await followPublished(deps, context);
   if (!context.agent) return context;
   const attached = context.agent.tools.map((tool) => tool.toolId);
-  lastKnownTools.set(agentId, attached);
+  lastKnownTools.set(bindingKey(binding), attached);
   const fetched = await deps.tools.executableTools(orgId, attached.filter((toolId) => !guessed.includes(toolId)));
-  const byId = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
-  return { ...context, tools: attached.map((toolId) => byId.get(toolId)).filter((tool) => tool !== undefined) };
+  const live = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
+  const definitions = new Map(context.version?.tools.map((tool) => [tool.id, tool]));
+  const tools = attached.flatMap((toolId) => {
+    const current = live.get(toolId);
+    if (!current) return [];
+    const definition = definitions.get(toolId);
+    return [definition ? { ...definition, functionSecret: current.functionSecret } : current];
+  });
+  return { ...context, tools };
+}
+
+/**
+ * A session bound to no version (an `AUTO` agent's, or one opened before versions existed) answers with the agent's
+ * published version as it is now: the agent's own item, unless an older version was published over the draft, which
+ * then costs one more read.
+ */
+async function followPublished(deps: TurnDeps, context: TurnContext): Promise<TurnContext> {
+  const agent = context.agent;
+  if (!agent || agent.publishedVersion === undefined || agent.publishedVersion === agent.draftVersion) return context;
+  const version = await deps.agents.getVersion(agent.orgId, agent.id, agent.publishedVersion);
+  return version ? { ...context, agent: agentAtVersion(agent, version), version } : context;
 }
 
 /**
@@ -226,7 +251,7 @@ async function commitTurn(deps: TurnDeps, turn: PreparedTurn, messages: Message[
   for (let attempt = 0; session; attempt += 1) {
     const metadata = routed.handoff || routed.transfer ? routedMetadata(session.metadata, routed) : undefined;
     if ((await deps.sessions.commitTurn(session, messages, at, completion, metadata)) === 'committed') {
-      if (routed.handoff) agentOfSession.set(sessionKey, routed.handoff.toAgentId);
+      if (routed.handoff) agentOfSession.set(sessionKey, { agentId: routed.handoff.toAgentId, version: routed.handoff.toAgentVersion });
       // After a conflict the history has others' messages too: the next turn reads it whole.
       if (attempt === 0) {
         histories.set(sessionKey, { nextSeq: session.nextSeq + messages.length, revision: session.historyRevision ?? 0, messages: [...turn.history, ...messages] });

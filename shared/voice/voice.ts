@@ -20,6 +20,7 @@ import { logger } from '../platform/logger.ts';
 import type { StoredSession } from '../conversations/ports.ts';
 import type { CallBackstop, CampaignCallEnded, CampaignCallTag, NumberRouting, RecordingStore, RelayConnections, StoredPhoneNumber, Telephony, TelephonyCredentials, VoiceStore } from './ports.ts';
 import type { Agent } from '../agents/agent-schemas.ts';
+import { agentOfSessionBinding, boundVersion, publishedAgent } from '../agents/agent-versions.ts';
 import type { EndedReason } from '../conversations/session-schemas.ts';
 import {
   twilioCallStatuses,
@@ -236,6 +237,13 @@ async function requireAgent(deps: VoiceDeps, orgId: string, agentId: string): Pr
   return agent;
 }
 
+/** The agent as the call's session answers with (the version it is bound to). */
+async function sessionAgent(deps: VoiceDeps, session: Pick<StoredSession, 'orgId' | 'agentId' | 'agentVersion'>): Promise<Agent> {
+  const agent = await agentOfSessionBinding(deps, session.orgId, session);
+  if (!agent) throw new NotFoundError(`Agent ${session.agentId} not found.`);
+  return agent;
+}
+
 function publicPhoneNumber(number: StoredPhoneNumber): PhoneNumber {
   const { orgId: _orgId, carrierSid: _carrierSid, ...visible } = number;
   return visible;
@@ -393,7 +401,9 @@ async function twimlFor(deps: VoiceDeps, agent: Agent, orgId: string, sessionId:
  * and `hybrid` need a speech-to-speech model, the agent's `stsModelId` or the deployment's first).
  */
 async function callableAgent(deps: VoiceDeps, orgId: string, agentId: string): Promise<Agent> {
-  const agent = await requireAgent(deps, orgId, agentId);
+  // A call (a campaign's dial included) opens with the agent's published version, which a MANUAL agent's call keeps.
+  const agent = await publishedAgent(deps, orgId, agentId);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
   if (!agent.voiceEnabled) throw new AgentNotVoiceEnabledError(`Agent ${agent.id} is not voice-enabled; set voiceEnabled and voicePipelineMode.`);
   if ((agent.voicePipelineMode === 'sts' || agent.voicePipelineMode === 'hybrid') && !agent.stsModelId && !deps.catalog.models.some((model) => model.type === 'STS')) {
     throw new VoicePipelineModeUnsupportedError(
@@ -411,6 +421,7 @@ function newCallSession(deps: VoiceDeps, orgId: string, agent: Agent, call: { di
     id: call.id,
     orgId,
     agentId: agent.id,
+    ...boundVersion(agent),
     type: 'VOICE',
     direction: call.direction,
     platform: 'PHONE',
@@ -587,7 +598,7 @@ export async function claimVoiceSession(deps: VoiceDeps, call: CallRef, connecti
   if (voiceCall?.provider !== 'web') throw new NotFoundError(`No voice session ${call.sessionId}.`);
   if (deps.clock.now().getTime() > Date.parse(voiceCall.startedAt) + voiceSessionConnectSeconds * 1000) throw new ForbiddenError('This voice session’s token has expired.');
   const session = await claimCall(deps, connectionId, call, token);
-  return { agent: await requireAgent(deps, call.orgId, session.agentId), ttl: voiceCall.ttl };
+  return { agent: await sessionAgent(deps, session), ttl: voiceCall.ttl };
 }
 
 // ---- The carrier's callbacks ---------------------------------------------------------------------------------
@@ -941,7 +952,7 @@ export async function claimMediaStream(deps: VoiceDeps, call: CallRef, streamSid
   const token = parameters[streamTokenParameter];
   if (!token) throw new ForbiddenError('The stream carries no token.');
   const session = await claimCall(deps, `stream:${streamSid}`, call, token);
-  return requireAgent(deps, call.orgId, session.agentId);
+  return sessionAgent(deps, session);
 }
 
 /** `$disconnect`: nothing to end here; the carrier reports the end of the call (and the backstop covers silence). */

@@ -86,6 +86,11 @@ export const eventSchemas = {
     'knowledge_store.updated',
     z.object({ knowledgeStoreId: z.string(), documentId: z.string(), status: z.enum(['UPSERTED', 'FAILED']) }),
   ),
+  'agent.updated': envelope(
+    'agent.updated',
+    z.object({ agentId: z.string(), version: z.int(), publishedVersion: z.int().nullable(), changedFields: z.array(z.string()) }),
+  ),
+  'agent.published': envelope('agent.published', z.object({ agentId: z.string(), version: z.int(), previousVersion: z.int().nullable() })),
 } as const;
 
 export type EventType = keyof typeof eventSchemas;

@@ -15,6 +15,7 @@ import {
 import { newId } from '../platform/clock.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { fillPlaceholders, placeholderNames } from '../agents/placeholders.ts';
+import { boundVersion, publishedAgent } from '../agents/agent-versions.ts';
 import type { StoredSession } from '../conversations/ports.ts';
 import type { Message } from '../conversations/session-schemas.ts';
 import { sessionEvents } from '../conversations/session-events.ts';
@@ -45,7 +46,7 @@ export async function startConversation(deps: WhatsappOutboundDeps, orgId: strin
   const number = await deps.whatsapp.getNumber(orgId, numberId);
   if (!number) throw new NotFoundError(`WhatsApp number ${numberId} not found.`);
   const agentId = input.agentId ?? number.agentId;
-  const [agent] = await Promise.all([deps.agents.get(orgId, agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
+  const [agent] = await Promise.all([publishedAgent(deps, orgId, agentId), assertMayConsume(deps, orgId, 'chat_messages')]);
   if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
   if (!agent.isActive) throw new AgentInactiveError(`Agent ${agent.id} is inactive; activate it to start conversations.`);
   if (!(await modelOfOrganization(deps, orgId, agent.modelId))) throw new SessionCreationError(`The agent's model ${agent.modelId} is not available in this deployment.`);
@@ -76,6 +77,7 @@ export async function startConversation(deps: WhatsappOutboundDeps, orgId: strin
     id: sessionId,
     orgId,
     agentId: agent.id,
+    ...boundVersion(agent),
     type: 'CHAT',
     direction: 'OUTBOUND',
     platform: 'WHATSAPP',

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { agentOfSessionBinding, boundVersion, publishedAgent } from '../agents/agent-versions.ts';
 import type { Config } from '../platform/config.ts';
 import { AppError, ForbiddenError, InvalidSignatureError, NotFoundError, ValidationError } from '../platform/errors.ts';
 import { logger } from '../platform/logger.ts';
@@ -341,7 +342,7 @@ async function answerMessage(
 async function sttModelFor(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, kind: MediaKind, knownSession: string | undefined) {
   if (kind !== 'audio') return undefined;
   const session = knownSession ? await deps.sessions.get(number.orgId, knownSession) : undefined;
-  const agent = await deps.agents.get(number.orgId, session?.agentId ?? number.agentId);
+  const agent = await agentOfSessionBinding(deps, number.orgId, session ?? { agentId: number.agentId });
   return transcriptionModel(deps, agent?.sttModelId);
 }
 
@@ -353,7 +354,7 @@ async function customerSession(deps: WhatsappConversationDeps, number: SealedWha
 }
 
 async function openCustomerSession(deps: WhatsappConversationDeps, number: SealedWhatsappNumber, customer: WhatsappCustomer): Promise<StoredSession | undefined> {
-  const agent = await deps.agents.get(number.orgId, number.agentId);
+  const agent = await publishedAgent(deps, number.orgId, number.agentId);
   if (!agent?.isActive || !(await modelOfOrganization(deps, number.orgId, agent.modelId))) {
     logger.warn('WhatsApp message not answered: the number\'s agent is missing, inactive or its model unavailable', { orgId: number.orgId, numberId: number.id });
     return undefined;
@@ -363,6 +364,7 @@ async function openCustomerSession(deps: WhatsappConversationDeps, number: Seale
     id: newId(),
     orgId: number.orgId,
     agentId: agent.id,
+    ...boundVersion(agent),
     type: 'CHAT',
     direction: 'INBOUND',
     platform: 'WHATSAPP',

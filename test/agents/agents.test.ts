@@ -321,7 +321,7 @@ describe('updateAgent', () => {
 
     // Assess
     expect(response.status).toBe(200);
-    expect(response.body).toMatchObject({ ...agent, fullName: 'Renamed', language: 'en-US', updatedAt: expect.any(String) });
+    expect(response.body).toMatchObject({ ...agent, fullName: 'Renamed', language: 'en-US', draftVersion: 2, publishedVersion: 2, updatedAt: expect.any(String) });
     expect(Date.parse(response.body.updatedAt)).toBeGreaterThan(Date.parse(agent.updatedAt));
     const stored = await api.request('GET', `/v1/chat/agents/${agent.id}`, { key });
     expect(stored.body).toEqual(response.body);

@@ -71,6 +71,17 @@ function counted(found: readonly CostRecord[], made: (functionName: string) => b
   return { requests: requests.length, writeUnits: requests.reduce((total, record) => total + (record.kind === 'dynamodb' ? record.writeUnits : 0), 0) };
 }
 
+/** The user's message.added and session.message.created, the reply's message.added. */
+const perTurnEvents = 3;
+
+/** The records of one turn of the session, once the work it set off has run. */
+async function settledTurn(key: string, sessionId: string): Promise<CostRecord[]> {
+  const from = records().length;
+  const sent = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'Hello there', stream: false } });
+  expect(sent.status).toBe(200);
+  return settled(from, perTurnEvents);
+}
+
 describe('a chat turn', () => {
   it('makes three DynamoDB requests writing 12 units, and its stream consumers one write each per batch', async () => {
     // Prepare: a session, and one turn that fills the caches a session's later turns find (its agent, its history,
@@ -79,17 +90,10 @@ describe('a chat turn', () => {
     const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Counted', description: 'Counted', role: 'Answer briefly.' } });
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
     await settled(0, 1);
-    const send = () => api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content: 'Hello there', stream: false } });
-    // The user's message.added and session.message.created, the reply's message.added.
-    const perTurnEvents = 3;
-    let from = records().length;
-    expect((await send()).status).toBe(200);
-    await settled(from, perTurnEvents);
+    await settledTurn(key, session.body.id);
 
     // Act
-    from = records().length;
-    expect((await send()).status).toBe(200);
-    const turn = await settled(from, perTurnEvents);
+    const turn = await settledTurn(key, session.body.id);
 
     // Assess: the credential check, the turn's reads in one batch, its messages in one transaction (the session
     // item with its three index entries, 8 units; two messages, 4; the expiry item no longer moves with each turn).
@@ -108,5 +112,21 @@ describe('a chat turn', () => {
     const delivery = counted(turn, (name) => name === 'webhook-delivery');
     expect(delivery.writeUnits).toBe(0);
     expect(delivery.requests).toBeLessThanOrEqual(perTurnEvents);
+  });
+
+  it('makes the same three requests in a session bound to a version of a MANUAL agent: the version is read in the same batch', async () => {
+    // Prepare: a MANUAL agent whose draft (version 2) is not the published version (1) the session binds to
+    const { key } = await api.newOrg();
+    const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Bound', description: 'Bound', role: 'Answer briefly.', publishMode: 'MANUAL' } });
+    await api.request('PATCH', `/v2/chat/agents/${agent.body.id}`, { key, body: { role: 'Answer at length.' } });
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
+    expect(session.body.agentVersion).toBe(1);
+    await settledTurn(key, session.body.id);
+
+    // Act
+    const turn = await settledTurn(key, session.body.id);
+
+    // Assess
+    expect(counted(turn, (name) => name === 'chat-messages')).toEqual({ requests: 3, writeUnits: 12 });
   });
 });

@@ -747,7 +747,7 @@ describe('the secrets key', () => {
       expect(variables.SECRETS_KMS_KEY_ID, unit.name).toEqual(settingsOf(unit.name).includes('SECRETS_KMS_KEY_ID') ? keyArn : undefined);
     }
     const names = (filter: (entry: (typeof functions)[number]) => boolean) => functions.filter(filter).map((entry) => entry.unit.name).sort();
-    expect(names((entry) => entry.seals)).toEqual(['models', 'phone-numbers', 'tools', 'webhooks', 'whatsapp-numbers']);
+    expect(names((entry) => entry.seals)).toEqual(['agents', 'models', 'phone-numbers', 'tools', 'webhooks', 'whatsapp-numbers']);
     expect(names((entry) => entry.opens)).toEqual([
       'call-backstop',
       'call-campaigns',

@@ -139,7 +139,7 @@ describe('a request that outlived its claim on the Idempotency-Key', () => {
     const response = { status: 201, body: '{}', headers: {} };
 
     // Act
-    const late = agents.create(agent, idempotency.seal(orgId, 'key-1', slow.outcome === 'claimed' ? slow.claimId : '', response));
+    const late = agents.create(agent, { events: [] }, idempotency.seal(orgId, 'key-1', slow.outcome === 'claimed' ? slow.claimId : '', response));
 
     // Assess
     await expect(late).rejects.toBeInstanceOf(IdempotencyInProgressError);

@@ -115,6 +115,7 @@ describe('the contract check', () => {
     voiceEnabled: false,
     voicePipelineMode: null,
     tools: [],
+    publishMode: 'AUTO',
     isActive: true,
     isPublic: false,
     createdAt: '2026-11-25T10:00:00.000Z',

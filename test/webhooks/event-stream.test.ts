@@ -48,7 +48,8 @@ async function closeSession(key: string, sessionId: string): Promise<void> {
 
 const eventIdOf = (block: { data: string }) => (JSON.parse(block.data) as { eventId: string }).eventId;
 const typesOf = (blocks: { event: string }[]) => blocks.map((block) => block.event).sort();
-const conversationTypes = ['message.added', 'message.added', 'session.closed', 'session.created', 'session.ended', 'session.message.created', 'session.updated'];
+/** The agent's creation (its version 1 published), then the session's events. */
+const conversationTypes = ['agent.published', 'message.added', 'message.added', 'session.closed', 'session.created', 'session.ended', 'session.message.created', 'session.updated'];
 
 describe('GET /v1/chat/events/stream', () => {
   it("streams every event of the organization's chat session, each with id, event and data, and nothing of it to another organization", async () => {
@@ -65,7 +66,7 @@ describe('GET /v1/chat/events/stream', () => {
     await closeSession(key, sessionId);
 
     // Assess
-    await mine.waitFor((client) => client.events.length >= 7);
+    await mine.waitFor((client) => client.events.length >= 8);
     await filtered.waitFor((client) => client.events.length >= 3);
     await sleep(300);
     expect(mine.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -78,7 +79,7 @@ describe('GET /v1/chat/events/stream', () => {
       expect(block.id).toMatch(/^\d{13}-[0-9a-f-]{36}$/);
       expect(parseCursor(block.id)?.eventId).toBe(payload.eventId);
     }
-    expect(new Set(mine.events.map(eventIdOf)).size).toBe(7);
+    expect(new Set(mine.events.map(eventIdOf)).size).toBe(8);
     expect(JSON.parse(mine.events.find((block) => block.event === 'session.created')?.data ?? '{}')).toMatchObject({ id: sessionId, state: 'OPEN' });
     expect(typesOf(filtered.events)).toEqual(['message.added', 'message.added', 'session.ended']);
     expect(theirs.events).toEqual([]);

@@ -199,3 +199,24 @@ describe('starting a WhatsApp conversation with a template', () => {
     expect(simulator().attempts.filter((attempt) => attempt.to === customer).map((attempt) => attempt.type)).toEqual(['template']);
   });
 });
+
+describe("a MANUAL agent's conversations", () => {
+  it('bind to the version published when they open, started by a template or by the customer, not to the draft', async () => {
+    // Prepare: the number's agent switched to MANUAL (version 2, a draft), version 1 published
+    const org = await whatsappOrg(api);
+    const draft = await api.request('PATCH', `/v2/chat/agents/${org.agentId}`, { key: org.key, body: { publishMode: 'MANUAL' } });
+    expect(draft.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
+    const [outbound, inbound] = [uniqueCustomer(), uniqueCustomer()];
+
+    // Act
+    const started = await start(org, { to: `+${outbound}`, template: orderUpdate, sessionVariables: { customerName: 'Ana', orderId: 'A-1001' } });
+    await simulator().customerSays({ phoneNumberId: org.phoneNumberId, from: inbound, text: 'Hello' });
+    await repliesTo(simulator(), org, inbound, 1);
+
+    // Assess
+    expect(started.status, started.text).toBe(201);
+    const opened = (await api.request('GET', `/api/v1/chat/sessions/${started.body.sessionId}`, { key: org.key })).body;
+    const [answered] = await customerSessions(api, org, inbound);
+    expect([opened.agentVersion, answered.agentVersion]).toEqual([1, 1]);
+  });
+});

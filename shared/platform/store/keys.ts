@@ -13,6 +13,11 @@ export const keys = {
   apiKeyHash: (keyHash: string) => ({ pk: `APIKEYHASH#${keyHash}`, sk: '#APIKEYHASH' }),
   agent: (orgId: string, agentId: string) => ({ pk: `ORG#${orgId}`, sk: `AGENT#${agentId}` }),
   agentPrefix: 'AGENT#',
+  /** An agent's versions and its outbox events (`agent.updated`, `agent.published`). */
+  agentPartition: (orgId: string, agentId: string) => `ORG#${orgId}#AGENT#${agentId}`,
+  /** Zero-padded, so the versions sort by number. */
+  agentVersion: (orgId: string, agentId: string, number: number) => ({ pk: `ORG#${orgId}#AGENT#${agentId}`, sk: `VERSION#${String(number).padStart(10, '0')}` }),
+  agentVersionPrefix: 'VERSION#',
   tool: (orgId: string, toolId: string) => ({ pk: `ORG#${orgId}`, sk: `TOOL#${toolId}` }),
   toolPrefix: 'TOOL#',
   toolName: (orgId: string, name: string) => ({ pk: `ORG#${orgId}`, sk: `TOOLNAME#${name.toLowerCase()}` }),
