@@ -34,9 +34,12 @@ describe('the event relay', () => {
     await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'hello', stream: false } });
     await api.request('PATCH', `/v1/chat/chat/sessions/${sessionId}/close`, { key });
 
-    const events = await eventsOf(orgId, 7);
+    // The agent's creation published its first version; the conversation made seven events.
+    const all = await eventsOf(orgId, 8);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(published.filter((event) => event.orgId === orgId)).toHaveLength(7);
+    expect(published.filter((event) => event.orgId === orgId)).toHaveLength(8);
+    expect(all.filter((event) => event.type === 'agent.published')).toHaveLength(1);
+    const events = all.filter((event) => event.type !== 'agent.published');
     const types = [...events].sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map((event) => event.type);
     expect(types[0]).toBe('session.created');
     expect(types.slice(1, 4).sort()).toEqual(['message.added', 'message.added', 'session.message.created']);
