@@ -4,9 +4,8 @@ import { storedKeyName } from './stored-key.ts';
 
 /**
  * The playground: a key, agents with tools and their versions (publish, roll back), a chat whose reply streams token
- * by token, a voice session with the microphone, the organization's events live, the session's analysis once it exists, and test calls to the
- * organization's numbers. Plain DOM, the typed
- * client for every call.
+ * by token, a voice session with the microphone, the organization's events live, the session's analysis once it
+ * exists, and test calls to the organization's numbers. Plain DOM, the typed client for every call.
  */
 
 /** The caller of the playground's test calls (the simulator's test range; `npm run call` calls from +15550142). */
