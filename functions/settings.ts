@@ -130,7 +130,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   'whatsapp-numbers': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL', 'PUBLIC_BASE_URL'],
   'whatsapp-webhook': [...runtime, ...http, ...queues, 'WHATSAPP_INBOUND_QUEUE_URL'],
   'whatsapp-conversations': [...runtime, ...http, ...sessions, 'WHATSAPP_GRAPH_API_URL', 'WHATSAPP_SEND_RETRY_MS', 'WHATSAPP_MEDIA_BUCKET', 'S3_ENDPOINT'],
-  'call-campaigns': [...runtime, ...http, ...voice, ...queues, 'CAMPAIGN_QUEUE_URL'],
+  'call-campaigns': [...runtime, ...http, ...voice, ...queues, 'CAMPAIGN_QUEUE_URL', 'MEDIA_WORKER_URL'],
   'voice-relay': [...runtime, ...turns, ...voice, 'VOICE_RELAY_URL', 'VOICE_RELAY_MANAGEMENT_ENDPOINT'],
   // Table stream consumers.
   'session-expiry': [...runtime, 'SESSION_IDLE_TIMEOUT_SECONDS'],
