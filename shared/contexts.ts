@@ -60,7 +60,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'speech',
     layer: 5,
     purpose: 'Speech for calls that pass through the media worker: the speech-to-text and text-to-speech ports, the built-in offline engines, the providers\' adapters, telephone audio and voice activity detection.',
-    surface: ['builtin-stt.ts', 'builtin-tts.ts', 'engines.ts', 'ports.ts', 'speech-providers.ts', 'telephone-audio.ts', 'voice-activity.ts', 'word-error-rate.ts'],
+    surface: ['builtin-stt.ts', 'builtin-tts.ts', 'engines.ts', 'event-queue.ts', 'ports.ts', 'speech-providers.ts', 'telephone-audio.ts', 'voice-activity.ts', 'word-error-rate.ts'],
   },
   {
     name: 'agents',

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { freePort } from './free-port.ts';
 
 const entry = resolve(import.meta.dirname, '../../services/media-worker/main.ts');
@@ -22,8 +23,11 @@ export interface LocalMediaWorker {
  */
 export async function startLocalMediaWorker(env: NodeJS.ProcessEnv, options: { port?: number | undefined } = {}): Promise<LocalMediaWorker> {
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, [entry], { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
+  // The IPC channel ties the worker to this process: it stops itself when the channel drops (this process gone
+  // without stopping it, as a test process ended early), and holds neither process open.
+  const child = spawn(process.execPath, [entry], { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  child.channel?.unref();
+  const lines = createInterface({ input: child.stdout as Readable });
   // Ready once it says it listens; its later lines are the runtime's log.
   await new Promise<void>((resolveReady, reject) => {
     const exited = (code: number | null) => reject(new Error(`the media worker exited (${code}) before it listened`));

@@ -33,3 +33,7 @@ async function stop(signal: string): Promise<void> {
 }
 process.on('SIGTERM', () => void stop('SIGTERM'));
 process.on('SIGINT', () => void stop('SIGINT'));
+// Started by the local runtime (infra/local/media-worker.ts), it has a channel to it, and goes when it goes. On AWS
+// there is none.
+process.channel?.unref();
+process.on('disconnect', () => void stop('parent gone'));

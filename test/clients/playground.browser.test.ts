@@ -268,6 +268,91 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     }
   }, 180_000);
 
+  it('shows a MANUAL agent’s versions and the diff of one against the published one, publishes it, rolls back, switches the mode', async () => {
+    // Prepare: a MANUAL agent whose prompt was changed twice (versions 2 and 3 are drafts; 1 is published).
+    const { key } = await api.newOrg();
+    const created = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { fullName: 'Versioned agent', description: 'Changes', role: 'You help.', systemPrompt: 'You are version one.', publishMode: 'MANUAL' },
+    });
+    expect(created.status, created.text).toBe(201);
+    const agentId: string = created.body.id;
+    for (const systemPrompt of ['You are version two.', 'You are version three.']) {
+      const patched = await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { systemPrompt } });
+      expect(patched.status, patched.text).toBe(200);
+    }
+    const agentNow = async () => (await api.request('GET', `/v2/chat/agents/${agentId}`, { key })).body;
+    const page = await browser.newPage();
+    const requested: string[] = [];
+    const failures: string[] = [];
+    page.on('request', (request) => requested.push(request.url()));
+    page.on('pageerror', (error) => failures.push(error.message));
+    page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
+    await giveKey(page, key);
+    const versions = () => page.locator('#versions li').allTextContents();
+    const pick = async (number: number) => {
+      await page.getByRole('button', { name: `Version ${number}`, exact: true }).click();
+      await expect.poll(() => page.locator('#version-status').textContent(), patience).toMatch(new RegExp(`^Version ${number}[,:]`));
+    };
+
+    // Act and assess: the versions, newest first, with which is the draft and which is published.
+    await page.getByRole('button', { name: 'Versioned agent (0 tools)' }).click();
+    await expect.poll(versions, patience).toEqual([
+      expect.stringMatching(/^Version 3 \(draft\) by key \S+, /),
+      expect.stringMatching(/^Version 2 by key \S+, /),
+      expect.stringMatching(/^Version 1 \(published\) by key \S+, /),
+    ]);
+    expect(await page.locator('#publish-mode').textContent()).toContain('publish mode MANUAL');
+
+    // Version 3 against the published version 1: the prompt before and after.
+    await pick(3);
+    expect(await page.locator('#version-diff caption').textContent()).toBe('Changes from the published version 1 to version 3');
+    const diffRows = () => page.locator('#version-diff tbody tr').evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent)));
+    expect(await diffRows()).toEqual([['systemPrompt', 'You are version one.', 'You are version three.']]);
+    expect(await page.locator('#version-configuration').textContent()).toContain('"systemPrompt": "You are version three."');
+    await snapshot(page, 'version-diff');
+
+    // Publish version 3.
+    await page.getByRole('button', { name: 'Publish this version' }).click();
+    await expect.poll(versions, patience).toEqual([
+      expect.stringMatching(/^Version 3 \(published, draft\) by /),
+      expect.stringMatching(/^Version 2 by /),
+      expect.stringMatching(/^Version 1 by /),
+    ]);
+    await expect.poll(() => page.locator('#version-diff caption').textContent(), patience).toBe('This is the published version.');
+    expect(await page.getByRole('button', { name: 'Publish this version' }).isDisabled()).toBe(true);
+    expect(await agentNow()).toMatchObject({ publishedVersion: 3, draftVersion: 3, systemPrompt: 'You are version three.' });
+
+    // Roll back to version 1: a new version 4, its copy, published; the page shows it picked.
+    await pick(1);
+    expect(await diffRows()).toEqual([['systemPrompt', 'You are version three.', 'You are version one.']]);
+    await page.getByRole('button', { name: 'Roll back to this version' }).click();
+    await expect.poll(versions, patience).toEqual([
+      expect.stringMatching(/^Version 4 \(published, draft\) by /),
+      expect.stringMatching(/^Version 3 by /),
+      expect.stringMatching(/^Version 2 by /),
+      expect.stringMatching(/^Version 1 by /),
+    ]);
+    await expect.poll(() => page.locator('#version-status').textContent(), patience).toMatch(/^Version 4, published, the draft:/);
+    await snapshot(page, 'version-rolled-back');
+    expect(await agentNow()).toMatchObject({ publishedVersion: 4, draftVersion: 4, systemPrompt: 'You are version one.' });
+    const sameAsOne = await api.request('GET', `/v2/chat/agents/${agentId}/versions/4/diff?against=1`, { key });
+    expect(sameAsOne.body.changes).toEqual([]);
+
+    // Switch to AUTO: the PATCH makes version 5, published at once.
+    await page.getByRole('button', { name: 'Switch to AUTO' }).click();
+    await expect.poll(() => page.locator('#publish-mode').textContent(), patience).toContain('publish mode AUTO');
+    expect(await agentNow()).toMatchObject({ publishMode: 'AUTO', publishedVersion: 5, draftVersion: 5 });
+
+    // An error is shown in the page: the agent deleted meanwhile.
+    expect(await page.locator('#versions-error').textContent()).toBe('');
+    expect((await api.request('DELETE', `/v2/chat/agents/${agentId}`, { key })).status).toBe(204);
+    await page.getByRole('button', { name: 'Switch to MANUAL' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent(), patience).toMatch(/^404 NOT_FOUND: /);
+    expect(failures).toEqual([]);
+    expect(requested.filter((url) => !url.startsWith(`${api.baseUrl}/`))).toEqual([]);
+  }, 120_000);
+
   it('renders the API reference on the first screen, with the playground’s key, asking nothing of any other origin', async () => {
     // Prepare: a key given to the playground in this tab.
     const { key } = await api.newOrg();

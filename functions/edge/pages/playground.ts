@@ -1,12 +1,11 @@
-import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Session, type VoiceSession } from '../../../clients/typescript/index.ts';
+import { ApiError, createApiClient, type Agent, type ApiClient, type Message, type Schemas, type Session, type VoiceSession } from '../../../clients/typescript/index.ts';
 import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from '../../../infra/local/phone-channel.ts';
 import { storedKeyName } from './stored-key.ts';
 
 /**
- * The playground: a key, agents with tools, a chat whose reply streams token by token, a voice session with the
- * microphone, the organization's events live, the session's analysis once it exists, and test calls to the
- * organization's numbers. Plain DOM, the typed
- * client for every call.
+ * The playground: a key, agents with tools and their versions (publish, roll back), a chat whose reply streams token
+ * by token, a voice session with the microphone, the organization's events live, the session's analysis once it
+ * exists, and test calls to the organization's numbers. Plain DOM, the typed client for every call.
  */
 
 /** The caller of the playground's test calls (the simulator's test range; `npm run call` calls from +15550142). */
@@ -37,6 +36,26 @@ root.innerHTML = `
         <button type="submit">Create agent</button>
       </fieldset>
     </form>
+  </section>
+  <section aria-labelledby="versions-heading">
+    <h2 id="versions-heading">Versions</h2>
+    <p id="publish-mode" role="status">Select an agent to see its versions.</p>
+    <button id="switch-mode" type="button" disabled>Switch the publish mode</button>
+    <ul id="versions"></ul>
+    <button id="publish-draft" type="button" disabled>Publish the draft</button>
+    <p id="versions-error" role="alert"></p>
+    <section aria-labelledby="version-heading">
+      <h3 id="version-heading">Picked version</h3>
+      <p id="version-status" role="status">No version picked.</p>
+      <button id="publish-version" type="button" disabled>Publish this version</button>
+      <button id="rollback-version" type="button" disabled>Roll back to this version</button>
+      <table id="version-diff" hidden>
+        <caption id="version-diff-caption"></caption>
+        <thead><tr><th scope="col">Field</th><th scope="col">Published</th><th scope="col">This version</th></tr></thead>
+        <tbody></tbody>
+      </table>
+      <details><summary>Configuration</summary><pre id="version-configuration">None picked.</pre></details>
+    </section>
   </section>
   <section aria-labelledby="chat-heading">
     <h2 id="chat-heading">Chat</h2>
@@ -98,11 +117,25 @@ const buttons = {
   talk: element<HTMLButtonElement>('talk'),
   stopTalking: element<HTMLButtonElement>('stop-talking'),
 };
+const versionsView = {
+  publishMode: element('publish-mode'),
+  switchMode: element<HTMLButtonElement>('switch-mode'),
+  list: element<HTMLUListElement>('versions'),
+  publishDraft: element<HTMLButtonElement>('publish-draft'),
+  error: element('versions-error'),
+  status: element('version-status'),
+  publish: element<HTMLButtonElement>('publish-version'),
+  rollback: element<HTMLButtonElement>('rollback-version'),
+  diff: element<HTMLTableElement>('version-diff'),
+  diffCaption: element('version-diff-caption'),
+  configuration: element('version-configuration'),
+};
 const talkStatus = element('talk-status');
 const voiceTranscript = element<HTMLOListElement>('voice-transcript');
 
 let client: ApiClient | undefined;
 let selectedAgent: Agent | undefined;
+let pickedVersion: number | undefined;
 let session: Session | undefined;
 let shownMessages = 0;
 let eventsAbort: AbortController | undefined;
@@ -161,9 +194,142 @@ async function refreshAgents(): Promise<void> {
 
 function selectAgent(agent: Agent): void {
   selectedAgent = agent;
+  pickedVersion = undefined;
   buttons.open.disabled = false;
   buttons.talk.disabled = talking !== undefined;
   for (const button of agentList.querySelectorAll('button')) button.setAttribute('aria-pressed', String(button.textContent?.startsWith(`${agent.fullName} (`)));
+  show(versionsView.status, 'No version picked.');
+  show(versionsView.configuration, 'None picked.');
+  versionsView.diff.hidden = true;
+  versionsView.publish.disabled = true;
+  versionsView.rollback.disabled = true;
+  void inVersions(loadVersions);
+}
+
+type VersionSummary = Schemas['ListAgentVersionsResponse']['data'][number];
+
+function describeAuthor(author: VersionSummary['author']): string {
+  return author.type === 'API_KEY' ? `key ${author.keyId}` : `JWT ${author.subject ?? '(no subject)'}`;
+}
+
+/** Runs a versions action, showing its error in the section rather than losing it. */
+async function inVersions(action: () => Promise<void>): Promise<void> {
+  try {
+    await action();
+    show(versionsView.error, '');
+  } catch (error) {
+    show(versionsView.error, describeError(error));
+  }
+}
+
+/** Reloads the selected agent and its versions (the 100 newest), then the picked version, if any. */
+async function loadVersions(): Promise<void> {
+  const agentId = (selectedAgent as Agent).id;
+  const api = client as ApiClient;
+  const [agent, page] = await Promise.all([
+    api.GET('/v2/chat/agents/{id}', { params: { path: { id: agentId } } }).then(ok),
+    api.GET('/v2/chat/agents/{id}/versions', { params: { path: { id: agentId }, query: { limit: '100' } } }).then(ok),
+  ]);
+  // Another agent was selected meanwhile: its own refresh shows it.
+  if (selectedAgent?.id !== agentId) return;
+  selectedAgent = agent;
+  const otherMode = agent.publishMode === 'AUTO' ? 'MANUAL' : 'AUTO';
+  show(
+    versionsView.publishMode,
+    `${agent.fullName}: publish mode ${agent.publishMode} (${agent.publishMode === 'AUTO' ? 'every change is published at once' : 'changes stay a draft until published'}); draft ${agent.draftVersion ?? 'none'}, published ${agent.publishedVersion ?? 'none'}.`,
+  );
+  versionsView.switchMode.textContent = `Switch to ${otherMode}`;
+  versionsView.switchMode.disabled = false;
+  versionsView.publishDraft.disabled = agent.draftVersion === undefined || agent.draftVersion === agent.publishedVersion;
+  versionsView.list.replaceChildren(...page.data.map(versionItem));
+  if (page.pagination.total > page.data.length) listItem(versionsView.list, `${page.pagination.total - page.data.length} older versions are not shown.`);
+  if (pickedVersion !== undefined) await showVersion(pickedVersion);
+}
+
+function versionItem(version: VersionSummary): HTMLLIElement {
+  const item = document.createElement('li');
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.textContent = `Version ${version.number}`;
+  button.setAttribute('aria-pressed', String(version.number === pickedVersion));
+  button.addEventListener('click', () => {
+    // Until the version is shown, the buttons would still act on the one picked before.
+    versionsView.publish.disabled = true;
+    versionsView.rollback.disabled = true;
+    void inVersions(() => showVersion(version.number));
+  });
+  const marks = [version.published && 'published', version.draft && 'draft'].filter(Boolean).join(', ');
+  item.dataset.number = String(version.number);
+  item.append(button, `${marks ? ` (${marks})` : ''} by ${describeAuthor(version.author)}, ${new Date(version.createdAt).toLocaleString()}`);
+  return item;
+}
+
+/** Shows a version: its configuration, and what it changes from the published version. */
+async function showVersion(number: number): Promise<void> {
+  const agentId = (selectedAgent as Agent).id;
+  const api = client as ApiClient;
+  const published = (selectedAgent as Agent).publishedVersion;
+  const [version, diff] = await Promise.all([
+    api.GET('/v2/chat/agents/{id}/versions/{number}', { params: { path: { id: agentId, number } } }).then(ok),
+    published === undefined || published === number
+      ? undefined
+      : api.GET('/v2/chat/agents/{id}/versions/{number}/diff', { params: { path: { id: agentId, number }, query: { against: published } } }).then(ok),
+  ]);
+  if (selectedAgent?.id !== agentId) return;
+  pickedVersion = number;
+  for (const button of versionsView.list.querySelectorAll('button')) button.setAttribute('aria-pressed', String(button.textContent === `Version ${number}`));
+  show(versionsView.status, `Version ${number}${version.published ? ', published' : ''}${version.draft ? ', the draft' : ''}: by ${describeAuthor(version.author)}, ${new Date(version.createdAt).toLocaleString()}.`);
+  show(versionsView.configuration, JSON.stringify({ configuration: version.configuration, tools: version.tools }, null, 2));
+  versionsView.publish.disabled = version.published;
+  versionsView.rollback.disabled = false;
+  versionsView.diff.hidden = false;
+  const rows = versionsView.diff.tBodies[0] as HTMLTableSectionElement;
+  if (!diff) {
+    show(versionsView.diffCaption, 'This is the published version.');
+    rows.replaceChildren();
+    return;
+  }
+  show(versionsView.diffCaption, diff.changes.length === 0 ? `Same configuration as the published version ${diff.from}.` : `Changes from the published version ${diff.from} to version ${diff.to}`);
+  rows.replaceChildren(
+    ...diff.changes.map((change) => {
+      const row = document.createElement('tr');
+      const cell = (value: unknown, absent: boolean) => {
+        const td = document.createElement('td');
+        td.textContent = absent ? '(none)' : typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+        return td;
+      };
+      const path = document.createElement('th');
+      path.scope = 'row';
+      path.textContent = change.path;
+      row.append(path, cell(change.before, !('before' in change)), cell(change.after, !('after' in change)));
+      return row;
+    }),
+  );
+}
+
+/** Publishes a version (the draft when none is given), rolls back to one, or switches the publish mode; then reloads. */
+function changeVersions(change: (api: ApiClient, agentId: string) => Promise<unknown>): Promise<void> {
+  return inVersions(async () => {
+    await change(client as ApiClient, (selectedAgent as Agent).id);
+    await loadVersions();
+  });
+}
+
+function publish(version?: number): Promise<void> {
+  return changeVersions(async (api, id) => ok(await api.POST('/v2/chat/agents/{id}/publish', { params: { path: { id } }, body: version === undefined ? {} : { version } })));
+}
+
+function rollBack(version: number): Promise<void> {
+  // The rollback makes a new version (published, the draft): show that one.
+  return changeVersions(async (api, id) => {
+    const agent = ok(await api.POST('/v2/chat/agents/{id}/rollback', { params: { path: { id } }, body: { version } }));
+    pickedVersion = agent.draftVersion;
+  });
+}
+
+function switchPublishMode(): Promise<void> {
+  const publishMode = (selectedAgent as Agent).publishMode === 'AUTO' ? 'MANUAL' : 'AUTO';
+  return changeVersions(async (api, id) => ok(await api.PATCH('/v2/chat/agents/{id}', { params: { path: { id } }, body: { publishMode } })));
 }
 
 async function createAgent(event: SubmitEvent): Promise<void> {
@@ -471,6 +637,10 @@ element<HTMLFormElement>('message-form').addEventListener('submit', (event) => v
 element<HTMLFormElement>('call-form').addEventListener('submit', sayOnCall);
 buttons.hangUp.addEventListener('click', () => phone?.send(JSON.stringify({ type: 'hangup' } satisfies PhoneMessage)));
 buttons.open.addEventListener('click', () => void openSession());
+versionsView.switchMode.addEventListener('click', () => void switchPublishMode());
+versionsView.publishDraft.addEventListener('click', () => void publish());
+versionsView.publish.addEventListener('click', () => void publish(pickedVersion));
+versionsView.rollback.addEventListener('click', () => void rollBack(pickedVersion as number));
 buttons.talk.addEventListener('click', () => void talk());
 buttons.stopTalking.addEventListener('click', () => talking?.session.hangUp());
 buttons.close.addEventListener('click', () => void closeSession());
