@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { Receiver } from '../support/webhook-receiver.ts';
 
 /** The customer's tool API: counts each request by method and path. */
 let toolServer: Server;
@@ -15,6 +16,8 @@ let toolBase: string;
 const requests: string[] = [];
 const requestsTo = (prefix: string) => requests.filter((request) => request.startsWith(prefix)).length;
 let api: TestApi;
+const receiver = new Receiver();
+let receiverUrl: string;
 
 beforeAll(async () => {
   toolServer = createServer((request, response) => {
@@ -26,11 +29,13 @@ beforeAll(async () => {
     });
   });
   toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
-  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '10' }, { queues: true });
+  receiverUrl = await receiver.start();
+  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '10' }, { queues: true, streamPoller: true });
 });
 afterAll(async () => {
   await api.close();
   await closeServer(toolServer);
+  await receiver.close();
 });
 
 async function createTool(key: string, name: string, method: 'GET' | 'POST', path: string, property: string): Promise<string> {
@@ -97,6 +102,9 @@ describe('replaying a 10-turn conversation', () => {
 
   beforeAll(async () => {
     ({ key } = await api.newOrg());
+    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/replays`, events: ['replay.completed'] } });
+    expect(hook.status, hook.text).toBe(201);
+    receiver.secrets.set('/replays', [hook.body.secret]);
     tools.getOrder = await createTool(key, 'get_order', 'GET', '/orders', 'id');
     tools.createRefund = await createTool(key, 'create_refund', 'POST', '/refunds', 'orderId');
     tools.getStock = await createTool(key, 'get_stock', 'GET', '/stock', 'sku');
@@ -137,6 +145,8 @@ describe('replaying a 10-turn conversation', () => {
     expect(order.replay).toEqual(order.original);
     expect(order.replay.toolCalls[0].result).toContain('/orders/B2');
     expect(requests.length).toBe(before);
+    const [completed] = await eventually(() => receiver.for('/replays'), (found) => found.length >= 1);
+    expect(completed?.body).toMatchObject({ type: 'replay.completed', data: { replayId: started.body.id, agentId, status: 'COMPLETED', sessions: 1, turnsChanged: 2 } });
   });
 
   it('through inline changes with live tools: a safe tool runs live, a POST tool never does, and recorded ones match', async () => {
