@@ -40,7 +40,7 @@ const replayTimeoutSeconds = 900;
 
 export const replayQueue: QueueDefinition = {
   name: 'agent-replays',
-  visibilityTimeoutSeconds: replayTimeoutSeconds + 30,
+  visibilityTimeoutSeconds: replayTimeoutSeconds + 10,
   maxReceiveCount: 2,
 };
 
@@ -250,6 +250,7 @@ export const queueConsumers: readonly QueueConsumer[] = [
     batchSize: 1,
     timeoutSeconds: replayTimeoutSeconds,
     invokesModels: true,
+    // Reading a FUNCTION_TOOL's definition opens its signing secret, as a turn does (it is never called live).
     opensSecrets: true,
     queriesKnowledge: true,
   },

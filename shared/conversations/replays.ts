@@ -156,9 +156,10 @@ function recordedToolDouble(deps: TurnDeps, recorded: readonly ReplayedToolCall[
   };
 }
 
-/** Turns write nowhere: the session store of a replay keeps nothing but answers a commit. */
+/** Turns write nowhere: the session store of a replay reads as the real one (its class's methods, hence the prototype) but answers a commit without writing. */
 function inMemorySessions(sessions: SessionStore): SessionStore {
-  return { ...sessions, commitTurn: async () => 'committed', holdForTurn: async () => true };
+  const replaying: Partial<SessionStore> = { commitTurn: async () => 'committed', holdForTurn: async () => true };
+  return Object.assign(Object.create(sessions) as SessionStore, replaying);
 }
 
 /** The candidate agent and the tools it runs: a version's definitions (with current secrets), or changes over the published version. */
