@@ -142,7 +142,7 @@ export const safeToRepeat = (tool: ExecutableTool): boolean => tool.type === 'AP
  * with that call's recorded result (the first not yet used); another is answered with an error saying it was not replayed, or run live when
  * the replay asked for it and the tool is safe to repeat.
  */
-function recordedToolDouble(deps: TurnDeps, recorded: readonly ReplayedToolCall[], liveTools: boolean) {
+export function recordedToolDouble(deps: Pick<TurnDeps, 'executeTool'>, recorded: readonly ReplayedToolCall[], liveTools: boolean) {
   // The same call made twice may have answered differently: the replay's calls take the recordings in order, the last one again once used up.
   const recordings = new Map<string, ReplayedToolCall[]>();
   for (const call of recorded) recordings.set(recordingKey(call.name, call.arguments), [...(recordings.get(recordingKey(call.name, call.arguments)) ?? []), call]);
