@@ -35,6 +35,15 @@ export const analysisQueue: QueueDefinition = {
   maxReceiveCount: 3,
 };
 
+/** A replay's sessions run one after another in one invocation: at most REPLAY_MAX_TURNS turns of the stub or a model. */
+const replayTimeoutSeconds = 900;
+
+export const replayQueue: QueueDefinition = {
+  name: 'agent-replays',
+  visibilityTimeoutSeconds: replayTimeoutSeconds + 10,
+  maxReceiveCount: 2,
+};
+
 /** Roll-ups wait here until due; handling one is a few reads and one write. */
 export const usageRollupQueue: QueueDefinition = {
   name: 'usage-rollups',
@@ -233,6 +242,17 @@ export const queueConsumers: readonly QueueConsumer[] = [
     invokesModels: true,
     // Builds a model's prompt from a whole transcript and parses its answer: CPU-bound between model calls.
     memoryMb: 1024,
+  },
+  {
+    name: 'replay',
+    entry: 'functions/replay/handler.ts',
+    queue: replayQueue,
+    batchSize: 1,
+    timeoutSeconds: replayTimeoutSeconds,
+    invokesModels: true,
+    // Reading a FUNCTION_TOOL's definition opens its signing secret, as a turn does (it is never called live).
+    opensSecrets: true,
+    queriesKnowledge: true,
   },
   {
     name: 'usage-rollup',

@@ -72,7 +72,7 @@ export const contexts: readonly BoundedContext[] = [
     name: 'conversations',
     layer: 7,
     purpose: 'Sessions (with the analysis result they hold and the analysis job an ended one hands over), turns, transcripts, their events (session.*, message.added), the built-in routing tools (transfer, handoff), and the conversation composition root (models, tools, knowledge for a turn).',
-    surface: ['analysis-result-schemas.ts', 'conversation-metrics.ts', 'conversation-runtime.ts', 'ports.ts', 'routing-tools.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
+    surface: ['analysis-result-schemas.ts', 'conversation-metrics.ts', 'conversation-runtime.ts', 'ports.ts', 'replay-runtime.ts', 'replay-schemas.ts', 'replay-store.ts', 'replays.ts', 'routing-tools.ts', 'session-events.ts', 'session-schemas.ts', 'session-store.ts', 'sessions.ts', 'transcript.ts', 'turn-state.ts', 'turn.ts'],
   },
   {
     name: 'analysis',

@@ -92,6 +92,14 @@ export interface paths {
     /** What changed from one version of an agent (against) to another */
     get: operations["diffAgentVersions"];
   };
+  "/v2/chat/agents/{id}/replays": {
+    /** Replay past sessions through a version of the agent, or changes to it; the results come later on the replay */
+    post: operations["startReplay"];
+  };
+  "/v2/chat/agents/{id}/replays/{replayId}": {
+    /** Get a replay: its status, its progress and, once done, each session with a per-turn diff */
+    get: operations["getReplay"];
+  };
   "/v1/chat/tools": {
     /** List tools */
     get: operations["listTools"];
@@ -1086,6 +1094,68 @@ export interface components {
           after?: unknown;
         }[];
     };
+    StartReplayResponse: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      agentId: string;
+      /** @enum {string} */
+      status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED";
+      candidate: {
+        version?: number;
+        changes?: {
+          [key: string]: unknown;
+        };
+      };
+      liveTools: boolean;
+      sessionIds: string[];
+      progress: {
+        sessionsDone: number;
+        sessionsTotal: number;
+        turnsTotal: number;
+      };
+      results?: ({
+          sessionId: string;
+          /** @enum {string} */
+          status: "COMPLETED" | "FAILED";
+          turnsChanged: number;
+          turns: ({
+              turn: number;
+              user: string;
+              /** @enum {string} */
+              diff: "SAME" | "CHANGED";
+              original: {
+                reply: string;
+                toolCalls: ({
+                    name: string;
+                    arguments: {
+                      [key: string]: unknown;
+                    };
+                    result: string;
+                    /** @enum {string} */
+                    status: "SUCCESS" | "ERROR";
+                  })[];
+              };
+              replay: {
+                reply: string;
+                toolCalls: ({
+                    name: string;
+                    arguments: {
+                      [key: string]: unknown;
+                    };
+                    result: string;
+                    /** @enum {string} */
+                    status: "SUCCESS" | "ERROR";
+                  })[];
+              };
+            })[];
+          error?: string;
+        })[];
+      error?: string;
+      createdAt: string;
+      updatedAt: string;
+      completedAt?: string;
+    };
     ListToolsResponse: {
       data: components["schemas"]["Tool"][];
       pagination: {
@@ -1399,6 +1469,21 @@ export interface components {
         agentId: string;
         version: number;
         previousVersion: number | null;
+      };
+    }) | ({
+      id: string;
+      eventId: string;
+      /** @constant */
+      type: "replay.completed";
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        replayId: string;
+        agentId: string;
+        /** @enum {string} */
+        status: "COMPLETED" | "FAILED";
+        sessions: number;
+        turnsChanged: number;
       };
     });
     CreateWebhookResponse: {
@@ -2223,6 +2308,90 @@ export interface components {
     };
     RollbackAgentBody: {
       version: number;
+    };
+    StartReplayBody: {
+      sessionIds?: string[];
+      lastClosed?: number;
+      candidate: {
+        version: number;
+      } | ({
+        changes: {
+          fullName?: string;
+          description?: string;
+          role?: string;
+          language?: string | null;
+          systemPrompt?: string | null;
+          specialInstructions?: string | null;
+          /** Format: uuid */
+          modelId?: string;
+          sttModelId?: string | null;
+          ttsModelId?: string | null;
+          stsModelId?: string | null;
+          voiceEnabled?: boolean;
+          voicePipelineMode?: ("pipeline" | "sts" | "hybrid") | null;
+          knowledgeStoreId?: string | null;
+          tools?: {
+              /** Format: uuid */
+              toolId: string;
+              toolDescription?: string;
+            }[];
+          welcomeAllowInterruptions?: boolean;
+          voice?: ({
+            /** @enum {string} */
+            provider: "google" | "amazon" | "elevenlabs" | "cartesia" | "rime" | "builtin";
+            voiceId: string;
+            /** @enum {string} */
+            endOfTurn?: "STT_ENDPOINTING" | "SILENCE";
+            endOfTurnSilenceMs?: number;
+            welcomeMessage?: string;
+          }) | null;
+          analysis?: ({
+            intentRecognition?: {
+              enabled: boolean;
+              /** @default [] */
+              intents?: {
+                  name: string;
+                  description?: string;
+                }[];
+            };
+            resolution?: {
+              enabled: boolean;
+              /** @default [] */
+              checklist?: string[];
+            };
+            sentiment?: {
+              enabled: boolean;
+            };
+            dataExtraction?: {
+              fields: ({
+                  name: string;
+                  /** @enum {string} */
+                  type: "string" | "number" | "boolean" | "date" | "enum";
+                  description?: string;
+                  /** @default false */
+                  required?: boolean;
+                  values?: string[];
+                })[];
+            };
+          }) | null;
+          transferDestinations?: (({
+              number: string;
+              description: string;
+              /**
+               * @default cold
+               * @enum {string}
+               */
+              mode?: "cold" | "warm";
+            })[]) | null;
+          handoffAgents?: {
+              /** Format: uuid */
+              agentId: string;
+              description: string;
+            }[] | null;
+        };
+      });
+      /** @default false */
+      liveTools?: boolean;
     };
     CreateToolBody: {
       name: string;
@@ -4839,6 +5008,252 @@ export interface operations {
               status?: 400;
             };
           };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Replay past sessions through a version of the agent, or changes to it; the results come later on the replay */
+  startReplay: {
+    parameters: {
+      path: {
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["StartReplayBody"];
+      };
+    };
+    responses: {
+      /** @description Accepted */
+      202: {
+        content: {
+          "application/json": components["schemas"]["StartReplayResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description The body is too large: PAYLOAD_TOO_LARGE */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "PAYLOAD_TOO_LARGE";
+              /** @constant */
+              status?: 413;
+            };
+          };
+        };
+      };
+      /** @description The body is not JSON: UNSUPPORTED_MEDIA_TYPE */
+      415: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNSUPPORTED_MEDIA_TYPE";
+              /** @constant */
+              status?: 415;
+            };
+          };
+        };
+      };
+      /** @description Well-formed but unusable: TOOLS_NOT_FOUND */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "TOOLS_NOT_FOUND";
+              /** @constant */
+              status?: 422;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
+  /** Get a replay: its status, its progress and, once done, each session with a per-turn diff */
+  getReplay: {
+    parameters: {
+      path: {
+        id: string;
+        replayId: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["StartReplayResponse"];
         };
       };
       /** @description No valid credential: UNAUTHORIZED */

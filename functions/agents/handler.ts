@@ -2,7 +2,8 @@ import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../
 import { authorOf, diffAgentVersions, getAgentVersion, listAgentVersions, publishAgent, rollbackAgent } from '../../shared/agents/agent-versions.ts';
 import { exportAgent, importAgent } from '../../shared/agents/agent-export.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
-import { runtime } from '../../shared/runtime.ts';
+import { getReplay, startReplay } from '../../shared/conversations/replays.ts';
+import { replayRequestRuntime } from '../../shared/conversations/replay-runtime.ts';
 import { agentRoutes } from './routes.ts';
 
 export const handler = createHttpHandler(
@@ -20,6 +21,8 @@ export const handler = createHttpHandler(
     listAgentVersions: ({ deps, principal, params, query }) => listAgentVersions(deps, principal.orgId, params.id, query),
     getAgentVersion: ({ deps, principal, params }) => getAgentVersion(deps, principal.orgId, params.id, params.number),
     diffAgentVersions: ({ deps, principal, params, query }) => diffAgentVersions(deps, principal.orgId, params.id, params.number, query.against),
+    startReplay: ({ deps, principal, params, body }) => startReplay(deps, principal.orgId, params.id, body),
+    getReplay: ({ deps, principal, params }) => getReplay(deps, principal.orgId, params.id, params.replayId),
   },
-  runtime,
+  replayRequestRuntime,
 );

@@ -3,12 +3,16 @@ import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, pub
 import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
+import { createReplayBody, replayParams, replaySchema } from '../../shared/conversations/replay-schemas.ts';
+import { replayQueue } from '../consumers.ts';
 
 export const agentRoutes = defineRouteGroup({
   name: 'agents',
   entry: 'functions/agents/handler.ts',
   // An import creates FUNCTION_TOOLs, whose signing secrets are sealed here.
   sealsSecrets: true,
+  // Replays are queued for the replay function.
+  queueUrls: { REPLAY_QUEUE_URL: replayQueue },
   routes: {
     createAgent: {
       method: 'POST',
@@ -135,6 +139,26 @@ export const agentRoutes = defineRouteGroup({
       response: versionDiffSchema,
       params: versionParams,
       query: diffQuery,
+    },
+    startReplay: {
+      method: 'POST',
+      path: '/v2/chat/agents/{id}/replays',
+      scope: 'agents:write',
+      summary: "Replay past sessions through a version of the agent, or changes to it; the results come later on the replay",
+      successStatus: 202,
+      response: replaySchema,
+      errors: ['TOOLS_NOT_FOUND'],
+      params: idParams,
+      body: createReplayBody,
+    },
+    getReplay: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/replays/{replayId}',
+      scope: 'agents:read',
+      summary: 'Get a replay: its status, its progress and, once done, each session with a per-turn diff',
+      successStatus: 200,
+      response: replaySchema,
+      params: replayParams,
     },
   },
 });

@@ -188,6 +188,17 @@ export async function prepareTurn(
 }
 
 /**
+ * A turn of a session that is not live (a replay, docs/agent-versions.md#replay): the caller gives the session, the
+ * agent and tools to answer with and the history so far, and runs it with `runTurn` and deps whose session store
+ * keeps the messages in memory. Nothing is read, held or queued here.
+ */
+export function detachedTurn(deps: TurnDeps, session: StoredSession, agent: Agent, tools: ExecutableTool[], history: Message[], content: string): PreparedTurn {
+  const userMessage: Message = { id: newMessageId(), sessionId: session.id, role: 'USER', content, metadata: {}, createdAt: deps.clock.now().toISOString() };
+  const retrieval = retrieveForTurn(deps, session, agent, history, content);
+  return { session, agent, tools, history, userMessage, assistantMessageId: newMessageId(), startedAt: performance.now(), retrieval, knowledgeAsTool: false, release: () => undefined };
+}
+
+/**
  * The session, its agent at the version the session is bound to, and the agent's tools: one batch when this process
  * has seen the session before. The tools run with the bound version's definitions and their current secrets; a tool
  * deleted since is left out.

@@ -145,6 +145,12 @@ const configSchema = z.object({
   ANALYSIS_MODEL_ID: z.uuid().optional(),
   /** The analysis queue, where ended sessions' analysis jobs (and their deadlines) are sent. */
   ANALYSIS_QUEUE_URL: z.string().min(1).optional(),
+  /** The replay queue, where replays of past sessions through a changed agent wait for the replay function. */
+  REPLAY_QUEUE_URL: z.string().min(1).optional(),
+  /** The most sessions one replay takes (400 beyond it; docs/agent-versions.md#replay). */
+  REPLAY_MAX_SESSIONS: z.coerce.number().int().min(1).max(100).default(20),
+  /** The most user turns, over all its sessions, one replay takes (400 beyond it). */
+  REPLAY_MAX_TURNS: z.coerce.number().int().min(1).max(1000).default(100),
   /**
    * The KMS key (id, ARN or alias) that seals the secrets the table keeps; the stack sets it to its key's ARN for
    * the functions that seal or open secrets (docs/security.md#secrets-at-rest).
@@ -384,6 +390,9 @@ export const settingSources = {
   ANALYSIS_DEADLINE_SECONDS: 'local',
   ANALYSIS_MODEL_ID: 'deployment',
   ANALYSIS_QUEUE_URL: 'stack',
+  REPLAY_QUEUE_URL: 'stack',
+  REPLAY_MAX_SESSIONS: 'deployment',
+  REPLAY_MAX_TURNS: 'deployment',
   SECRETS_KMS_KEY_ID: 'stack',
   KMS_ENDPOINT: 'local',
   SECRETS_MANAGER_ENDPOINT: 'local',

@@ -91,6 +91,10 @@ export const eventSchemas = {
     z.object({ agentId: z.string(), version: z.int(), publishedVersion: z.int().nullable(), changedFields: z.array(z.string()) }),
   ),
   'agent.published': envelope('agent.published', z.object({ agentId: z.string(), version: z.int(), previousVersion: z.int().nullable() })),
+  'replay.completed': envelope(
+    'replay.completed',
+    z.object({ replayId: z.string(), agentId: z.string(), status: z.enum(['COMPLETED', 'FAILED']), sessions: z.int(), turnsChanged: z.int() }),
+  ),
 } as const;
 
 export type EventType = keyof typeof eventSchemas;

@@ -755,6 +755,7 @@ describe('the secrets key', () => {
       'carrier-callbacks',
       'chat-messages',
       'phone-numbers',
+      'replay',
       'voice-relay',
       'webhook-delivery',
       'whatsapp-conversations',

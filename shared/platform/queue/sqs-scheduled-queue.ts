@@ -12,7 +12,7 @@ export const maxQueueDelaySeconds = 900;
  */
 export function scheduledQueueFrom<Message extends { notBefore: number }>(
   config: Config,
-  variable: 'WEBHOOK_QUEUE_URL' | 'ANALYSIS_QUEUE_URL' | 'USAGE_ROLLUP_QUEUE_URL',
+  variable: 'WEBHOOK_QUEUE_URL' | 'ANALYSIS_QUEUE_URL' | 'USAGE_ROLLUP_QUEUE_URL' | 'REPLAY_QUEUE_URL',
 ): ScheduledQueue<Message> {
   const queueUrl = config[variable];
   if (queueUrl) return new SqsScheduledQueue<Message>(createSqsClient(config), queueUrl);

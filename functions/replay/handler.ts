@@ -1,0 +1,23 @@
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import * as z from 'zod';
+import { conversationRuntime } from '../../shared/conversations/conversation-runtime.ts';
+import { DynamoReplayStore } from '../../shared/conversations/replay-store.ts';
+import { runReplay, type ReplayWorkerDeps } from '../../shared/conversations/replays.ts';
+import { observedHandler } from '../../shared/platform/invocation.ts';
+import { handleQueueBatch } from '../../shared/platform/queue/queue-message.ts';
+
+const queueMessage = z.object({ kind: z.literal('replay.run'), orgId: z.string().min(1), agentId: z.uuid(), replayId: z.uuid(), notBefore: z.number() });
+
+let deps: ReplayWorkerDeps | undefined;
+
+/** The replay function, fed by the replay queue: runs each replay to its end (docs/agent-versions.md#replay). */
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
+  if (!deps) {
+    const base = conversationRuntime();
+    deps = { ...base, replays: new DynamoReplayStore(base.documentClient, base.config.TABLE_NAME) };
+  }
+  const ready = deps;
+  return handleQueueBatch(event, { schema: queueMessage, name: 'replay', logFields: (message) => ({ replayId: message.replayId }) }, (message) => runReplay(ready, message));
+}
+
+export const handler = observedHandler('replay', handle);

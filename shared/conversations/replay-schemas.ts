@@ -1,0 +1,71 @@
+import * as z from 'zod';
+import { updateAgentBody } from '../agents/agent-schemas.ts';
+import { idParams } from '../platform/schemas/common.ts';
+
+/** What a replay may change inline: an agent's configuration, not its lifecycle or switches. */
+const { publishMode: _publishMode, isActive: _isActive, isPublic: _isPublic, ...configurable } = updateAgentBody.shape;
+const candidateChanges = z.strictObject(configurable);
+
+export const createReplayBody = z
+  .strictObject({
+    /** The sessions to replay, by id; or `lastClosed`: the agent's last N closed sessions. */
+    sessionIds: z.array(z.uuid({ error: 'must be a session id' })).min(1).optional(),
+    lastClosed: z.int().min(1).optional(),
+    /** The candidate: a version of the agent, or changes applied over its published version. */
+    candidate: z.union([
+      z.strictObject({ version: z.int().min(1) }),
+      z.strictObject({ changes: candidateChanges.refine((changes) => Object.keys(changes).length > 0, { error: 'must change at least one field' }) }),
+    ]),
+    /** Runs a tool call that has no recording live when the tool is safe to repeat (an API tool with GET). */
+    liveTools: z.boolean().default(false),
+  })
+  .refine((body) => (body.sessionIds === undefined) !== (body.lastClosed === undefined), { error: 'give exactly one of sessionIds and lastClosed', path: ['sessionIds'] });
+export type CreateReplayInput = z.infer<typeof createReplayBody>;
+export type CandidateChanges = z.infer<typeof candidateChanges>;
+
+export const replayParams = idParams.extend({ replayId: z.uuid({ error: 'must be a replay id' }) });
+
+const replayedToolCall = z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()), result: z.string(), status: z.enum(['SUCCESS', 'ERROR']) });
+export type ReplayedToolCall = z.infer<typeof replayedToolCall>;
+
+const turnSide = z.object({ reply: z.string(), toolCalls: z.array(replayedToolCall) });
+export type TurnSide = z.infer<typeof turnSide>;
+
+const replayedTurn = z.object({
+  /** 1 for the session's first user message. */
+  turn: z.int().min(1),
+  user: z.string(),
+  /** `SAME` when the reply and the tool calls (names, arguments, results) are equal. */
+  diff: z.enum(['SAME', 'CHANGED']),
+  original: turnSide,
+  replay: turnSide,
+});
+export type ReplayedTurn = z.infer<typeof replayedTurn>;
+
+const sessionReplay = z.object({
+  sessionId: z.string(),
+  status: z.enum(['COMPLETED', 'FAILED']),
+  turnsChanged: z.int().min(0),
+  turns: z.array(replayedTurn),
+  error: z.string().optional(),
+});
+export type SessionReplay = z.infer<typeof sessionReplay>;
+
+export const replayStatuses = ['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED'] as const;
+
+export const replaySchema = z.object({
+  id: z.uuid(),
+  agentId: z.uuid(),
+  status: z.enum(replayStatuses),
+  candidate: z.object({ version: z.int().optional(), changes: z.record(z.string(), z.unknown()).optional() }),
+  liveTools: z.boolean(),
+  sessionIds: z.array(z.string()),
+  progress: z.object({ sessionsDone: z.int(), sessionsTotal: z.int(), turnsTotal: z.int() }),
+  /** Per session, once the replay has COMPLETED. */
+  results: z.array(sessionReplay).optional(),
+  error: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  completedAt: z.string().optional(),
+});
+export type Replay = z.infer<typeof replaySchema> & { orgId: string };

@@ -1,0 +1,247 @@
+import type { Agent } from '../agents/agent-schemas.ts';
+import type { AgentStore, ToolStore } from '../agents/ports.ts';
+import type { ExecutableTool } from '../agents/tool-schemas.ts';
+import { agentAtVersion } from '../agents/agent-versions.ts';
+import type { ToolExecution } from '../agents/api-tool-executor.ts';
+import { envelopeEvent } from '../events/events.ts';
+import type { Clock } from '../platform/clock.ts';
+import { NotFoundError, ToolsNotFoundError, ValidationError } from '../platform/errors.ts';
+import type { ScheduledQueue } from '../platform/ports.ts';
+import { logger } from '../platform/logger.ts';
+import type { Message } from './session-schemas.ts';
+import type { SessionStore, StoredSession } from './ports.ts';
+import { detachedTurn, runTurn, type ToolCallContext, type TurnDeps } from './turn.ts';
+import { histories } from './turn-state.ts';
+import type { DynamoReplayStore } from './replay-store.ts';
+import type { CandidateChanges, CreateReplayInput, Replay, ReplayedToolCall, ReplayedTurn, SessionReplay, TurnSide } from './replay-schemas.ts';
+
+export interface ReplayQueueMessage {
+  kind: 'replay.run';
+  orgId: string;
+  agentId: string;
+  replayId: string;
+  notBefore: number;
+}
+
+export interface ReplayRequestDeps {
+  agents: AgentStore;
+  tools: ToolStore;
+  sessions: SessionStore;
+  clock: Clock;
+  replays: DynamoReplayStore;
+  replayQueue: ScheduledQueue<ReplayQueueMessage>;
+  config: { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
+}
+
+/** The replay as the API answers it. */
+const shown = ({ orgId: _orgId, ...replay }: Replay) => replay;
+
+/**
+ * Checks the request (the agent, the sessions, the candidate, the limits), stores the replay QUEUED and queues it.
+ * A session of another organization or agent is not found, as an agent of another organization is.
+ */
+export async function startReplay(deps: ReplayRequestDeps, orgId: string, agentId: string, input: CreateReplayInput) {
+  const agent = await deps.agents.get(orgId, agentId);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
+  const max = deps.config.REPLAY_MAX_SESSIONS;
+  if ((input.sessionIds?.length ?? input.lastClosed ?? 0) > max) throw new ValidationError(`A replay takes at most ${max} sessions (REPLAY_MAX_SESSIONS).`);
+  if ('version' in input.candidate && !(await deps.agents.getVersion(orgId, agentId, input.candidate.version))) {
+    throw new NotFoundError(`Agent ${agentId} has no version ${input.candidate.version}.`);
+  }
+  if ('changes' in input.candidate && input.candidate.changes.tools) {
+    const toolIds = input.candidate.changes.tools.map((tool) => tool.toolId);
+    const found = await deps.tools.executableTools(orgId, toolIds);
+    const missing = toolIds.filter((toolId) => !found.some((tool) => tool.id === toolId));
+    if (missing.length > 0) throw new ToolsNotFoundError(`Tools not found: ${missing.join(', ')}.`);
+  }
+  const sessions = await sessionsToReplay(deps, orgId, agentId, input);
+  const turnsTotal = (await Promise.all(sessions.map(async (session) => userTurns(await deps.sessions.messages(orgId, session.id)).length))).reduce((sum, turns) => sum + turns, 0);
+  if (turnsTotal > deps.config.REPLAY_MAX_TURNS) {
+    throw new ValidationError(`These sessions have ${turnsTotal} user turns; a replay takes at most ${deps.config.REPLAY_MAX_TURNS} (REPLAY_MAX_TURNS).`);
+  }
+  const now = deps.clock.now().toISOString();
+  const replay: Replay = {
+    id: crypto.randomUUID(),
+    orgId,
+    agentId,
+    status: 'QUEUED',
+    candidate: input.candidate,
+    liveTools: input.liveTools,
+    sessionIds: sessions.map((session) => session.id),
+    progress: { sessionsDone: 0, sessionsTotal: sessions.length, turnsTotal },
+    createdAt: now,
+    updatedAt: now,
+  };
+  await deps.replays.create(replay);
+  await deps.replayQueue.schedule([{ kind: 'replay.run', orgId, agentId, replayId: replay.id, notBefore: 0 }]);
+  return shown(replay);
+}
+
+async function sessionsToReplay(deps: ReplayRequestDeps, orgId: string, agentId: string, input: CreateReplayInput): Promise<StoredSession[]> {
+  if (input.sessionIds) {
+    const sessions = await Promise.all([...new Set(input.sessionIds)].map((sessionId) => deps.sessions.get(orgId, sessionId)));
+    const missing = input.sessionIds.filter((sessionId) => !sessions.some((session) => session?.id === sessionId && session.agentId === agentId));
+    if (missing.length > 0) throw new NotFoundError(`Sessions of agent ${agentId} not found: ${missing.join(', ')}.`);
+    return sessions.filter((session) => session !== undefined);
+  }
+  const now = deps.clock.now();
+  const { sessions } = await deps.sessions.list(
+    orgId,
+    { agentId, state: 'CLOSED', idle: { lastActivityBefore: now.toISOString(), nowMs: now.getTime() } },
+    { order: 'desc', skip: 0, limit: input.lastClosed ?? 0 },
+  );
+  return sessions;
+}
+
+export async function getReplay(deps: Pick<ReplayRequestDeps, 'agents' | 'replays'>, orgId: string, agentId: string, replayId: string) {
+  const replay = (await deps.agents.get(orgId, agentId)) && (await deps.replays.get(orgId, agentId, replayId));
+  if (!replay) throw new NotFoundError(`Replay ${replayId} not found.`);
+  return shown(replay);
+}
+
+export interface ReplayWorkerDeps extends TurnDeps {
+  replays: DynamoReplayStore;
+}
+
+/** A session's messages cut at each user message: the user's text, the turn's tool calls and its reply. */
+interface RecordedTurn {
+  user: string;
+  side: TurnSide;
+}
+
+function userTurns(messages: readonly Message[]): RecordedTurn[] {
+  const turns: RecordedTurn[] = [];
+  for (const message of messages) {
+    if (message.role === 'USER') turns.push({ user: message.content, side: { reply: '', toolCalls: [] } });
+    const turn = turns.at(-1);
+    if (!turn) continue;
+    if (message.role === 'TOOL' && message.toolCall) turn.side.toolCalls.push(toolCallOf(message.toolCall));
+    if (message.role === 'ASSISTANT') turn.side.reply += message.content;
+  }
+  return turns;
+}
+
+const toolCallOf = (call: NonNullable<Message['toolCall']>): ReplayedToolCall => ({ name: call.name, arguments: call.arguments, result: call.result, status: call.status });
+
+/** Key order does not make two calls different. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([key, inner]) => `${JSON.stringify(key)}:${canonical(inner)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const recordingKey = (name: string, args: Record<string, unknown>) => `${name} ${canonical(args)}`;
+
+/** Only a GET API tool is safe to call again: a POST, PUT, PATCH, DELETE or a function tool may change something. */
+export const safeToRepeat = (tool: ExecutableTool): boolean => tool.type === 'API_TOOL' && tool.apiTool?.method === 'GET';
+
+/**
+ * The recorded-result double: a call whose tool name and arguments match one of the original session's is answered
+ * with that call's recorded result (the first not yet used); another is answered with an error saying it was not replayed, or run live when
+ * the replay asked for it and the tool is safe to repeat.
+ */
+export function recordedToolDouble(deps: Pick<TurnDeps, 'executeTool'>, recorded: readonly ReplayedToolCall[], liveTools: boolean) {
+  // The same call made twice may have answered differently: the replay's calls take the recordings in order, the last one again once used up.
+  const recordings = new Map<string, ReplayedToolCall[]>();
+  for (const call of recorded) recordings.set(recordingKey(call.name, call.arguments), [...(recordings.get(recordingKey(call.name, call.arguments)) ?? []), call]);
+  return async (tool: ExecutableTool, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolExecution> => {
+    const matching = recordings.get(recordingKey(tool.name, args)) ?? [];
+    const recording = matching.length > 1 ? matching.shift() : matching[0];
+    if (recording) return { status: recording.status, result: recording.result, durationMs: 0 };
+    if (liveTools && safeToRepeat(tool)) return deps.executeTool(tool, args, context);
+    const why = liveTools ? 'it may change something, so it is never called live in a replay' : 'the replay did not ask for live tools';
+    return { status: 'ERROR', result: `Not replayed: the original conversation has no call of ${tool.name} with these arguments, and ${why}.`, durationMs: 0 };
+  };
+}
+
+/** Turns write nowhere: the session store of a replay reads as the real one (its class's methods, hence the prototype) but answers a commit without writing. */
+function inMemorySessions(sessions: SessionStore): SessionStore {
+  const replaying: Partial<SessionStore> = { commitTurn: async () => 'committed', holdForTurn: async () => true };
+  return Object.assign(Object.create(sessions) as SessionStore, replaying);
+}
+
+/** The candidate agent and the tools it runs: a version's definitions (with current secrets), or changes over the published version. */
+async function candidateOf(deps: ReplayWorkerDeps, replay: Replay): Promise<{ agent: Agent; tools: ExecutableTool[] }> {
+  const agent = await deps.agents.get(replay.orgId, replay.agentId);
+  if (!agent) throw new Error('the agent no longer exists');
+  const number = replay.candidate.version ?? agent.publishedVersion;
+  const version = number === undefined ? undefined : await deps.agents.getVersion(agent.orgId, agent.id, number);
+  if (replay.candidate.version !== undefined && !version) throw new Error(`version ${replay.candidate.version} no longer exists`);
+  const base = version ? agentAtVersion(agent, version) : agent;
+  const changes = Object.entries((replay.candidate.changes ?? {}) as CandidateChanges).map(([field, value]) => [field, value ?? undefined]);
+  const candidate = { ...base, ...Object.fromEntries(changes) } as Agent;
+  const attached = candidate.tools.map((tool) => tool.toolId);
+  const current = await deps.tools.executableTools(agent.orgId, attached);
+  const definitions = new Map(replay.candidate.changes?.tools === undefined ? version?.tools.map((tool) => [tool.id, tool]) : []);
+  const tools = current.map((tool) => {
+    const definition = definitions.get(tool.id);
+    return definition ? { ...definition, functionSecret: tool.functionSecret } : tool;
+  });
+  return { agent: candidate, tools };
+}
+
+const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(a.toolCalls) === canonical(b.toolCalls);
+
+/** Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session. */
+async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: { agent: Agent; tools: ExecutableTool[] }, sessionId: string): Promise<SessionReplay> {
+  const original = await deps.sessions.get(replay.orgId, sessionId);
+  if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
+  const recordedTurns = userTurns(await deps.sessions.messages(replay.orgId, sessionId));
+  const turnDeps: TurnDeps = {
+    ...deps,
+    sessions: inMemorySessions(deps.sessions),
+    executeTool: recordedToolDouble(deps, recordedTurns.flatMap((turn) => turn.side.toolCalls), replay.liveTools),
+  };
+  // Its own id: the process's caches of live sessions never see a replay's turns.
+  const session: StoredSession = { ...original, id: `replay-${replay.id}-${sessionId}`, state: 'OPEN' };
+  const history: Message[] = [];
+  const turns: ReplayedTurn[] = [];
+  try {
+    for (const [index, recorded] of recordedTurns.entries()) {
+      const prepared = detachedTurn(turnDeps, session, candidate.agent, candidate.tools, [...history], recorded.user);
+      const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false });
+      history.push(prepared.userMessage, ...result.messages);
+      const replayed: TurnSide = {
+        reply: result.messages.filter((message) => message.role === 'ASSISTANT').map((message) => message.content).join(''),
+        toolCalls: result.messages.flatMap((message) => (message.toolCall ? [toolCallOf(message.toolCall)] : [])),
+      };
+      turns.push({ turn: index + 1, user: recorded.user, diff: sameSide(recorded.side, replayed) ? 'SAME' : 'CHANGED', original: recorded.side, replay: replayed });
+    }
+  } finally {
+    histories.delete(`${session.orgId}/${session.id}`);
+  }
+  return { sessionId, status: 'COMPLETED', turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length, turns };
+}
+
+/** The queue's work: runs a QUEUED replay to its end and records it with `replay.completed`; a finished one is left alone (a redelivery). */
+export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage): Promise<void> {
+  const replay = await deps.replays.get(message.orgId, message.agentId, message.replayId);
+  if (!replay || replay.status === 'COMPLETED' || replay.status === 'FAILED') return;
+  const results: SessionReplay[] = [];
+  let finished: Replay;
+  try {
+    await deps.replays.progress(replay, 0, deps.clock.now().toISOString());
+    const candidate = await candidateOf(deps, replay);
+    for (const sessionId of replay.sessionIds) {
+      results.push(await replaySession(deps, replay, candidate, sessionId));
+      await deps.replays.progress(replay, results.length, deps.clock.now().toISOString());
+    }
+    const now = deps.clock.now().toISOString();
+    finished = { ...replay, status: 'COMPLETED', results, progress: { ...replay.progress, sessionsDone: results.length }, updatedAt: now, completedAt: now };
+  } catch (error) {
+    logger.warn('replay failed', { replayId: replay.id, error: error as Error });
+    const now = deps.clock.now().toISOString();
+    finished = { ...replay, status: 'FAILED', error: `The replay failed: ${(error as Error).message}.`, results, updatedAt: now, completedAt: now };
+  }
+  const turnsChanged = results.reduce((sum, result) => sum + result.turnsChanged, 0);
+  const event = envelopeEvent(replay.orgId, 'replay.completed', finished.updatedAt, {
+    replayId: replay.id,
+    agentId: replay.agentId,
+    status: finished.status,
+    sessions: results.length,
+    turnsChanged,
+  });
+  await deps.replays.finish(finished, event);
+}
