@@ -279,7 +279,7 @@ describe('the stack of deploy/example.json', () => {
     // The key's users and the usage function (Stripe) are the readers.
     expect(allFunctions().filter((name) => settingsOf(name).includes('STRIPE_WEBHOOK_SECRET'))).toEqual(['usage']);
     expect(allFunctions().filter((name) => settingsOf(name).includes('OPENAI_COMPATIBLE_API_KEY')).sort()).toEqual(
-      ['analysis', 'chat-messages', 'knowledge', 'knowledge-ingestion', 'knowledge-sweeper', 'knowledge-upload-router', 'voice-relay', 'whatsapp-inbound'].sort(),
+      ['analysis', 'chat-messages', 'knowledge', 'knowledge-ingestion', 'knowledge-sweeper', 'knowledge-upload-router', 'replay', 'voice-relay', 'whatsapp-inbound'].sort(),
     );
   });
 
