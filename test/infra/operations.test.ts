@@ -100,8 +100,8 @@ describe('the alarms', () => {
         .map((match) => match[1] as string)
         .filter((id) => parent[id]?.Type === 'AWS::SQS::Queue' && !ofType(parent, 'AWS::Lambda::EventSourceMapping').some(([, mapping]) => JSON.stringify(mapping.Properties.EventSourceArn).includes(`"${id}"`))),
     );
-    // The stream consumers' failures, the rule targets' failures and the dead letters of each of the eight queues.
-    expect(deadLetterIds.size).toBe(10);
+    // The stream consumers' failures, the rule targets' failures and the dead letters of each of the nine queues.
+    expect(deadLetterIds.size).toBe(11);
     const watched = alarms().flatMap((alarm) =>
       metricsOf(alarm)
         .filter((metric) => metric.MetricName === 'ApproximateNumberOfMessagesVisible')
@@ -167,7 +167,7 @@ describe('the dashboard', () => {
     for (const metric of platformMetrics) expect(body, metric.name).toContain(`\\"AgentPlatform\\",\\"${metric.name}\\",\\"service\\",\\"agent-platform\\"`);
     const functionCount = idOf('AWS::Lambda::Function').length;
     expect(body.match(/\\"AWS\/Lambda\\",\\"Errors\\"/g)).toHaveLength(functionCount);
-    expect(body.match(/\\"AWS\/SQS\\",\\"ApproximateNumberOfMessagesVisible\\"/g)).toHaveLength(10);
+    expect(body.match(/\\"AWS\/SQS\\",\\"ApproximateNumberOfMessagesVisible\\"/g)).toHaveLength(11);
     expect(body).toContain('\\"type\\":\\"alarm\\"');
     for (const alarm of alarms()) expect(body).toContain(`"${alarm.id}"`);
   });
