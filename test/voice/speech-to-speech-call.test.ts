@@ -124,12 +124,16 @@ describe.each(cases)('an $mode call on $provider', ({ mode, provider, stsModelId
       expect(opened?.session.tools.map((tool) => tool.name)).toEqual(['get_weather', 'end_conversation', 'search_knowledge']);
     }
 
-    // The callee heard the session's own audio: the three replies, after the welcome (spoken, not stored), as many
-    // utterances or more (a busy machine may pause one). Which words: the built-in recogniser hears the tool's name
-    // and the opening hours' figures too poorly to compare them (decision 447).
-    const spoken = [...(welcome ? [welcome] : []), weatherAnswer.content, knowledgeAnswer.content, farewell.content];
+    // The welcome was asked of the session (spoken by it, not stored); the callee heard the session's own audio: the
+    // three replies, as many utterances or more (a busy machine may pause one; a short welcome may be heard as no
+    // words at all). Which words: the built-in recogniser hears the tool's name and the opening hours' figures too
+    // poorly to compare them (decision 447).
+    if (welcome) {
+      const asked = api.speech!.started.openaiRealtime!.clientEvents.filter((event) => event.type === 'response.create' && JSON.stringify(event).includes(welcome));
+      expect(asked.length).toBeGreaterThanOrEqual(1);
+    }
     const heard = await simulator().heardWhole(session.metadata.roomName);
-    expect(heard.length).toBeGreaterThanOrEqual(spoken.length);
+    expect(heard.length).toBeGreaterThanOrEqual([weatherAnswer, knowledgeAnswer, farewell].length);
   });
 });
 
