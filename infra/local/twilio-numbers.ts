@@ -286,7 +286,8 @@ function validAreaCode(code: string, list: 'local' | 'tollFree'): boolean {
  */
 function generateNumber(areaCode: string, contains: string | undefined): string | undefined {
   const pattern = (contains ?? '').toUpperCase().replace(/[A-Z]/g, (letter) => keypad[letter] ?? '');
-  const national = `${areaCode}${randomDigits(7)}`;
+  // An exchange starts with 2–9: drawn so, a search of one number never comes back empty by chance.
+  const national = `${areaCode}${2 + ((randomBytes(1)[0] as number) % 8)}${randomDigits(6)}`;
   const filled = [...pattern].map((character) => (character === '*' ? randomDigits(1) : character)).join('');
   if (filled.length > 10) return undefined;
   const candidate = national.slice(0, 10 - filled.length) + filled;
