@@ -3,9 +3,10 @@ import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from '../../../i
 import { storedKeyName } from './stored-key.ts';
 
 /**
- * The playground: a key, agents with tools and their versions (publish, roll back), a chat whose reply streams token
- * by token, a voice session with the microphone, the organization's events live, the session's analysis once it
- * exists, and test calls to the organization's numbers. Plain DOM, the typed client for every call.
+ * The playground: a key, agents with tools and their versions (publish, roll back, replay past sessions through one),
+ * a chat whose reply streams token by token, a voice session with the microphone, the organization's events live,
+ * the session's analysis once it exists, and test calls to the organization's numbers. Plain DOM, the typed client
+ * for every call.
  */
 
 /** The caller of the playground's test calls (the simulator's test range; `npm run call` calls from +15550142). */
@@ -150,7 +151,6 @@ const versionsView = {
   configuration: element('version-configuration'),
 };
 const replayView = {
-  lastMode: element<HTMLInputElement>('replay-mode-last'),
   lastClosed: element<HTMLInputElement>('replay-last'),
   chosenMode: element<HTMLInputElement>('replay-mode-chosen'),
   sessions: element<HTMLUListElement>('replay-sessions'),
