@@ -60,6 +60,7 @@ export class DynamoReplayStore {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': 'REPLAY#' },
+      ConsistentRead: true,
     });
     return items.map((item) => ({ ...toRecord<StoredReplay>(item, replayFieldOrder), orgId }));
   }
