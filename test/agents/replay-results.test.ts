@@ -13,7 +13,7 @@ import { replayQueue } from '../../functions/consumers.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { testTableName } from '../support/database.ts';
-import { eventually } from '../support/eventually.ts';
+import { converse, createAgent, createApiTool, finishedReplay } from '../support/replays.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
 const documents = DynamoDBDocumentClient.from(
@@ -54,50 +54,10 @@ afterAll(async () => {
   await closeServer(toolServer);
 });
 
-async function createTool(key: string, name: string, path: string, property: string): Promise<string> {
-  const tool = await api.request('POST', '/v1/chat/tools', {
-    key,
-    body: {
-      name,
-      description: `The ${name} endpoint`,
-      type: 'API_TOOL',
-      ajvPropertiesSchema: { type: 'object', properties: { [property]: { type: 'string' } }, required: [property] },
-      apiTool: { url: `${toolBase}${path}/{{${property}}}`, method: 'GET', headers: {} },
-    },
-  });
-  expect(tool.status, tool.text).toBe(201);
-  return tool.body.id;
-}
-
-async function createAgent(key: string, fields: object = {}): Promise<string> {
-  const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'Orders', description: 'Orders', role: 'You help with orders.', publishMode: 'MANUAL', ...fields } });
-  expect(agent.status, agent.text).toBe(201);
-  return agent.body.id;
-}
-
-async function converse(key: string, agentId: string, turns: readonly string[]): Promise<string> {
-  const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId } });
-  expect(session.status, session.text).toBe(201);
-  for (const content of turns) {
-    const sent = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content, stream: false } });
-    expect(sent.status, sent.text).toBe(200);
-  }
-  return session.body.id;
-}
-
 async function startReplay(key: string, agentId: string, body: object): Promise<string> {
   const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
   expect(started.status, started.text).toBe(202);
   return started.body.id;
-}
-
-async function finishedReplay(key: string, agentId: string, replayId: string): Promise<any> {
-  const replay = await eventually(
-    () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key }),
-    (response) => response.status !== 200 || ['COMPLETED', 'FAILED'].includes(response.body.status),
-  );
-  expect(replay.status, replay.text).toBe(200);
-  return replay.body;
 }
 
 /** The items of the agent's partition whose sort key starts with `prefix`, every page. */
@@ -122,13 +82,13 @@ async function stored(orgId: string, agentId: string, prefix: string): Promise<R
 describe('replay results beyond one item', () => {
   it('a session whose replay holds about 1.4 MB completes, is stored in parts and reads back whole', async () => {
     const { orgId, key } = await api.newOrg();
-    const agentId = await createAgent(key);
+    const agentId = await createAgent(api, key);
     // 32,000 three-byte characters: 96 KB a message, in the user turn of the result.
     const messages = Array.from({ length: 15 }, (_, index) => `Turn ${index + 1}: ${'€'.repeat(32_000 - 12)}`);
-    const sessionId = await converse(key, agentId, messages);
+    const sessionId = await converse(api, key, agentId, messages);
 
     const replayId = await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version: 1 } });
-    const replay = await finishedReplay(key, agentId, replayId);
+    const replay = await finishedReplay(api, key, agentId, replayId);
 
     expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 1, sessionsTotal: 1, turnsTotal: 15 }, turnsChanged: 0 });
     expect(replay.results).toHaveLength(1);
@@ -154,10 +114,10 @@ describe('replay results beyond one item', () => {
 describe('a replay whose invocation dies', () => {
   it('goes on after the last session it recorded when the message comes again, and sends one replay.completed', async () => {
     const { orgId, key } = await api.newOrg();
-    const probe = await createTool(key, 'probe', '/probe', 'q');
-    const agentId = await createAgent(key);
-    const first = await converse(key, agentId, ['Please run probe with {"q":"first"}']);
-    const second = await converse(key, agentId, ['Please run probe with {"q":"hold"}']);
+    const probe = await createApiTool(api, key, 'probe', 'GET', `${toolBase}/probe`, 'q');
+    const agentId = await createAgent(api, key);
+    const first = await converse(api, key, agentId, ['Please run probe with {"q":"first"}']);
+    const second = await converse(api, key, agentId, ['Please run probe with {"q":"hold"}']);
     // Version 2 has the tool the sessions asked for: with live tools, each replayed session calls it once.
     expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
     const replayId = await startReplay(key, agentId, { sessionIds: [first, second], candidate: { version: 2 }, liveTools: true });
@@ -174,7 +134,7 @@ describe('a replay whose invocation dies', () => {
     );
     sqs.destroy();
 
-    const replay = await finishedReplay(key, agentId, replayId);
+    const replay = await finishedReplay(api, key, agentId, replayId);
     expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 2 }, turnsChanged: 2 });
     expect(replay.results.map((result: { sessionId: string }) => result.sessionId)).toEqual([first, second]);
     expect(replay.results[1].turns[0].replay.toolCalls).toEqual([expect.objectContaining({ name: 'probe', status: 'SUCCESS', result: expect.stringContaining('/probe/hold') })]);
@@ -190,12 +150,12 @@ describe('a replay whose invocation dies', () => {
 describe("listing an agent's replays", () => {
   it('pages summaries newest first, without the turns, and only in the agent’s organization', async () => {
     const { key } = await api.newOrg();
-    const agentId = await createAgent(key);
-    const sessionId = await converse(key, agentId, ['Hello there']);
+    const agentId = await createAgent(api, key);
+    const sessionId = await converse(api, key, agentId, ['Hello there']);
     expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { handoffAgents: [] } })).status).toBe(200);
     const replayIds: string[] = [];
     for (const version of [1, 2, 1]) replayIds.push(await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version } }));
-    for (const replayId of replayIds) await finishedReplay(key, agentId, replayId);
+    for (const replayId of replayIds) await finishedReplay(api, key, agentId, replayId);
 
     const first = await api.request('GET', `/v2/chat/agents/${agentId}/replays?limit=2`, { key });
     const second = await api.request('GET', `/v2/chat/agents/${agentId}/replays?limit=2&page=2`, { key });
@@ -217,7 +177,7 @@ describe("listing an agent's replays", () => {
       completedAt: expect.any(String),
     });
     const other = await api.newOrg();
-    const otherAgent = await createAgent(other.key);
+    const otherAgent = await createAgent(api, other.key);
     expectError(await api.request('GET', `/v2/chat/agents/${agentId}/replays`, { key: other.key }), 404, 'NOT_FOUND');
     expect((await api.request('GET', `/v2/chat/agents/${otherAgent}/replays`, { key: other.key })).body).toEqual({ data: [], pagination: { page: 1, limit: 10, total: 0, totalPages: 0 } });
   }, 120_000);
@@ -226,10 +186,10 @@ describe("listing an agent's replays", () => {
 describe('a handoff during a replay', () => {
   it("passes the session's later turns to the target at its published version, back to the candidate on a handback, and writes nothing", async () => {
     const { key } = await api.newOrg();
-    const invoice = await createTool(key, 'get_invoice', '/invoices', 'id');
-    const front = await createAgent(key, { fullName: 'Front desk' });
+    const invoice = await createApiTool(api, key, 'get_invoice', 'GET', `${toolBase}/invoices`, 'id');
+    const front = await createAgent(api, key, { fullName: 'Front desk' });
     // The billing desk's published version 1 has the invoice tool and may hand back; its draft, version 2, has no tool.
-    const billing = await createAgent(key, { fullName: 'Billing', tools: [{ toolId: invoice }], handoffAgents: [{ agentId: front, description: 'Anything else' }] });
+    const billing = await createAgent(api, key, { fullName: 'Billing', tools: [{ toolId: invoice }], handoffAgents: [{ agentId: front, description: 'Anything else' }] });
     expect((await api.request('PATCH', `/v2/chat/agents/${billing}`, { key, body: { tools: [] } })).body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
     const conversation = [
       'Hello there',
@@ -239,12 +199,12 @@ describe('a handoff during a replay', () => {
       'Please run get_invoice with {"id":"I2"}',
     ];
     // The front desk's version 1 hands nothing over: the original session stays with it.
-    const sessionId = await converse(key, front, conversation);
+    const sessionId = await converse(api, key, front, conversation);
     expect((await api.request('PATCH', `/v2/chat/agents/${front}`, { key, body: { handoffAgents: [{ agentId: billing, description: 'Invoices' }] } })).body.draftVersion).toBe(2);
     const before = requests.length;
 
     const replayId = await startReplay(key, front, { sessionIds: [sessionId], candidate: { version: 2 } });
-    const [result] = (await finishedReplay(key, front, replayId)).results;
+    const [result] = (await finishedReplay(api, key, front, replayId)).results;
 
     const turns = result.turns as { diff: string; replay: { reply: string; toolCalls: { name: string; status: string; arguments: unknown }[]; agentId?: string; agentVersion?: number } }[];
     expect(turns.map((turn) => turn.diff)).toEqual(['SAME', 'CHANGED', 'CHANGED', 'CHANGED', 'SAME']);
