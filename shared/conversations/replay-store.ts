@@ -17,7 +17,7 @@ const resultPartKey = (replay: Replay, session: number, part: number) => ({
 });
 
 /** Under DynamoDB's 400 KB an item, with room for its keys. */
-export const resultPartBytes = 350_000;
+const resultPartBytes = 350_000;
 
 const replayFieldOrder = ['id', 'agentId', 'status', 'candidate', 'liveTools', 'sessionIds', 'progress', 'turnsChanged', 'error', 'createdAt', 'updatedAt', 'completedAt'];
 
