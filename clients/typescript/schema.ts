@@ -93,11 +93,13 @@ export interface paths {
     get: operations["diffAgentVersions"];
   };
   "/v2/chat/agents/{id}/replays": {
+    /** List an agent's replays, newest first: status, candidate, progress and changed turns, without the sessions' turns */
+    get: operations["listReplays"];
     /** Replay past sessions through a version of the agent, or changes to it; the results come later on the replay */
     post: operations["startReplay"];
   };
   "/v2/chat/agents/{id}/replays/{replayId}": {
-    /** Get a replay: its status, its progress and, once done, each session with a per-turn diff */
+    /** Get a replay: its status, its progress and each session done so far with a per-turn diff */
     get: operations["getReplay"];
   };
   "/v1/chat/tools": {
@@ -1114,6 +1116,11 @@ export interface components {
         sessionsTotal: number;
         turnsTotal: number;
       };
+      turnsChanged: number;
+      error?: string;
+      createdAt: string;
+      updatedAt: string;
+      completedAt?: string;
       results?: ({
           sessionId: string;
           /** @enum {string} */
@@ -1135,6 +1142,8 @@ export interface components {
                     /** @enum {string} */
                     status: "SUCCESS" | "ERROR";
                   })[];
+                agentId?: string;
+                agentVersion?: number;
               };
               replay: {
                 reply: string;
@@ -1147,14 +1156,46 @@ export interface components {
                     /** @enum {string} */
                     status: "SUCCESS" | "ERROR";
                   })[];
+                agentId?: string;
+                agentVersion?: number;
               };
             })[];
           error?: string;
         })[];
-      error?: string;
-      createdAt: string;
-      updatedAt: string;
-      completedAt?: string;
+    };
+    ListReplaysResponse: {
+      data: ({
+          /** Format: uuid */
+          id: string;
+          /** Format: uuid */
+          agentId: string;
+          /** @enum {string} */
+          status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED";
+          candidate: {
+            version?: number;
+            changes?: {
+              [key: string]: unknown;
+            };
+          };
+          liveTools: boolean;
+          sessionIds: string[];
+          progress: {
+            sessionsDone: number;
+            sessionsTotal: number;
+            turnsTotal: number;
+          };
+          turnsChanged: number;
+          error?: string;
+          createdAt: string;
+          updatedAt: string;
+          completedAt?: string;
+        })[];
+      pagination: {
+        page: number;
+        limit: number;
+        total: number;
+        totalPages: number;
+      };
     };
     ListToolsResponse: {
       data: components["schemas"]["Tool"][];
@@ -5106,6 +5147,117 @@ export interface operations {
       };
     };
   };
+  /** List an agent's replays, newest first: status, candidate, progress and changed turns, without the sessions' turns */
+  listReplays: {
+    parameters: {
+      query?: {
+        page?: string;
+        limit?: string;
+      };
+      path: {
+        id: string;
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ListReplaysResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
+        };
+      };
+      /** @description No valid credential: UNAUTHORIZED */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UNAUTHORIZED";
+              /** @constant */
+              status?: 401;
+            };
+          };
+        };
+      };
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "FORBIDDEN";
+              /** @constant */
+              status?: 403;
+            };
+          };
+        };
+      };
+      /** @description Not found: NOT_FOUND */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "NOT_FOUND";
+              /** @constant */
+              status?: 404;
+            };
+          };
+        };
+      };
+      /** @description Error: RATE_LIMITED */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "RATE_LIMITED";
+              /** @constant */
+              status?: 429;
+            };
+          };
+        };
+      };
+      /** @description Internal error: GENERIC_ERROR */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "GENERIC_ERROR";
+              /** @constant */
+              status?: 500;
+            };
+          };
+        };
+      };
+      /** @description A dependency is unavailable; retry: UPSTREAM_UNAVAILABLE */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "UPSTREAM_UNAVAILABLE";
+              /** @constant */
+              status?: 503;
+            };
+          };
+        };
+      };
+    };
+  };
   /** Replay past sessions through a version of the agent, or changes to it; the results come later on the replay */
   startReplay: {
     parameters: {
@@ -5257,7 +5409,7 @@ export interface operations {
       };
     };
   };
-  /** Get a replay: its status, its progress and, once done, each session with a per-turn diff */
+  /** Get a replay: its status, its progress and each session done so far with a per-turn diff */
   getReplay: {
     parameters: {
       path: {

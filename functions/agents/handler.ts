@@ -2,7 +2,7 @@ import { createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../
 import { authorOf, diffAgentVersions, getAgentVersion, listAgentVersions, publishAgent, rollbackAgent } from '../../shared/agents/agent-versions.ts';
 import { exportAgent, importAgent } from '../../shared/agents/agent-export.ts';
 import { createHttpHandler } from '../../shared/platform/http/handler.ts';
-import { getReplay, startReplay } from '../../shared/conversations/replays.ts';
+import { getReplay, listReplays, startReplay } from '../../shared/conversations/replays.ts';
 import { replayRequestRuntime } from '../../shared/conversations/replay-runtime.ts';
 import { agentRoutes } from './routes.ts';
 
@@ -22,6 +22,7 @@ export const handler = createHttpHandler(
     getAgentVersion: ({ deps, principal, params }) => getAgentVersion(deps, principal.orgId, params.id, params.number),
     diffAgentVersions: ({ deps, principal, params, query }) => diffAgentVersions(deps, principal.orgId, params.id, params.number, query.against),
     startReplay: ({ deps, principal, params, body }) => startReplay(deps, principal.orgId, params.id, body),
+    listReplays: ({ deps, principal, params, query }) => listReplays(deps, principal.orgId, params.id, query),
     getReplay: ({ deps, principal, params }) => getReplay(deps, principal.orgId, params.id, params.replayId),
   },
   replayRequestRuntime,

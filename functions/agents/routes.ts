@@ -3,7 +3,7 @@ import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, pub
 import { agentExportDocument, exportAgentQuery, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
-import { createReplayBody, replayParams, replaySchema } from '../../shared/conversations/replay-schemas.ts';
+import { createReplayBody, listReplaysQuery, replayPage, replayParams, replaySchema } from '../../shared/conversations/replay-schemas.ts';
 import { replayQueue } from '../consumers.ts';
 
 export const agentRoutes = defineRouteGroup({
@@ -152,11 +152,21 @@ export const agentRoutes = defineRouteGroup({
       params: idParams,
       body: createReplayBody,
     },
+    listReplays: {
+      method: 'GET',
+      path: '/v2/chat/agents/{id}/replays',
+      scope: 'agents:read',
+      summary: "List an agent's replays, newest first: status, candidate, progress and changed turns, without the sessions' turns",
+      successStatus: 200,
+      response: replayPage,
+      params: idParams,
+      query: listReplaysQuery,
+    },
     getReplay: {
       method: 'GET',
       path: '/v2/chat/agents/{id}/replays/{replayId}',
       scope: 'agents:read',
-      summary: 'Get a replay: its status, its progress and, once done, each session with a per-turn diff',
+      summary: 'Get a replay: its status, its progress and each session done so far with a per-turn diff',
       successStatus: 200,
       response: replaySchema,
       params: replayParams,

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { updateAgentBody } from '../agents/agent-schemas.ts';
-import { idParams } from '../platform/schemas/common.ts';
+import { idParams, pageOf, paginationQuery } from '../platform/schemas/common.ts';
 
 /** What a replay may change inline: an agent's configuration, not its lifecycle or switches. */
 const { publishMode: _publishMode, isActive: _isActive, isPublic: _isPublic, ...configurable } = updateAgentBody.shape;
@@ -28,7 +28,13 @@ export const replayParams = idParams.extend({ replayId: z.uuid({ error: 'must be
 const replayedToolCall = z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()), result: z.string(), status: z.enum(['SUCCESS', 'ERROR']) });
 export type ReplayedToolCall = z.infer<typeof replayedToolCall>;
 
-const turnSide = z.object({ reply: z.string(), toolCalls: z.array(replayedToolCall) });
+const turnSide = z.object({
+  reply: z.string(),
+  toolCalls: z.array(replayedToolCall),
+  /** The agent that answered when it is not the replayed one: the target of a handoff earlier in the replay, and the version it answered with. */
+  agentId: z.string().optional(),
+  agentVersion: z.int().optional(),
+});
 export type TurnSide = z.infer<typeof turnSide>;
 
 const replayedTurn = z.object({
@@ -53,7 +59,7 @@ export type SessionReplay = z.infer<typeof sessionReplay>;
 
 export const replayStatuses = ['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED'] as const;
 
-export const replaySchema = z.object({
+const replaySummaryFields = {
   id: z.uuid(),
   agentId: z.uuid(),
   status: z.enum(replayStatuses),
@@ -61,11 +67,24 @@ export const replaySchema = z.object({
   liveTools: z.boolean(),
   sessionIds: z.array(z.string()),
   progress: z.object({ sessionsDone: z.int(), sessionsTotal: z.int(), turnsTotal: z.int() }),
-  /** Per session, once the replay has COMPLETED. */
-  results: z.array(sessionReplay).optional(),
+  /** The changed turns of the sessions done so far. */
+  turnsChanged: z.int().min(0),
   error: z.string().optional(),
   createdAt: z.string(),
   updatedAt: z.string(),
   completedAt: z.string().optional(),
+};
+
+/** A replay in a list: everything but the sessions' turns. */
+export const replaySummarySchema = z.object(replaySummaryFields);
+export const replayPage = pageOf(replaySummarySchema);
+export const listReplaysQuery = paginationQuery;
+export type ListReplaysQuery = z.output<typeof listReplaysQuery>;
+
+export const replaySchema = z.object({
+  ...replaySummaryFields,
+  /** Each session done so far, in the order of `sessionIds`: all of them once the replay has COMPLETED. */
+  results: z.array(sessionReplay).optional(),
 });
-export type Replay = z.infer<typeof replaySchema> & { orgId: string };
+export type ReplaySummary = z.infer<typeof replaySummarySchema>;
+export type Replay = ReplaySummary & { orgId: string };

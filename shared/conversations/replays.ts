@@ -8,12 +8,14 @@ import type { Clock } from '../platform/clock.ts';
 import { NotFoundError, ToolsNotFoundError, ValidationError } from '../platform/errors.ts';
 import type { ScheduledQueue } from '../platform/ports.ts';
 import { logger } from '../platform/logger.ts';
+import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
 import type { Message } from './session-schemas.ts';
 import type { SessionStore, StoredSession } from './ports.ts';
+import { routedMetadata } from './routing-tools.ts';
 import { detachedTurn, runTurn, type ToolCallContext, type TurnDeps } from './turn.ts';
-import { histories } from './turn-state.ts';
-import type { DynamoReplayStore } from './replay-store.ts';
-import type { CandidateChanges, CreateReplayInput, Replay, ReplayedToolCall, ReplayedTurn, SessionReplay, TurnSide } from './replay-schemas.ts';
+import { agentOfSession, histories } from './turn-state.ts';
+import type { DynamoReplayStore, StoredReplay } from './replay-store.ts';
+import type { CandidateChanges, CreateReplayInput, ListReplaysQuery, Replay, ReplayedToolCall, ReplayedTurn, ReplaySummary, SessionReplay, TurnSide } from './replay-schemas.ts';
 
 export interface ReplayQueueMessage {
   kind: 'replay.run';
@@ -33,8 +35,8 @@ export interface ReplayRequestDeps {
   config: { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
 }
 
-/** The replay as the API answers it. */
-const shown = ({ orgId: _orgId, ...replay }: Replay) => replay;
+/** The replay as the API answers it, without its results. */
+const shown = ({ orgId: _orgId, resultParts: _resultParts, ...replay }: Replay & Partial<Pick<StoredReplay, 'resultParts'>>): ReplaySummary => replay;
 
 /**
  * Checks the request (the agent, the sessions, the candidate, the limits), stores the replay QUEUED and queues it.
@@ -69,6 +71,7 @@ export async function startReplay(deps: ReplayRequestDeps, orgId: string, agentI
     liveTools: input.liveTools,
     sessionIds: sessions.map((session) => session.id),
     progress: { sessionsDone: 0, sessionsTotal: sessions.length, turnsTotal },
+    turnsChanged: 0,
     createdAt: now,
     updatedAt: now,
   };
@@ -93,10 +96,21 @@ async function sessionsToReplay(deps: ReplayRequestDeps, orgId: string, agentId:
   return sessions;
 }
 
+const finished = (replay: Replay) => replay.status === 'COMPLETED' || replay.status === 'FAILED';
+
+/** The replay with the results of the sessions done so far: every one once it has finished. */
 export async function getReplay(deps: Pick<ReplayRequestDeps, 'agents' | 'replays'>, orgId: string, agentId: string, replayId: string) {
   const replay = (await deps.agents.get(orgId, agentId)) && (await deps.replays.get(orgId, agentId, replayId));
   if (!replay) throw new NotFoundError(`Replay ${replayId} not found.`);
-  return shown(replay);
+  const shownResults = replay.resultParts.length > 0 || finished(replay);
+  return { ...shown(replay), ...(shownResults ? { results: await deps.replays.results(replay) } : {}) };
+}
+
+/** The agent's replays, newest first, a page at a time, without their results. */
+export async function listReplays(deps: Pick<ReplayRequestDeps, 'agents' | 'replays'>, orgId: string, agentId: string, query: ListReplaysQuery): Promise<Page<ReplaySummary>> {
+  if (!(await deps.agents.get(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
+  const replays = (await deps.replays.list(orgId, agentId)).map(shown).sort(compareBy<ReplaySummary>('createdAt', 'desc'));
+  return paginate(replays, query.page, query.limit);
 }
 
 export interface ReplayWorkerDeps extends TurnDeps {
@@ -162,30 +176,47 @@ function inMemorySessions(sessions: SessionStore): SessionStore {
   return Object.assign(Object.create(sessions) as SessionStore, replaying);
 }
 
-/** The candidate agent and the tools it runs: a version's definitions (with current secrets), or changes over the published version. */
-async function candidateOf(deps: ReplayWorkerDeps, replay: Replay): Promise<{ agent: Agent; tools: ExecutableTool[] }> {
-  const agent = await deps.agents.get(replay.orgId, replay.agentId);
-  if (!agent) throw new Error('the agent no longer exists');
-  const number = replay.candidate.version ?? agent.publishedVersion;
-  const version = number === undefined ? undefined : await deps.agents.getVersion(agent.orgId, agent.id, number);
-  if (replay.candidate.version !== undefined && !version) throw new Error(`version ${replay.candidate.version} no longer exists`);
+/** An agent as a replay runs it: its configuration and its tools, and the version they are, if any. */
+interface AnsweringAgent {
+  agent: Agent;
+  tools: ExecutableTool[];
+  version?: number | undefined;
+}
+
+/**
+ * The agent at a version (its published one when none is asked) with that version's tool definitions and the
+ * tools' current secrets, and `changes` over it: the candidate, or the target of a handoff.
+ */
+async function agentAt(deps: ReplayWorkerDeps, orgId: string, agentId: string, wanted: number | undefined, changes?: CandidateChanges): Promise<AnsweringAgent> {
+  const agent = await deps.agents.get(orgId, agentId);
+  if (!agent) throw new Error(`the agent ${agentId} no longer exists`);
+  const number = wanted ?? agent.publishedVersion;
+  const version = number === undefined ? undefined : await deps.agents.getVersion(orgId, agentId, number);
+  if (wanted !== undefined && !version) throw new Error(`version ${wanted} of agent ${agentId} no longer exists`);
   const base = version ? agentAtVersion(agent, version) : agent;
-  const changes = Object.entries((replay.candidate.changes ?? {}) as CandidateChanges).map(([field, value]) => [field, value ?? undefined]);
-  const candidate = { ...base, ...Object.fromEntries(changes) } as Agent;
-  const attached = candidate.tools.map((tool) => tool.toolId);
-  const current = await deps.tools.executableTools(agent.orgId, attached);
-  const definitions = new Map(replay.candidate.changes?.tools === undefined ? version?.tools.map((tool) => [tool.id, tool]) : []);
+  const changed = Object.entries(changes ?? {}).map(([field, value]) => [field, value ?? undefined]);
+  const configured = { ...base, ...Object.fromEntries(changed) } as Agent;
+  const attached = configured.tools.map((tool) => tool.toolId);
+  const current = await deps.tools.executableTools(orgId, attached);
+  const definitions = new Map(changes?.tools === undefined ? version?.tools.map((tool) => [tool.id, tool]) : []);
   const tools = current.map((tool) => {
     const definition = definitions.get(tool.id);
     return definition ? { ...definition, functionSecret: tool.functionSecret } : tool;
   });
-  return { agent: candidate, tools };
+  return { agent: configured, tools, version: version?.number };
 }
+
+/** The candidate: a version's definitions (with current secrets), or changes over the published version. */
+const candidateOf = (deps: ReplayWorkerDeps, replay: Replay) =>
+  agentAt(deps, replay.orgId, replay.agentId, replay.candidate.version, replay.candidate.changes as CandidateChanges | undefined);
 
 const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(a.toolCalls) === canonical(b.toolCalls);
 
-/** Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session. */
-async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: { agent: Agent; tools: ExecutableTool[] }, sessionId: string): Promise<SessionReplay> {
+/**
+ * Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session.
+ * A handoff the replay makes passes the turns after it to its target, as in a live session (docs/agent-versions.md#replay).
+ */
+async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string): Promise<SessionReplay> {
   const original = await deps.sessions.get(replay.orgId, sessionId);
   if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
   const recordedTurns = userTurns(await deps.sessions.messages(replay.orgId, sessionId));
@@ -195,53 +226,61 @@ async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: 
     executeTool: recordedToolDouble(deps, recordedTurns.flatMap((turn) => turn.side.toolCalls), replay.liveTools),
   };
   // Its own id: the process's caches of live sessions never see a replay's turns.
-  const session: StoredSession = { ...original, id: `replay-${replay.id}-${sessionId}`, state: 'OPEN' };
+  let session: StoredSession = { ...original, id: `replay-${replay.id}-${sessionId}`, state: 'OPEN' };
+  let answering = candidate;
   const history: Message[] = [];
   const turns: ReplayedTurn[] = [];
   try {
     for (const [index, recorded] of recordedTurns.entries()) {
-      const prepared = detachedTurn(turnDeps, session, candidate.agent, candidate.tools, [...history], recorded.user);
+      const prepared = detachedTurn(turnDeps, session, answering.agent, answering.tools, [...history], recorded.user);
       const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false });
       history.push(prepared.userMessage, ...result.messages);
       const replayed: TurnSide = {
         reply: result.messages.filter((message) => message.role === 'ASSISTANT').map((message) => message.content).join(''),
         toolCalls: result.messages.flatMap((message) => (message.toolCall ? [toolCallOf(message.toolCall)] : [])),
+        ...(answering === candidate ? {} : { agentId: answering.agent.id, agentVersion: answering.version }),
       };
       turns.push({ turn: index + 1, user: recorded.user, diff: sameSide(recorded.side, replayed) ? 'SAME' : 'CHANGED', original: recorded.side, replay: replayed });
+      const handoff = result.routed.handoff;
+      if (handoff) {
+        session = { ...session, metadata: routedMetadata(session.metadata, result.routed) };
+        // Handed back to the replayed agent, the conversation returns to the candidate, which stands for it.
+        answering = handoff.toAgentId === replay.agentId ? candidate : await agentAt(deps, replay.orgId, handoff.toAgentId, handoff.toAgentVersion);
+      }
     }
   } finally {
     histories.delete(`${session.orgId}/${session.id}`);
+    agentOfSession.delete(`${session.orgId}/${session.id}`);
   }
   return { sessionId, status: 'COMPLETED', turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length, turns };
 }
 
-/** The queue's work: runs a QUEUED replay to its end and records it with `replay.completed`; a finished one is left alone (a redelivery). */
+/**
+ * The queue's work: runs a replay to its end, recording each session's result as it is done, and finishes it with
+ * `replay.completed`. A redelivery of a replay cut short goes on after the last session recorded; one of a finished
+ * replay does nothing.
+ */
 export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage): Promise<void> {
   const replay = await deps.replays.get(message.orgId, message.agentId, message.replayId);
-  if (!replay || replay.status === 'COMPLETED' || replay.status === 'FAILED') return;
-  const results: SessionReplay[] = [];
-  let finished: Replay;
+  if (!replay || finished(replay) || !(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
+  let sessionsDone = replay.progress.sessionsDone;
+  let turnsChanged = replay.turnsChanged;
+  let error: string | undefined;
   try {
-    await deps.replays.progress(replay, 0, deps.clock.now().toISOString());
     const candidate = await candidateOf(deps, replay);
-    for (const sessionId of replay.sessionIds) {
-      results.push(await replaySession(deps, replay, candidate, sessionId));
-      await deps.replays.progress(replay, results.length, deps.clock.now().toISOString());
+    for (const sessionId of replay.sessionIds.slice(sessionsDone)) {
+      const result = await replaySession(deps, replay, candidate, sessionId);
+      // Another delivery recorded this session, or finished the replay: what is left is its work.
+      if (!(await deps.replays.recordSession(replay, sessionsDone, result, deps.clock.now().toISOString()))) return;
+      sessionsDone += 1;
+      turnsChanged += result.turnsChanged;
     }
-    const now = deps.clock.now().toISOString();
-    finished = { ...replay, status: 'COMPLETED', results, progress: { ...replay.progress, sessionsDone: results.length }, updatedAt: now, completedAt: now };
-  } catch (error) {
-    logger.warn('replay failed', { replayId: replay.id, error: error as Error });
-    const now = deps.clock.now().toISOString();
-    finished = { ...replay, status: 'FAILED', error: `The replay failed: ${(error as Error).message}.`, results, updatedAt: now, completedAt: now };
+  } catch (failure) {
+    logger.warn('replay failed', { replayId: replay.id, error: failure as Error });
+    error = `The replay failed: ${(failure as Error).message}.`;
   }
-  const turnsChanged = results.reduce((sum, result) => sum + result.turnsChanged, 0);
-  const event = envelopeEvent(replay.orgId, 'replay.completed', finished.updatedAt, {
-    replayId: replay.id,
-    agentId: replay.agentId,
-    status: finished.status,
-    sessions: results.length,
-    turnsChanged,
-  });
-  await deps.replays.finish(finished, event);
+  const at = deps.clock.now().toISOString();
+  const status = error === undefined ? 'COMPLETED' : 'FAILED';
+  const event = envelopeEvent(replay.orgId, 'replay.completed', at, { replayId: replay.id, agentId: replay.agentId, status, sessions: sessionsDone, turnsChanged });
+  await deps.replays.finish(replay, { status, error, updatedAt: at }, event);
 }

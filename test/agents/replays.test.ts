@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
+import { converse, createAgent, createApiTool, finishedReplay } from '../support/replays.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
@@ -38,49 +39,6 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function createTool(key: string, name: string, method: 'GET' | 'POST', path: string, property: string): Promise<string> {
-  const tool = await api.request('POST', '/v1/chat/tools', {
-    key,
-    body: {
-      name,
-      description: `The ${name} endpoint`,
-      type: 'API_TOOL',
-      ajvPropertiesSchema: { type: 'object', properties: { [property]: { type: 'string' } }, required: [property] },
-      apiTool: { url: `${toolBase}${path}/{{${property}}}`, method, headers: {} },
-    },
-  });
-  expect(tool.status, tool.text).toBe(201);
-  return tool.body.id;
-}
-
-async function createAgent(key: string, toolIds: string[]): Promise<string> {
-  const agent = await api.request('POST', '/v2/chat/agents', {
-    key,
-    body: { fullName: 'Orders', description: 'Orders', role: 'You help with orders.', publishMode: 'MANUAL', tools: toolIds.map((toolId) => ({ toolId })) },
-  });
-  expect(agent.status, agent.text).toBe(201);
-  return agent.body.id;
-}
-
-async function converse(key: string, agentId: string, turns: readonly string[]): Promise<string> {
-  const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId } });
-  expect(session.status, session.text).toBe(201);
-  for (const content of turns) {
-    const sent = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content } });
-    expect(sent.status, sent.text).toBe(200);
-  }
-  return session.body.id;
-}
-
-async function finishedReplay(key: string, agentId: string, replayId: string): Promise<any> {
-  const replay = await eventually(
-    () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key }),
-    (response) => response.status !== 200 || ['COMPLETED', 'FAILED'].includes(response.body.status),
-  );
-  expect(replay.status, replay.text).toBe(200);
-  return replay.body;
-}
-
 const conversation = [
   'Hello there',
   'Please run get_order with {"id":"A1"}',
@@ -105,12 +63,12 @@ describe('replaying a 10-turn conversation', () => {
     const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/replays`, events: ['replay.completed'] } });
     expect(hook.status, hook.text).toBe(201);
     receiver.secrets.set('/replays', [hook.body.secret]);
-    tools.getOrder = await createTool(key, 'get_order', 'GET', '/orders', 'id');
-    tools.createRefund = await createTool(key, 'create_refund', 'POST', '/refunds', 'orderId');
-    tools.getStock = await createTool(key, 'get_stock', 'GET', '/stock', 'sku');
-    tools.cancelOrder = await createTool(key, 'cancel_order', 'POST', '/cancellations', 'id');
-    agentId = await createAgent(key, [tools.getOrder!, tools.createRefund!]);
-    sessionId = await converse(key, agentId, conversation);
+    tools.getOrder = await createApiTool(api, key, 'get_order', 'GET', `${toolBase}/orders`, 'id');
+    tools.createRefund = await createApiTool(api, key, 'create_refund', 'POST', `${toolBase}/refunds`, 'orderId');
+    tools.getStock = await createApiTool(api, key, 'get_stock', 'GET', `${toolBase}/stock`, 'sku');
+    tools.cancelOrder = await createApiTool(api, key, 'cancel_order', 'POST', `${toolBase}/cancellations`, 'id');
+    agentId = await createAgent(api, key, { tools: [tools.getOrder, tools.createRefund].map((toolId) => ({ toolId })) });
+    sessionId = await converse(api, key, agentId, conversation);
     expect(requestsTo('GET /orders')).toBe(3);
     expect(requestsTo('POST /refunds')).toBe(1);
     // Version 2, a draft: the refund tool detached, the stock tool attached.
@@ -124,7 +82,7 @@ describe('replaying a 10-turn conversation', () => {
     expect(started.status, started.text).toBe(202);
     expect(started.body).toMatchObject({ agentId, status: 'QUEUED', sessionIds: [sessionId], liveTools: false, progress: { sessionsDone: 0, sessionsTotal: 1, turnsTotal: 10 } });
 
-    const replay = await finishedReplay(key, agentId, started.body.id);
+    const replay = await finishedReplay(api, key, agentId, started.body.id);
     expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 1 } });
     const [result] = replay.results;
     expect(result).toMatchObject({ sessionId, status: 'COMPLETED', turnsChanged: 2 });
@@ -155,7 +113,7 @@ describe('replaying a 10-turn conversation', () => {
     const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body: { sessionIds: [sessionId], candidate, liveTools: true } });
     expect(started.status, started.text).toBe(202);
 
-    const [result] = (await finishedReplay(key, agentId, started.body.id)).results;
+    const [result] = (await finishedReplay(api, key, agentId, started.body.id)).results;
     expect(result.turns.map((turn: { diff: string }) => turn.diff)).toEqual(['SAME', 'SAME', 'SAME', 'SAME', 'CHANGED', 'SAME', 'SAME', 'CHANGED', 'SAME', 'SAME']);
     expect(result.turns[3].replay).toEqual(result.turns[3].original);
     expect(result.turns[4].replay.toolCalls).toEqual([expect.objectContaining({ name: 'get_stock', status: 'SUCCESS', result: expect.stringContaining('/stock/S1') })]);
@@ -171,13 +129,13 @@ describe('replaying a 10-turn conversation', () => {
     const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body: { lastClosed: 2, candidate: { version: 1 } } });
     expect(started.status, started.text).toBe(202);
     expect(started.body.sessionIds).toEqual([sessionId]);
-    const [result] = (await finishedReplay(key, agentId, started.body.id)).results;
+    const [result] = (await finishedReplay(api, key, agentId, started.body.id)).results;
     expect(result.turnsChanged).toBe(0);
   });
 
   it('refuses more sessions or turns than a replay takes, and a version or tool that does not exist', async () => {
     const replays = `/v2/chat/agents/${agentId}/replays`;
-    const oneMore = await converse(key, agentId, ['Hello again']);
+    const oneMore = await converse(api, key, agentId, ['Hello again']);
     const tooManyTurns = await api.request('POST', replays, { key, body: { sessionIds: [sessionId, oneMore], candidate: { version: 2 } } });
     expectError(tooManyTurns, 400, 'VALIDATION_ERROR');
     expect(tooManyTurns.body.error.message).toContain('at most 10 (REPLAY_MAX_TURNS)');
@@ -193,14 +151,14 @@ describe('replaying a 10-turn conversation', () => {
     const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body: { sessionIds: [sessionId], candidate: { version: 2 } } });
     expect(started.status, started.text).toBe(202);
     const other = await api.newOrg();
-    const otherAgent = await createAgent(other.key, []);
+    const otherAgent = await createAgent(api, other.key);
     expectError(await api.request('GET', `/v2/chat/agents/${agentId}/replays/${started.body.id}`, { key: other.key }), 404, 'NOT_FOUND');
     expectError(await api.request('GET', `/v2/chat/agents/${otherAgent}/replays/${started.body.id}`, { key: other.key }), 404, 'NOT_FOUND');
     expectError(await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key: other.key, body: { sessionIds: [sessionId], candidate: { version: 1 } } }), 404, 'NOT_FOUND');
     expectError(await api.request('POST', `/v2/chat/agents/${otherAgent}/replays`, { key: other.key, body: { sessionIds: [sessionId], candidate: { version: 1 } } }), 404, 'NOT_FOUND');
-    const sibling = await createAgent(key, []);
+    const sibling = await createAgent(api, key);
     expectError(await api.request('POST', `/v2/chat/agents/${sibling}/replays`, { key, body: { sessionIds: [sessionId], candidate: { version: 1 } } }), 404, 'NOT_FOUND');
-    await finishedReplay(key, agentId, started.body.id);
+    await finishedReplay(api, key, agentId, started.body.id);
   });
 });
 
@@ -224,20 +182,16 @@ describe('replaying a 10-turn conversation through a changed prompt', () => {
 
   it('changes exactly the turns the changed rules answer, and calls no tool live', async () => {
     const { key } = await api.newOrg();
-    const toolIds = [await createTool(key, 'create_refund', 'POST', '/prompt-refunds', 'orderId'), await createTool(key, 'get_order', 'GET', '/prompt-orders', 'id')];
-    const agent = await api.request('POST', '/v2/chat/agents', {
-      key,
-      body: { fullName: 'Support', description: 'Support', role: 'You help customers.', systemPrompt: rules.before, publishMode: 'MANUAL', tools: toolIds.map((toolId) => ({ toolId })) },
-    });
-    expect(agent.status, agent.text).toBe(201);
-    const sessionId = await converse(key, agent.body.id, talk);
-    const changed = await api.request('PATCH', `/v2/chat/agents/${agent.body.id}`, { key, body: { systemPrompt: rules.after } });
+    const toolIds = [await createApiTool(api, key, 'create_refund', 'POST', `${toolBase}/prompt-refunds`, 'orderId'), await createApiTool(api, key, 'get_order', 'GET', `${toolBase}/prompt-orders`, 'id')];
+    const agentId = await createAgent(api, key, { systemPrompt: rules.before, tools: toolIds.map((toolId) => ({ toolId })) });
+    const sessionId = await converse(api, key, agentId, talk);
+    const changed = await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { systemPrompt: rules.after } });
     expect(changed.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
     const before = requests.length;
 
-    const started = await api.request('POST', `/v2/chat/agents/${agent.body.id}/replays`, { key, body: { sessionIds: [sessionId], candidate: { version: 2 }, liveTools: true } });
+    const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body: { sessionIds: [sessionId], candidate: { version: 2 }, liveTools: true } });
     expect(started.status, started.text).toBe(202);
-    const [result] = (await finishedReplay(key, agent.body.id, started.body.id)).results;
+    const [result] = (await finishedReplay(api, key, agentId, started.body.id)).results;
 
     const replies = (side: 'original' | 'replay') => result.turns.map((turn: { original: { reply: string }; replay: { reply: string } }) => turn[side].reply);
     expect(result.turns.map((turn: { diff: string }) => turn.diff)).toEqual(['SAME', 'CHANGED', 'SAME', 'SAME', 'CHANGED', 'SAME', 'CHANGED', 'SAME', 'SAME', 'SAME']);

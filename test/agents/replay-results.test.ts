@@ -1,0 +1,226 @@
+/**
+ * Replays at scale (issue 29): results far beyond one DynamoDB item and one Query page read back whole; a replay
+ * whose invocation dies goes on after the last session it recorded, with one `replay.completed`; an agent's
+ * replays are listed, newest first, in its organization only; a handoff made during a replay passes the later turns
+ * to its target, at the version a live session would use, and writes nothing.
+ */
+import { createServer, type ServerResponse, type Server } from 'node:http';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { replayQueue } from '../../functions/consumers.ts';
+import { keys } from '../../shared/platform/store/keys.ts';
+import { expectError, startApi, type TestApi } from '../support/api.ts';
+import { testTableName } from '../support/database.ts';
+import { converse, createAgent, createApiTool, finishedReplay } from '../support/replays.ts';
+import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+
+const documents = DynamoDBDocumentClient.from(
+  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+);
+
+/** The customer's tool API: counts each request by path; the first request to `/probe/hold` gets no answer. */
+let toolServer: Server;
+let toolBase: string;
+const requests: string[] = [];
+const requestsTo = (path: string) => requests.filter((request) => request === path).length;
+const held: ServerResponse[] = [];
+let holdArrived: () => void;
+const holdRequest = new Promise<void>((resolve) => (holdArrived = resolve));
+let api: TestApi;
+
+beforeAll(async () => {
+  toolServer = createServer((request, response) => {
+    requests.push(request.url ?? '');
+    request.resume();
+    request.on('end', () => {
+      if (request.url === '/probe/hold' && held.length === 0) {
+        held.push(response);
+        holdArrived();
+        return;
+      }
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ path: request.url }));
+    });
+  });
+  toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
+  // A held tool call must outlast the wait for it: the replay's invocation is killed while it waits.
+  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '40', TOOL_TIMEOUT_MS: '60000' }, { queues: true });
+});
+afterAll(async () => {
+  await api.close();
+  for (const response of held) response.destroy();
+  await closeServer(toolServer);
+});
+
+async function startReplay(key: string, agentId: string, body: object): Promise<string> {
+  const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
+  expect(started.status, started.text).toBe(202);
+  return started.body.id;
+}
+
+/** The items of the agent's partition whose sort key starts with `prefix`, every page. */
+async function stored(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
+  const items: Record<string, any>[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await documents.send(
+      new QueryCommand({
+        TableName: testTableName(),
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
+        ExclusiveStartKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
+describe('replay results beyond one item', () => {
+  it('a session whose replay holds about 1.4 MB completes, is stored in parts and reads back whole', async () => {
+    const { orgId, key } = await api.newOrg();
+    const agentId = await createAgent(api, key);
+    // 32,000 three-byte characters: 96 KB a message, in the user turn of the result.
+    const messages = Array.from({ length: 15 }, (_, index) => `Turn ${index + 1}: ${'€'.repeat(32_000 - 12)}`);
+    const sessionId = await converse(api, key, agentId, messages);
+
+    const replayId = await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version: 1 } });
+    const replay = await finishedReplay(api, key, agentId, replayId);
+
+    expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 1, sessionsTotal: 1, turnsTotal: 15 }, turnsChanged: 0 });
+    expect(replay.results).toHaveLength(1);
+    expect(replay.results[0]).toMatchObject({ sessionId, status: 'COMPLETED', turnsChanged: 0 });
+    expect(replay.results[0].turns.map((turn: { user: string }) => turn.user)).toEqual(messages);
+    expect(replay.results[0].turns.every((turn: { diff: string; original: unknown; replay: unknown }) => turn.diff === 'SAME' && JSON.stringify(turn.original) === JSON.stringify(turn.replay))).toBe(true);
+    const parts = await stored(orgId, agentId, `REPLAYRESULT#${replayId}#`);
+    const sizes = parts.map((part) => (part.body as Uint8Array).byteLength);
+    expect(sizes.every((size) => size <= 350_000)).toBe(true);
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBeGreaterThan(1_300_000);
+    // More than one Query page: the read follows LastEvaluatedKey.
+    const firstPage = await documents.send(
+      new QueryCommand({
+        TableName: testTableName(),
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': `REPLAYRESULT#${replayId}#` },
+      }),
+    );
+    expect(firstPage.LastEvaluatedKey).toBeDefined();
+  }, 120_000);
+});
+
+describe('a replay whose invocation dies', () => {
+  it('goes on after the last session it recorded when the message comes again, and sends one replay.completed', async () => {
+    const { orgId, key } = await api.newOrg();
+    const probe = await createApiTool(api, key, 'probe', 'GET', `${toolBase}/probe`, 'q');
+    const agentId = await createAgent(api, key);
+    const first = await converse(api, key, agentId, ['Please run probe with {"q":"first"}']);
+    const second = await converse(api, key, agentId, ['Please run probe with {"q":"hold"}']);
+    // Version 2 has the tool the sessions asked for: with live tools, each replayed session calls it once.
+    expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
+    const replayId = await startReplay(key, agentId, { sessionIds: [first, second], candidate: { version: 2 }, liveTools: true });
+
+    await holdRequest;
+    const partial = await api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key });
+    expect(partial.body).toMatchObject({ status: 'RUNNING', progress: { sessionsDone: 1, sessionsTotal: 2 }, turnsChanged: 1 });
+    expect(partial.body.results).toEqual([expect.objectContaining({ sessionId: first, status: 'COMPLETED', turnsChanged: 1 })]);
+    await api.queues!.crash('replay');
+    // What SQS does once the visibility timeout has passed: the same message, again.
+    const sqs = new SQSClient(api.queues!.clientConfig);
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: api.queues!.urls[replayQueue.name], MessageBody: JSON.stringify({ kind: 'replay.run', orgId, agentId, replayId, notBefore: 0 }) }),
+    );
+    sqs.destroy();
+
+    const replay = await finishedReplay(api, key, agentId, replayId);
+    expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 2 }, turnsChanged: 2 });
+    expect(replay.results.map((result: { sessionId: string }) => result.sessionId)).toEqual([first, second]);
+    expect(replay.results[1].turns[0].replay.toolCalls).toEqual([expect.objectContaining({ name: 'probe', status: 'SUCCESS', result: expect.stringContaining('/probe/hold') })]);
+    // The first session was not replayed again; the second was, after the killed attempt.
+    expect(requestsTo('/probe/first')).toBe(1);
+    expect(requestsTo('/probe/hold')).toBe(2);
+    const completed = (await stored(orgId, agentId, 'OUTBOX#')).filter((item) => item.type === 'replay.completed' && item.payload.data.replayId === replayId);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]?.payload.data).toMatchObject({ status: 'COMPLETED', sessions: 2, turnsChanged: 2 });
+  }, 120_000);
+});
+
+describe("listing an agent's replays", () => {
+  it('pages summaries newest first, without the turns, and only in the agent’s organization', async () => {
+    const { key } = await api.newOrg();
+    const agentId = await createAgent(api, key);
+    const sessionId = await converse(api, key, agentId, ['Hello there']);
+    expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { handoffAgents: [] } })).status).toBe(200);
+    const replayIds: string[] = [];
+    for (const version of [1, 2, 1]) replayIds.push(await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version } }));
+    for (const replayId of replayIds) await finishedReplay(api, key, agentId, replayId);
+
+    const first = await api.request('GET', `/v2/chat/agents/${agentId}/replays?limit=2`, { key });
+    const second = await api.request('GET', `/v2/chat/agents/${agentId}/replays?limit=2&page=2`, { key });
+
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.pagination).toEqual({ page: 1, limit: 2, total: 3, totalPages: 2 });
+    expect([...first.body.data, ...second.body.data].map((replay: { id: string }) => replay.id)).toEqual([...replayIds].reverse());
+    expect(first.body.data[1]).toEqual({
+      id: replayIds[1],
+      agentId,
+      status: 'COMPLETED',
+      candidate: { version: 2 },
+      liveTools: false,
+      sessionIds: [sessionId],
+      progress: { sessionsDone: 1, sessionsTotal: 1, turnsTotal: 1 },
+      turnsChanged: 0,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      completedAt: expect.any(String),
+    });
+    const other = await api.newOrg();
+    const otherAgent = await createAgent(api, other.key);
+    expectError(await api.request('GET', `/v2/chat/agents/${agentId}/replays`, { key: other.key }), 404, 'NOT_FOUND');
+    expect((await api.request('GET', `/v2/chat/agents/${otherAgent}/replays`, { key: other.key })).body).toEqual({ data: [], pagination: { page: 1, limit: 10, total: 0, totalPages: 0 } });
+  }, 120_000);
+});
+
+describe('a handoff during a replay', () => {
+  it("passes the session's later turns to the target at its published version, back to the candidate on a handback, and writes nothing", async () => {
+    const { key } = await api.newOrg();
+    const invoice = await createApiTool(api, key, 'get_invoice', 'GET', `${toolBase}/invoices`, 'id');
+    const front = await createAgent(api, key, { fullName: 'Front desk' });
+    // The billing desk's published version 1 has the invoice tool and may hand back; its draft, version 2, has no tool.
+    const billing = await createAgent(api, key, { fullName: 'Billing', tools: [{ toolId: invoice }], handoffAgents: [{ agentId: front, description: 'Anything else' }] });
+    expect((await api.request('PATCH', `/v2/chat/agents/${billing}`, { key, body: { tools: [] } })).body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
+    const conversation = [
+      'Hello there',
+      `Please run handoff with {"agentId":"${billing}"}`,
+      'Please run get_invoice with {"id":"I1"}',
+      `Please run handoff with {"agentId":"${front}"}`,
+      'Please run get_invoice with {"id":"I2"}',
+    ];
+    // The front desk's version 1 hands nothing over: the original session stays with it.
+    const sessionId = await converse(api, key, front, conversation);
+    expect((await api.request('PATCH', `/v2/chat/agents/${front}`, { key, body: { handoffAgents: [{ agentId: billing, description: 'Invoices' }] } })).body.draftVersion).toBe(2);
+    const before = requests.length;
+
+    const replayId = await startReplay(key, front, { sessionIds: [sessionId], candidate: { version: 2 } });
+    const [result] = (await finishedReplay(api, key, front, replayId)).results;
+
+    const turns = result.turns as { diff: string; replay: { reply: string; toolCalls: { name: string; status: string; arguments: unknown }[]; agentId?: string; agentVersion?: number } }[];
+    expect(turns.map((turn) => turn.diff)).toEqual(['SAME', 'CHANGED', 'CHANGED', 'CHANGED', 'SAME']);
+    expect(turns[1]?.replay.toolCalls).toEqual([expect.objectContaining({ name: 'handoff', status: 'SUCCESS', arguments: { agentId: billing } })]);
+    expect(turns[1]?.replay.agentId).toBeUndefined();
+    // The billing desk answers at its published version, with the tool its draft has not.
+    expect(turns[2]?.replay).toMatchObject({ agentId: billing, agentVersion: 1, toolCalls: [expect.objectContaining({ name: 'get_invoice', status: 'ERROR' })] });
+    expect(turns[3]?.replay).toMatchObject({ agentId: billing, agentVersion: 1, toolCalls: [expect.objectContaining({ name: 'handoff', status: 'SUCCESS', arguments: { agentId: front } })] });
+    // Handed back, the candidate answers again: it has no invoice tool.
+    expect(turns[4]?.replay.agentId).toBeUndefined();
+    expect(turns[4]?.replay.toolCalls).toEqual([]);
+    expect(requests.length).toBe(before);
+    const original = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key });
+    expect(original.body.messageCount).toBe(conversation.length * 2);
+    expect(original.body.metadata.activeAgentId).toBeUndefined();
+    const billingSessions = await api.request('GET', `/v1/chat/chat/sessions?agentId=${billing}`, { key });
+    expect(billingSessions.body.pagination.total).toBe(0);
+  }, 120_000);
+});
