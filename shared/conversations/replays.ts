@@ -163,7 +163,7 @@ function inMemorySessions(sessions: SessionStore): SessionStore {
 }
 
 /** The candidate agent and the tools it runs: a version's definitions (with current secrets), or changes over the published version. */
-async function candidateOf(deps: ReplayWorkerDeps, replay: Replay): Promise<{ agent: Agent; tools: ExecutableTool[] }> {
+export async function candidateOf(deps: ReplayWorkerDeps, replay: Replay): Promise<{ agent: Agent; tools: ExecutableTool[] }> {
   const agent = await deps.agents.get(replay.orgId, replay.agentId);
   if (!agent) throw new Error('the agent no longer exists');
   const number = replay.candidate.version ?? agent.publishedVersion;
@@ -185,7 +185,7 @@ async function candidateOf(deps: ReplayWorkerDeps, replay: Replay): Promise<{ ag
 const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(a.toolCalls) === canonical(b.toolCalls);
 
 /** Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session. */
-async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: { agent: Agent; tools: ExecutableTool[] }, sessionId: string): Promise<SessionReplay> {
+export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: { agent: Agent; tools: ExecutableTool[] }, sessionId: string): Promise<SessionReplay> {
   const original = await deps.sessions.get(replay.orgId, sessionId);
   if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
   const recordedTurns = userTurns(await deps.sessions.messages(replay.orgId, sessionId));
