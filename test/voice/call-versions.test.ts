@@ -30,11 +30,11 @@ async function callIn(org: VoiceOrg) {
   const callSid = await simulator().dialIn({ from, to: org.phoneNumber });
   const speak = (await eventually(() => say, Boolean)) as (line: string | null) => void;
   const session = await eventually(
-    async () => (await suite.api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data.find((found: { metadata: { roomName?: string } }) => found.metadata.roomName === callSid),
-    Boolean,
+    async () => (await suite.api.request('GET', '/v1/chat/chat/sessions?platform=PHONE', { key: org.key })).body.data.find((found: { metadata: { roomName?: string } }) => found.metadata.roomName === callSid) as { id: string } | undefined,
+    (found) => found !== undefined,
   );
   return {
-    sessionId: session.id as string,
+    sessionId: session!.id,
     ask: async (line: string) => {
       const before = replies;
       speak(line);
@@ -42,7 +42,7 @@ async function callIn(org: VoiceOrg) {
     },
     hangUp: async () => {
       speak(null);
-      await sessionEvents(receiver, org.webhookPath, session.id);
+      await sessionEvents(receiver, org.webhookPath, session!.id);
     },
   };
 }
