@@ -15,7 +15,7 @@ import type { ReplaysResult, Throughput } from './replays.ts';
 import { startToolServer } from './turns.ts';
 
 const sessionCount = 10;
-const rounds = Number(process.env.BENCH_REPLAY_ROUNDS ?? 10);
+const rounds = Number(process.env.BENCH_REPLAY_ROUNDS ?? 30);
 /** Ten turns, three of them asking for the tool: a replay answers those from the recordings. */
 const conversation = [
   'Hello there',
