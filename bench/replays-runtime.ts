@@ -50,7 +50,7 @@ const live = await measured(async () => {
   }
   return { turns: sessionCount * conversation.length, sessionIds };
 });
-// The candidate is the draft: a changed prompt, which the built-in model does not read, so every turn must come back the same.
+// The candidate is the draft: a changed prompt with no rule the built-in model follows, so every turn must come back the same.
 const draft = await call('PATCH', `/v2/chat/agents/${agent.id}`, { systemPrompt: 'You help with orders, briefly.' });
 const candidate = { version: draft.draftVersion as number };
 

@@ -17,7 +17,7 @@ export interface ReplaysResult {
   replay: Throughput;
   /** The replay's own turn loop over the same sessions and candidate held in memory: no storage at all. */
   floor: Throughput;
-  /** Turns whose replay (or floor) differs from the original, over every round: the candidate differs only in its prompt, which the built-in model does not read, so 0. */
+  /** Turns whose replay (or floor) differs from the original, over every round: the candidate differs only in its prompt, with no rule the built-in model follows, so 0. */
   turnsChanged: number;
 }
 

@@ -65,7 +65,7 @@ export interface paths {
     get: operations["listAgents"];
   };
   "/v2/chat/agents/{id}/export": {
-    /** Export an agent's configuration, with its tools (secrets redacted), as one versioned document */
+    /** Export an agent's configuration (its draft, or ?version=n), with its tools (secrets redacted), as one versioned document */
     get: operations["exportAgent"];
   };
   "/v2/chat/agents/import": {
@@ -4212,9 +4212,12 @@ export interface operations {
       };
     };
   };
-  /** Export an agent's configuration, with its tools (secrets redacted), as one versioned document */
+  /** Export an agent's configuration (its draft, or ?version=n), with its tools (secrets redacted), as one versioned document */
   exportAgent: {
     parameters: {
+      query?: {
+        version?: number;
+      };
       path: {
         id: string;
       };
@@ -4224,6 +4227,19 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["ExportAgentResponse"];
+        };
+      };
+      /** @description The request is invalid: VALIDATION_ERROR */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorEnvelope"] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: "VALIDATION_ERROR";
+              /** @constant */
+              status?: 400;
+            };
+          };
         };
       };
       /** @description No valid credential: UNAUTHORIZED */

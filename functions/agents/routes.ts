@@ -1,6 +1,6 @@
 import { agentPage, agentSchema, createAgentBody, listAgentsQuery, updateAgentBody } from '../../shared/agents/agent-schemas.ts';
 import { agentVersionPage, agentVersionSchema, diffQuery, listVersionsQuery, publishBody, rollbackBody, versionDiffSchema, versionParams } from '../../shared/agents/agent-version-schemas.ts';
-import { agentExportDocument, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
+import { agentExportDocument, exportAgentQuery, agentImportResult, importAgentBody, maxAgentDocumentBytes } from '../../shared/agents/agent-export-schemas.ts';
 import { idParams } from '../../shared/platform/schemas/common.ts';
 import { defineRouteGroup } from '../../shared/platform/http/route.ts';
 import { createReplayBody, replayParams, replaySchema } from '../../shared/conversations/replay-schemas.ts';
@@ -63,10 +63,11 @@ export const agentRoutes = defineRouteGroup({
       method: 'GET',
       path: '/v2/chat/agents/{id}/export',
       scope: 'agents:read',
-      summary: "Export an agent's configuration, with its tools (secrets redacted), as one versioned document",
+      summary: "Export an agent's configuration (its draft, or ?version=n), with its tools (secrets redacted), as one versioned document",
       successStatus: 200,
       response: agentExportDocument,
       params: idParams,
+      query: exportAgentQuery,
     },
     importAgent: {
       method: 'POST',

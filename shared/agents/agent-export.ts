@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { ForbiddenError, InvalidToolSchemaError, ToolUrlNotAllowedError, type FieldIssue } from '../platform/errors.ts';
+import { ForbiddenError, InvalidToolSchemaError, NotFoundError, ToolUrlNotAllowedError, type FieldIssue } from '../platform/errors.ts';
 import { grants, type Scope } from '../platform/http/scopes.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { SealResponse } from '../platform/ports.ts';
@@ -8,7 +8,7 @@ import { voiceCatalog, voiceProviderAvailable } from '../models/voices.ts';
 import type { ModelType } from '../models/model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
 import { createAgent, getAgent, type AgentDeps } from './agents.ts';
-import { authorOf } from './agent-versions.ts';
+import { agentAtVersion, authorOf } from './agent-versions.ts';
 import { createTool, checkToolDefinition, type ToolDeps } from './tools.ts';
 import { createAgentBody, type Agent, type CreateAgentInput } from './agent-schemas.ts';
 import type { Tool } from './tool-schemas.ts';
@@ -42,15 +42,25 @@ export interface ExportCaller {
 const configurationFields = Object.keys(createAgentBody.shape).filter((field) => !['knowledgeStoreId', 'tools', 'handoffAgents'].includes(field));
 
 /**
- * The agent's current configuration as one self-contained document: its tools in full (secrets replaced by
+ * The agent's configuration as one self-contained document: its tools in full (secrets replaced by
  * `redactedMarker`), its knowledge store and handoff targets by name. A handoff target deleted since is left out:
- * the agent could not hand over to it either.
+ * the agent could not hand over to it either. The draft by default; with `version`, that version's configuration
+ * and its tools' definitions as they were then.
  */
-export async function exportAgent(deps: Pick<AgentExportDeps, 'agents' | 'tools' | 'knowledge' | 'clock'>, caller: ExportCaller, agentId: string): Promise<AgentExportDocument> {
-  const agent = await getAgent(deps, caller.orgId, agentId);
+export async function exportAgent(
+  deps: Pick<AgentExportDeps, 'agents' | 'tools' | 'knowledge' | 'clock'>,
+  caller: ExportCaller,
+  agentId: string,
+  options: { version?: number } = {},
+): Promise<AgentExportDocument> {
+  const draft = await getAgent(deps, caller.orgId, agentId);
+  const version = options.version === undefined ? undefined : await deps.agents.getVersion(caller.orgId, agentId, options.version);
+  if (options.version !== undefined && !version) throw new NotFoundError(`Agent ${agentId} has no version ${options.version}.`);
+  const agent = version ? agentAtVersion(draft, version) : draft;
   if (agent.tools.length > 0) assertGranted(caller, 'tools:read', 'the agent has tools, whose definitions the document holds');
+  const definitionsThen = new Map(version?.tools.map((tool) => [tool.id, tool]));
   const [tools, store, handoffTargets] = await Promise.all([
-    Promise.all(agent.tools.map((ref) => deps.tools.get(caller.orgId, ref.toolId))),
+    Promise.all(agent.tools.map(async (ref) => definitionsThen.get(ref.toolId) ?? (version ? undefined : deps.tools.get(caller.orgId, ref.toolId)))),
     agent.knowledgeStoreId ? deps.knowledge.getStore(caller.orgId, agent.knowledgeStoreId) : undefined,
     Promise.all((agent.handoffAgents ?? []).map((target) => deps.agents.get(caller.orgId, target.agentId))),
   ]);

@@ -1,8 +1,8 @@
 /**
  * The built-in model (`builtin/builtin-assistant`): an offline, deterministic language model, so that agents can be
  * created, chatted with and tested without any provider. It never calls the network, and the same conversation
- * always gets the same answer. It looks only at the last message of the conversation and at the tools attached to
- * the agent, and does exactly one of the following, checked in this order:
+ * always gets the same answer. It looks only at the last message of the conversation, at the tools attached to
+ * the agent and at the rules of its prompt (d3), and does exactly one of the following, checked in this order:
  *
  * (a) **Tool call.** If the last message is the user's and its text names one of the attached tools (the tool's
  *     name as a whole word, case-insensitive: `get_weather` matches `GET_WEATHER`, not `get_weather_now`) and
@@ -42,6 +42,15 @@
  *     or `about`, else the first capitalised words not opening the message. Example: `What is the weather in
  *     Paris?` with `get_weather` (a required string `city`) calls it with `{"city":"Paris"}`.
  *
+ * (d3) **A rule of the prompt.** If the last message is the user's and a system message that is not knowledge
+ *     excerpts (the agent's prompt) holds a rule `If the user mentions <topic>, say "<reply>"` (`asks about` for
+ *     `mentions`; `caller` or `customer` for `user`; `answer` or `reply` for `say`, with an optional `with` and `:`;
+ *     several topics apart by `or`; case ignored), and the message mentions one of its topics (its words, in order,
+ *     as whole words, a plural `s` ignored), it answers `<reply>` exactly. The first such rule in the prompt wins
+ *     (`builtin-prompt-rules.ts`). Example: with `If the user asks about refunds, say "Refunds take 5 days."` in
+ *     the prompt, `How long does a refund take?` is answered `Refunds take 5 days.`. It is the one instruction the
+ *     model follows, so that a changed prompt changes its answers predictably.
+ *
  * (e) **Knowledge.** If a system message carries retrieved knowledge excerpts (`prompt-conventions.ts`),
  *     it answers from the first one: `According to <source> [1]: <text>`, the excerpt's text cut to its first
  *     300 characters (with `…` when cut). Example: `According to Refund policy › Deadlines [1]: Refunds are …`.
@@ -71,6 +80,7 @@ import type {
 } from '@ai-sdk/provider';
 import { endConversationTool, firstExcerpt, verbatimReplyPrefix, type KnowledgeExcerpt } from './prompt-conventions.ts';
 import { escapeRegExp, toolAskedFor } from './builtin-tool-choice.ts';
+import { promptRules, ruleReply } from './builtin-prompt-rules.ts';
 
 export const builtinProvider = 'builtin';
 export const builtinModelName = 'builtin-assistant';
@@ -135,6 +145,9 @@ export function decideReply(prompt: LanguageModelV4Prompt, tools: LanguageModelV
     const plain = !named && firstJsonObject(text) === undefined;
     const asked = plain ? toolAskedFor(text, functionTools.filter((tool) => tool.name !== endConversationTool)) : undefined;
     if (asked) return { text: '', toolCall: { toolCallId, toolName: asked.tool.name, input: JSON.stringify(asked.input) } };
+    const instructions = prompt.flatMap((message) => (message.role === 'system' && !firstExcerpt(message.content) ? promptRules(message.content) : []));
+    const ruled = ruleReply(instructions, text);
+    if (ruled !== undefined) return { text: ruled };
   }
 
   const excerpt = prompt.map((message) => (message.role === 'system' ? firstExcerpt(message.content) : undefined)).find(Boolean);

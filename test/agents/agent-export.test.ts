@@ -132,6 +132,36 @@ describe('GET /v2/chat/agents/{id}/export', () => {
     expectError(unknown, 404, 'NOT_FOUND');
   });
 
+  it('exports a version as it was, its tools as defined then, and the draft by default', async () => {
+    // Prepare
+    const { key } = await api.newOrg();
+    const { agent, tools } = await fullAgent(key);
+    const asCreated = await exported(key, agent.id);
+    const changedTool = await api.request('PATCH', `/v1/chat/tools/${tools[0].id}`, { key, body: { description: 'Gets tomorrow\'s weather' } });
+    expect(changedTool.status, changedTool.text).toBe(200);
+    const changedAgent = await api.request('PATCH', `/v2/chat/agents/${agent.id}`, { key, body: { systemPrompt: 'Be very brief.', publishMode: 'MANUAL' } });
+    expect(changedAgent.status, changedAgent.text).toBe(200);
+    const path = `/v2/chat/agents/${agent.id}/export`;
+
+    // Act
+    const first = await api.request('GET', `${path}?version=1`, { key });
+    const draft = await exported(key, agent.id);
+    const unknownVersion = await api.request('GET', `${path}?version=99`, { key });
+    const notANumber = await api.request('GET', `${path}?version=latest`, { key });
+    const foreign = await api.request('GET', `${path}?version=1`, { key: (await api.newOrg()).key });
+
+    // Assess
+    expect(first.status, first.text).toBe(200);
+    // The publish mode is the agent's lifecycle, not its configuration: as it is now.
+    expect(comparable(first.body)).toEqual(comparable({ ...asCreated, agent: { ...asCreated.agent, publishMode: 'MANUAL' } }));
+    expect(draft.agent.systemPrompt).toBe('Be very brief.');
+    expect(draft.tools[0].description).toBe("Gets tomorrow's weather");
+    expectError(unknownVersion, 404, 'NOT_FOUND');
+    expectError(notANumber, 400, 'VALIDATION_ERROR');
+    expect(notANumber.body.error.details).toEqual([expect.objectContaining({ field: 'version' })]);
+    expectError(foreign, 404, 'NOT_FOUND');
+  });
+
   it('leaves out a handoff target deleted since, which the agent could not hand over to either', async () => {
     // Prepare
     const { key } = await api.newOrg();

@@ -203,3 +203,52 @@ describe('replaying a 10-turn conversation', () => {
     await finishedReplay(key, agentId, started.body.id);
   });
 });
+
+describe('replaying a 10-turn conversation through a changed prompt', () => {
+  const rules = {
+    before: 'If the user asks about refunds, say "Refunds take 5 days." If the user mentions delivery, say "Delivery takes a week."',
+    after: 'If the user asks about refunds or returns, say "Refunds take 3 days." If the user mentions delivery, say "Delivery takes a week."',
+  };
+  const talk = [
+    'Hello there',
+    'How long does a refund take?',
+    'Please run create_refund with {"orderId":"A1"}',
+    'And when is the delivery?',
+    'Can I make a return?',
+    'Please run get_order with {"id":"A1"}',
+    'What about refunds for gifts?',
+    'Thanks for the delivery news',
+    'How are you today',
+    'That is everything',
+  ];
+
+  it('changes exactly the turns the changed rules answer, and calls no tool live', async () => {
+    const { key } = await api.newOrg();
+    const toolIds = [await createTool(key, 'create_refund', 'POST', '/prompt-refunds', 'orderId'), await createTool(key, 'get_order', 'GET', '/prompt-orders', 'id')];
+    const agent = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { fullName: 'Support', description: 'Support', role: 'You help customers.', systemPrompt: rules.before, publishMode: 'MANUAL', tools: toolIds.map((toolId) => ({ toolId })) },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const sessionId = await converse(key, agent.body.id, talk);
+    const changed = await api.request('PATCH', `/v2/chat/agents/${agent.body.id}`, { key, body: { systemPrompt: rules.after } });
+    expect(changed.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
+    const before = requests.length;
+
+    const started = await api.request('POST', `/v2/chat/agents/${agent.body.id}/replays`, { key, body: { sessionIds: [sessionId], candidate: { version: 2 }, liveTools: true } });
+    expect(started.status, started.text).toBe(202);
+    const [result] = (await finishedReplay(key, agent.body.id, started.body.id)).results;
+
+    const replies = (side: 'original' | 'replay') => result.turns.map((turn: { original: { reply: string }; replay: { reply: string } }) => turn[side].reply);
+    expect(result.turns.map((turn: { diff: string }) => turn.diff)).toEqual(['SAME', 'CHANGED', 'SAME', 'SAME', 'CHANGED', 'SAME', 'CHANGED', 'SAME', 'SAME', 'SAME']);
+    expect(result.turnsChanged).toBe(3);
+    expect(replies('original')[1]).toBe('Refunds take 5 days.');
+    expect(replies('replay')[1]).toBe('Refunds take 3 days.');
+    expect(replies('original')[4]).toContain('You said: "Can I make a return?"');
+    expect(replies('replay')[4]).toBe('Refunds take 3 days.');
+    expect(replies('replay')[3]).toBe('Delivery takes a week.');
+    expect(result.turns[2].replay.toolCalls).toEqual([expect.objectContaining({ name: 'create_refund', status: 'SUCCESS' })]);
+    expect(result.turns[2].replay).toEqual(result.turns[2].original);
+    expect(requests.length).toBe(before);
+  });
+});

@@ -348,9 +348,115 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     expect(await page.locator('#versions-error').textContent()).toBe('');
     expect((await api.request('DELETE', `/v2/chat/agents/${agentId}`, { key })).status).toBe(204);
     await page.getByRole('button', { name: 'Switch to MANUAL' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent(), patience).toMatch(/^404 NOT_FOUND: /);
+    await expect.poll(() => page.locator('#versions-error').textContent(), patience).toMatch(/^404 NOT_FOUND: /);
     expect(failures).toEqual([]);
     expect(requested.filter((url) => !url.startsWith(`${api.baseUrl}/`))).toEqual([]);
+  }, 120_000);
+
+  it('replays a closed session through a draft with its tool detached: the changed turn marked, both replies side by side', async () => {
+    // Prepare: a MANUAL agent with a weather tool, a closed session that called it, and a draft (version 2) without it.
+    const { key } = await api.newOrg();
+    const tool = await api.request('POST', '/v1/chat/tools', {
+      key,
+      body: {
+        name: 'get_weather',
+        description: 'The weather in a city',
+        type: 'API_TOOL',
+        apiTool: { url: `${toolBase}/weather/{{city}}`, method: 'GET' },
+        ajvPropertiesSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    });
+    expect(tool.status, tool.text).toBe(201);
+    const agent = await api.request('POST', '/v2/chat/agents', {
+      key,
+      body: { fullName: 'Forecaster', description: 'Weather', role: 'You tell the weather.', publishMode: 'MANUAL', tools: [{ toolId: tool.body.id }] },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    const agentId: string = agent.body.id;
+    const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId } });
+    expect(session.status, session.text).toBe(201);
+    const sessionId: string = session.body.id;
+    for (const content of ['Hello there', 'What is the weather in Paris?']) {
+      const sent = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content } });
+      expect(sent.status, sent.text).toBe(200);
+    }
+    expect((await api.request('PATCH', `/v1/chat/chat/sessions/${sessionId}/close`, { key })).status).toBe(200);
+    const detached = await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [] } });
+    expect(detached.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+    page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
+    await giveKey(page, key);
+    const replayStatus = () => page.locator('#replay-status').textContent();
+    /** Each replayed turn as shown: its number and mark, the user's message, and each side's tool calls and reply. */
+    const shownTurns = () =>
+      page.locator('#replay-results tbody tr').evaluateAll((rows) =>
+        rows.map((row) => {
+          const [turn, user, original, replay] = [...row.children];
+          const side = (cell: typeof row | undefined) => ({ toolCalls: [...(cell?.querySelectorAll('.tool-call') ?? [])].map((call) => call.textContent), reply: cell?.querySelector('.reply')?.textContent });
+          return { id: row.id, turn: turn?.textContent, user: user?.textContent, original: side(original), replay: side(replay) };
+        }),
+      );
+
+    // Act: replay the last closed session through the draft, the version the page offers when none is picked.
+    await page.getByRole('button', { name: 'Forecaster (0 tools)' }).click();
+    const start = page.locator('#replay-start');
+    await expect.poll(() => start.textContent(), patience).toBe('Replay through version 2 (the draft)');
+    await page.getByLabel('How many').fill('1');
+    await start.click();
+
+    // Assess: the turn that called the tool changed (the draft cannot call it), the other did not; both sides shown.
+    await expect.poll(replayStatus, patience).toMatch(/^Replay \S+ through version 2: COMPLETED, 1 of 1 sessions replayed \(2 user turns\)\. 1 of 2 turns changed\.$/);
+    expect(await page.locator('#replay-results h3').allTextContents()).toEqual([`Session 1 (${sessionId}): 1 of 2 turns changed`]);
+    const paris = 'What is the weather in Paris?';
+    expect(await shownTurns()).toEqual([
+      {
+        id: 'replay-session-1-turn-1',
+        turn: '1 SAME',
+        user: 'Hello there',
+        original: { toolCalls: [], reply: expect.stringContaining('You said: "Hello there"') },
+        replay: { toolCalls: [], reply: expect.stringContaining('You said: "Hello there"') },
+      },
+      {
+        id: 'replay-session-1-turn-2',
+        turn: '2 CHANGED',
+        user: paris,
+        original: { toolCalls: ['Tool call get_weather({"city":"Paris"}) → SUCCESS: {"city":"Paris","tempC":21}'], reply: expect.stringContaining('The get_weather tool returned: {"city":"Paris","tempC":21}') },
+        replay: { toolCalls: [], reply: expect.stringContaining(`You said: "${paris}"`) },
+      },
+    ]);
+    // The changed turn is one link away.
+    const changedLinks = page.getByRole('navigation', { name: 'Changed turns' }).getByRole('link');
+    expect(await changedLinks.allTextContents()).toEqual(['Session 1, turn 2']);
+    await changedLinks.first().click();
+    await expect.poll(() => page.locator('tr:target').getAttribute('id'), patience).toBe('replay-session-1-turn-2');
+    await snapshot(page, 'replay-changed');
+    const replayId = (await replayStatus())?.split(' ')[1];
+    const stored = await api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key });
+    expect(stored.body).toMatchObject({ status: 'COMPLETED', candidate: { version: 2 }, liveTools: false, sessionIds: [sessionId], results: [{ turnsChanged: 1 }] });
+
+    // Act and assess: the session checked by hand, through the picked version 1 with live tools: nothing changes.
+    await page.getByRole('button', { name: 'Version 1', exact: true }).click();
+    await expect.poll(() => start.textContent(), patience).toBe('Replay through version 1');
+    await page.getByLabel(sessionId).check();
+    expect(await page.getByLabel('The sessions checked below').isChecked()).toBe(true);
+    await page.getByLabel('Live tools').check();
+    await start.click();
+    await expect.poll(replayStatus, patience).toMatch(/^Replay \S+ through version 1 with live tools: COMPLETED, 1 of 1 sessions replayed \(2 user turns\)\. 0 of 2 turns changed\.$/);
+    expect((await shownTurns()).map((turn) => turn.turn)).toEqual(['1 SAME', '2 SAME']);
+    expect(await page.getByRole('navigation', { name: 'Changed turns' }).textContent()).toBe('No turn changed.');
+
+    // Errors are shown in the section: beyond the bound on sessions (400), then the agent deleted meanwhile (404).
+    await page.getByLabel('The last closed sessions').check();
+    await page.getByLabel('How many').fill('21');
+    await start.click();
+    await expect.poll(() => page.locator('#replay-error').textContent(), patience).toMatch(/^400 VALIDATION_ERROR: .*REPLAY_MAX_SESSIONS/);
+    expect((await api.request('DELETE', `/v2/chat/agents/${agentId}`, { key })).status).toBe(204);
+    await page.getByLabel('How many').fill('1');
+    await start.click();
+    await expect.poll(() => page.locator('#replay-error').textContent(), patience).toMatch(/^404 NOT_FOUND: /);
+    expect(failures).toEqual([]);
   }, 120_000);
 
   it('renders the API reference on the first screen, with the playground’s key, asking nothing of any other origin', async () => {

@@ -3,9 +3,10 @@ import { phoneChannelPath, type PhoneEvent, type PhoneMessage } from '../../../i
 import { storedKeyName } from './stored-key.ts';
 
 /**
- * The playground: a key, agents with tools and their versions (publish, roll back), a chat whose reply streams token
- * by token, a voice session with the microphone, the organization's events live, the session's analysis once it
- * exists, and test calls to the organization's numbers. Plain DOM, the typed client for every call.
+ * The playground: a key, agents with tools and their versions (publish, roll back, replay past sessions through one),
+ * a chat whose reply streams token by token, a voice session with the microphone, the organization's events live,
+ * the session's analysis once it exists, and test calls to the organization's numbers. Plain DOM, the typed client
+ * for every call.
  */
 
 /** The caller of the playground's test calls (the simulator's test range; `npm run call` calls from +15550142). */
@@ -56,6 +57,25 @@ root.innerHTML = `
       </table>
       <details><summary>Configuration</summary><pre id="version-configuration">None picked.</pre></details>
     </section>
+  </section>
+  <section id="replay-section" aria-labelledby="replay-heading">
+    <h2 id="replay-heading">Replay</h2>
+    <p>Runs past sessions' user turns again through a version of the selected agent (the picked one, else the draft) and shows each turn's original and replayed reply side by side. Tools are answered from what the sessions recorded; the sessions are not changed.</p>
+    <form id="replay-form">
+      <fieldset><legend>Sessions</legend>
+        <label class="choice"><input id="replay-mode-last" name="replay-mode" type="radio" checked> The last closed sessions</label>
+        <label for="replay-last">How many</label><input id="replay-last" type="number" min="1" value="5" required>
+        <label class="choice"><input id="replay-mode-chosen" name="replay-mode" type="radio"> The sessions checked below (the 20 newest closed ones)</label>
+        <ul id="replay-sessions"></ul>
+      </fieldset>
+      <label class="choice"><input id="replay-live-tools" type="checkbox"> Live tools: a call with no recording runs for real when its tool is a GET API tool</label>
+      <button id="replay-start" type="submit" disabled>Replay</button>
+    </form>
+    <p id="replay-status" role="status">Select an agent to replay its sessions.</p>
+    <progress id="replay-progress" aria-label="Sessions replayed" max="1" value="0" hidden></progress>
+    <p id="replay-error" role="alert"></p>
+    <nav id="replay-changed" aria-label="Changed turns" hidden></nav>
+    <div id="replay-results"></div>
   </section>
   <section aria-labelledby="chat-heading">
     <h2 id="chat-heading">Chat</h2>
@@ -130,12 +150,26 @@ const versionsView = {
   diffCaption: element('version-diff-caption'),
   configuration: element('version-configuration'),
 };
+const replayView = {
+  lastClosed: element<HTMLInputElement>('replay-last'),
+  chosenMode: element<HTMLInputElement>('replay-mode-chosen'),
+  sessions: element<HTMLUListElement>('replay-sessions'),
+  liveTools: element<HTMLInputElement>('replay-live-tools'),
+  start: element<HTMLButtonElement>('replay-start'),
+  status: element('replay-status'),
+  progress: element<HTMLProgressElement>('replay-progress'),
+  error: element('replay-error'),
+  changed: element('replay-changed'),
+  results: element('replay-results'),
+};
 const talkStatus = element('talk-status');
 const voiceTranscript = element<HTMLOListElement>('voice-transcript');
 
 let client: ApiClient | undefined;
 let selectedAgent: Agent | undefined;
 let pickedVersion: number | undefined;
+/** The replay whose progress the page shows; starting another or selecting another agent stops following it. */
+let followedReplay: string | undefined;
 let session: Session | undefined;
 let shownMessages = 0;
 let eventsAbort: AbortController | undefined;
@@ -203,7 +237,15 @@ function selectAgent(agent: Agent): void {
   versionsView.diff.hidden = true;
   versionsView.publish.disabled = true;
   versionsView.rollback.disabled = true;
+  followedReplay = undefined;
+  show(replayView.status, `No replay of ${agent.fullName} yet.`);
+  show(replayView.error, '');
+  replayView.progress.hidden = true;
+  replayView.changed.hidden = true;
+  replayView.results.replaceChildren();
+  showReplayCandidate();
   void inVersions(loadVersions);
+  void inReplays(loadReplayableSessions);
 }
 
 type VersionSummary = Schemas['ListAgentVersionsResponse']['data'][number];
@@ -212,15 +254,18 @@ function describeAuthor(author: VersionSummary['author']): string {
   return author.type === 'API_KEY' ? `key ${author.keyId}` : `JWT ${author.subject ?? '(no subject)'}`;
 }
 
-/** Runs a versions action, showing its error in the section rather than losing it. */
-async function inVersions(action: () => Promise<void>): Promise<void> {
+/** Runs an action of a section, showing its error in the section's alert rather than losing it. */
+async function reportingIn(alert: HTMLElement, action: () => Promise<void>): Promise<void> {
   try {
     await action();
-    show(versionsView.error, '');
+    show(alert, '');
   } catch (error) {
-    show(versionsView.error, describeError(error));
+    show(alert, describeError(error));
   }
 }
+
+const inVersions = (action: () => Promise<void>) => reportingIn(versionsView.error, action);
+const inReplays = (action: () => Promise<void>) => reportingIn(replayView.error, action);
 
 /** Reloads the selected agent and its versions (the 100 newest), then the picked version, if any. */
 async function loadVersions(): Promise<void> {
@@ -241,6 +286,7 @@ async function loadVersions(): Promise<void> {
   versionsView.switchMode.textContent = `Switch to ${otherMode}`;
   versionsView.switchMode.disabled = false;
   versionsView.publishDraft.disabled = agent.draftVersion === undefined || agent.draftVersion === agent.publishedVersion;
+  showReplayCandidate();
   versionsView.list.replaceChildren(...page.data.map(versionItem));
   if (page.pagination.total > page.data.length) listItem(versionsView.list, `${page.pagination.total - page.data.length} older versions are not shown.`);
   if (pickedVersion !== undefined) await showVersion(pickedVersion);
@@ -277,6 +323,7 @@ async function showVersion(number: number): Promise<void> {
   ]);
   if (selectedAgent?.id !== agentId) return;
   pickedVersion = number;
+  showReplayCandidate();
   for (const button of versionsView.list.querySelectorAll('button')) button.setAttribute('aria-pressed', String(button.textContent === `Version ${number}`));
   show(versionsView.status, `Version ${number}${version.published ? ', published' : ''}${version.draft ? ', the draft' : ''}: by ${describeAuthor(version.author)}, ${new Date(version.createdAt).toLocaleString()}.`);
   show(versionsView.configuration, JSON.stringify({ configuration: version.configuration, tools: version.tools }, null, 2));
@@ -330,6 +377,159 @@ function rollBack(version: number): Promise<void> {
 function switchPublishMode(): Promise<void> {
   const publishMode = (selectedAgent as Agent).publishMode === 'AUTO' ? 'MANUAL' : 'AUTO';
   return changeVersions(async (api, id) => ok(await api.PATCH('/v2/chat/agents/{id}', { params: { path: { id } }, body: { publishMode } })));
+}
+
+type Replay = Schemas['StartReplayResponse'];
+type SessionReplay = NonNullable<Replay['results']>[number];
+type ReplayedTurn = SessionReplay['turns'][number];
+
+/** How often the page asks how a replay is going. */
+const replayPollMs = 1_000;
+
+/** A replay runs through the picked version, or the draft when none is picked. */
+function replayVersion(): number | undefined {
+  return pickedVersion ?? selectedAgent?.draftVersion;
+}
+
+function showReplayCandidate(): void {
+  const version = replayVersion();
+  replayView.start.disabled = version === undefined;
+  replayView.start.textContent =
+    version === undefined ? 'Replay (the agent has no version yet)' : `Replay through version ${version}${version === selectedAgent?.draftVersion ? ' (the draft)' : ''}`;
+}
+
+/** The agent's 20 newest closed sessions, to check the ones to replay (a replay takes 20 by default). */
+async function loadReplayableSessions(): Promise<void> {
+  const agentId = (selectedAgent as Agent).id;
+  const page = ok(await (client as ApiClient).GET('/v1/chat/chat/sessions', { params: { query: { agentId, state: 'CLOSED', limit: '20' } } }));
+  if (selectedAgent?.id !== agentId) return;
+  replayView.sessions.replaceChildren();
+  if (page.data.length === 0) listItem(replayView.sessions, 'No closed session yet.');
+  for (const closed of page.data) {
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.value = closed.id;
+    const label = document.createElement('label');
+    label.className = 'choice';
+    label.append(box, ` ${new Date(closed.createdAt).toLocaleString()}, ${closed.messageCount} messages (${closed.id})`);
+    const item = document.createElement('li');
+    item.append(label);
+    replayView.sessions.append(item);
+  }
+}
+
+async function startReplay(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const agentId = (selectedAgent as Agent).id;
+  const version = replayVersion() as number;
+  const sessions = replayView.chosenMode.checked
+    ? { sessionIds: [...replayView.sessions.querySelectorAll<HTMLInputElement>('input:checked')].map((box) => box.value) }
+    : { lastClosed: replayView.lastClosed.valueAsNumber };
+  followedReplay = undefined;
+  await inReplays(async () => {
+    // Disabled while the request is on its way, so that a double click starts one replay.
+    replayView.start.disabled = true;
+    const answer = await (client as ApiClient)
+      .POST('/v2/chat/agents/{id}/replays', { params: { path: { id: agentId } }, body: { ...sessions, candidate: { version }, liveTools: replayView.liveTools.checked } })
+      .finally(showReplayCandidate);
+    await followReplay(ok(answer));
+  });
+}
+
+/** Shows the replay, then asks for it again until it has finished, unless the page has moved on to another. */
+async function followReplay(started: Replay): Promise<void> {
+  let replay = started;
+  followedReplay = replay.id;
+  showReplay(replay);
+  while (replay.status === 'QUEUED' || replay.status === 'RUNNING') {
+    await new Promise((resolve) => setTimeout(resolve, replayPollMs));
+    if (followedReplay !== started.id) return;
+    replay = ok(await (client as ApiClient).GET('/v2/chat/agents/{id}/replays/{replayId}', { params: { path: { id: started.agentId, replayId: started.id } } }));
+    if (followedReplay !== started.id) return;
+    showReplay(replay);
+  }
+}
+
+function showReplay(replay: Replay): void {
+  const { sessionsDone, sessionsTotal, turnsTotal } = replay.progress;
+  const results = replay.results ?? [];
+  const changed = results.flatMap((result, index) => result.turns.filter((turn) => turn.diff === 'CHANGED').map((turn) => ({ index, turn })));
+  const turnsShown = results.reduce((sum, result) => sum + result.turns.length, 0);
+  const outcome = replay.status === 'COMPLETED' ? ` ${changed.length} of ${turnsShown} turns changed.` : replay.error ? ` ${replay.error}` : '';
+  show(
+    replayView.status,
+    `Replay ${replay.id} through version ${replay.candidate.version}${replay.liveTools ? ' with live tools' : ''}: ${replay.status}, ${sessionsDone} of ${sessionsTotal} sessions replayed (${turnsTotal} user turns).${outcome}`,
+  );
+  replayView.progress.hidden = false;
+  replayView.progress.max = Math.max(sessionsTotal, 1);
+  replayView.progress.value = sessionsDone;
+  replayView.changed.hidden = results.length === 0;
+  const links = changed.map(({ index, turn }) => {
+    const link = document.createElement('a');
+    link.href = `#${turnAnchor(index, turn)}`;
+    link.textContent = `Session ${index + 1}, turn ${turn.turn}`;
+    const item = document.createElement('li');
+    item.append(link);
+    return item;
+  });
+  const list = document.createElement('ul');
+  list.append(...links);
+  const heading = document.createElement('p');
+  heading.textContent = changed.length === 0 ? 'No turn changed.' : `Changed turns (${changed.length}):`;
+  replayView.changed.replaceChildren(heading, list);
+  replayView.results.replaceChildren(...results.map(sessionReplayView));
+}
+
+const turnAnchor = (index: number, turn: ReplayedTurn) => `replay-session-${index + 1}-turn-${turn.turn}`;
+
+/** One replayed session: per turn, the user's message, the original and the replayed side, CHANGED turns marked. */
+function sessionReplayView(result: SessionReplay, index: number): HTMLElement {
+  const section = document.createElement('section');
+  section.className = 'replay-session';
+  const heading = document.createElement('h3');
+  heading.textContent =
+    result.status === 'FAILED'
+      ? `Session ${index + 1} (${result.sessionId}) failed: ${result.error ?? 'no reason given'}`
+      : `Session ${index + 1} (${result.sessionId}): ${result.turnsChanged} of ${result.turns.length} turns changed`;
+  const table = document.createElement('table');
+  table.className = 'replay-turns';
+  const header = table.createTHead().insertRow();
+  for (const title of ['Turn', 'User', 'Original', 'Replay']) {
+    const cell = document.createElement('th');
+    cell.scope = 'col';
+    cell.textContent = title;
+    header.append(cell);
+  }
+  const rows = table.createTBody();
+  for (const turn of result.turns) {
+    const row = rows.insertRow();
+    row.id = turnAnchor(index, turn);
+    row.dataset.diff = turn.diff;
+    const number = document.createElement('th');
+    number.scope = 'row';
+    number.textContent = `${turn.turn} ${turn.diff}`;
+    const user = document.createElement('td');
+    user.textContent = turn.user;
+    row.append(number, user, turnSideCell(turn.original), turnSideCell(turn.replay));
+  }
+  section.append(heading, table);
+  return section;
+}
+
+/** A side of a turn: its tool calls, then its reply. */
+function turnSideCell(side: ReplayedTurn['original']): HTMLTableCellElement {
+  const cell = document.createElement('td');
+  for (const call of side.toolCalls) {
+    const line = document.createElement('p');
+    line.className = 'tool-call';
+    line.textContent = `Tool call ${toolCallText(call)}: ${call.result.slice(0, 300)}`;
+    cell.append(line);
+  }
+  const reply = document.createElement('p');
+  reply.className = 'reply';
+  reply.textContent = side.reply;
+  cell.append(reply);
+  return cell;
 }
 
 async function createAgent(event: SubmitEvent): Promise<void> {
@@ -431,9 +631,11 @@ function toolCallItem(message: Message): HTMLLIElement {
   const call = message.toolCall as NonNullable<Message['toolCall']>;
   const item = document.createElement('li');
   item.className = 'tool-call';
-  item.textContent = `Tool call ${call.name}(${JSON.stringify(call.arguments)}) → ${call.status} in ${Math.round(call.durationMs)} ms: ${call.result.slice(0, 300)}`;
+  item.textContent = `Tool call ${toolCallText(call)} in ${Math.round(call.durationMs)} ms: ${call.result.slice(0, 300)}`;
   return item;
 }
+
+const toolCallText = (call: { name: string; arguments: unknown; status: string }) => `${call.name}(${JSON.stringify(call.arguments)}) → ${call.status}`;
 
 /** Closes the session, then waits for its analysis (made asynchronously) for up to a minute. */
 async function closeSession(): Promise<void> {
@@ -641,6 +843,11 @@ versionsView.switchMode.addEventListener('click', () => void switchPublishMode()
 versionsView.publishDraft.addEventListener('click', () => void publish());
 versionsView.publish.addEventListener('click', () => void publish(pickedVersion));
 versionsView.rollback.addEventListener('click', () => void rollBack(pickedVersion as number));
+element<HTMLFormElement>('replay-form').addEventListener('submit', (event) => void startReplay(event));
+replayView.chosenMode.addEventListener('change', () => void inReplays(loadReplayableSessions));
+replayView.sessions.addEventListener('change', () => {
+  replayView.chosenMode.checked = true;
+});
 buttons.talk.addEventListener('click', () => void talk());
 buttons.stopTalking.addEventListener('click', () => talking?.session.hangUp());
 buttons.close.addEventListener('click', () => void closeSession());
