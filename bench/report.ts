@@ -24,6 +24,7 @@ import { startupReport, type StartupResults } from './startup.ts';
 import { costReport, type CostBenchResult } from './cost.ts';
 import { wholeTurnReport, type WholeTurnResult } from './whole-turn.ts';
 import type { VoiceMediaResult } from './voice-media.ts';
+import type { ReplaysResult } from './replays.ts';
 
 export const targets = {
   p50Ms: 10,
@@ -121,6 +122,7 @@ export interface BenchResults {
   /** A turn on `npm start`'s whole runtime: requests, units, CPU until idle, latency, memory (docs/performance.md). */
   wholeTurn: WholeTurnResult;
   voiceMedia: VoiceMediaResult;
+  replays: ReplaysResult;
   checks: Check[];
   pass: boolean;
   durationMs: number;

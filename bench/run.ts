@@ -7,7 +7,8 @@
  * Prints a report and writes the same figures to bench/results/latest.json; exits 1 when a figure misses its target.
  * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json); `npm run bench -- idle`
  * only what `npm start` costs with no traffic (bench/idle.ts, bench/results/idle.json); `npm run bench -- voice-media`
- * only calls through the media worker (bench/voice-media.ts, bench/results/voice-media.json).
+ * only calls through the media worker (bench/voice-media.ts, bench/results/voice-media.json); `npm run bench -- replays`
+ * only replayed turns a second (bench/replays.ts, bench/results/replays.json).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -39,6 +40,7 @@ import { checksSummary, evaluate, formatReport, writeJson, type BenchResults, ty
 import { idleChecks, idleReport, measureIdle } from './idle.ts';
 import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
 import { measureVoiceMedia, voiceMediaChecks, voiceMediaReport } from './voice-media.ts';
+import { measureReplays, replaysChecks, replaysReport } from './replays.ts';
 
 /** Every Lambda function the stack bundles, after the floor they are compared with. */
 const functions = [sdkFloor, ...lambdaFunctions];
@@ -82,6 +84,10 @@ const sectionsAlone: Record<string, () => Promise<{ figures: object; checks: Che
   'voice-media': async () => {
     const voiceMedia = await measureVoiceMedia(log);
     return { figures: { voiceMedia }, checks: voiceMediaChecks(voiceMedia), report: voiceMediaReport(voiceMedia) };
+  },
+  replays: async () => {
+    const replays = await measureReplays(log);
+    return { figures: { replays }, checks: replaysChecks(replays), report: replaysReport(replays) };
   },
 };
 const sectionAlone = process.argv.slice(2).find((argument) => argument in sectionsAlone);
@@ -157,8 +163,10 @@ log('whole turn: npm start\'s runtime, counted and measured, beside its floors')
 const wholeTurn = await measureWholeTurn(log);
 log('voice-media: calls through the media worker, with the built-in engines and with speech that takes no time');
 const voiceMedia = await measureVoiceMedia(log);
+log('replays: replayed turns a second through runReplay, beside the same turns without storage');
+const replays = await measureReplays(log);
 
-const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup), ...wholeTurnChecks(wholeTurn), ...voiceMediaChecks(voiceMedia)];
+const checks = [...evaluate(bundles, initTime, localRuntime, measuredConcurrency, turns, webhooks, analysis, messagePages, sessionPages, developerPages, voice, usage), ...knowledgeChecks(knowledge), ...contactsImportChecks(contactsImport), ...whatsappChecks(whatsapp), ...knowledgeIngestionChecks(knowledgeIngestion), ...campaignChecks(campaigns), ...observabilityChecks(observability), ...startupChecks(startup), ...wholeTurnChecks(wholeTurn), ...voiceMediaChecks(voiceMedia), ...replaysChecks(replays)];
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
   environment: {
@@ -191,12 +199,13 @@ const results: BenchResults = {
   cost,
   wholeTurn,
   voiceMedia,
+  replays,
   checks,
   pass: checks.every((check) => check.pass),
   durationMs: performance.now() - started,
 };
 writeJson(resultsFile, results);
-console.log(`\n${formatReport(results)}\n${voiceMediaReport(voiceMedia).join('\n')}\n\nFigures written to ${resultsFile}`);
+console.log(`\n${formatReport(results)}\n${[...voiceMediaReport(voiceMedia), ...replaysReport(replays)].join('\n')}\n\nFigures written to ${resultsFile}`);
 if (!results.pass) process.exitCode = 1;
 
 /** Bundles into a temporary directory, imports each bundle from there, and removes it. */

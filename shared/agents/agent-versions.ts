@@ -54,9 +54,23 @@ interface CommitOptions {
 /**
  * Stores `next` (a new agent when `previous` is undefined) with the version it makes, in one transaction with its
  * events. An `AUTO` agent publishes each version; so does every agent with nothing published yet (its first version),
- * so a session can always bind.
+ * so a session can always bind. An agent stored before versions first keeps its stored configuration as version 1.
  */
 export async function commitAgentChange(deps: VersioningDeps, previous: Agent | undefined, next: Agent, author: VersionAuthor, options: CommitOptions = {}): Promise<Agent> {
+  if (!previous || previous.draftVersion !== undefined) return commitVersion(deps, previous, next, author, options);
+  const kept = await keepStoredConfiguration(deps, previous, author);
+  return commitVersion(deps, kept, { ...next, updatedAt: nextUpdatedAt(deps.clock, kept.updatedAt) }, author, options);
+}
+
+/**
+ * An agent stored before versions: what its sessions ran until now becomes version 1, published, so that its first
+ * change can be compared with it and rolled back (decision 565). Nothing changes, so no `agent.updated`.
+ */
+function keepStoredConfiguration(deps: VersioningDeps, agent: Agent, author: VersionAuthor): Promise<Agent> {
+  return commitVersion(deps, agent, { ...agent, updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) }, author);
+}
+
+async function commitVersion(deps: VersioningDeps, previous: Agent | undefined, next: Agent, author: VersionAuthor, options: CommitOptions = {}): Promise<Agent> {
   const number = (previous?.draftVersion ?? 0) + 1;
   const previousPublished = previous?.publishedVersion;
   const publish = options.publish === true || next.publishMode === 'AUTO' || previousPublished === undefined;
@@ -80,7 +94,7 @@ export async function commitAgentChange(deps: VersioningDeps, previous: Agent | 
   }
   const at = stored.updatedAt;
   const events = [
-    ...(previous
+    ...(previous?.draftVersion !== undefined
       ? [agentEvents.agentUpdated(stored.orgId, at, { agentId: stored.id, version: number, publishedVersion: stored.publishedVersion ?? null, changedFields: changedFields(previous, stored) })]
       : []),
     ...(publish ? [agentEvents.agentPublished(stored.orgId, at, { agentId: stored.id, version: number, previousVersion: previousPublished ?? null })] : []),
@@ -111,8 +125,7 @@ async function existingVersion(deps: Pick<VersioningDeps, 'agents'>, agent: Agen
 
 /** An agent stored before versions existed gets its first version from its current configuration when it is first published. */
 async function versioned(deps: VersioningDeps, agent: Agent, author: VersionAuthor): Promise<Agent> {
-  if (agent.draftVersion !== undefined) return agent;
-  return commitAgentChange(deps, agent, { ...agent, updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) }, author);
+  return agent.draftVersion === undefined ? keepStoredConfiguration(deps, agent, author) : agent;
 }
 
 /** Makes `number` (the draft when absent) the version new sessions bind to; publishing the published version changes nothing. */

@@ -207,7 +207,7 @@ async function agentAt(deps: ReplayWorkerDeps, orgId: string, agentId: string, w
 }
 
 /** The candidate: a version's definitions (with current secrets), or changes over the published version. */
-const candidateOf = (deps: ReplayWorkerDeps, replay: Replay) =>
+export const candidateOf = (deps: ReplayWorkerDeps, replay: Replay) =>
   agentAt(deps, replay.orgId, replay.agentId, replay.candidate.version, replay.candidate.changes as CandidateChanges | undefined);
 
 const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(a.toolCalls) === canonical(b.toolCalls);
@@ -216,7 +216,7 @@ const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(
  * Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session.
  * A handoff the replay makes passes the turns after it to its target, as in a live session (docs/agent-versions.md#replay).
  */
-async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string): Promise<SessionReplay> {
+export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string): Promise<SessionReplay> {
   const original = await deps.sessions.get(replay.orgId, sessionId);
   if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
   const recordedTurns = userTurns(await deps.sessions.messages(replay.orgId, sessionId));

@@ -77,6 +77,41 @@ describe('handoff in chat', { timeout: 60_000 }, () => {
     expect(stored.body.metadata.handoffs).toEqual([{ fromAgentId: front, toAgentId: billing, reason: 'billing question', at: expect.any(String) }]);
   });
 
+  it("binds a MANUAL target's published version, not its draft, for the rest of the session", async () => {
+    // Prepare: the billing agent's version 1 is published, its version 2 a draft.
+    const { key } = await api.newOrg();
+    const billing = await createAgent(key, { fullName: 'Billing', role: 'You are billing version one.', publishMode: 'MANUAL' });
+    const draft = await api.request('PATCH', `/v2/chat/agents/${billing}`, { key, body: { role: 'You are billing version two.' } });
+    expect(draft.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
+    const front = await createAgent(key, { fullName: 'Front desk', role: 'You are the front desk.', handoffAgents: [{ agentId: billing, description: 'Invoices and refunds' }] });
+    const answeredBy = async (sessionId: string) => {
+      const sent = await send(key, sessionId, `Why was I charged twice? ${crypto.randomUUID()}`);
+      expect(sent.status, sent.text).toBe(200);
+      return String(stub.requests.at(-1)?.body.messages[0]?.content);
+    };
+    const handedSession = async () => {
+      const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: front } });
+      expect((await send(key, session.body.id, `hand me to ${billing}`)).status).toBe(200);
+      return session.body.id as string;
+    };
+
+    // Act: a session is handed over, version 2 is published, and the session goes on; then another is handed over.
+    const sessionId = await handedSession();
+    const beforePublish = await answeredBy(sessionId);
+    const published = await api.request('POST', `/v2/chat/agents/${billing}/publish`, { key, body: {} });
+    expect(published.body).toMatchObject({ publishedVersion: 2 });
+    const afterPublish = await answeredBy(sessionId);
+    const laterSessionId = await handedSession();
+    const later = await answeredBy(laterSessionId);
+
+    // Assess
+    expect([beforePublish, afterPublish, later].map((prompt) => /billing version (\w+)/.exec(prompt)?.[1])).toEqual(['one', 'one', 'two']);
+    const stored = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key });
+    expect(stored.body.metadata).toMatchObject({ activeAgentId: billing, activeAgentVersion: 1, handoffs: [expect.objectContaining({ toAgentId: billing, toAgentVersion: 1 })] });
+    const laterStored = await api.request('GET', `/api/v1/chat/sessions/${laterSessionId}`, { key });
+    expect(laterStored.body.metadata).toMatchObject({ activeAgentVersion: 2, handoffs: [expect.objectContaining({ toAgentVersion: 2 })] });
+  });
+
   it('refuses an agent it was not given as a tool error, and the conversation stays with the same agent', async () => {
     // Prepare: another agent of the same organization, and one of another organization
     const { key } = await api.newOrg();
