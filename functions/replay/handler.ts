@@ -1,5 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
+import { analyseTranscript } from '../../shared/analysis/analysis.ts';
+import { analysisRuntime } from '../../shared/analysis/analysis-runtime.ts';
 import { conversationRuntime } from '../../shared/conversations/conversation-runtime.ts';
 import { DynamoReplayStore } from '../../shared/conversations/replay-store.ts';
 import { runReplay, type ReplayWorkerDeps } from '../../shared/conversations/replays.ts';
@@ -14,7 +16,12 @@ let deps: ReplayWorkerDeps | undefined;
 async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   if (!deps) {
     const base = conversationRuntime();
-    deps = { ...base, replays: new DynamoReplayStore(base.documentClient, base.config.TABLE_NAME) };
+    const analysis = analysisRuntime();
+    deps = {
+      ...base,
+      replays: new DynamoReplayStore(base.documentClient, base.config.TABLE_NAME),
+      analyseTranscript: (agent, messages, endedReason) => analyseTranscript(analysis, agent, messages, endedReason),
+    };
   }
   const ready = deps;
   return handleQueueBatch(event, { schema: queueMessage, name: 'replay', logFields: (message) => ({ replayId: message.replayId }) }, (message) => runReplay(ready, message));

@@ -2,18 +2,21 @@ import type { Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore, ToolStore } from '../agents/ports.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
 import { agentAtVersion } from '../agents/agent-versions.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
+import { chatMessagesPerReplayedTurn } from '../billing/usage.ts';
 import type { ToolExecution } from '../agents/api-tool-executor.ts';
 import { envelopeEvent } from '../events/events.ts';
 import type { Clock } from '../platform/clock.ts';
 import { NotFoundError, ToolsNotFoundError, ValidationError } from '../platform/errors.ts';
 import type { ScheduledQueue } from '../platform/ports.ts';
 import { logger } from '../platform/logger.ts';
-import type { Message } from './session-schemas.ts';
+import type { AnalysisResult } from './analysis-result-schemas.ts';
+import type { EndedReason, Message } from './session-schemas.ts';
 import type { SessionStore, StoredSession } from './ports.ts';
 import { detachedTurn, runTurn, type ToolCallContext, type TurnDeps } from './turn.ts';
 import { histories } from './turn-state.ts';
 import type { DynamoReplayStore } from './replay-store.ts';
-import type { CandidateChanges, CreateReplayInput, Replay, ReplayedToolCall, ReplayedTurn, SessionReplay, TurnSide } from './replay-schemas.ts';
+import type { AnalysisChange, CandidateChanges, CreateReplayInput, Replay, ReplayAnalysis, ReplayedToolCall, ReplayedTurn, ReplayUsage, SessionReplay, TurnSide } from './replay-schemas.ts';
 
 export interface ReplayQueueMessage {
   kind: 'replay.run';
@@ -23,14 +26,14 @@ export interface ReplayQueueMessage {
   notBefore: number;
 }
 
-export interface ReplayRequestDeps {
+export interface ReplayRequestDeps extends AdmissionDeps {
   agents: AgentStore;
   tools: ToolStore;
   sessions: SessionStore;
   clock: Clock;
   replays: DynamoReplayStore;
   replayQueue: ScheduledQueue<ReplayQueueMessage>;
-  config: { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
+  config: AdmissionDeps['config'] & { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
 }
 
 /** The replay as the API answers it. */
@@ -59,6 +62,7 @@ export async function startReplay(deps: ReplayRequestDeps, orgId: string, agentI
   if (turnsTotal > deps.config.REPLAY_MAX_TURNS) {
     throw new ValidationError(`These sessions have ${turnsTotal} user turns; a replay takes at most ${deps.config.REPLAY_MAX_TURNS} (REPLAY_MAX_TURNS).`);
   }
+  await assertMayConsume(deps, orgId, 'chat_messages', chatMessagesPerReplayedTurn * turnsTotal);
   const now = deps.clock.now().toISOString();
   const replay: Replay = {
     id: crypto.randomUUID(),
@@ -101,6 +105,8 @@ export async function getReplay(deps: Pick<ReplayRequestDeps, 'agents' | 'replay
 
 export interface ReplayWorkerDeps extends TurnDeps {
   replays: DynamoReplayStore;
+  /** The analysis a session's transcript would get from this agent (the analysis context's, wired by the replay function). */
+  analyseTranscript(agent: Agent, messages: readonly Message[], endedReason: EndedReason | undefined): Promise<AnalysisResult>;
 }
 
 /** A session's messages cut at each user message: the user's text, the turn's tool calls and its reply. */
@@ -212,7 +218,75 @@ async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: 
   } finally {
     histories.delete(`${session.orgId}/${session.id}`);
   }
-  return { sessionId, status: 'COMPLETED', turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length, turns };
+  const analysis = candidate.agent.analysis ? await analysesOf(deps, candidate.agent, original, history) : undefined;
+  return {
+    sessionId,
+    status: 'COMPLETED',
+    turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length,
+    turns,
+    ...(analysis ? { analysis } : {}),
+    usage: usageOf(turns.length, history),
+  };
+}
+
+/** The original session's stored analysis beside the replayed transcript's, with the judgements that differ. */
+async function analysesOf(deps: ReplayWorkerDeps, agent: Agent, original: StoredSession, transcript: readonly Message[]): Promise<ReplayAnalysis> {
+  const replay = await deps.analyseTranscript(agent, transcript, original.endedReason);
+  const stored = original.analysis ?? null;
+  return { original: stored, replay, changes: stored?.status === 'COMPLETED' && replay.status === 'COMPLETED' ? analysisChanges(stored, replay) : [] };
+}
+
+type Verdict = AnalysisChange['original'];
+
+/** The verdicts a reviewer compares: the conversation's intent, resolution and sentiment, and each extracted value. */
+function verdicts(analysis: AnalysisResult): Map<string, Verdict> {
+  const found = new Map<string, Verdict>();
+  if (analysis.intent) found.set('intent', analysis.intent.conversation.intent);
+  if (analysis.resolution) found.set('resolution', analysis.resolution.classification);
+  if (analysis.sentiment) found.set('sentiment', analysis.sentiment.conversation.sentiment);
+  for (const [field, value] of Object.entries(analysis.extractedData ?? {})) found.set(`extractedData.${field}`, value);
+  return found;
+}
+
+/** Each verdict either analysis has and the other has not, or has with another value (a verdict one lacks is null there). */
+export function analysisChanges(original: AnalysisResult, replay: AnalysisResult): AnalysisChange[] {
+  const before = verdicts(original);
+  const after = verdicts(replay);
+  const fields = [...new Set([...before.keys(), ...after.keys()])];
+  return fields.flatMap((field) => {
+    const change = { field, original: before.get(field) ?? null, replay: after.get(field) ?? null };
+    return change.original === change.replay ? [] : [change];
+  });
+}
+
+/** The turns run and the model tokens their replies report, by model: what the organization's usage counts of a replay. */
+function usageOf(turns: number, transcript: readonly Message[]): ReplayUsage {
+  const tokens = new Map<string, ReplayUsage['tokens'][number]>();
+  for (const message of transcript) {
+    const { model, usage } = message.metadata as { model?: { id?: string }; usage?: { inputTokens?: number; outputTokens?: number } };
+    if (message.role !== 'ASSISTANT' || !model?.id || !usage) continue;
+    const counted = tokens.get(model.id) ?? { modelId: model.id, inputTokens: 0, outputTokens: 0 };
+    counted.inputTokens += usage.inputTokens ?? 0;
+    counted.outputTokens += usage.outputTokens ?? 0;
+    tokens.set(model.id, counted);
+  }
+  return { turns, tokens: [...tokens.values()] };
+}
+
+/** The replay's usage: its sessions' together. */
+function totalUsage(results: readonly SessionReplay[]): ReplayUsage {
+  const total = usageOf(0, []);
+  for (const usage of results.flatMap((result) => (result.usage ? [result.usage] : []))) {
+    total.turns += usage.turns;
+    for (const model of usage.tokens) {
+      const counted = total.tokens.find((entry) => entry.modelId === model.modelId);
+      if (counted) {
+        counted.inputTokens += model.inputTokens;
+        counted.outputTokens += model.outputTokens;
+      } else total.tokens.push({ ...model });
+    }
+  }
+  return total;
 }
 
 /** The queue's work: runs a QUEUED replay to its end and records it with `replay.completed`; a finished one is left alone (a redelivery). */
@@ -242,6 +316,7 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
     status: finished.status,
     sessions: results.length,
     turnsChanged,
+    usage: totalUsage(results),
   });
   await deps.replays.finish(finished, event);
 }
