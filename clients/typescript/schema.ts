@@ -1149,6 +1149,23 @@ export interface components {
                   })[];
               };
             })[];
+          analysis?: {
+            original: components["schemas"]["AnalysisResult"] | null;
+            replay: components["schemas"]["AnalysisResult"];
+            changes: ({
+                field: string;
+                original: string | number | boolean | null;
+                replay: string | number | boolean | null;
+              })[];
+          };
+          usage?: {
+            turns: number;
+            tokens: {
+                modelId: string;
+                inputTokens: number;
+                outputTokens: number;
+              }[];
+          };
           error?: string;
         })[];
       error?: string;
@@ -1484,6 +1501,14 @@ export interface components {
         status: "COMPLETED" | "FAILED";
         sessions: number;
         turnsChanged: number;
+        usage: {
+          turns: number;
+          tokens: {
+              modelId: string;
+              inputTokens: number;
+              outputTokens: number;
+            }[];
+        };
       };
     });
     CreateWebhookResponse: {
@@ -1543,6 +1568,7 @@ export interface components {
             knowledge_chunks: number;
             tool_calls: number;
             tool_errors: number;
+            replay_turns: number;
           };
           tokens: {
               modelId: string;
@@ -1562,6 +1588,7 @@ export interface components {
           knowledge_chunks: number;
           tool_calls: number;
           tool_errors: number;
+          replay_turns: number;
         };
         tokens: {
             modelId: string;
@@ -5135,17 +5162,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -5200,17 +5227,17 @@ export interface operations {
           };
         };
       };
-      /** @description Error: RATE_LIMITED */
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
       429: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "RATE_LIMITED";
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
               /** @constant */
               status?: 429;
             };
-          };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */

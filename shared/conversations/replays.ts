@@ -204,11 +204,13 @@ async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: 
   const session: StoredSession = { ...original, id: `replay-${replay.id}-${sessionId}`, state: 'OPEN' };
   const history: Message[] = [];
   const turns: ReplayedTurn[] = [];
+  const usages: ReplayUsage[] = [];
   try {
     for (const [index, recorded] of recordedTurns.entries()) {
       const prepared = detachedTurn(turnDeps, session, candidate.agent, candidate.tools, [...history], recorded.user);
       const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false });
       history.push(prepared.userMessage, ...result.messages);
+      usages.push(turnUsage(result.messages));
       const replayed: TurnSide = {
         reply: result.messages.filter((message) => message.role === 'ASSISTANT').map((message) => message.content).join(''),
         toolCalls: result.messages.flatMap((message) => (message.toolCall ? [toolCallOf(message.toolCall)] : [])),
@@ -225,7 +227,7 @@ async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: 
     turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length,
     turns,
     ...(analysis ? { analysis } : {}),
-    usage: usageOf(turns.length, history),
+    usage: summed(usages),
   };
 }
 
@@ -259,34 +261,23 @@ export function analysisChanges(original: AnalysisResult, replay: AnalysisResult
   });
 }
 
-/** The turns run and the model tokens their replies report, by model: what the organization's usage counts of a replay. */
-function usageOf(turns: number, transcript: readonly Message[]): ReplayUsage {
-  const tokens = new Map<string, ReplayUsage['tokens'][number]>();
-  for (const message of transcript) {
+/** A replayed turn's use: one turn, and the model tokens its reply reports (what a live reply's message would count). */
+function turnUsage(messages: readonly Message[]): ReplayUsage {
+  const tokens = messages.flatMap((message) => {
     const { model, usage } = message.metadata as { model?: { id?: string }; usage?: { inputTokens?: number; outputTokens?: number } };
-    if (message.role !== 'ASSISTANT' || !model?.id || !usage) continue;
-    const counted = tokens.get(model.id) ?? { modelId: model.id, inputTokens: 0, outputTokens: 0 };
-    counted.inputTokens += usage.inputTokens ?? 0;
-    counted.outputTokens += usage.outputTokens ?? 0;
-    tokens.set(model.id, counted);
-  }
-  return { turns, tokens: [...tokens.values()] };
+    return message.role === 'ASSISTANT' && model?.id && usage ? [{ modelId: model.id, inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }] : [];
+  });
+  return { turns: 1, tokens };
 }
 
-/** The replay's usage: its sessions' together. */
-function totalUsage(results: readonly SessionReplay[]): ReplayUsage {
-  const total = usageOf(0, []);
-  for (const usage of results.flatMap((result) => (result.usage ? [result.usage] : []))) {
-    total.turns += usage.turns;
-    for (const model of usage.tokens) {
-      const counted = total.tokens.find((entry) => entry.modelId === model.modelId);
-      if (counted) {
-        counted.inputTokens += model.inputTokens;
-        counted.outputTokens += model.outputTokens;
-      } else total.tokens.push({ ...model });
-    }
+/** Uses added up: the turns, and the tokens model by model. */
+function summed(usages: readonly ReplayUsage[]): ReplayUsage {
+  const tokens = new Map<string, ReplayUsage['tokens'][number]>();
+  for (const { modelId, inputTokens, outputTokens } of usages.flatMap((usage) => usage.tokens)) {
+    const counted = tokens.get(modelId);
+    tokens.set(modelId, { modelId, inputTokens: (counted?.inputTokens ?? 0) + inputTokens, outputTokens: (counted?.outputTokens ?? 0) + outputTokens });
   }
-  return total;
+  return { turns: usages.reduce((sum, usage) => sum + usage.turns, 0), tokens: [...tokens.values()] };
 }
 
 /** The queue's work: runs a QUEUED replay to its end and records it with `replay.completed`; a finished one is left alone (a redelivery). */
@@ -316,7 +307,7 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
     status: finished.status,
     sessions: results.length,
     turnsChanged,
-    usage: totalUsage(results),
+    usage: summed(results.flatMap((result) => (result.usage ? [result.usage] : []))),
   });
   await deps.replays.finish(finished, event);
 }
