@@ -19,6 +19,7 @@ import { runtime } from '../../shared/runtime.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { converse as converseWith, finishedReplay } from '../support/replays.ts';
 
 /** A plan whose 10 messages a month fit two 2-turn conversations, or one and its replay. */
 const tinyPlan = { ...defaultPlans[0]!, name: 'Tiny (test)', quotas: { chat_messages: 10, voice_seconds: 60, knowledge_chunks: 10 } };
@@ -58,26 +59,15 @@ async function agentWith(key: string, body: Record<string, unknown>): Promise<st
   return agent.body.id;
 }
 
-async function converse(key: string, agentId: string, turns: readonly string[]): Promise<string> {
-  const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId } });
-  expect(session.status, session.text).toBe(201);
-  for (const content of turns) {
-    const sent = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content, stream: false } });
-    expect(sent.status, sent.text).toBe(200);
-  }
-  return session.body.id;
-}
-
 async function replayed(key: string, agentId: string, body: Record<string, unknown>): Promise<any> {
   const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
   expect(started.status, started.text).toBe(202);
-  const replay = await eventually(
-    () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${started.body.id}`, { key }),
-    (response) => response.status !== 200 || ['COMPLETED', 'FAILED'].includes(response.body.status),
-  );
-  expect(replay.body, replay.text).toMatchObject({ status: 'COMPLETED' });
-  return replay.body;
+  const replay = await finishedReplay(api, key, agentId, started.body.id);
+  expect(replay).toMatchObject({ status: 'COMPLETED' });
+  return replay;
 }
+
+const converse = (key: string, agentId: string, turns: readonly string[]) => converseWith(api, key, agentId, turns);
 
 async function usageOf(key: string) {
   const response = await api.request('GET', '/v1/chat/usage', { key });

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
+import { converse as converseWith, finishedReplay as finished } from '../support/replays.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
@@ -38,6 +39,9 @@ afterAll(async () => {
   await receiver.close();
 });
 
+const converse = (key: string, agentId: string, turns: readonly string[]) => converseWith(api, key, agentId, turns);
+const finishedReplay = (key: string, agentId: string, replayId: string) => finished(api, key, agentId, replayId);
+
 async function createTool(key: string, name: string, method: 'GET' | 'POST', path: string, property: string): Promise<string> {
   const tool = await api.request('POST', '/v1/chat/tools', {
     key,
@@ -60,25 +64,6 @@ async function createAgent(key: string, toolIds: string[]): Promise<string> {
   });
   expect(agent.status, agent.text).toBe(201);
   return agent.body.id;
-}
-
-async function converse(key: string, agentId: string, turns: readonly string[]): Promise<string> {
-  const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId } });
-  expect(session.status, session.text).toBe(201);
-  for (const content of turns) {
-    const sent = await api.request('POST', `/v1/chat/chat/sessions/${session.body.id}/messages`, { key, body: { content } });
-    expect(sent.status, sent.text).toBe(200);
-  }
-  return session.body.id;
-}
-
-async function finishedReplay(key: string, agentId: string, replayId: string): Promise<any> {
-  const replay = await eventually(
-    () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key }),
-    (response) => response.status !== 200 || ['COMPLETED', 'FAILED'].includes(response.body.status),
-  );
-  expect(replay.status, replay.text).toBe(200);
-  return replay.body;
 }
 
 const conversation = [
