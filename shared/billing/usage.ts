@@ -20,6 +20,7 @@ export interface MeteredRecord {
   sessionId: string;
   /** The message's sequence number; absent for a fact counted once per session (`voice`, `replay`). */
   seq?: number;
+  /** The fact a record without `seq` is, counted once per session. */
   once?: 'voice' | 'replay';
   /** When it happened: the hour, day and month it is counted in. */
   at: string;

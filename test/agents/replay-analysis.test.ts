@@ -11,7 +11,6 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as usageMeter } from '../../functions/usage-meter/handler.ts';
-import { defaultPlans } from '../../shared/billing/plans.ts';
 import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import type { AnalysisResult } from '../../shared/conversations/analysis-result-schemas.ts';
 import { analysisChanges } from '../../shared/conversations/replays.ts';
@@ -21,9 +20,8 @@ import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { converse as converseWith, finishedReplay } from '../support/replays.ts';
 
-/** A plan whose 10 messages a month fit two 2-turn conversations, or one and its replay. */
-const tinyPlan = { ...defaultPlans[0]!, name: 'Tiny (test)', quotas: { chat_messages: 10, voice_seconds: 60, knowledge_chunks: 10 } };
-const { id: _tinyId, ...tinyPlanBody } = tinyPlan;
+/** 10 messages a month: a 2-turn conversation (4 messages) and one replay of it (4 more) fit, a second replay does not. */
+const tinyPlan = { name: 'Tiny (test)', quotas: { chat_messages: 10, voice_seconds: 60, knowledge_chunks: 10 }, concurrentCalls: 1, requestsPerSecond: 5, burst: 10 };
 
 let toolServer: Server;
 let toolBase: string;
@@ -39,7 +37,7 @@ beforeAll(async () => {
   });
   toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
   // The quota check reads the usage afresh each time, so a test sees the counts it waited for.
-  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '10', PLANS: JSON.stringify({ tiny: tinyPlanBody }), QUOTA_CACHE_SECONDS: '0' }, { queues: true, streamPoller: true });
+  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '10', PLANS: JSON.stringify({ tiny: tinyPlan }), QUOTA_CACHE_SECONDS: '0' }, { queues: true, streamPoller: true });
 });
 afterAll(async () => {
   await api.close();
