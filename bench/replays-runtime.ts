@@ -4,9 +4,9 @@
  * replay function runs it (`startReplay`'s checks and record, then `runReplay` with the handler's deps) and the floor,
  * the replay's own turn loop over the same sessions and candidate held in memory. Reports its figures and exits.
  */
+import { replayWorkerRuntime } from '../functions/replay/handler.ts';
 import { conversationRuntime } from '../shared/conversations/conversation-runtime.ts';
 import type { SessionStore, StoredSession } from '../shared/conversations/ports.ts';
-import { DynamoReplayStore } from '../shared/conversations/replay-store.ts';
 import type { Replay } from '../shared/conversations/replay-schemas.ts';
 import { candidateOf, replaySession, runReplay, startReplay, type ReplayQueueMessage, type ReplayWorkerDeps } from '../shared/conversations/replays.ts';
 import type { Message } from '../shared/conversations/session-schemas.ts';
@@ -54,10 +54,9 @@ const live = await measured(async () => {
 const draft = await call('PATCH', `/v2/chat/agents/${agent.id}`, { systemPrompt: 'You help with orders, briefly.' });
 const candidate = { version: draft.draftVersion as number };
 
-const base = conversationRuntime();
-const worker: ReplayWorkerDeps = { ...base, replays: new DynamoReplayStore(base.documentClient, base.config.TABLE_NAME) };
+const worker = replayWorkerRuntime();
 const queued: ReplayQueueMessage[] = [];
-const requestDeps = { ...worker, config: base.config, replayQueue: { schedule: async (messages: ReplayQueueMessage[]) => void queued.push(...messages) } };
+const requestDeps = { ...worker, config: conversationRuntime().config, replayQueue: { schedule: async (messages: ReplayQueueMessage[]) => void queued.push(...messages) } };
 
 /** The floor's sessions and messages, read once: its session store answers from memory. */
 const stored = new Map<string, { session: StoredSession; messages: Message[] }>();

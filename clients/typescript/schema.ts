@@ -1160,6 +1160,23 @@ export interface components {
                 agentVersion?: number;
               };
             })[];
+          analysis?: {
+            original: components["schemas"]["AnalysisResult"] | null;
+            replay: components["schemas"]["AnalysisResult"];
+            changes: ({
+                field: string;
+                original: string | number | boolean | null;
+                replay: string | number | boolean | null;
+              })[];
+          };
+          usage?: {
+            turns: number;
+            tokens: {
+                modelId: string;
+                inputTokens: number;
+                outputTokens: number;
+              }[];
+          };
           error?: string;
         })[];
     };
@@ -1525,6 +1542,14 @@ export interface components {
         status: "COMPLETED" | "FAILED";
         sessions: number;
         turnsChanged: number;
+        usage: {
+          turns: number;
+          tokens: {
+              modelId: string;
+              inputTokens: number;
+              outputTokens: number;
+            }[];
+        };
       };
     });
     CreateWebhookResponse: {
@@ -1584,6 +1609,7 @@ export interface components {
             knowledge_chunks: number;
             tool_calls: number;
             tool_errors: number;
+            replay_turns: number;
           };
           tokens: {
               modelId: string;
@@ -1603,6 +1629,7 @@ export interface components {
           knowledge_chunks: number;
           tool_calls: number;
           tool_errors: number;
+          replay_turns: number;
         };
         tokens: {
             modelId: string;
@@ -5303,17 +5330,17 @@ export interface operations {
           };
         };
       };
-      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN */
+      /** @description The credential lacks the scope, or the action is not allowed: FORBIDDEN, SUBSCRIPTION_INACTIVE */
       403: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "FORBIDDEN";
+              code?: "FORBIDDEN" | "SUBSCRIPTION_INACTIVE";
               /** @constant */
               status?: 403;
             };
-          };
+          });
         };
       };
       /** @description Not found: NOT_FOUND */
@@ -5368,17 +5395,17 @@ export interface operations {
           };
         };
       };
-      /** @description Error: RATE_LIMITED */
+      /** @description Error: RATE_LIMITED, QUOTA_EXCEEDED */
       429: {
         content: {
-          "application/json": components["schemas"]["ErrorEnvelope"] & {
+          "application/json": components["schemas"]["ErrorEnvelope"] & ({
             error?: {
               /** @enum {unknown} */
-              code?: "RATE_LIMITED";
+              code?: "RATE_LIMITED" | "QUOTA_EXCEEDED";
               /** @constant */
               status?: 429;
             };
-          };
+          });
         };
       };
       /** @description Internal error: GENERIC_ERROR */

@@ -148,7 +148,7 @@ export const agentRoutes = defineRouteGroup({
       summary: "Replay past sessions through a version of the agent, or changes to it; the results come later on the replay",
       successStatus: 202,
       response: replaySchema,
-      errors: ['TOOLS_NOT_FOUND'],
+      errors: ['TOOLS_NOT_FOUND', 'QUOTA_EXCEEDED', 'SUBSCRIPTION_INACTIVE'],
       params: idParams,
       body: createReplayBody,
     },

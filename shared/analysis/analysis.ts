@@ -11,6 +11,7 @@ import type { Agent } from '../agents/agent-schemas.ts';
 import type { AnalysisConfig } from '../agents/analysis-config-schemas.ts';
 import type { AnalysisResult } from '../conversations/analysis-result-schemas.ts';
 import type { Model } from '../models/model-schemas.ts';
+import type { EndedReason, Message } from '../conversations/session-schemas.ts';
 import { nextUpdatedAt, type Clock } from '../platform/clock.ts';
 import { sessionEvents } from '../conversations/session-events.ts';
 import { getSession, type SessionDeps } from '../conversations/sessions.ts';
@@ -134,29 +135,61 @@ function recordAnalysisMetrics(deps: AnalysisDeps, analysis: AnalysisResult): vo
   }
 }
 
+/** The model that analyses for an agent: `ANALYSIS_MODEL_ID`, else the agent's model, else (gone from the catalog, or no agent) the default LLM. */
+function analysisModel(deps: TranscriptAnalysisDeps, agent: Agent | undefined): Model {
+  const configured = deps.config.ANALYSIS_MODEL_ID ? deps.catalog.byId(deps.config.ANALYSIS_MODEL_ID) : undefined;
+  return configured ?? (agent && deps.catalog.byId(agent.modelId)) ?? deps.catalog.defaultLlm;
+}
+
+interface AnalysisContext {
+  agent: Agent | undefined;
+  config: AnalysisConfig;
+  model: Model;
+}
+
 /**
  * The agent's configuration the session answered with (the version a MANUAL agent's session is bound to, else the
- * published one; none if the agent was deleted) and the model that analyses:
- * `ANALYSIS_MODEL_ID`, else the agent's model, else (gone from the catalog) the default LLM.
+ * published one; none if the agent was deleted) and the model that analyses.
  */
-async function analysisContext(deps: AnalysisDeps, session: StoredSession): Promise<{ agent: Agent | undefined; config: AnalysisConfig; model: Model }> {
+async function analysisContext(deps: AnalysisDeps, session: StoredSession): Promise<AnalysisContext> {
   const agent = await agentOfSessionBinding(deps, session.orgId, session);
-  const configured = deps.config.ANALYSIS_MODEL_ID ? deps.catalog.byId(deps.config.ANALYSIS_MODEL_ID) : undefined;
-  const model = configured ?? (agent && deps.catalog.byId(agent.modelId)) ?? deps.catalog.defaultLlm;
-  return { agent, config: agent?.analysis ?? {}, model };
+  return { agent, config: agent?.analysis ?? {}, model: analysisModel(deps, agent) };
 }
 
 async function analyse(deps: AnalysisDeps, session: StoredSession, job: AnalysisJob, mustFinishBy: number): Promise<AnalysisResult> {
-  const { agent, config, model } = await analysisContext(deps, session);
+  const context = await analysisContext(deps, session);
   const messages = await deps.sessions.messages(session.orgId, session.id);
+  const remainingMs = Math.min(analysisTimes(job, deps.config.ANALYSIS_DEADLINE_SECONDS).giveUpAt, mustFinishBy) - deps.clock.now().getTime();
+  return analysed(deps, context, messages, session.endedReason, remainingMs);
+}
+
+/** What analysing a transcript needs: the analysis function's deps but the session and agent stores. */
+export type TranscriptAnalysisDeps = Pick<AnalysisDeps, 'catalog' | 'clock' | 'config' | 'analyzerFor'>;
+
+/**
+ * The analysis of a transcript no session holds (a replay's), made as a session's is: the same model choice, analyzer
+ * and result, from the agent's configuration; the model has 80% of `ANALYSIS_DEADLINE_SECONDS`, as a session's run has.
+ */
+export function analyseTranscript(deps: TranscriptAnalysisDeps, agent: Agent, messages: readonly Message[], endedReason: EndedReason | undefined): Promise<AnalysisResult> {
+  const context = { agent, config: agent.analysis ?? {}, model: analysisModel(deps, agent) };
+  return analysed(deps, context, messages, endedReason, runShare * deps.config.ANALYSIS_DEADLINE_SECONDS * 1000);
+}
+
+/** Asks the model within `remainingMs`; its failure (or silence) is a FAILED result, never an error. */
+async function analysed(
+  deps: TranscriptAnalysisDeps,
+  { agent, config, model }: AnalysisContext,
+  messages: readonly Message[],
+  endedReason: EndedReason | undefined,
+  remainingMs: number,
+): Promise<AnalysisResult> {
   if (!messages.some((message) => message.role === 'USER')) {
     return { ...base(deps, model, config, 'SKIPPED'), summary: 'The session has no user message: there is nothing to analyse.' };
   }
-  const remainingMs = Math.min(analysisTimes(job, deps.config.ANALYSIS_DEADLINE_SECONDS).giveUpAt, mustFinishBy) - deps.clock.now().getTime();
   if (remainingMs <= 0) return failed(deps, model, config, 'ANALYSIS_DEADLINE_EXCEEDED', 'The analysis could not start within ANALYSIS_DEADLINE_SECONDS.');
   const signal = AbortSignal.timeout(remainingMs);
   try {
-    const output = await deps.analyzerFor(model)({ transcript: boundedTranscript(messages), config, language: agent?.language, endedReason: session.endedReason }, signal);
+    const output = await deps.analyzerFor(model)({ transcript: boundedTranscript(messages), config, language: agent?.language, endedReason }, signal);
     return { ...base(deps, model, config, 'COMPLETED'), ...output };
   } catch (error) {
     if (signal.aborted) return failed(deps, model, config, 'ANALYSIS_DEADLINE_EXCEEDED', 'The model did not answer within ANALYSIS_DEADLINE_SECONDS.');
@@ -166,7 +199,7 @@ async function analyse(deps: AnalysisDeps, session: StoredSession, job: Analysis
 }
 
 /** Every result names its model and time and, when fields are configured, has every one of them (null until found). */
-function base(deps: AnalysisDeps, model: Model, config: AnalysisConfig, status: AnalysisResult['status']): AnalysisResult {
+function base(deps: Pick<AnalysisDeps, 'clock'>, model: Model, config: AnalysisConfig, status: AnalysisResult['status']): AnalysisResult {
   const fields = config.dataExtraction?.fields ?? [];
   return {
     status,
@@ -176,6 +209,6 @@ function base(deps: AnalysisDeps, model: Model, config: AnalysisConfig, status: 
   };
 }
 
-function failed(deps: AnalysisDeps, model: Model, config: AnalysisConfig, code: string, message: string): AnalysisResult {
+function failed(deps: Pick<AnalysisDeps, 'clock'>, model: Model, config: AnalysisConfig, code: string, message: string): AnalysisResult {
   return { ...base(deps, model, config, 'FAILED'), error: { code, message } };
 }

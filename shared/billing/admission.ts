@@ -32,9 +32,10 @@ const maxCachedOrganizations = 10_000;
  * Refuses an operation that consumes `metric` when the subscription is inactive (403 SUBSCRIPTION_INACTIVE:
  * canceled, paused, or past due beyond the grace period) or the period's quota is used up (429 QUOTA_EXCEEDED,
  * Retry-After = seconds to the period's end). Callers run it beside the reads they make anyway, never before
- * them; what it reads is trusted for QUOTA_CACHE_SECONDS (docs/usage-and-billing.md#enforcement).
+ * them; what it reads is trusted for QUOTA_CACHE_SECONDS (docs/usage-and-billing.md#enforcement). An operation
+ * that knows it will consume `amount` (a replay's turns) is refused when that does not fit in what is left.
  */
-export async function assertMayConsume(deps: AdmissionDeps, orgId: string, metric: QuotaMetric): Promise<void> {
+export async function assertMayConsume(deps: AdmissionDeps, orgId: string, metric: QuotaMetric, amount = 1): Promise<void> {
   const now = deps.clock.now();
   const { subscription, counts } = await standingOf(deps, orgId, now);
   if (subscription.status === 'canceled' || subscription.status === 'paused') {
@@ -51,9 +52,10 @@ export async function assertMayConsume(deps: AdmissionDeps, orgId: string, metri
       stockRetryAfterSeconds,
     );
   }
-  if (quota !== null && (counts[metric] ?? 0) >= quota) {
+  if (quota !== null && (counts[metric] ?? 0) + amount > quota) {
     const retryAfter = Math.max(1, Math.ceil((currentPeriod(now).end.getTime() - now.getTime()) / 1000));
-    throw new QuotaExceededError(`The ${subscription.currentPlan} plan's ${metric} quota of ${quota} for this period is used up; it renews at the period's end.`, retryAfter);
+    const used = amount === 1 ? 'is used up' : `has ${Math.max(0, quota - (counts[metric] ?? 0))} left, and this needs ${amount}`;
+    throw new QuotaExceededError(`The ${subscription.currentPlan} plan's ${metric} quota of ${quota} for this period ${used}; it renews at the period's end.`, retryAfter);
   }
 }
 

@@ -14,6 +14,8 @@ const metrics = z.object({
   knowledge_chunks: z.number(),
   tool_calls: z.number(),
   tool_errors: z.number(),
+  /** Turns run again by replays (docs/agent-versions.md#replay); each also counts two `chat_messages`. */
+  replay_turns: z.number(),
 });
 export type UsageMetrics = z.output<typeof metrics>;
 

@@ -30,7 +30,7 @@ export class DynamoUsageStore implements UsageStore {
       records.map((record) => ({
         sessionId: record.sessionId,
         seq: record.seq,
-        once: record.seq === undefined ? 'voice' : undefined,
+        once: record.once,
         increments: (['hour', 'day', 'month'] as const).map((granularity) => ({
           key: keys.usageCounter(orgId, granularity, bucketOf(record.at, granularity)),
           counts: record.counts,

@@ -4,15 +4,24 @@
  * (docs/usage-and-billing.md#metering).
  */
 
-/** Counter attributes: the spec's metrics, tool calls, and `tokens_in:<modelId>` / `tokens_out:<modelId>`. */
+/** Counter attributes: the spec's metrics, tool calls, replayed turns, and `tokens_in:<modelId>` / `tokens_out:<modelId>`. */
 export type UsageCounts = Record<string, number>;
 
-/** One countable record: a message (identified by its sequence number in its session) or a voice session's end. */
+/** What a finished replay's `replay.completed` carries of its use: its turns, and the tokens of its replies by model. */
+interface ReplayUsage {
+  turns: number;
+  tokens: readonly { modelId: string; inputTokens: number; outputTokens: number }[];
+}
+
+/** One countable record: a message (identified by its sequence number in its session), a voice session's end or a finished replay. */
 export interface MeteredRecord {
   orgId: string;
+  /** The session whose marker counts it; for a replay, `replay-<replayId>` (no session has that id). */
   sessionId: string;
-  /** The message's sequence number; absent for a voice session's end, which counts once per session. */
+  /** The message's sequence number; absent for a fact counted once per session (`voice`, `replay`). */
   seq?: number;
+  /** The fact a record without `seq` is, counted once per session. */
+  once?: 'voice' | 'replay';
   /** When it happened: the hour, day and month it is counted in. */
   at: string;
   counts: UsageCounts;
@@ -22,14 +31,20 @@ export const tokensInPrefix = 'tokens_in:';
 export const tokensOutPrefix = 'tokens_out:';
 
 const sessionPartitionPattern = /^ORG#(.+)#SES#([^#]+)$/;
+const agentPartitionPattern = /^ORG#(.+)#AGENT#([^#]+)$/;
+
+/** A replayed turn counts in `chat_messages` as a live turn's messages do: the user's and the reply. */
+export const chatMessagesPerReplayedTurn = 2;
 
 /**
  * What a newly written item counts, if anything. Messages: `chat_messages` for USER and ASSISTANT ones, model
  * tokens by model id from an assistant message's `metadata.usage`, `tool_calls` (and `tool_errors`) for TOOL ones.
  * The seam for voice: the `session.ended` outbox record of a VOICE session counts its seconds (end − start,
- * rounded up), whoever writes it.
+ * rounded up), whoever writes it. A finished replay's `replay.completed` outbox record counts its turns as messages
+ * and replays, and the tokens its replies reported (no message of a replay is written).
  */
 export function meteredRecordOf(item: Record<string, unknown>): MeteredRecord | undefined {
+  if (item.entity === 'outbox' && item.type === 'replay.completed') return replayRecordOf(item);
   const partition = sessionPartitionPattern.exec(String(item.pk));
   if (!partition) return undefined;
   const [, orgId = '', sessionId = ''] = partition;
@@ -41,9 +56,22 @@ export function meteredRecordOf(item: Record<string, unknown>): MeteredRecord | 
     const payload = item.payload as { type?: string; createdAt?: string; endedAt?: string } | undefined;
     if (payload?.type !== 'VOICE' || !payload.createdAt || !payload.endedAt) return undefined;
     const seconds = Math.max(0, Math.ceil((Date.parse(payload.endedAt) - Date.parse(payload.createdAt)) / 1000));
-    return { orgId, sessionId, at: payload.endedAt, counts: { voice_seconds: seconds } };
+    return { orgId, sessionId, once: 'voice', at: payload.endedAt, counts: { voice_seconds: seconds } };
   }
   return undefined;
+}
+
+function replayRecordOf(item: Record<string, unknown>): MeteredRecord | undefined {
+  const orgId = agentPartitionPattern.exec(String(item.pk))?.[1];
+  const payload = item.payload as { createdAt?: string; data?: { replayId?: string; usage?: ReplayUsage } } | undefined;
+  const usage = payload?.data?.usage;
+  if (!orgId || !payload?.createdAt || !payload.data?.replayId || !usage) return undefined;
+  const counts: UsageCounts = { replay_turns: usage.turns, chat_messages: chatMessagesPerReplayedTurn * usage.turns };
+  for (const model of usage.tokens) {
+    counts[`${tokensInPrefix}${model.modelId}`] = model.inputTokens;
+    counts[`${tokensOutPrefix}${model.modelId}`] = model.outputTokens;
+  }
+  return { orgId, sessionId: `replay-${payload.data.replayId}`, once: 'replay', at: payload.createdAt, counts };
 }
 
 /**
@@ -104,7 +132,7 @@ export function addCounts(into: UsageCounts, counts: UsageCounts): UsageCounts {
   return into;
 }
 
-const shownMetrics = ['chat_messages', 'voice_seconds', 'knowledge_chunks', 'tool_calls', 'tool_errors'] as const;
+const shownMetrics = ['chat_messages', 'voice_seconds', 'knowledge_chunks', 'tool_calls', 'tool_errors', 'replay_turns'] as const;
 
 /** The counters as the API shows them: every metric (0 when never counted), and tokens by model id. */
 export function shownUsage(counts: UsageCounts): {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { updateAgentBody } from '../agents/agent-schemas.ts';
 import { idParams, pageOf, paginationQuery } from '../platform/schemas/common.ts';
+import { analysisResultSchema } from './analysis-result-schemas.ts';
 
 /** What a replay may change inline: an agent's configuration, not its lifecycle or switches. */
 const { publishMode: _publishMode, isActive: _isActive, isPublic: _isPublic, ...configurable } = updateAgentBody.shape;
@@ -48,11 +49,39 @@ const replayedTurn = z.object({
 });
 export type ReplayedTurn = z.infer<typeof replayedTurn>;
 
+/** A judgement of the analysis that differs between the original and the replayed transcript. */
+const analysisChange = z.object({
+  /** `intent`, `resolution`, `sentiment` (their conversation-level verdicts) or `extractedData.<field>`. */
+  field: z.string(),
+  original: z.union([z.string(), z.number(), z.boolean(), z.null()]),
+  replay: z.union([z.string(), z.number(), z.boolean(), z.null()]),
+});
+export type AnalysisChange = z.infer<typeof analysisChange>;
+
+/** Both transcripts' analyses side by side, when the candidate has an analysis configuration. */
+const replayAnalysis = z.object({
+  /** The original session's stored analysis (made with the configuration of its time); null when it has none yet. */
+  original: analysisResultSchema.nullable(),
+  /** The replayed transcript's, made as a session's is, with the candidate's configuration and model. */
+  replay: analysisResultSchema,
+  /** The judgements that differ, when both analyses COMPLETED; empty otherwise. */
+  changes: z.array(analysisChange),
+});
+export type ReplayAnalysis = z.infer<typeof replayAnalysis>;
+
+const modelTokens = z.object({ modelId: z.string(), inputTokens: z.int().min(0), outputTokens: z.int().min(0) });
+
+/** What a replay's turns used of the models, as the organization's usage counts it (docs/usage-and-billing.md#metering). */
+export const replayUsage = z.object({ turns: z.int().min(0), tokens: z.array(modelTokens) });
+export type ReplayUsage = z.infer<typeof replayUsage>;
+
 const sessionReplay = z.object({
   sessionId: z.string(),
   status: z.enum(['COMPLETED', 'FAILED']),
   turnsChanged: z.int().min(0),
   turns: z.array(replayedTurn),
+  analysis: replayAnalysis.optional(),
+  usage: replayUsage.optional(),
   error: z.string().optional(),
 });
 export type SessionReplay = z.infer<typeof sessionReplay>;

@@ -2,6 +2,8 @@ import type { Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore, ToolStore } from '../agents/ports.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
 import { agentAtVersion } from '../agents/agent-versions.ts';
+import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
+import { chatMessagesPerReplayedTurn } from '../billing/usage.ts';
 import type { ToolExecution } from '../agents/api-tool-executor.ts';
 import { envelopeEvent } from '../events/events.ts';
 import type { Clock } from '../platform/clock.ts';
@@ -9,13 +11,27 @@ import { NotFoundError, ToolsNotFoundError, ValidationError } from '../platform/
 import type { ScheduledQueue } from '../platform/ports.ts';
 import { logger } from '../platform/logger.ts';
 import { compareBy, paginate, type Page } from '../platform/schemas/common.ts';
-import type { Message } from './session-schemas.ts';
+import type { AnalysisResult } from './analysis-result-schemas.ts';
+import type { EndedReason, Message } from './session-schemas.ts';
 import type { SessionStore, StoredSession } from './ports.ts';
 import { routedMetadata } from './routing-tools.ts';
 import { detachedTurn, runTurn, type ToolCallContext, type TurnDeps } from './turn.ts';
 import { agentOfSession, histories } from './turn-state.ts';
 import type { DynamoReplayStore, StoredReplay } from './replay-store.ts';
-import type { CandidateChanges, CreateReplayInput, ListReplaysQuery, Replay, ReplayedToolCall, ReplayedTurn, ReplaySummary, SessionReplay, TurnSide } from './replay-schemas.ts';
+import type {
+  AnalysisChange,
+  CandidateChanges,
+  CreateReplayInput,
+  ListReplaysQuery,
+  Replay,
+  ReplayAnalysis,
+  ReplayedToolCall,
+  ReplayedTurn,
+  ReplaySummary,
+  ReplayUsage,
+  SessionReplay,
+  TurnSide,
+} from './replay-schemas.ts';
 
 export interface ReplayQueueMessage {
   kind: 'replay.run';
@@ -25,14 +41,14 @@ export interface ReplayQueueMessage {
   notBefore: number;
 }
 
-export interface ReplayRequestDeps {
+export interface ReplayRequestDeps extends AdmissionDeps {
   agents: AgentStore;
   tools: ToolStore;
   sessions: SessionStore;
   clock: Clock;
   replays: DynamoReplayStore;
   replayQueue: ScheduledQueue<ReplayQueueMessage>;
-  config: { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
+  config: AdmissionDeps['config'] & { REPLAY_MAX_SESSIONS: number; REPLAY_MAX_TURNS: number };
 }
 
 /** The replay as the API answers it, without its results. */
@@ -61,6 +77,7 @@ export async function startReplay(deps: ReplayRequestDeps, orgId: string, agentI
   if (turnsTotal > deps.config.REPLAY_MAX_TURNS) {
     throw new ValidationError(`These sessions have ${turnsTotal} user turns; a replay takes at most ${deps.config.REPLAY_MAX_TURNS} (REPLAY_MAX_TURNS).`);
   }
+  await assertMayConsume(deps, orgId, 'chat_messages', chatMessagesPerReplayedTurn * turnsTotal);
   const now = deps.clock.now().toISOString();
   const replay: Replay = {
     id: crypto.randomUUID(),
@@ -115,6 +132,8 @@ export async function listReplays(deps: Pick<ReplayRequestDeps, 'agents' | 'repl
 
 export interface ReplayWorkerDeps extends TurnDeps {
   replays: DynamoReplayStore;
+  /** The analysis a session's transcript would get from this agent (the analysis context's, wired by the replay function). */
+  analyseTranscript(agent: Agent, messages: readonly Message[], endedReason: EndedReason | undefined): Promise<AnalysisResult>;
 }
 
 /** A session's messages cut at each user message: the user's text, the turn's tool calls and its reply. */
@@ -230,11 +249,13 @@ export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, cand
   let answering = candidate;
   const history: Message[] = [];
   const turns: ReplayedTurn[] = [];
+  const usages: ReplayUsage[] = [];
   try {
     for (const [index, recorded] of recordedTurns.entries()) {
       const prepared = detachedTurn(turnDeps, session, answering.agent, answering.tools, [...history], recorded.user);
       const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false });
       history.push(prepared.userMessage, ...result.messages);
+      usages.push(turnUsage(result.messages));
       const replayed: TurnSide = {
         reply: result.messages.filter((message) => message.role === 'ASSISTANT').map((message) => message.content).join(''),
         toolCalls: result.messages.flatMap((message) => (message.toolCall ? [toolCallOf(message.toolCall)] : [])),
@@ -252,7 +273,64 @@ export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, cand
     histories.delete(`${session.orgId}/${session.id}`);
     agentOfSession.delete(`${session.orgId}/${session.id}`);
   }
-  return { sessionId, status: 'COMPLETED', turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length, turns };
+  const analysis = candidate.agent.analysis ? await analysesOf(deps, candidate.agent, original, history) : undefined;
+  return {
+    sessionId,
+    status: 'COMPLETED',
+    turnsChanged: turns.filter((turn) => turn.diff === 'CHANGED').length,
+    turns,
+    ...(analysis ? { analysis } : {}),
+    usage: summed(usages),
+  };
+}
+
+/** The original session's stored analysis beside the replayed transcript's, with the judgements that differ. */
+async function analysesOf(deps: ReplayWorkerDeps, agent: Agent, original: StoredSession, transcript: readonly Message[]): Promise<ReplayAnalysis> {
+  const replay = await deps.analyseTranscript(agent, transcript, original.endedReason);
+  const stored = original.analysis ?? null;
+  return { original: stored, replay, changes: stored?.status === 'COMPLETED' && replay.status === 'COMPLETED' ? analysisChanges(stored, replay) : [] };
+}
+
+type Verdict = AnalysisChange['original'];
+
+/** The verdicts a reviewer compares: the conversation's intent, resolution and sentiment, and each extracted value. */
+function verdicts(analysis: AnalysisResult): Map<string, Verdict> {
+  const found = new Map<string, Verdict>();
+  if (analysis.intent) found.set('intent', analysis.intent.conversation.intent);
+  if (analysis.resolution) found.set('resolution', analysis.resolution.classification);
+  if (analysis.sentiment) found.set('sentiment', analysis.sentiment.conversation.sentiment);
+  for (const [field, value] of Object.entries(analysis.extractedData ?? {})) found.set(`extractedData.${field}`, value);
+  return found;
+}
+
+/** Each verdict either analysis has and the other has not, or has with another value (a verdict one lacks is null there). */
+export function analysisChanges(original: AnalysisResult, replay: AnalysisResult): AnalysisChange[] {
+  const before = verdicts(original);
+  const after = verdicts(replay);
+  const fields = [...new Set([...before.keys(), ...after.keys()])];
+  return fields.flatMap((field) => {
+    const change = { field, original: before.get(field) ?? null, replay: after.get(field) ?? null };
+    return change.original === change.replay ? [] : [change];
+  });
+}
+
+/** A replayed turn's use: one turn, and the model tokens its reply reports (what a live reply's message would count). */
+function turnUsage(messages: readonly Message[]): ReplayUsage {
+  const tokens = messages.flatMap((message) => {
+    const { model, usage } = message.metadata as { model?: { id?: string }; usage?: { inputTokens?: number; outputTokens?: number } };
+    return message.role === 'ASSISTANT' && model?.id && usage ? [{ modelId: model.id, inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }] : [];
+  });
+  return { turns: 1, tokens };
+}
+
+/** Uses added up: the turns, and the tokens model by model. */
+function summed(usages: readonly ReplayUsage[]): ReplayUsage {
+  const tokens = new Map<string, ReplayUsage['tokens'][number]>();
+  for (const { modelId, inputTokens, outputTokens } of usages.flatMap((usage) => usage.tokens)) {
+    const counted = tokens.get(modelId);
+    tokens.set(modelId, { modelId, inputTokens: (counted?.inputTokens ?? 0) + inputTokens, outputTokens: (counted?.outputTokens ?? 0) + outputTokens });
+  }
+  return { turns: usages.reduce((sum, usage) => sum + usage.turns, 0), tokens: [...tokens.values()] };
 }
 
 /**
@@ -265,8 +343,11 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
   if (!replay || finished(replay) || !(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
   let sessionsDone = replay.progress.sessionsDone;
   let turnsChanged = replay.turnsChanged;
+  // The event counts every session's use once: those an earlier delivery recorded are read back.
+  const usages: ReplayUsage[] = [];
   let error: string | undefined;
   try {
+    if (sessionsDone > 0) usages.push(...(await deps.replays.results(replay)).flatMap((result) => (result.usage ? [result.usage] : [])));
     const candidate = await candidateOf(deps, replay);
     for (const sessionId of replay.sessionIds.slice(sessionsDone)) {
       const result = await replaySession(deps, replay, candidate, sessionId);
@@ -274,6 +355,7 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
       if (!(await deps.replays.recordSession(replay, sessionsDone, result, deps.clock.now().toISOString()))) return;
       sessionsDone += 1;
       turnsChanged += result.turnsChanged;
+      if (result.usage) usages.push(result.usage);
     }
   } catch (failure) {
     logger.warn('replay failed', { replayId: replay.id, error: failure as Error });
@@ -281,6 +363,6 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
   }
   const at = deps.clock.now().toISOString();
   const status = error === undefined ? 'COMPLETED' : 'FAILED';
-  const event = envelopeEvent(replay.orgId, 'replay.completed', at, { replayId: replay.id, agentId: replay.agentId, status, sessions: sessionsDone, turnsChanged });
+  const event = envelopeEvent(replay.orgId, 'replay.completed', at, { replayId: replay.id, agentId: replay.agentId, status, sessions: sessionsDone, turnsChanged, usage: summed(usages) });
   await deps.replays.finish(replay, { status, error, updatedAt: at }, event);
 }

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { analysisResultSchema } from '../conversations/analysis-result-schemas.ts';
 import { campaignProgress, campaignStatuses } from '../campaigns/campaign-schemas.ts';
+import { replayUsage } from '../conversations/replay-schemas.ts';
 
 /**
  * Every domain event of the spec, one zod schema per payload. `session.*` keep the spec's flat shape (the top-level
@@ -93,7 +94,7 @@ export const eventSchemas = {
   'agent.published': envelope('agent.published', z.object({ agentId: z.string(), version: z.int(), previousVersion: z.int().nullable() })),
   'replay.completed': envelope(
     'replay.completed',
-    z.object({ replayId: z.string(), agentId: z.string(), status: z.enum(['COMPLETED', 'FAILED']), sessions: z.int(), turnsChanged: z.int() }),
+    z.object({ replayId: z.string(), agentId: z.string(), status: z.enum(['COMPLETED', 'FAILED']), sessions: z.int(), turnsChanged: z.int(), usage: replayUsage }),
   ),
 } as const;
 

@@ -143,7 +143,8 @@ describe('a replay whose invocation dies', () => {
     expect(requestsTo('/probe/hold')).toBe(2);
     const completed = (await stored(orgId, agentId, 'OUTBOX#')).filter((item) => item.type === 'replay.completed' && item.payload.data.replayId === replayId);
     expect(completed).toHaveLength(1);
-    expect(completed[0]?.payload.data).toMatchObject({ status: 'COMPLETED', sessions: 2, turnsChanged: 2 });
+    // The usage metered counts the session the first delivery recorded as well as the one this delivery ran.
+    expect(completed[0]?.payload.data).toMatchObject({ status: 'COMPLETED', sessions: 2, turnsChanged: 2, usage: { turns: 2 } });
   }, 120_000);
 });
 

@@ -36,8 +36,29 @@ describe('what a stream record counts', () => {
     const chat = meteredRecordOf({ pk, entity: 'outbox', type: 'session.ended', payload: { type: 'CHAT', createdAt: at, endedAt: at } });
 
     // Assess
-    expect(voice).toEqual({ orgId: 'org-1', sessionId: '5b8f0c52-2a4e-4a51-8d0a-3c1f6e9f2b11', at: '2026-11-25T11:01:30.200Z', counts: { voice_seconds: 91 } });
+    expect(voice).toEqual({ orgId: 'org-1', sessionId: '5b8f0c52-2a4e-4a51-8d0a-3c1f6e9f2b11', once: 'voice', at: '2026-11-25T11:01:30.200Z', counts: { voice_seconds: 91 } });
     expect(chat).toBeUndefined();
+  });
+
+  it("counts a finished replay's turns as replayed turns and two messages each, and its tokens by model, once per replay", () => {
+    // Prepare
+    const replayId = '0b5e4d3c-2a19-4f8e-9d7c-6b5a4e3d2c1b';
+    const data = { replayId, usage: { turns: 3, tokens: [{ modelId: 'model-a', inputTokens: 30, outputTokens: 12 }, { modelId: 'model-b', inputTokens: 5, outputTokens: 2 }] } };
+
+    // Act
+    const replay = meteredRecordOf({ pk: 'ORG#org-1#AGENT#9d1e2f3a-4b5c-4d6e-8f70-812a3b4c5d6e', entity: 'outbox', type: 'replay.completed', payload: { createdAt: at, data } });
+    const before = meteredRecordOf({ pk: 'ORG#org-1#AGENT#9d1e2f3a-4b5c-4d6e-8f70-812a3b4c5d6e', entity: 'outbox', type: 'replay.completed', payload: { createdAt: at, data: { replayId } } });
+
+    // Assess
+    expect(replay).toEqual({
+      orgId: 'org-1',
+      sessionId: `replay-${replayId}`,
+      once: 'replay',
+      at,
+      counts: { replay_turns: 3, chat_messages: 6, 'tokens_in:model-a': 30, 'tokens_out:model-a': 12, 'tokens_in:model-b': 5, 'tokens_out:model-b': 2 },
+    });
+    // A replay finished before replays were metered carries no usage: nothing to count.
+    expect(before).toBeUndefined();
   });
 
   it('puts every time in the one bucket whose bounds hold it, at each granularity', () => {

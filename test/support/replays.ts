@@ -1,3 +1,4 @@
+/** What replay tests share: the tools, agent and conversations to replay, and a replay waited for until it has finished. */
 import { expect } from 'vitest';
 import type { TestApi } from './api.ts';
 import { eventually } from './eventually.ts';
