@@ -369,7 +369,14 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     expect(tool.status, tool.text).toBe(201);
     const agent = await api.request('POST', '/v2/chat/agents', {
       key,
-      body: { fullName: 'Forecaster', description: 'Weather', role: 'You tell the weather.', publishMode: 'MANUAL', tools: [{ toolId: tool.body.id }] },
+      body: {
+        fullName: 'Forecaster',
+        description: 'Weather',
+        role: 'You tell the weather.',
+        publishMode: 'MANUAL',
+        tools: [{ toolId: tool.body.id }],
+        analysis: { resolution: { enabled: true, checklist: ['tempC'] }, dataExtraction: { fields: [{ name: 'city', type: 'string', description: 'The city asked about' }] } },
+      },
     });
     expect(agent.status, agent.text).toBe(201);
     const agentId: string = agent.body.id;
@@ -381,6 +388,10 @@ describe.skipIf(skip)('the playground in Chromium', () => {
       expect(sent.status, sent.text).toBe(200);
     }
     expect((await api.request('PATCH', `/v1/chat/chat/sessions/${sessionId}/close`, { key })).status).toBe(200);
+    await eventually(
+      () => api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key }),
+      (response) => response.body.analysis?.status === 'COMPLETED',
+    );
     const detached = await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [] } });
     expect(detached.body).toMatchObject({ draftVersion: 2, publishedVersion: 1 });
     const page = await browser.newPage();
@@ -409,6 +420,7 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     // Assess: the turn that called the tool changed (the draft cannot call it), the other did not; both sides shown.
     await expect.poll(replayStatus, patience).toMatch(/^Replay \S+ through version 2: COMPLETED, 1 of 1 sessions replayed \(2 user turns\)\. 1 of 2 turns changed\.$/);
     expect(await page.locator('#replay-results h3').allTextContents()).toEqual([`Session 1 (${sessionId}): 1 of 2 turns changed`]);
+    expect(await page.locator('#replay-results .replay-analysis').allTextContents()).toEqual(['Analysis changed: resolution RESOLVED → UNRESOLVED.']);
     const paris = 'What is the weather in Paris?';
     expect(await shownTurns()).toEqual([
       {
@@ -446,6 +458,18 @@ describe.skipIf(skip)('the playground in Chromium', () => {
     await expect.poll(replayStatus, patience).toMatch(/^Replay \S+ through version 1 with live tools: COMPLETED, 1 of 1 sessions replayed \(2 user turns\)\. 0 of 2 turns changed\.$/);
     expect((await shownTurns()).map((turn) => turn.turn)).toEqual(['1 SAME', '2 SAME']);
     expect(await page.getByRole('navigation', { name: 'Changed turns' }).textContent()).toBe('No turn changed.');
+    expect(await page.locator('#replay-results .replay-analysis').allTextContents()).toEqual(['Analysis: no verdict changed.']);
+
+    // Act and assess: the earlier replays are listed, newest first; the first one is shown again with a click.
+    await page.getByText('Earlier replays').click();
+    const earlier = page.locator('#replay-history button');
+    await expect.poll(() => earlier.allTextContents(), patience).toEqual([
+      expect.stringMatching(/, through version 1: COMPLETED, 0 turns changed$/),
+      expect.stringMatching(/, through version 2: COMPLETED, 1 turns changed$/),
+    ]);
+    await earlier.nth(1).click();
+    await expect.poll(replayStatus, patience).toMatch(/through version 2: COMPLETED, .* 1 of 2 turns changed\.$/);
+    expect((await shownTurns()).map((turn) => turn.turn)).toEqual(['1 SAME', '2 CHANGED']);
 
     // Errors are shown in the section: beyond the bound on sessions (400), then the agent deleted meanwhile (404).
     await page.getByLabel('The last closed sessions').check();

@@ -74,6 +74,7 @@ root.innerHTML = `
     <p id="replay-status" role="status">Select an agent to replay its sessions.</p>
     <progress id="replay-progress" aria-label="Sessions replayed" max="1" value="0" hidden></progress>
     <p id="replay-error" role="alert"></p>
+    <details id="replay-history-details"><summary>Earlier replays</summary><ol id="replay-history"></ol></details>
     <nav id="replay-changed" aria-label="Changed turns" hidden></nav>
     <div id="replay-results"></div>
   </section>
@@ -161,6 +162,7 @@ const replayView = {
   error: element('replay-error'),
   changed: element('replay-changed'),
   results: element('replay-results'),
+  history: element<HTMLOListElement>('replay-history'),
 };
 const talkStatus = element('talk-status');
 const voiceTranscript = element<HTMLOListElement>('voice-transcript');
@@ -246,6 +248,7 @@ function selectAgent(agent: Agent): void {
   showReplayCandidate();
   void inVersions(loadVersions);
   void inReplays(loadReplayableSessions);
+  void inReplays(loadReplayHistory);
 }
 
 type VersionSummary = Schemas['ListAgentVersionsResponse']['data'][number];
@@ -432,7 +435,10 @@ async function startReplay(event: SubmitEvent): Promise<void> {
     const answer = await (client as ApiClient)
       .POST('/v2/chat/agents/{id}/replays', { params: { path: { id: agentId } }, body: { ...sessions, candidate: { version }, liveTools: replayView.liveTools.checked } })
       .finally(showReplayCandidate);
-    await followReplay(ok(answer));
+    const started = ok(answer);
+    void inReplays(loadReplayHistory);
+    await followReplay(started);
+    await loadReplayHistory();
   });
 }
 
@@ -458,7 +464,7 @@ function showReplay(replay: Replay): void {
   const outcome = replay.status === 'COMPLETED' ? ` ${changed.length} of ${turnsShown} turns changed.` : replay.error ? ` ${replay.error}` : '';
   show(
     replayView.status,
-    `Replay ${replay.id} through version ${replay.candidate.version}${replay.liveTools ? ' with live tools' : ''}: ${replay.status}, ${sessionsDone} of ${sessionsTotal} sessions replayed (${turnsTotal} user turns).${outcome}`,
+    `Replay ${replay.id} through ${candidateText(replay.candidate)}${replay.liveTools ? ' with live tools' : ''}: ${replay.status}, ${sessionsDone} of ${sessionsTotal} sessions replayed (${turnsTotal} user turns).${outcome}`,
   );
   replayView.progress.hidden = false;
   replayView.progress.max = Math.max(sessionsTotal, 1);
@@ -479,6 +485,9 @@ function showReplay(replay: Replay): void {
   replayView.changed.replaceChildren(heading, list);
   replayView.results.replaceChildren(...results.map(sessionReplayView));
 }
+
+/** A replay's candidate in words: a version, or the changes an API caller gave inline. */
+const candidateText = (candidate: Replay['candidate']) => (candidate.version === undefined ? 'inline changes' : `version ${candidate.version}`);
 
 const turnAnchor = (index: number, turn: ReplayedTurn) => `replay-session-${index + 1}-turn-${turn.turn}`;
 
@@ -512,8 +521,41 @@ function sessionReplayView(result: SessionReplay, index: number): HTMLElement {
     user.textContent = turn.user;
     row.append(number, user, turnSideCell(turn.original), turnSideCell(turn.replay));
   }
-  section.append(heading, table);
+  section.append(heading, ...(result.analysis ? [analysisLine(result.analysis)] : []), table);
   return section;
+}
+
+/** The session's stored analysis against the replay's: the verdicts that differ, each from its original value to the replayed one. */
+function analysisLine(analysis: NonNullable<SessionReplay['analysis']>): HTMLParagraphElement {
+  const line = document.createElement('p');
+  line.className = 'replay-analysis';
+  const verdict = (value: unknown) => (value === null ? 'none' : String(value));
+  const changes = analysis.changes.map((change) => `${change.field} ${verdict(change.original)} → ${verdict(change.replay)}`);
+  line.textContent =
+    analysis.original === null
+      ? `Analysis: the session has none stored; the replay's is ${analysis.replay.status}.`
+      : changes.length === 0
+        ? 'Analysis: no verdict changed.'
+        : `Analysis changed: ${changes.join('; ')}.`;
+  return line;
+}
+
+/** The agent's 10 latest replays, newest first: each shown again with a click. */
+async function loadReplayHistory(): Promise<void> {
+  const agentId = (selectedAgent as Agent).id;
+  const page = ok(await (client as ApiClient).GET('/v2/chat/agents/{id}/replays', { params: { path: { id: agentId }, query: { limit: '10' } } }));
+  if (selectedAgent?.id !== agentId) return;
+  replayView.history.replaceChildren();
+  if (page.data.length === 0) listItem(replayView.history, 'No replay yet.');
+  for (const earlier of page.data) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = `${new Date(earlier.createdAt).toLocaleString()}, through ${candidateText(earlier.candidate)}: ${earlier.status}, ${earlier.turnsChanged} turns changed`;
+    button.addEventListener('click', () => void inReplays(async () => followReplay(ok(await (client as ApiClient).GET('/v2/chat/agents/{id}/replays/{replayId}', { params: { path: { id: agentId, replayId: earlier.id } } })))));
+    const item = document.createElement('li');
+    item.append(button);
+    replayView.history.append(item);
+  }
 }
 
 /** A side of a turn: its tool calls, then its reply. */
