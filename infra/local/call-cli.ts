@@ -79,6 +79,11 @@ let replying = false;
 /** Lines typed (or piped) before the phone is connected are said once it is. */
 const early: string[] = [];
 const send = (message: PhoneMessage) => channel.send(JSON.stringify(message));
+/** Piped input may end while the agent still speaks: readline refuses to prompt once closed. */
+let inputClosed = false;
+const prompt = () => {
+  if (!inputClosed) lines.prompt();
+};
 
 channel.on('error', (error) => fail(`Cannot reach the Twilio simulator at ${simulator}: ${error.message}`));
 channel.on('message', async (data) => {
@@ -89,7 +94,7 @@ channel.on('message', async (data) => {
     connected = true;
     console.log('Connected. Say something (an empty line hangs up).');
     lines.setPrompt('you> ');
-    lines.prompt();
+    prompt();
     for (const line of early.splice(0)) say(line);
     if (playAudio) send({ type: 'play', audio: Buffer.from(playAudio).toString('base64') });
     if (values.save) send({ type: 'record' });
@@ -100,7 +105,7 @@ channel.on('message', async (data) => {
     if (message.last) {
       replying = false;
       process.stdout.write('\n');
-      lines.prompt();
+      prompt();
     }
   } else if (message.type === 'audio') {
     saved.push(Buffer.from(message.payload, 'base64'));
@@ -121,6 +126,7 @@ function say(line: string): void {
 
 lines.on('line', (line) => (connected ? say(line) : early.push(line)));
 lines.on('close', () => {
+  inputClosed = true;
   if (channel.readyState === WebSocket.OPEN) send({ type: 'hangup' });
   setTimeout(() => process.exit(0), 200).unref();
 });
