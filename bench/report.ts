@@ -128,6 +128,62 @@ export interface BenchResults {
   durationMs: number;
 }
 
+/** The conversation turns' figures against their targets (section 4; `npm run bench -- turns` alone). */
+export function turnsChecks(turns: TurnBenchResult): Check[] {
+  const below = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, pass: value < target });
+  const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, comparison: '<=', pass: value <= target });
+  return [
+    below('turn overhead p50 (streamed)', round(turns.streamedOverheadMs.p50), 'ms', turnTargets.overheadP50Ms),
+    below('turn overhead p99 (streamed)', round(turns.streamedOverheadMs.p99), 'ms', turnTargets.overheadP99Ms),
+    below('turn overhead p50 (bound to an agent version)', round(turns.boundOverheadMs.p50), 'ms', turnTargets.overheadP50Ms),
+    below('turn overhead p99 (bound to an agent version)', round(turns.boundOverheadMs.p99), 'ms', turnTargets.overheadP99Ms),
+    below('turn overhead p50 (one tool call)', round(turns.toolTurnOverheadMs.p50), 'ms', turnTargets.overheadP50Ms),
+    below('turn overhead p99 (one tool call)', round(turns.toolTurnOverheadMs.p99), 'ms', turnTargets.overheadP99Ms),
+    {
+      figure: `non-streamed turns/s at c=${turns.nonStreamed.concurrency}`,
+      value: round(turns.nonStreamed.turnsPerSecond),
+      unit: '/s',
+      target: turnTargets.nonStreamedTurnsPerSecond,
+      comparison: '>=',
+      pass: turns.nonStreamed.turnsPerSecond >= turnTargets.nonStreamedTurnsPerSecond && turns.nonStreamed.errors === 0,
+    },
+    below('API CPU per turn', round(turns.apiCpuMsPerTurn), 'ms', turnTargets.cpuMsPerTurn),
+    atMost('DynamoDB round trips before first delta', turns.dynamodb.roundTripsBeforeFirstDelta, '', turnTargets.roundTripsBeforeFirstDelta),
+    below('API RSS after load', round(turns.apiRssMb), 'MB', turnTargets.rssMb),
+  ];
+}
+
+/** Section 4's lines: the overheads of a turn, plain, bound to a version and with a tool call, and the load beside. */
+export function turnsReport(turns: TurnBenchResult): string[] {
+  const lines: string[] = [];
+  lines.push('4. Conversation turns against a stub OpenAI-compatible model streaming 20 tokens with no delay (API alone in a child process; DynamoDB Local in memory)');
+  lines.push(
+    table(
+      ['figure', 'p50', 'p99', 'max', 'turns'],
+      [
+        ['overhead ms, streamed turn (first delta minus the stub’s own first token)', ...fixed(turns.streamedOverheadMs), String(turns.streamedOverheadMs.turns)],
+        ['overhead ms, the same in sessions bound to an agent version (MANUAL)', ...fixed(turns.boundOverheadMs), String(turns.boundOverheadMs.turns)],
+        ['overhead ms, turn with one tool call (minus model and tool time)', ...fixed(turns.toolTurnOverheadMs), String(turns.toolTurnOverheadMs.turns)],
+      ],
+    ),
+  );
+  const load = turns.nonStreamed;
+  lines.push(
+    `   non-streamed: ${load.turnsPerSecond.toFixed(1)} turns/s at c=${load.concurrency} over ${load.durationMs / 1000} s (p50 ${load.p50Ms.toFixed(1)} ms, p99 ${load.p99Ms.toFixed(1)} ms, ${load.errors} errors)`,
+    `   API process: ${turns.apiCpuMsPerTurn.toFixed(2)} ms CPU per turn, ${turns.apiRssMb.toFixed(0)} MB RSS after the load`,
+    `   DynamoDB per streamed turn: ${turns.dynamodb.callsPerTurn.toFixed(1)} calls (${Object.entries(turns.dynamodb.operations).map(([name, count]) => `${name} ${count.toFixed(1)}`).join(', ')}), ` +
+      `${turns.dynamodb.callsBeforeFirstDelta.toFixed(1)} before the first delta in ${turns.dynamodb.roundTripsBeforeFirstDelta} sequential round trips`,
+  );
+  if (turns.sdkFloor) {
+    const floor = turns.sdkFloor;
+    lines.push(
+      `   SDK floor (a server making only those three calls with the AWS SDK): ${floor.requestsPerSecond.toFixed(1)} requests/s at c=${floor.concurrency}, ` +
+        `${floor.cpuMsPerRequest.toFixed(2)} ms CPU per request, p50 ${floor.p50Ms.toFixed(1)} ms; the two reads before a first delta alone, one client: p50 ${floor.readsAloneP50Ms.toFixed(2)} ms`,
+    );
+  }
+  return lines;
+}
+
 export function evaluate(
   bundles: readonly BundleResult[],
   initTime: readonly InitTimeResult[],
@@ -150,21 +206,7 @@ export function evaluate(
     checks.push({ figure: `${label} errors`, value: run.result.errors, unit: '', target: targets.errors, pass: run.result.errors <= targets.errors });
   }
   const atMost = (figure: string, value: number, unit: string, target: number): Check => ({ figure, value, unit, target, comparison: '<=', pass: value <= target });
-  checks.push(below('turn overhead p50 (streamed)', round(turns.streamedOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
-  checks.push(below('turn overhead p99 (streamed)', round(turns.streamedOverheadMs.p99), 'ms', turnTargets.overheadP99Ms));
-  checks.push(below('turn overhead p50 (one tool call)', round(turns.toolTurnOverheadMs.p50), 'ms', turnTargets.overheadP50Ms));
-  checks.push(below('turn overhead p99 (one tool call)', round(turns.toolTurnOverheadMs.p99), 'ms', turnTargets.overheadP99Ms));
-  checks.push({
-    figure: `non-streamed turns/s at c=${turns.nonStreamed.concurrency}`,
-    value: round(turns.nonStreamed.turnsPerSecond),
-    unit: '/s',
-    target: turnTargets.nonStreamedTurnsPerSecond,
-    comparison: '>=',
-    pass: turns.nonStreamed.turnsPerSecond >= turnTargets.nonStreamedTurnsPerSecond && turns.nonStreamed.errors === 0,
-  });
-  checks.push(below('API CPU per turn', round(turns.apiCpuMsPerTurn), 'ms', turnTargets.cpuMsPerTurn));
-  checks.push(atMost('DynamoDB round trips before first delta', turns.dynamodb.roundTripsBeforeFirstDelta, '', turnTargets.roundTripsBeforeFirstDelta));
-  checks.push(below('API RSS after load', round(turns.apiRssMb), 'MB', turnTargets.rssMb));
+  checks.push(...turnsChecks(turns));
   checks.push({
     figure: `webhook deliveries/s (burst of ${webhooks.throughput.events})`,
     value: round(webhooks.throughput.deliveriesPerSecond),
@@ -245,32 +287,7 @@ export function formatReport(results: BenchResults): string {
     for (const sample of result.errorSamples) lines.push(`   c=${concurrency} error: ${sample}`);
   }
 
-  const turns = results.turns;
-  lines.push('', '4. Conversation turns against a stub OpenAI-compatible model streaming 20 tokens with no delay (API alone in a child process; DynamoDB Local in memory)');
-  lines.push(
-    table(
-      ['figure', 'p50', 'p99', 'max', 'turns'],
-      [
-        ['overhead ms, streamed turn (first delta minus the stub’s own first token)', ...fixed(turns.streamedOverheadMs), String(turns.streamedOverheadMs.turns)],
-        ['overhead ms, the same in sessions bound to an agent version (MANUAL)', ...fixed(turns.boundOverheadMs), String(turns.boundOverheadMs.turns)],
-        ['overhead ms, turn with one tool call (minus model and tool time)', ...fixed(turns.toolTurnOverheadMs), String(turns.toolTurnOverheadMs.turns)],
-      ],
-    ),
-  );
-  const load = turns.nonStreamed;
-  lines.push(
-    `   non-streamed: ${load.turnsPerSecond.toFixed(1)} turns/s at c=${load.concurrency} over ${load.durationMs / 1000} s (p50 ${load.p50Ms.toFixed(1)} ms, p99 ${load.p99Ms.toFixed(1)} ms, ${load.errors} errors)`,
-    `   API process: ${turns.apiCpuMsPerTurn.toFixed(2)} ms CPU per turn, ${turns.apiRssMb.toFixed(0)} MB RSS after the load`,
-    `   DynamoDB per streamed turn: ${turns.dynamodb.callsPerTurn.toFixed(1)} calls (${Object.entries(turns.dynamodb.operations).map(([name, count]) => `${name} ${count.toFixed(1)}`).join(', ')}), ` +
-      `${turns.dynamodb.callsBeforeFirstDelta.toFixed(1)} before the first delta in ${turns.dynamodb.roundTripsBeforeFirstDelta} sequential round trips`,
-  );
-  if (turns.sdkFloor) {
-    const floor = turns.sdkFloor;
-    lines.push(
-      `   SDK floor (a server making only those three calls with the AWS SDK): ${floor.requestsPerSecond.toFixed(1)} requests/s at c=${floor.concurrency}, ` +
-        `${floor.cpuMsPerRequest.toFixed(2)} ms CPU per request, p50 ${floor.p50Ms.toFixed(1)} ms; the two reads before a first delta alone, one client: p50 ${floor.readsAloneP50Ms.toFixed(2)} ms`,
-    );
-  }
+  lines.push('', ...turnsReport(results.turns));
 
   const { throughput, eventToReceiptMs } = results.webhooks;
   lines.push('', '5. Webhook delivery on the local runtime (API, relay, router, SQS emulator and delivery function in a child process; receiver answering 204)');

@@ -8,7 +8,8 @@
  * `npm run bench -- whole-turn` runs only that last section (bench/results/whole-turn.json); `npm run bench -- idle`
  * only what `npm start` costs with no traffic (bench/idle.ts, bench/results/idle.json); `npm run bench -- voice-media`
  * only calls through the media worker (bench/voice-media.ts, bench/results/voice-media.json); `npm run bench -- replays`
- * only replayed turns a second (bench/replays.ts, bench/results/replays.json).
+ * only replayed turns a second (bench/replays.ts, bench/results/replays.json); `npm run bench -- turns` only the
+ * conversation turns of section 4, plain and bound to an agent version (bench/turns.ts, bench/results/turns.json).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -36,7 +37,7 @@ import { ensureSecretsKeyFile, startLocalDatabase } from '../infra/local/environ
 import { measureInitTimes, type InitVariant } from './init-time.ts';
 import { measureObservability, observabilityChecks } from './observability.ts';
 import { measureStartup, startupChecks } from './startup.ts';
-import { checksSummary, evaluate, formatReport, writeJson, type BenchResults, type Check } from './report.ts';
+import { checksSummary, evaluate, formatReport, turnsChecks, turnsReport, writeJson, type BenchResults, type Check } from './report.ts';
 import { idleChecks, idleReport, measureIdle } from './idle.ts';
 import { measureWholeTurn, wholeTurnChecks, wholeTurnReport } from './whole-turn.ts';
 import { measureVoiceMedia, voiceMediaChecks, voiceMediaReport } from './voice-media.ts';
@@ -73,6 +74,10 @@ process.env.PLANS ??= JSON.stringify({
 
 /** Sections a run can take alone (`npm run bench -- whole-turn`), their figures in bench/results/<name>.json. */
 const sectionsAlone: Record<string, () => Promise<{ figures: object; checks: Check[]; report: string[] }>> = {
+  turns: async () => {
+    const turns = await measureConversationTurns();
+    return { figures: { turns }, checks: turnsChecks(turns), report: turnsReport(turns) };
+  },
   'whole-turn': async () => {
     const wholeTurn = await measureWholeTurn(log);
     return { figures: { wholeTurn }, checks: wholeTurnChecks(wholeTurn), report: wholeTurnReport(wholeTurn) };
