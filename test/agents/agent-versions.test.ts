@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
-import { startOpenAIStub, type ChatRequestBody, type OpenAIStub } from '../support/openai-stub.ts';
+import { startOpenAIStub, stubModelId, type ChatRequestBody, type OpenAIStub } from '../support/openai-stub.ts';
 import { Receiver } from '../support/webhook-receiver.ts';
 
 let api: TestApi;
@@ -20,8 +20,7 @@ beforeAll(async () => {
   receiverUrl = await receiver.start();
   api = await startApi({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_MODELS: 'stub-model' }, { streamPoller: true, queues: true, voice: true });
   const { key } = await api.newOrg();
-  const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
-  modelId = models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
+  modelId = await stubModelId(api, key);
 });
 afterAll(async () => {
   await api.close();

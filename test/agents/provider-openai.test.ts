@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
-import { startOpenAIStub, stubText, type OpenAIStub } from '../support/openai-stub.ts';
+import { startOpenAIStub, stubModelId, stubText, type OpenAIStub } from '../support/openai-stub.ts';
 import { replyDeltas } from '../support/sse.ts';
 
 let api: TestApi;
@@ -13,8 +13,7 @@ beforeAll(async () => {
   });
   api = await startApi({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_API_KEY: 'sk-test', OPENAI_COMPATIBLE_MODELS: 'stub-model' });
   const { key } = await api.newOrg();
-  const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
-  modelId = models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
+  modelId = await stubModelId(api, key);
 });
 afterAll(async () => {
   await api.close();

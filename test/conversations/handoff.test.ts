@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { startOpenAIStub, type ChatRequestBody, type OpenAIStub } from '../support/openai-stub.ts';
+import { startOpenAIStub, stubModelId, type ChatRequestBody, type OpenAIStub } from '../support/openai-stub.ts';
 
 let api: TestApi;
 let stub: OpenAIStub;
@@ -24,8 +24,7 @@ beforeAll(async () => {
   });
   api = await startApi({ OPENAI_COMPATIBLE_BASE_URL: stub.baseUrl, OPENAI_COMPATIBLE_MODELS: 'stub-model' });
   const { key } = await api.newOrg();
-  const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
-  modelId = models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
+  modelId = await stubModelId(api, key);
 });
 afterAll(async () => {
   await api.close();

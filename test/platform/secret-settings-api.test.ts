@@ -5,7 +5,7 @@
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
-import { startOpenAIStub, type OpenAIStub } from '../support/openai-stub.ts';
+import { startOpenAIStub, stubModelId, type OpenAIStub } from '../support/openai-stub.ts';
 import { startSecretsManagerStandIn, type SecretsManagerStandIn } from '../support/secrets-manager-stand-in.ts';
 import { replyDeltas } from '../support/sse.ts';
 
@@ -38,8 +38,7 @@ afterAll(async () => {
 describe('secret settings read from Secrets Manager', () => {
   it("sends the OpenAI-compatible key from its secret as the Bearer token of the model's requests", async () => {
     const { key } = await api.newOrg();
-    const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
-    const modelId = models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
+    const modelId = await stubModelId(api, key);
     const agent = await api.request('POST', '/v2/chat/agents', { key, body: { fullName: 'A', description: 'A', role: 'Be brief.', modelId } });
     const session = await api.request('POST', '/v1/chat/chat/sessions', { key, body: { agentId: agent.body.id } });
 

@@ -34,6 +34,7 @@
  * Every request is recorded (path, headers, parsed body, timings as epoch milliseconds with sub-millisecond
  * precision) unless `record: false`, for long benchmarks.
  */
+import type { TestApi } from './api.ts';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { embedText } from '../../shared/models/builtin-embedder.ts';
@@ -345,4 +346,10 @@ export async function readBody(request: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The catalog id of the stub's model (`OPENAI_COMPATIBLE_MODELS` of the API): what an agent names to answer through the stub. */
+export async function stubModelId(api: TestApi, key: string): Promise<string> {
+  const models = await api.request('GET', '/v1/chat/models?type=LLM', { key });
+  return models.body.data.find((model: { provider: string }) => model.provider === 'openai-compatible').id;
 }
