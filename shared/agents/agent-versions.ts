@@ -148,8 +148,7 @@ export async function publishAgent(deps: VersioningDeps, orgId: string, agentId:
 export async function rollbackAgent(deps: VersioningDeps, orgId: string, agentId: string, number: number, author: VersionAuthor): Promise<Agent> {
   const agent = await existingAgent(deps, orgId, agentId);
   const target = await existingVersion(deps, agent, number);
-  const current = Object.fromEntries(Object.entries(agent).filter(([field]) => lifecycle.has(field)));
-  const next = { ...current, ...target.configuration, updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) } as Agent;
+  const next = { ...agentAtVersion(agent, target), updatedAt: nextUpdatedAt(deps.clock, agent.updatedAt) };
   return commitAgentChange(deps, agent, next, author, { tools: target.tools, publish: true });
 }
 

@@ -66,13 +66,7 @@ export async function listAgents(deps: Pick<AgentDeps, 'agents'>, orgId: string,
  */
 export async function updateAgent(deps: AgentDeps, orgId: string, agentId: string, changes: UpdateAgentInput, author: VersionAuthor): Promise<Agent> {
   const previous = await getAgent(deps, orgId, agentId);
-  const merged: Record<string, unknown> = { ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) };
-  for (const [field, value] of Object.entries(changes)) {
-    // voicePipelineMode is nullable in the record itself; every other null means "remove this field".
-    if (value === null && field !== 'voicePipelineMode') delete merged[field];
-    else merged[field] = value;
-  }
-  const next = merged as unknown as Agent;
+  const next = patchedAgent({ ...previous, updatedAt: nextUpdatedAt(deps.clock, previous.updatedAt) }, changes);
   // Only the model ids being set are checked, so an agent whose model left the catalog can still be edited.
   const changedModels = modelFields.filter((field) => changes[field] !== undefined && changes[field] !== null);
   checkConfiguration(await catalogHolding(deps, orgId, changedModels.map((field) => next[field])), next, changedModels);
@@ -82,6 +76,17 @@ export async function updateAgent(deps: AgentDeps, orgId: string, agentId: strin
   if (changes.knowledgeStoreId) await assertKnowledgeStoreExists(deps, orgId, changes.knowledgeStoreId);
   if (changes.handoffAgents) await checkHandoffAgents(deps, next);
   return commitAgentChange(deps, previous, next, author);
+}
+
+/** The agent as a PATCH body leaves it: each field given replaced, a null removing it. */
+export function patchedAgent(agent: Agent, changes: UpdateAgentInput): Agent {
+  const merged: Record<string, unknown> = { ...agent };
+  for (const [field, value] of Object.entries(changes)) {
+    // voicePipelineMode is nullable in the record itself; every other null means "remove this field".
+    if (value === null && field !== 'voicePipelineMode') delete merged[field];
+    else merged[field] = value;
+  }
+  return merged as unknown as Agent;
 }
 
 export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string, agentId: string): Promise<void> {

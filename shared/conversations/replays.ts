@@ -2,6 +2,7 @@ import type { Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore, ToolStore } from '../agents/ports.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
 import { agentAtVersion } from '../agents/agent-versions.ts';
+import { patchedAgent } from '../agents/agents.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { chatMessagesPerReplayedTurn } from '../billing/usage.ts';
 import type { ToolExecution } from '../agents/api-tool-executor.ts';
@@ -213,8 +214,7 @@ async function agentAt(deps: ReplayWorkerDeps, orgId: string, agentId: string, w
   const version = number === undefined ? undefined : await deps.agents.getVersion(orgId, agentId, number);
   if (wanted !== undefined && !version) throw new Error(`version ${wanted} of agent ${agentId} no longer exists`);
   const base = version ? agentAtVersion(agent, version) : agent;
-  const changed = Object.entries(changes ?? {}).map(([field, value]) => [field, value ?? undefined]);
-  const configured = { ...base, ...Object.fromEntries(changed) } as Agent;
+  const configured = changes ? patchedAgent(base, changes) : base;
   const attached = configured.tools.map((tool) => tool.toolId);
   const current = await deps.tools.executableTools(orgId, attached);
   const definitions = new Map(changes?.tools === undefined ? version?.tools.map((tool) => [tool.id, tool]) : []);
