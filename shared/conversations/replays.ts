@@ -118,16 +118,17 @@ const finished = (replay: Replay) => replay.status === 'COMPLETED' || replay.sta
 
 /** The replay with the results of the sessions done so far: every one once it has finished. */
 export async function getReplay(deps: Pick<ReplayRequestDeps, 'agents' | 'replays'>, orgId: string, agentId: string, replayId: string) {
-  const replay = (await deps.agents.get(orgId, agentId)) && (await deps.replays.get(orgId, agentId, replayId));
-  if (!replay) throw new NotFoundError(`Replay ${replayId} not found.`);
+  const [agent, replay] = await Promise.all([deps.agents.get(orgId, agentId), deps.replays.get(orgId, agentId, replayId)]);
+  if (!agent || !replay) throw new NotFoundError(`Replay ${replayId} not found.`);
   const shownResults = replay.resultParts.length > 0 || finished(replay);
   return { ...shown(replay), ...(shownResults ? { results: await deps.replays.results(replay) } : {}) };
 }
 
 /** The agent's replays, newest first, a page at a time, without their results. */
 export async function listReplays(deps: Pick<ReplayRequestDeps, 'agents' | 'replays'>, orgId: string, agentId: string, query: ListReplaysQuery): Promise<Page<ReplaySummary>> {
-  if (!(await deps.agents.get(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
-  const replays = (await deps.replays.list(orgId, agentId)).map(shown).sort(compareBy<ReplaySummary>('createdAt', 'desc'));
+  const [agent, stored] = await Promise.all([deps.agents.get(orgId, agentId), deps.replays.list(orgId, agentId)]);
+  if (!agent) throw new NotFoundError(`Agent ${agentId} not found.`);
+  const replays = stored.map(shown).sort(compareBy<ReplaySummary>('createdAt', 'desc'));
   return paginate(replays, query.page, query.limit);
 }
 
@@ -236,9 +237,9 @@ const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(
  * A handoff the replay makes passes the turns after it to its target, as in a live session (docs/agent-versions.md#replay).
  */
 export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string): Promise<SessionReplay> {
-  const original = await deps.sessions.get(replay.orgId, sessionId);
+  const [original, messages] = await Promise.all([deps.sessions.get(replay.orgId, sessionId), deps.sessions.messages(replay.orgId, sessionId)]);
   if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
-  const recordedTurns = userTurns(await deps.sessions.messages(replay.orgId, sessionId));
+  const recordedTurns = userTurns(messages);
   const turnDeps: TurnDeps = {
     ...deps,
     sessions: inMemorySessions(deps.sessions),
