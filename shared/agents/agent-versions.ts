@@ -16,7 +16,7 @@ import {
 } from './agent-version-schemas.ts';
 import { agentEvents } from './agent-events.ts';
 import type { AgentStore, ToolStore } from './ports.ts';
-import type { Tool } from './tool-schemas.ts';
+import type { ExecutableTool, Tool } from './tool-schemas.ts';
 
 export interface VersioningDeps {
   agents: AgentStore;
@@ -38,6 +38,21 @@ export function configurationOf(agent: Agent): AgentConfiguration {
 export function agentAtVersion(agent: Agent, version: AgentVersion): Agent {
   const current = Object.fromEntries(Object.entries(agent).filter(([field]) => lifecycle.has(field)));
   return { ...current, ...version.configuration } as Agent;
+}
+
+/**
+ * The tools an agent runs, in the agent's order: each attached tool that still exists, as `version` defined it when
+ * the version has it (a bound session, a replay: the tools as they were) and with the tool's current secret.
+ */
+export function toolsAsOf(attached: readonly string[], current: readonly ExecutableTool[], version: Pick<AgentVersion, 'tools'> | undefined): ExecutableTool[] {
+  const live = new Map(current.map((tool) => [tool.id, tool]));
+  const definitions = new Map(version?.tools.map((tool) => [tool.id, tool]));
+  return attached.flatMap((toolId) => {
+    const tool = live.get(toolId);
+    if (!tool) return [];
+    const definition = definitions.get(toolId);
+    return [definition ? { ...definition, functionSecret: tool.functionSecret } : tool];
+  });
 }
 
 /** Versions embed their tools' definitions; DynamoDB items stop at 400 KB. */

@@ -1,7 +1,7 @@
 import type { Agent } from '../agents/agent-schemas.ts';
 import type { AgentStore, ToolStore } from '../agents/ports.ts';
 import type { ExecutableTool } from '../agents/tool-schemas.ts';
-import { agentAtVersion } from '../agents/agent-versions.ts';
+import { agentAtVersion, toolsAsOf } from '../agents/agent-versions.ts';
 import { patchedAgent } from '../agents/agents.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import { chatMessagesPerReplayedTurn } from '../billing/usage.ts';
@@ -218,11 +218,8 @@ async function agentAt(deps: ReplayWorkerDeps, orgId: string, agentId: string, w
   const configured = changes ? patchedAgent(base, changes) : base;
   const attached = configured.tools.map((tool) => tool.toolId);
   const current = await deps.tools.executableTools(orgId, attached);
-  const definitions = new Map(changes?.tools === undefined ? version?.tools.map((tool) => [tool.id, tool]) : []);
-  const tools = current.map((tool) => {
-    const definition = definitions.get(tool.id);
-    return definition ? { ...definition, functionSecret: tool.functionSecret } : tool;
-  });
+  // Tools given inline run as they are now; a version's, as it defined them.
+  const tools = toolsAsOf(attached, current, changes?.tools === undefined ? version : undefined);
   return { agent: configured, tools, version: version?.number };
 }
 
