@@ -16,7 +16,7 @@ import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, type SessionDeps } from './sessions.ts';
-import { agentAtVersion } from '../agents/agent-versions.ts';
+import { agentAtVersion, toolsAsOf } from '../agents/agent-versions.ts';
 import { agentOfSession, bindingKey, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { activeBinding, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
@@ -227,15 +227,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
   const attached = context.agent.tools.map((tool) => tool.toolId);
   lastKnownTools.set(bindingKey(binding), attached);
   const fetched = await deps.tools.executableTools(orgId, attached.filter((toolId) => !guessed.includes(toolId)));
-  const live = new Map([...context.tools, ...fetched].map((tool) => [tool.id, tool]));
-  const definitions = new Map(context.version?.tools.map((tool) => [tool.id, tool]));
-  const tools = attached.flatMap((toolId) => {
-    const current = live.get(toolId);
-    if (!current) return [];
-    const definition = definitions.get(toolId);
-    return [definition ? { ...definition, functionSecret: current.functionSecret } : current];
-  });
-  return { ...context, tools };
+  return { ...context, tools: toolsAsOf(attached, [...context.tools, ...fetched], context.version) };
 }
 
 /**
@@ -304,7 +296,7 @@ async function runPreparedTurn(deps: TurnDeps, turn: PreparedTurn, sink: TurnSin
   const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout;
   const toolsByName = new Map(turn.tools.map((tool) => [tool.name, tool]));
   const offeredRouting = routingTools(agent, session);
-  const offeredTools = turnTools(deps, agent, turn.tools, session, turn.knowledgeAsTool);
+  const offeredTools = turnTools(deps, agent, turn.tools, offeredRouting, turn.knowledgeAsTool);
   const routed: RoutingChange = {};
   const retrieval = await turn.retrieval;
   // What the knowledge tool found, cited on the reply as retrieved context is.
@@ -628,7 +620,7 @@ export function systemPrompt(agent: Agent, sessionVariables: Record<string, unkn
  * Every tool a turn offers its model: the agent's, `end_conversation`, the knowledge tool when the knowledge store is
  * one, and the routing tools its configuration allows.
  */
-function turnTools(deps: TurnDeps, agent: Agent, tools: Tool[], session: StoredSession, knowledgeAsTool: boolean): LanguageModelV4FunctionTool[] {
+function turnTools(deps: TurnDeps, agent: Agent, tools: Tool[], routing: LanguageModelV4FunctionTool[], knowledgeAsTool: boolean): LanguageModelV4FunctionTool[] {
   const knowledge: LanguageModelV4FunctionTool[] =
     knowledgeAsTool && agent.knowledgeStoreId && deps.retrieveKnowledge
       ? [
@@ -640,7 +632,7 @@ function turnTools(deps: TurnDeps, agent: Agent, tools: Tool[], session: StoredS
           },
         ]
       : [];
-  return [...functionTools(agent, tools), ...knowledge, ...routingTools(agent, session)];
+  return [...functionTools(agent, tools), ...knowledge, ...routing];
 }
 
 /**
@@ -652,7 +644,7 @@ export async function outsideModelSetup(deps: TurnDeps, orgId: string, sessionId
   const { session, agent, tools } = await readTurnContext(deps, orgId, sessionId);
   if (!session) throw new SessionNotFoundError(`Session ${sessionId} not found.`);
   if (!agent) throw new InvalidSessionError(`The agent of session ${sessionId} no longer exists.`);
-  return { instructions: systemPrompt(agent, session.metadata.sessionVariables), tools: turnTools(deps, agent, tools, session, true) };
+  return { instructions: systemPrompt(agent, session.metadata.sessionVariables), tools: turnTools(deps, agent, tools, routingTools(agent, session), true) };
 }
 
 function functionTools(agent: Agent, tools: Tool[]): LanguageModelV4FunctionTool[] {
