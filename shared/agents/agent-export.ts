@@ -5,9 +5,8 @@ import type { Principal } from '../platform/http/principal.ts';
 import type { SealResponse } from '../platform/ports.ts';
 import { catalogHolding } from '../models/provider-keys.ts';
 import { voiceCatalog, voiceProviderAvailable } from '../models/voices.ts';
-import type { ModelType } from '../models/model-schemas.ts';
 import type { DynamoKnowledgeStore } from '../knowledge/knowledge-store.ts';
-import { createAgent, getAgent, type AgentDeps } from './agents.ts';
+import { createAgent, getAgent, modelFields, modelTypeOf, type AgentDeps } from './agents.ts';
 import { agentAtVersion, authorOf } from './agent-versions.ts';
 import { createTool, checkToolDefinition, type ToolDeps } from './tools.ts';
 import { createAgentBody, type Agent, type CreateAgentInput } from './agent-schemas.ts';
@@ -247,8 +246,6 @@ async function underField(at: string, check: () => Promise<void>): Promise<void>
   }
 }
 
-const modelTypes = { modelId: 'LLM', sttModelId: 'STT', ttsModelId: 'TTS', stsModelId: 'STS' } as const satisfies Record<string, ModelType>;
-
 /**
  * The agent's fields for `createAgent` in the importing organization: models and voice it can use (else the
  * default LLM, or none, reported), its knowledge store and handoff targets found by name (else left out, reported).
@@ -262,8 +259,9 @@ async function resolveAgent(
 ): Promise<Omit<CreateAgentInput, 'tools'>> {
   const { knowledgeStore, handoffAgents, tools: _tools, ...input } = exported;
   const resolved: Omit<CreateAgentInput, 'tools'> = { ...input };
-  const catalog = await catalogHolding(deps, orgId, Object.keys(modelTypes).map((field) => input[field as keyof typeof modelTypes]));
-  for (const [field, type] of Object.entries(modelTypes) as [keyof typeof modelTypes, ModelType][]) {
+  const catalog = await catalogHolding(deps, orgId, modelFields.map((field) => input[field]));
+  for (const field of modelFields) {
+    const type = modelTypeOf[field];
     const id = input[field];
     if (id === undefined || catalog.byId(id)?.type === type) continue;
     if (field === 'modelId') resolved.modelId = deps.catalog.defaultLlm.id;

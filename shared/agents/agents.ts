@@ -93,8 +93,9 @@ export async function deleteAgent(deps: Pick<AgentDeps, 'agents'>, orgId: string
   if (!(await deps.agents.delete(orgId, agentId))) throw new NotFoundError(`Agent ${agentId} not found.`);
 }
 
-const modelFields = ['modelId', 'sttModelId', 'ttsModelId', 'stsModelId'] as const;
-const modelTypeOf: Record<(typeof modelFields)[number], ModelType> = { modelId: 'LLM', sttModelId: 'STT', ttsModelId: 'TTS', stsModelId: 'STS' };
+/** The agent's fields that name a model, each with the type of model it must be. */
+export const modelFields = ['modelId', 'sttModelId', 'ttsModelId', 'stsModelId'] as const;
+export const modelTypeOf: Record<(typeof modelFields)[number], ModelType> = { modelId: 'LLM', sttModelId: 'STT', ttsModelId: 'TTS', stsModelId: 'STS' };
 
 /** Rules that span fields, checked on the agent as it will be stored (after create defaults or a merge). */
 function checkConfiguration(catalog: ModelCatalog, agent: Agent, modelFieldsToCheck: readonly (typeof modelFields)[number][]): void {
