@@ -228,9 +228,14 @@ export function diffValues(before: unknown, after: unknown, path: string): Versi
  */
 export async function publishedAgent(deps: Pick<VersioningDeps, 'agents'>, orgId: string, agentId: string): Promise<Agent | undefined> {
   const agent = await deps.agents.get(orgId, agentId);
-  if (!agent || agent.publishedVersion === undefined || agent.publishedVersion === agent.draftVersion) return agent;
-  const version = await deps.agents.getVersion(orgId, agentId, agent.publishedVersion);
-  return version ? agentAtVersion(agent, version) : agent;
+  return agent && (await atPublishedVersion(deps, agent)).agent;
+}
+
+/** The agent read as it is stored, at its published version, with that version when it had to be read (an older version published over the draft). */
+export async function atPublishedVersion(deps: Pick<VersioningDeps, 'agents'>, agent: Agent): Promise<{ agent: Agent; version?: AgentVersion }> {
+  if (agent.publishedVersion === undefined || agent.publishedVersion === agent.draftVersion) return { agent };
+  const version = await deps.agents.getVersion(agent.orgId, agent.id, agent.publishedVersion);
+  return version ? { agent: agentAtVersion(agent, version), version } : { agent };
 }
 
 /**

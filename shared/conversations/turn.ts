@@ -16,7 +16,7 @@ import { logger } from '../platform/logger.ts';
 import { assertMayConsume, type AdmissionDeps } from '../billing/admission.ts';
 import type { RetrievedChunk } from '../knowledge/knowledge-schemas.ts';
 import { assertNotExpired, endSession, expireIfIdle, type SessionDeps } from './sessions.ts';
-import { agentAtVersion, toolsAsOf } from '../agents/agent-versions.ts';
+import { atPublishedVersion, toolsAsOf } from '../agents/agent-versions.ts';
 import { agentOfSession, bindingKey, histories, lastKnownTools, queueTurn } from './turn-state.ts';
 import { conversationMetrics } from './conversation-metrics.ts';
 import { activeBinding, routedMetadata, routingTools, runRoutingTool, type RoutingChange } from './routing-tools.ts';
@@ -236,10 +236,7 @@ async function readTurnContext(deps: TurnDeps, orgId: string, sessionId: string)
  * then costs one more read.
  */
 async function followPublished(deps: TurnDeps, context: TurnContext): Promise<TurnContext> {
-  const agent = context.agent;
-  if (!agent || agent.publishedVersion === undefined || agent.publishedVersion === agent.draftVersion) return context;
-  const version = await deps.agents.getVersion(agent.orgId, agent.id, agent.publishedVersion);
-  return version ? { ...context, agent: agentAtVersion(agent, version), version } : context;
+  return context.agent ? { ...context, ...(await atPublishedVersion(deps, context.agent)) } : context;
 }
 
 /**
