@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 
-/** Long enough that a request sent at 60 % of it is handled within it on a busy machine. */
-const idleSeconds = 3;
+/** Long enough that a request sent at 40 % of it is handled within it on a busy machine. */
+const idleSeconds = 5;
 let api: TestApi;
 let slowServer: Server;
 let slowUrl: string;
@@ -51,11 +51,16 @@ describe('session expiry after the inactivity window', () => {
   it('counts activity: a session used within the window stays OPEN', async () => {
     const { key } = await api.newOrg();
     const sessionId = await openSession(key);
+    let lastActivityAt = Date.parse((await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key })).body.lastActivityAt);
     for (let round = 0; round < 3; round += 1) {
-      await pause(idleSeconds * 600);
+      // Paced from the activity the server recorded, not from when its answer arrived: a slow commit must not eat the margin.
+      await pause(lastActivityAt + idleSeconds * 400 - Date.now());
       const response = await api.request('POST', `/v1/chat/chat/sessions/${sessionId}/messages`, { key, body: { content: 'still here', stream: false } });
       expect(response.status).toBe(200);
+      lastActivityAt = Date.parse(response.body.assistantMessage.createdAt);
     }
+    // More than a window has passed since the session opened: only the turns kept it open.
+    expect((await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key })).body.state).toBe('OPEN');
   });
 
   it('never expires a session in the middle of a turn longer than the window', async () => {
