@@ -76,7 +76,7 @@ let turnsChanged = 0;
 async function replayAll(): Promise<number> {
   await startReplay(requestDeps, orgId, agent.id, { sessionIds: live.sessionIds, candidate, liveTools: false });
   const message = queued.shift() as ReplayQueueMessage;
-  await runReplay(worker, message);
+  await runReplay(worker, message, { mustFinishBy: Number.POSITIVE_INFINITY });
   const finished = await worker.replays.get(orgId, agent.id, message.replayId);
   if (finished?.status !== 'COMPLETED') throw new Error(`replay ${message.replayId}: ${finished?.status} ${finished?.error ?? ''}`);
   turnsChanged += finished.turnsChanged;

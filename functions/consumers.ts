@@ -35,7 +35,7 @@ export const analysisQueue: QueueDefinition = {
   maxReceiveCount: 3,
 };
 
-/** A replay's sessions run one after another in one invocation: at most REPLAY_MAX_TURNS turns of the stub or a model. */
+/** A replay's sessions run one after another; a replay longer than an invocation queues the rest on its own queue. */
 const replayTimeoutSeconds = 900;
 
 export const replayQueue: QueueDefinition = {
@@ -249,6 +249,7 @@ export const queueConsumers: readonly QueueConsumer[] = [
     queue: replayQueue,
     batchSize: 1,
     timeoutSeconds: replayTimeoutSeconds,
+    queueUrlVariable: 'REPLAY_QUEUE_URL',
     invokesModels: true,
     // Reading a FUNCTION_TOOL's definition opens its signing secret, as a turn does (it is never called live).
     opensSecrets: true,

@@ -142,7 +142,7 @@ export const functionSettings: Readonly<Record<string, readonly SettingName[]>> 
   // Queue consumers.
   'webhook-delivery': [...runtime, ...egress, ...queues, 'WEBHOOK_QUEUE_URL', 'WEBHOOK_RETRY_SCHEDULE_SECONDS', 'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_DELIVERY_RETENTION_DAYS'],
   analysis: [...runtime, ...modelProviders, 'ANALYSIS_MODEL_ID', 'ANALYSIS_DEADLINE_SECONDS'],
-  replay: [...runtime, ...modelProviders, ...knowledge, ...egress, 'MAX_TOOL_ROUNDS', 'TOOL_TIMEOUT_MS', 'TOOL_MAX_RESPONSE_BYTES', 'TURN_TIMEOUT_SECONDS', 'ANALYSIS_MODEL_ID', 'ANALYSIS_DEADLINE_SECONDS'],
+  replay: [...runtime, ...modelProviders, ...knowledge, ...egress, ...queues, 'REPLAY_QUEUE_URL', 'MAX_TOOL_ROUNDS', 'TOOL_TIMEOUT_MS', 'TOOL_MAX_RESPONSE_BYTES', 'TURN_TIMEOUT_SECONDS', 'ANALYSIS_MODEL_ID', 'ANALYSIS_DEADLINE_SECONDS'],
   'usage-rollup': [...runtime, ...queues, ...stripeBilling, 'USAGE_ROLLUP_QUEUE_URL', 'USAGE_ROLLUP_SECONDS'],
   'call-backstop': [...runtime, ...voice],
   'campaign-dispatcher': [...runtime, ...calls, ...queues, 'CALL_RING_TIMEOUT_SECONDS', 'CAMPAIGN_QUEUE_URL', 'CAMPAIGN_TICK_SECONDS', 'CAMPAIGN_CLAIM_GRACE_SECONDS'],

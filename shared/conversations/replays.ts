@@ -134,6 +134,8 @@ export async function listReplays(deps: Pick<ReplayRequestDeps, 'agents' | 'repl
 
 export interface ReplayWorkerDeps extends TurnDeps {
   replays: DynamoReplayStore;
+  /** Where a replay that runs out of its invocation's time goes on from (its own queue). */
+  replayQueue: ScheduledQueue<ReplayQueueMessage>;
   /** The analysis a session's transcript would get from this agent (the analysis context's, wired by the replay function). */
   analyseTranscript(agent: Agent, messages: readonly Message[], endedReason: EndedReason | undefined): Promise<AnalysisResult>;
 }
@@ -233,7 +235,7 @@ const sameSide = (a: TurnSide, b: TurnSide) => a.reply === b.reply && canonical(
  * Each session's user turns, in order, through the candidate with the turn engine; nothing is written to the session.
  * A handoff the replay makes passes the turns after it to its target, as in a live session (docs/agent-versions.md#replay).
  */
-export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string): Promise<SessionReplay> {
+export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string, stop?: AbortSignal): Promise<SessionReplay> {
   const [original, messages] = await Promise.all([deps.sessions.get(replay.orgId, sessionId), deps.sessions.messages(replay.orgId, sessionId)]);
   if (!original) return { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: 'The session no longer exists.' };
   const recordedTurns = userTurns(messages);
@@ -250,8 +252,9 @@ export async function replaySession(deps: ReplayWorkerDeps, replay: Replay, cand
   const usages: ReplayUsage[] = [];
   try {
     for (const [index, recorded] of recordedTurns.entries()) {
+      stop?.throwIfAborted();
       const prepared = detachedTurn(turnDeps, session, answering.agent, answering.tools, [...history], recorded.user);
-      const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false });
+      const result = await runTurn(turnDeps, prepared, { delta: () => undefined, failed: () => undefined }, { closeWhenAgentEnds: false, stop });
       history.push(prepared.userMessage, ...result.messages);
       usages.push(turnUsage(result.messages));
       const replayed: TurnSide = {
@@ -331,15 +334,45 @@ function summed(usages: readonly ReplayUsage[]): ReplayUsage {
   return { turns: usages.reduce((sum, usage) => sum + usage.turns, 0), tokens: [...tokens.values()] };
 }
 
+/** How long an invocation of the replay function has for its sessions: until `mustFinishBy` (epoch ms). */
+export interface ReplayRun {
+  mustFinishBy: number;
+}
+
+/**
+ * The session's replay, or 'out of time' when `mustFinishBy` comes first: the replay is then stopped (its model and
+ * tool calls aborted, no further turn) and its result dropped.
+ */
+async function replaySessionBefore(deps: ReplayWorkerDeps, replay: Replay, candidate: AnsweringAgent, sessionId: string, mustFinishBy: number) {
+  const stop = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  // setTimeout fires at once for a delay past its 32-bit bound (an unbounded run's Infinity).
+  const delayMs = Math.min(2 ** 31 - 1, Math.max(0, mustFinishBy - Date.now()));
+  const outOfTime = new Promise<'out of time'>((resolve) => (timer = setTimeout(() => resolve('out of time'), delayMs)));
+  const work = replaySession(deps, replay, candidate, sessionId, stop.signal);
+  try {
+    return await Promise.race([work, outOfTime]);
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+    // A replay stopped for lack of time ends in an abort nobody waits for.
+    work.catch(() => undefined);
+  }
+}
+
 /**
  * The queue's work: runs a replay to its end, recording each session's result as it is done, and finishes it with
  * `replay.completed`. A redelivery of a replay cut short goes on after the last session recorded; one of a finished
- * replay does nothing.
+ * replay does nothing. Before its invocation's time runs out it queues the replay again and returns, so a replay of
+ * any length ends: a session cut off is run again from a new invocation, and one that does not fit in a whole
+ * invocation is recorded FAILED (docs/agent-versions.md#replay).
  */
-export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage): Promise<void> {
+export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage, run: ReplayRun): Promise<void> {
   const replay = await deps.replays.get(message.orgId, message.agentId, message.replayId);
   if (!replay || finished(replay) || !(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
-  let sessionsDone = replay.progress.sessionsDone;
+  const goOnLater = () => deps.replayQueue.schedule([{ ...message, notBefore: 0 }]);
+  const firstOfRun = replay.progress.sessionsDone;
+  let sessionsDone = firstOfRun;
   let turnsChanged = replay.turnsChanged;
   // The event counts every session's use once: those an earlier delivery recorded are read back.
   const usages: ReplayUsage[] = [];
@@ -348,7 +381,11 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
     if (sessionsDone > 0) usages.push(...(await deps.replays.results(replay)).flatMap((result) => (result.usage ? [result.usage] : [])));
     const candidate = await candidateOf(deps, replay);
     for (const sessionId of replay.sessionIds.slice(sessionsDone)) {
-      const result = await replaySession(deps, replay, candidate, sessionId);
+      // A run always gets through its first session, so each one moves the replay on.
+      if (sessionsDone > firstOfRun && Date.now() >= run.mustFinishBy) return await goOnLater();
+      const outcome = await replaySessionBefore(deps, replay, candidate, sessionId, run.mustFinishBy);
+      if (outcome === 'out of time' && sessionsDone > firstOfRun) return await goOnLater();
+      const result: SessionReplay = outcome === 'out of time' ? { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: tooLongForOneRun } : outcome;
       // Another delivery recorded this session, or finished the replay: what is left is its work.
       if (!(await deps.replays.recordSession(replay, sessionsDone, result, deps.clock.now().toISOString()))) return;
       sessionsDone += 1;
@@ -364,3 +401,5 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
   const event = envelopeEvent(replay.orgId, 'replay.completed', at, { replayId: replay.id, agentId: replay.agentId, status, sessions: sessionsDone, turnsChanged, usage: summed(usages) });
   await deps.replays.finish(replay, { status, error, updatedAt: at }, event);
 }
+
+const tooLongForOneRun = 'The session did not finish within one invocation of the replay function; its turns were not recorded.';

@@ -51,6 +51,8 @@ export interface TestQueueOptions {
   visibilityTimeoutSeconds?: number;
   /** Pollers per consumer (default 4). */
   concurrency?: number;
+  /** A consumer's function timeout by consumer name, instead of the declared one: to see it run against its deadline. */
+  timeoutSeconds?: Readonly<Record<string, number>>;
   /** Instead of `queueConsumers` and `eventRules`, e.g. a fixture consumer. */
   consumers?: readonly QueueConsumer[];
   rules?: readonly EventRule[];
@@ -216,17 +218,21 @@ async function startQueues(
     import('../../infra/local/campaign-ticker.ts'),
     import('../../functions/route-groups.ts'),
   ]);
-  const consumers = options.consumers ?? queueConsumers;
+  const platform = options.consumers === undefined;
+  const consumers = (options.consumers ?? queueConsumers).map((consumer) => {
+    const timeoutSeconds = options.timeoutSeconds?.[consumer.name];
+    return timeoutSeconds === undefined ? consumer : { ...consumer, timeoutSeconds };
+  });
   const rules = options.rules ?? eventRules;
   // A fixture's consumers stand alone: the route groups' queues only come with the platform's consumers.
   const queues = await startLocalQueues({
     consumers,
     rules,
     streamConsumers: tableStreamConsumers,
-    ...(consumers === queueConsumers ? { routeGroups } : {}),
+    ...(platform ? { routeGroups } : {}),
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
   });
-  const uploads = consumers === queueConsumers ? await (await import('../../infra/local/s3-upload-gateway.ts')).startLocalUploads(queues) : undefined;
+  const uploads = platform ? await (await import('../../infra/local/s3-upload-gateway.ts')).startLocalUploads(queues) : undefined;
   await beforeConsumers(queues);
   const router = startEventRouter({ queues, rules });
   const pollers = startQueuePollers({ queues, consumers, concurrency: options.concurrency });
