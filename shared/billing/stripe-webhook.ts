@@ -4,7 +4,7 @@ import { InvalidSignatureError, InvalidSubscriptionTransitionError, NotFoundErro
 import { logger } from '../platform/logger.ts';
 import type { Config } from '../platform/config.ts';
 import { secretSetting } from '../platform/secrets/secret-settings.ts';
-import { changeSubscription, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
+import { changeSubscription, linkedElsewhere, type SubscriptionChange, type SubscriptionDeps } from './subscriptions.ts';
 import type { OrgStore } from '../identity/ports.ts';
 import type { StoredSubscription } from './ports.ts';
 import { stripeClient } from './stripe.ts';
@@ -66,14 +66,13 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
     logger.warn('stripe event names an unknown organization', { eventId: event.id, type: event.type, orgId });
     return { received: true, applied: false };
   }
-  // Once the platform keeps the organization's Stripe customer, only the linked subscription moves it: the events of
-  // one it replaced or ended (a move to a free plan cancels it) arrive after.
   const named = change.kind === 'link' ? change.providerSubscriptionId : subscriptionOf(object);
   if (change.kind === 'link' && named === stored?.providerSubscriptionId) {
     logger.info('stripe checkout already linked', { eventId: event.id, orgId, subscription: named });
     return { received: true, applied: false };
   }
-  if (change.kind !== 'link' && stored?.providerCustomerId && named && named !== stored.providerSubscriptionId) {
+  const about = change.kind === 'link' ? undefined : named;
+  if (about && linkedElsewhere(stored, about)) {
     logger.info('stripe event of a subscription that is not the linked one ignored', { eventId: event.id, type: event.type, orgId, subscription: named });
     return { received: true, applied: false };
   }
@@ -84,7 +83,7 @@ export async function handleStripeWebhook(deps: StripeWebhookDeps, rawBody: stri
   }
   try {
     // Stripe made this change: it is not told of it again.
-    await changeSubscription({ ...deps, billing: undefined }, orgId, change);
+    await changeSubscription({ ...deps, billing: undefined }, orgId, change, { about });
   } catch (error) {
     if (!(error instanceof InvalidSubscriptionTransitionError) && !(error instanceof UnknownPlanError)) throw error;
     logger.warn('stripe event does not apply to the subscription', { eventId: event.id, type: event.type, orgId, reason: error.message });

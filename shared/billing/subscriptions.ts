@@ -82,14 +82,20 @@ export async function getSubscription(deps: SubscriptionDeps, orgId: string): Pr
  * provider is told first (and what it links is recorded); a change of what is billed by use first reports the usage
  * counted so far under the subscription as it was.
  */
-export async function changeSubscription(deps: SubscriptionDeps, orgId: string, change: SubscriptionChange): Promise<Subscription> {
+export async function changeSubscription(
+  deps: SubscriptionDeps,
+  orgId: string,
+  change: SubscriptionChange,
+  options: { /** The provider's event is about this subscription: it moves nothing once another, or none, is linked. */ about?: string } = {},
+): Promise<Subscription> {
   // What the provider did on the first attempt, and on what: a retry after a concurrent write reuses it, never does it twice.
   let applied: { on: string; link: ProviderLink | undefined } | undefined;
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const now = deps.clock.now();
     const stored = await deps.subscriptions.get(orgId);
     const current = stored ?? initialSubscription(orgId, now);
-    let next = nextSubscription(deps, current, change, now);
+    // Checked on every read: a move to free may unlink the subscription between the caller's check and this write.
+    let next = options.about !== undefined && linkedElsewhere(current, options.about) ? undefined : nextSubscription(deps, current, change, now);
     if (!next) return publicSubscription(current, now);
     if (deps.metering && changesWhatIsBilled(change)) await reportMeteredUsage({ ...deps.metering, plans: deps.plans, clock: deps.clock }, current);
     if (deps.billing && isProviderChange(change)) {
@@ -125,6 +131,13 @@ export async function startCheckout(deps: SubscriptionDeps & { billing: BillingP
   }
   throw new ConcurrentModificationError('The subscription changed while this request started a checkout; retry.');
 }
+
+/**
+ * Once the platform keeps the organization's provider customer, only its linked subscription moves it: the events
+ * of one it replaced or ended (a move to a free plan cancels it) arrive after.
+ */
+export const linkedElsewhere = (subscription: StoredSubscription | undefined, providerSubscriptionId: string): boolean =>
+  subscription?.providerCustomerId !== undefined && providerSubscriptionId !== subscription.providerSubscriptionId;
 
 function isProviderChange(change: SubscriptionChange): change is ProviderChange {
   return change.kind === 'changePlan' || change.kind === 'pause' || change.kind === 'resume' || change.kind === 'cancel';

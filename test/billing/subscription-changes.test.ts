@@ -1,7 +1,8 @@
 /**
  * A change told to the billing provider, then lost to a concurrent write (shared/billing/subscriptions.ts): the
  * provider is told once per request, and what it made is recorded on the retry, unless the provider's side moved
- * meanwhile. In memory: the conditions are those of DynamoSubscriptionStore.
+ * meanwhile; a provider's event about a subscription that a concurrent write unlinked moves nothing. In memory: the
+ * conditions are those of DynamoSubscriptionStore.
  */
 import { describe, expect, it } from 'vitest';
 import { createPlanCatalog } from '../../shared/billing/plans.ts';
@@ -75,5 +76,23 @@ describe('a provider change lost to a concurrent write', () => {
     expect(refused).toBe('CONCURRENT_MODIFICATION');
     expect(billing.calls).toHaveLength(1);
     expect(subscriptions.stored.currentPlan).toBe('enterprise');
+  });
+});
+
+describe("a provider's event about a subscription unlinked meanwhile", () => {
+  it('moves nothing: the cancellation Stripe reports after a move to free does not cancel the organization', async () => {
+    // Prepare: linked to Stripe's sub_stripe_1 on pro, then moved to free (unlinked) just before the event's write.
+    const linked: StoredSubscription = { ...free, currentPlan: 'pro', provider: 'stripe', providerSubscriptionId: 'sub_stripe_1' };
+    const subscriptions = racingStore(linked, (stored) => {
+      const { providerSubscriptionId: _unlinked, ...rest } = stored;
+      return { ...rest, currentPlan: 'free', provider: 'manual', updatedAt: '2026-11-10T12:00:00.001Z' };
+    });
+
+    // Act
+    const after = await changeSubscription({ subscriptions, plans, clock }, 'org-1', { kind: 'set', status: 'canceled' }, { about: 'sub_stripe_1' });
+
+    // Assess
+    expect(after).toMatchObject({ currentPlan: 'free', provider: 'manual', status: 'active' });
+    expect(subscriptions.stored).toMatchObject({ currentPlan: 'free', status: 'active' });
   });
 });
