@@ -290,9 +290,9 @@ describe('events', { timeout: 60_000 }, () => {
   it('emits agent.updated for each new version and agent.published when the published version changes', async () => {
     // Prepare
     const { key } = await api.newOrg();
-    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/agents/${key.slice(-8)}`, events: ['agent.updated', 'agent.published'] } });
+    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/ok/agents/${key.slice(-8)}`, events: ['agent.updated', 'agent.published'] } });
     expect(hook.status, hook.text).toBe(201);
-    receiver.secrets.set(`/agents/${key.slice(-8)}`, [hook.body.secret]);
+    receiver.secrets.set(`/ok/agents/${key.slice(-8)}`, [hook.body.secret]);
     const agent = await createAgent(key, { publishMode: 'MANUAL' });
 
     // Act
@@ -300,7 +300,7 @@ describe('events', { timeout: 60_000 }, () => {
     await api.request('POST', `/v2/chat/agents/${agent.id}/publish`, { key, body: {} });
 
     // Assess: creation publishes version 1; the change is version 2, a draft; the publish makes it live
-    const receipts = await eventually(() => receiver.for(`/agents/${key.slice(-8)}`), (found) => found.length >= 3);
+    const receipts = await eventually(() => receiver.eventsFor(`/ok/agents/${key.slice(-8)}`), (found) => found.length >= 3);
     const events = receipts.map((receipt) => [receipt.body.type, receipt.body.data]);
     expect(events).toEqual(
       expect.arrayContaining([

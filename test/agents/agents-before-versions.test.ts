@@ -93,7 +93,7 @@ describe('an agent stored before versions existed', () => {
   it('keeps its stored configuration as version 1 on its first change, which is version 2, and rolls back to it', async () => {
     // Prepare
     const { key, agentId, toolId } = await agentBeforeVersions();
-    const path = `/agents/${agentId}`;
+    const path = `/ok/agents/${agentId}`;
     const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: receiverUrl + path, events: ['agent.updated', 'agent.published'] } });
     receiver.secrets.set(path, [hook.body.secret]);
 
@@ -115,7 +115,7 @@ describe('an agent stored before versions existed', () => {
     expect(afterRollback).toEqual({ agentVersion: undefined, calledTool: true });
     expect((await versionsOf(key, agentId)).data.map((version: { number: number }) => version.number)).toEqual([3, 2, 1]);
     // Keeping the stored configuration changes nothing: it is published, as a creation is, with no agent.updated.
-    const receipts = await eventually(() => receiver.for(path), (found) => found.length >= 5);
+    const receipts = await eventually(() => receiver.eventsFor(path), (found) => found.length >= 5);
     const events = receipts.map((receipt) => [receipt.body.type, receipt.body.data.version]);
     expect(events).toEqual(
       expect.arrayContaining([

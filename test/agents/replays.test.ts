@@ -60,9 +60,9 @@ describe('replaying a 10-turn conversation', () => {
 
   beforeAll(async () => {
     ({ key } = await api.newOrg());
-    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/replays`, events: ['replay.completed'] } });
+    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/ok/replays`, events: ['replay.completed'] } });
     expect(hook.status, hook.text).toBe(201);
-    receiver.secrets.set('/replays', [hook.body.secret]);
+    receiver.secrets.set('/ok/replays', [hook.body.secret]);
     tools.getOrder = await createApiTool(api, key, 'get_order', 'GET', `${toolBase}/orders`, 'id');
     tools.createRefund = await createApiTool(api, key, 'create_refund', 'POST', `${toolBase}/refunds`, 'orderId');
     tools.getStock = await createApiTool(api, key, 'get_stock', 'GET', `${toolBase}/stock`, 'sku');
@@ -103,7 +103,7 @@ describe('replaying a 10-turn conversation', () => {
     expect(order.replay).toEqual(order.original);
     expect(order.replay.toolCalls[0].result).toContain('/orders/B2');
     expect(requests.length).toBe(before);
-    const [completed] = await eventually(() => receiver.for('/replays'), (found) => found.length >= 1);
+    const [completed] = await eventually(() => receiver.eventsFor('/ok/replays'), (found) => found.length >= 1);
     expect(completed?.body).toMatchObject({ type: 'replay.completed', data: { replayId: started.body.id, agentId, status: 'COMPLETED', sessions: 1, turnsChanged: 2 } });
   });
 

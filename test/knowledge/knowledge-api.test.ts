@@ -122,9 +122,9 @@ describe('knowledge stores', () => {
 
   it('ingests a Markdown document: PROCESSING, then UPSERTED with counts, an event on the webhook, and chunks a query finds', async () => {
     const { key } = await api.newOrg();
-    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/knowledge/upserted`, events: ['knowledge_store.updated'] } });
+    const hook = await api.request('POST', '/v1/chat/webhooks', { key, body: { url: `${receiverUrl}/ok/knowledge/upserted`, events: ['knowledge_store.updated'] } });
     expect(hook.status, hook.text).toBe(201);
-    receiver.secrets.set('/knowledge/upserted', [hook.body.secret]);
+    receiver.secrets.set('/ok/knowledge/upserted', [hook.body.secret]);
     const store = await newStore(key);
     const submitted = await addDocument(key, store.id, { name: 'Refund policy', text: refundPolicy });
     expect(submitted).toMatchObject({ name: 'Refund policy', status: 'PROCESSING', version: 1, format: 'markdown' });
@@ -133,7 +133,7 @@ describe('knowledge stores', () => {
     expect(document).toMatchObject({ status: 'UPSERTED', activeVersion: 1, chunkCount: 3 });
     const counted = await api.request('GET', `/v1/chat/knowledge-stores/${store.id}`, { key });
     expect(counted.body.counts).toEqual({ documents: 1, chunks: 3, bytes: Buffer.byteLength(refundPolicy) });
-    const receipts = await eventually(() => receiver.for('/knowledge/upserted'), (found) => found.length >= 1);
+    const receipts = await eventually(() => receiver.eventsFor('/ok/knowledge/upserted'), (found) => found.length >= 1);
     expect(receipts.map((receipt) => receipt.body)).toEqual([
       expect.objectContaining({ type: 'knowledge_store.updated', data: { knowledgeStoreId: store.id, documentId: submitted.id, status: 'UPSERTED' } }),
     ]);

@@ -65,6 +65,11 @@ export class Receiver {
     return this.receipts.filter((receipt) => receipt.path === path);
   }
 
+  /** The path's receipts, one per event (its first delivery): a delivery is at least once, so an event may come twice. */
+  eventsFor(path: string): Receipt[] {
+    return [...new Map(this.for(path).reverse().map((receipt) => [receipt.webhookId, receipt])).values()].reverse();
+  }
+
   close(): Promise<void> {
     return closeServer(this.server);
   }
