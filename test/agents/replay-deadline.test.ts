@@ -4,11 +4,9 @@
  * a session cut off runs again from the next invocation, and one that cannot fit in a whole invocation is recorded
  * FAILED while the others go on.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
-import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
-import { converse, createAgent, createApiTool, finishedReplay } from '../support/replays.ts';
+import { converse, createAgent, createApiTool, finishedReplay, startToolServer } from '../support/replays.ts';
 
 /**
  * The replay function's timeout here: 10 s for sessions after the margin it keeps for recording one. The visibility
@@ -17,40 +15,23 @@ import { converse, createAgent, createApiTool, finishedReplay } from '../support
 const replayTimeoutSeconds = 15;
 
 /** The customer's tool API: `/probe/hold` is not answered the first time, `/probe/never` never (within the tool timeout). */
-let toolServer: Server;
-let toolBase: string;
-const requests: string[] = [];
-const requestsTo = (path: string) => requests.filter((request) => request === path).length;
-const unanswered: ServerResponse[] = [];
+let tools: Awaited<ReturnType<typeof startToolServer>>;
 let api: TestApi;
 
 beforeAll(async () => {
-  toolServer = createServer((request, response) => {
-    requests.push(request.url ?? '');
-    request.resume();
-    request.on('end', () => {
-      if (request.url === '/probe/never' || (request.url === '/probe/hold' && requestsTo('/probe/hold') === 1)) {
-        unanswered.push(response);
-        return;
-      }
-      response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify({ path: request.url }));
-    });
-  });
-  toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
+  tools = await startToolServer((path, times) => path === '/probe/never' || (path === '/probe/hold' && times === 1));
   // A tool call may outlast a whole invocation.
   api = await startApi({ TOOL_TIMEOUT_MS: '60000' }, { queues: { timeoutSeconds: { replay: replayTimeoutSeconds } } });
 });
 afterAll(async () => {
   await api.close();
-  for (const response of unanswered) response.destroy();
-  await closeServer(toolServer);
+  await tools.close();
 });
 
 /** An agent whose sessions asked for the probe with each of `values`, one session each, and a draft with the probe. */
 async function sessionsAskingFor(values: readonly string[]) {
   const { key } = await api.newOrg();
-  const probe = await createApiTool(api, key, 'probe', 'GET', `${toolBase}/probe`, 'q');
+  const probe = await createApiTool(api, key, 'probe', 'GET', `${tools.base}/probe`, 'q');
   const agentId = await createAgent(api, key);
   const sessionIds: string[] = [];
   for (const value of values) sessionIds.push(await converse(api, key, agentId, [`Please run probe with {"q":"${value}"}`]));
@@ -74,8 +55,8 @@ describe('a replay longer than one invocation', () => {
     expect(replay.results.map((result: { status: string }) => result.status)).toEqual(['COMPLETED', 'COMPLETED']);
     expect(replay.results[1].turns[0].replay.toolCalls).toEqual([expect.objectContaining({ name: 'probe', status: 'SUCCESS', result: expect.stringContaining('/probe/hold') })]);
     // The first session was recorded once; the second ran twice, cut off the first time.
-    expect(requestsTo('/probe/first')).toBe(1);
-    expect(requestsTo('/probe/hold')).toBe(2);
+    expect(tools.requestsTo('/probe/first')).toBe(1);
+    expect(tools.requestsTo('/probe/hold')).toBe(2);
   }, 120_000);
 
   it('records a session that does not fit in a whole invocation as FAILED, and replays the others', async () => {
@@ -86,6 +67,6 @@ describe('a replay longer than one invocation', () => {
     expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 2 }, turnsChanged: 1 });
     expect(replay.results[0]).toMatchObject({ sessionId: sessionIds[0], status: 'FAILED', turns: [], error: expect.stringContaining('did not finish within one invocation') });
     expect(replay.results[1]).toMatchObject({ sessionId: sessionIds[1], status: 'COMPLETED', turnsChanged: 1 });
-    expect(requestsTo('/probe/never')).toBe(1);
+    expect(tools.requestsTo('/probe/never')).toBe(1);
   }, 120_000);
 });

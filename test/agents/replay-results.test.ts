@@ -4,7 +4,6 @@
  * replays are listed, newest first, in its organization only; a handoff made during a replay passes the later turns
  * to its target, at the version a live session would use, and writes nothing.
  */
-import { createServer, type ServerResponse, type Server } from 'node:http';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -13,45 +12,24 @@ import { replayQueue } from '../../functions/consumers.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { testTableName } from '../support/database.ts';
-import { converse, createAgent, createApiTool, finishedReplay } from '../support/replays.ts';
-import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
+import { converse, createAgent, createApiTool, finishedReplay, startToolServer } from '../support/replays.ts';
 
 const documents = DynamoDBDocumentClient.from(
   new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
 );
 
 /** The customer's tool API: counts each request by path; the first request to `/probe/hold` gets no answer. */
-let toolServer: Server;
-let toolBase: string;
-const requests: string[] = [];
-const requestsTo = (path: string) => requests.filter((request) => request === path).length;
-const held: ServerResponse[] = [];
-let holdArrived: () => void;
-const holdRequest = new Promise<void>((resolve) => (holdArrived = resolve));
+let tools: Awaited<ReturnType<typeof startToolServer>>;
 let api: TestApi;
 
 beforeAll(async () => {
-  toolServer = createServer((request, response) => {
-    requests.push(request.url ?? '');
-    request.resume();
-    request.on('end', () => {
-      if (request.url === '/probe/hold' && held.length === 0) {
-        held.push(response);
-        holdArrived();
-        return;
-      }
-      response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify({ path: request.url }));
-    });
-  });
-  toolBase = `http://127.0.0.1:${await listenOnLoopback(toolServer)}`;
+  tools = await startToolServer((path, times) => path === '/probe/hold' && times === 1);
   // A held tool call must outlast the wait for it: the replay's invocation is killed while it waits.
   api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '40', TOOL_TIMEOUT_MS: '60000' }, { queues: true });
 });
 afterAll(async () => {
   await api.close();
-  for (const response of held) response.destroy();
-  await closeServer(toolServer);
+  await tools.close();
 });
 
 async function startReplay(key: string, agentId: string, body: object): Promise<string> {
@@ -114,7 +92,7 @@ describe('replay results beyond one item', () => {
 describe('a replay whose invocation dies', () => {
   it('goes on after the last session it recorded when the message comes again, and sends one replay.completed', async () => {
     const { orgId, key } = await api.newOrg();
-    const probe = await createApiTool(api, key, 'probe', 'GET', `${toolBase}/probe`, 'q');
+    const probe = await createApiTool(api, key, 'probe', 'GET', `${tools.base}/probe`, 'q');
     const agentId = await createAgent(api, key);
     const first = await converse(api, key, agentId, ['Please run probe with {"q":"first"}']);
     const second = await converse(api, key, agentId, ['Please run probe with {"q":"hold"}']);
@@ -122,7 +100,7 @@ describe('a replay whose invocation dies', () => {
     expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
     const replayId = await startReplay(key, agentId, { sessionIds: [first, second], candidate: { version: 2 }, liveTools: true });
 
-    await holdRequest;
+    await tools.held;
     const partial = await api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key });
     expect(partial.body).toMatchObject({ status: 'RUNNING', progress: { sessionsDone: 1, sessionsTotal: 2 }, turnsChanged: 1 });
     expect(partial.body.results).toEqual([expect.objectContaining({ sessionId: first, status: 'COMPLETED', turnsChanged: 1 })]);
@@ -139,8 +117,8 @@ describe('a replay whose invocation dies', () => {
     expect(replay.results.map((result: { sessionId: string }) => result.sessionId)).toEqual([first, second]);
     expect(replay.results[1].turns[0].replay.toolCalls).toEqual([expect.objectContaining({ name: 'probe', status: 'SUCCESS', result: expect.stringContaining('/probe/hold') })]);
     // The first session was not replayed again; the second was, after the killed attempt.
-    expect(requestsTo('/probe/first')).toBe(1);
-    expect(requestsTo('/probe/hold')).toBe(2);
+    expect(tools.requestsTo('/probe/first')).toBe(1);
+    expect(tools.requestsTo('/probe/hold')).toBe(2);
     const completed = (await stored(orgId, agentId, 'OUTBOX#')).filter((item) => item.type === 'replay.completed' && item.payload.data.replayId === replayId);
     expect(completed).toHaveLength(1);
     // The usage metered counts the session the first delivery recorded as well as the one this delivery ran.
@@ -187,7 +165,7 @@ describe("listing an agent's replays", () => {
 describe('a handoff during a replay', () => {
   it("passes the session's later turns to the target at its published version, back to the candidate on a handback, and writes nothing", async () => {
     const { key } = await api.newOrg();
-    const invoice = await createApiTool(api, key, 'get_invoice', 'GET', `${toolBase}/invoices`, 'id');
+    const invoice = await createApiTool(api, key, 'get_invoice', 'GET', `${tools.base}/invoices`, 'id');
     const front = await createAgent(api, key, { fullName: 'Front desk' });
     // The billing desk's published version 1 has the invoice tool and may hand back; its draft, version 2, has no tool.
     const billing = await createAgent(api, key, { fullName: 'Billing', tools: [{ toolId: invoice }], handoffAgents: [{ agentId: front, description: 'Anything else' }] });
@@ -202,7 +180,7 @@ describe('a handoff during a replay', () => {
     // The front desk's version 1 hands nothing over: the original session stays with it.
     const sessionId = await converse(api, key, front, conversation);
     expect((await api.request('PATCH', `/v2/chat/agents/${front}`, { key, body: { handoffAgents: [{ agentId: billing, description: 'Invoices' }] } })).body.draftVersion).toBe(2);
-    const before = requests.length;
+    const before = tools.requests.length;
 
     const replayId = await startReplay(key, front, { sessionIds: [sessionId], candidate: { version: 2 } });
     const [result] = (await finishedReplay(api, key, front, replayId)).results;
@@ -217,7 +195,7 @@ describe('a handoff during a replay', () => {
     // Handed back, the candidate answers again: it has no invoice tool.
     expect(turns[4]?.replay.agentId).toBeUndefined();
     expect(turns[4]?.replay.toolCalls).toEqual([]);
-    expect(requests.length).toBe(before);
+    expect(tools.requests.length).toBe(before);
     const original = await api.request('GET', `/api/v1/chat/sessions/${sessionId}`, { key });
     expect(original.body.messageCount).toBe(conversation.length * 2);
     expect(original.body.metadata.activeAgentId).toBeUndefined();

@@ -1,7 +1,46 @@
 /** What replay tests share: the tools, agent and conversations to replay, and a replay waited for until it has finished. */
+import { createServer, type ServerResponse } from 'node:http';
 import { expect } from 'vitest';
 import type { TestApi } from './api.ts';
 import { eventually } from './eventually.ts';
+import { closeServer, listenOnLoopback } from './loopback-server.ts';
+
+/**
+ * The customer's tool API: records each request's path and answers `{path}` as JSON, except the requests `holds`
+ * picks (from their path and how many times that path has come, this one included), which get no answer until closed.
+ */
+export async function startToolServer(holds: (path: string, times: number) => boolean = () => false) {
+  const requests: string[] = [];
+  const held: ServerResponse[] = [];
+  let firstHeld: () => void = () => undefined;
+  const requestsTo = (path: string) => requests.filter((request) => request === path).length;
+  const server = createServer((request, response) => {
+    const path = request.url ?? '';
+    requests.push(path);
+    request.resume();
+    request.on('end', () => {
+      if (holds(path, requestsTo(path))) {
+        held.push(response);
+        firstHeld();
+        return;
+      }
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ path }));
+    });
+  });
+  const base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
+  return {
+    base,
+    requests,
+    requestsTo,
+    /** Settles once a request is held. */
+    held: new Promise<void>((resolve) => (firstHeld = resolve)),
+    close: async () => {
+      for (const response of held) response.destroy();
+      await closeServer(server);
+    },
+  };
+}
 
 /** An API tool of one required string parameter, called at `<urlBase>/<value>`. */
 export async function createApiTool(api: TestApi, key: string, name: string, method: 'GET' | 'POST', urlBase: string, property: string): Promise<string> {
