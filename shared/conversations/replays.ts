@@ -370,21 +370,24 @@ async function replaySessionBefore(deps: ReplayWorkerDeps, replay: Replay, candi
 export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage, run: ReplayRun): Promise<void> {
   const replay = await deps.replays.get(message.orgId, message.agentId, message.replayId);
   if (!replay || finished(replay) || !(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
-  const goOnLater = () => deps.replayQueue.schedule([{ ...message, notBefore: 0 }]);
   const firstOfRun = replay.progress.sessionsDone;
   let sessionsDone = firstOfRun;
   let turnsChanged = replay.turnsChanged;
   // The event counts every session's use once: those an earlier delivery recorded are read back.
   const usages: ReplayUsage[] = [];
   let error: string | undefined;
+  let outOfTime = false;
   try {
     if (sessionsDone > 0) usages.push(...(await deps.replays.results(replay)).flatMap((result) => (result.usage ? [result.usage] : [])));
     const candidate = await candidateOf(deps, replay);
     for (const sessionId of replay.sessionIds.slice(sessionsDone)) {
       // A run always gets through its first session, so each one moves the replay on.
-      if (sessionsDone > firstOfRun && Date.now() >= run.mustFinishBy) return await goOnLater();
-      const outcome = await replaySessionBefore(deps, replay, candidate, sessionId, run.mustFinishBy);
-      if (outcome === 'out of time' && sessionsDone > firstOfRun) return await goOnLater();
+      const mayStop = sessionsDone > firstOfRun;
+      const outcome = mayStop && Date.now() >= run.mustFinishBy ? 'out of time' : await replaySessionBefore(deps, replay, candidate, sessionId, run.mustFinishBy);
+      if (outcome === 'out of time' && mayStop) {
+        outOfTime = true;
+        break;
+      }
       const result: SessionReplay = outcome === 'out of time' ? { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: tooLongForOneRun } : outcome;
       // Another delivery recorded this session, or finished the replay: what is left is its work.
       if (!(await deps.replays.recordSession(replay, sessionsDone, result, deps.clock.now().toISOString()))) return;
@@ -396,6 +399,8 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
     logger.warn('replay failed', { replayId: replay.id, error: failure as Error });
     error = `The replay failed: ${(failure as Error).message}.`;
   }
+  // Outside the catch: a failed send fails the message, whose redelivery goes on from here, not the replay.
+  if (outOfTime) return deps.replayQueue.schedule([{ ...message, notBefore: 0 }]);
   const at = deps.clock.now().toISOString();
   const status = error === undefined ? 'COMPLETED' : 'FAILED';
   const event = envelopeEvent(replay.orgId, 'replay.completed', at, { replayId: replay.id, agentId: replay.agentId, status, sessions: sessionsDone, turnsChanged, usage: summed(usages) });
