@@ -47,18 +47,22 @@ describe('rate limits over HTTP', () => {
     const created = await api.request('POST', '/v1/chat/api-keys', { key, body: { name: 'slow', scopes: ['agents:read'], rateLimit: { requestsPerSecond: 1, burst: 1 } } });
     await new Promise((resolve) => setTimeout(resolve, 1_100));
 
-    // Act
-    const first = await api.request('GET', '/v1/chat/agents', { key: created.body.key });
-    const second = await api.request('GET', '/v1/chat/agents', { key: created.body.key });
+    // Act: together, so that a busy machine cannot space them a second apart, the key's refill.
+    const answers = await Promise.all([1, 2, 3].map(() => api.request('GET', '/v1/chat/agents', { key: created.body.key })));
     const sameOrgOtherKey = await api.request('GET', '/v1/chat/agents', { key });
 
     // Assess
     expect(created.status, created.text).toBe(201);
     expect(created.body.rateLimit).toEqual({ requestsPerSecond: 1, burst: 1 });
-    expect(first.status).toBe(200);
-    expect(first.headers.get('ratelimit-policy')).toBe('"key";q=1;w=1, "org";q=5;w=1');
-    expectError(second, 429, 'RATE_LIMITED');
-    expect(second.headers.get('ratelimit-policy')).toBe('"key";q=1;w=1');
+    const [admitted, ...others] = answers.filter((answer) => answer.status === 200);
+    expect(others).toEqual([]);
+    expect(admitted?.headers.get('ratelimit-policy')).toBe('"key";q=1;w=1, "org";q=5;w=1');
+    const refused = answers.filter((answer) => answer !== admitted);
+    expect(refused).toHaveLength(2);
+    for (const answer of refused) {
+      expectError(answer, 429, 'RATE_LIMITED');
+      expect(answer.headers.get('ratelimit-policy')).toBe('"key";q=1;w=1');
+    }
     expect(sameOrgOtherKey.status).toBe(200);
   });
 });
