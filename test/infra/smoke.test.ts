@@ -100,7 +100,9 @@ describe('npm run smoke against npm start', () => {
       body: { name: 'smoke without webhooks', scopes: ['agents:write', 'models:read', 'chat:write', 'voice:read'] },
     });
     expect(issued.status).toBe(201);
-    const sessionsBefore = (await call(server, 'GET', '/v1/chat/chat/sessions', { key: initKey })).body.data.length;
+    const listed = await call(server, 'GET', '/v1/chat/chat/sessions', { key: initKey });
+    expect(listed.status, listed.text).toBe(200);
+    const sessionsBefore = listed.body.data.length;
 
     // Act
     const result = await runSmoke(issued.body.key);

@@ -122,19 +122,29 @@ export async function stopServer(server: RunningServer): Promise<{ code: number 
   return waitForExit(server.child, 10_000);
 }
 
+/**
+ * A request to the server, as JSON. A 429 is sent again after its Retry-After, as `npm run smoke` does: the
+ * organization's plan limits the requests a second, and a test's burst of reads can reach it.
+ */
 export async function call(server: RunningServer, method: string, path: string, options: { key?: string; body?: unknown } = {}) {
   const headers: Record<string, string> = {};
   if (options.key) headers['x-api-key'] = options.key;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(server.baseUrl + path, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    // A backstop: a busy machine may take long to answer, a hung server never does.
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
+  for (let attempt = 1; ; attempt += 1) {
+    const response = await fetch(server.baseUrl + path, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      // A backstop: a busy machine may take long to answer, a hung server never does.
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await response.text();
+    if (response.status === 429 && attempt < 5) {
+      await new Promise((resolve) => setTimeout(resolve, Number(response.headers.get('retry-after') ?? 1) * 1000));
+      continue;
+    }
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, text };
+  }
 }
 
 export function tempDataDir(): string {
