@@ -6,7 +6,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +13,10 @@ import { handler as usageMeter } from '../../functions/usage-meter/handler.ts';
 import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import type { AnalysisResult } from '../../shared/conversations/analysis-result-schemas.ts';
 import { analysisChanges } from '../../shared/conversations/replays.ts';
+import { keys } from '../../shared/platform/store/keys.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
+import { insertRecords } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
 import { converse as converseWith, finishedReplay } from '../support/replays.ts';
@@ -174,13 +175,10 @@ async function replayCompletedRecords(orgId: string, agentId: string): Promise<D
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :outbox)',
       FilterExpression: '#type = :type',
       ExpressionAttributeNames: { '#type': 'type' },
-      ExpressionAttributeValues: { ':pk': `ORG#${orgId}#AGENT#${agentId}`, ':outbox': 'OUTBOX#', ':type': 'replay.completed' },
+      ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':outbox': 'OUTBOX#', ':type': 'replay.completed' },
     }),
   );
-  return (page.Items ?? []).map((item, index) => ({
-    eventName: 'INSERT',
-    dynamodb: { SequenceNumber: String(index + 1).padStart(21, '0'), NewImage: marshall(item, { removeUndefinedValues: true }) as never },
-  }));
+  return insertRecords(page.Items ?? []);
 }
 
 describe("a replay's usage", () => {

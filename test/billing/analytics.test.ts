@@ -2,13 +2,13 @@
  * Analytics on the local runtime: the aggregates the stream consumer keeps must equal a count taken from the
  * sessions and messages themselves, replays must not change them, and the per-agent view has a CSV form.
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/analytics-aggregate/handler.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { analyticsResponse, type AnalyticsResponse } from '../../shared/billing/analytics-schemas.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { insertRecords } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 
 let api: TestApi;
@@ -116,9 +116,5 @@ async function replay(orgId: string, sessionId: string) {
   const page = await deps.documentClient.send(
     new QueryCommand({ TableName: deps.config.TABLE_NAME, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `ORG#${orgId}#SES#${sessionId}` } }),
   );
-  const records = (page.Items ?? []).map((item, index) => ({
-    eventName: 'INSERT' as const,
-    dynamodb: { SequenceNumber: String(index + 1), NewImage: marshall(item, { removeUndefinedValues: true }) as never },
-  }));
-  return handler({ Records: records });
+  return handler({ Records: insertRecords(page.Items ?? []) });
 }

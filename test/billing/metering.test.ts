@@ -3,7 +3,6 @@
  * would after a crash (part of a batch, then the batch again from its checkpoint, then once more), and the counts
  * must equal what was done. The stream poller is off, so only these invocations count.
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { handler } from '../../functions/usage-meter/handler.ts';
 import { usageResponse } from '../../shared/billing/usage-schemas.ts';
 import { runtime } from '../../shared/runtime.ts';
 import { startApi, type TestApi } from '../support/api.ts';
+import { insertRecords } from '../support/database.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -42,13 +42,9 @@ async function messageRecords(orgId: string, sessionId: string): Promise<DynamoD
       ExpressionAttributeValues: { ':pk': `ORG#${orgId}#SES#${sessionId}`, ':messages': 'MSG#' },
     }),
   );
-  return (page.Items ?? []).map((item) => {
-    sequence += 1;
-    return {
-      eventName: 'INSERT',
-      dynamodb: { SequenceNumber: String(sequence).padStart(21, '0'), NewImage: marshall(item, { removeUndefinedValues: true }) as never },
-    };
-  });
+  const records = insertRecords(page.Items ?? [], sequence + 1);
+  sequence += records.length;
+  return records;
 }
 
 const batch = (records: DynamoDBRecord[]): DynamoDBStreamEvent => ({ Records: records });
@@ -103,7 +99,7 @@ describe('usage-meter consumer', () => {
 
   it('ignores records that count nothing (sessions, outbox events of chat sessions)', async () => {
     // Act
-    const result = await handler(batch([{ eventName: 'INSERT', dynamodb: { SequenceNumber: '1', NewImage: marshall({ pk: 'ORG#x#SES#y', sk: '#SESSION', entity: 'session' }) as never } }]));
+    const result = await handler(batch(insertRecords([{ pk: 'ORG#x#SES#y', sk: '#SESSION', entity: 'session' }])));
 
     // Assess
     expect(result.batchItemFailures).toEqual([]);

@@ -1,3 +1,5 @@
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 
 /**
@@ -6,3 +8,11 @@ import { inject } from 'vitest';
  * its worker, which run one after another.
  */
 export const testTableName = (): string => `${inject('tablePrefix')}-${process.env.VITEST_POOL_ID ?? '1'}`;
+
+/** Stored items as the INSERT records DynamoDB Streams would carry them, numbered from `firstSequence`. */
+export function insertRecords(items: readonly Record<string, unknown>[], firstSequence = 1): DynamoDBRecord[] {
+  return items.map((item, index) => ({
+    eventName: 'INSERT',
+    dynamodb: { SequenceNumber: String(firstSequence + index).padStart(21, '0'), NewImage: marshall(item, { removeUndefinedValues: true }) as never },
+  }));
+}
