@@ -80,10 +80,10 @@ export const agentExportDocument = z
     }
   });
 
-/** The import's body: the export document as sent back (its own instance, so /openapi.json describes it as input). */
 /** `?version=n` exports that version of the agent instead of its draft. */
 export const exportAgentQuery = z.object({ version: z.coerce.number<string>().int().min(1, { error: 'must be a version number (1, 2, …)' }).optional() });
 
+/** The import's body: the export document as sent back (its own instance, so /openapi.json describes it as input). */
 export const importAgentBody = agentExportDocument.describe('An agent export document, as GET /v2/chat/agents/{id}/export answers it.');
 
 export const resupplyKinds = ['secret', 'signingSecret', 'knowledgeStore', 'handoffAgent', 'model', 'voice', 'phoneNumber'] as const;

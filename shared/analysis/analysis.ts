@@ -152,9 +152,11 @@ interface AnalysisContext {
  * published one; none if the agent was deleted) and the model that analyses.
  */
 async function analysisContext(deps: AnalysisDeps, session: StoredSession): Promise<AnalysisContext> {
-  const agent = await agentOfSessionBinding(deps, session.orgId, session);
-  return { agent, config: agent?.analysis ?? {}, model: analysisModel(deps, agent) };
+  return contextOf(deps, await agentOfSessionBinding(deps, session.orgId, session));
 }
+
+/** The agent's analysis configuration, and the model that analyses for it. */
+const contextOf = (deps: TranscriptAnalysisDeps, agent: Agent | undefined): AnalysisContext => ({ agent, config: agent?.analysis ?? {}, model: analysisModel(deps, agent) });
 
 async function analyse(deps: AnalysisDeps, session: StoredSession, job: AnalysisJob, mustFinishBy: number): Promise<AnalysisResult> {
   const context = await analysisContext(deps, session);
@@ -171,8 +173,7 @@ export type TranscriptAnalysisDeps = Pick<AnalysisDeps, 'catalog' | 'clock' | 'c
  * and result, from the agent's configuration; the model has 80% of `ANALYSIS_DEADLINE_SECONDS`, as a session's run has.
  */
 export function analyseTranscript(deps: TranscriptAnalysisDeps, agent: Agent, messages: readonly Message[], endedReason: EndedReason | undefined): Promise<AnalysisResult> {
-  const context = { agent, config: agent.analysis ?? {}, model: analysisModel(deps, agent) };
-  return analysed(deps, context, messages, endedReason, runShare * deps.config.ANALYSIS_DEADLINE_SECONDS * 1000);
+  return analysed(deps, contextOf(deps, agent), messages, endedReason, runShare * deps.config.ANALYSIS_DEADLINE_SECONDS * 1000);
 }
 
 /** Asks the model within `remainingMs`; its failure (or silence) is a FAILED result, never an error. */
