@@ -56,23 +56,13 @@ export class DynamoReplayStore {
 
   /** The agent's replays, without their results. */
   async list(orgId: string, agentId: string): Promise<StoredReplay[]> {
-    const items = await queryAll(this.client, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': 'REPLAY#' },
-      ConsistentRead: true,
-    });
+    const items = await this.agentItems(orgId, agentId, 'REPLAY#');
     return items.map((item) => ({ ...toRecord<StoredReplay>(item, replayFieldOrder), orgId }));
   }
 
   /** The results of the sessions the replay has recorded, in order; all pages of the Query (they can pass 1 MB). */
   async results(replay: StoredReplay): Promise<SessionReplay[]> {
-    const items = await queryAll(this.client, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.agentPartition(replay.orgId, replay.agentId), ':prefix': resultPrefix(replay.id) },
-      ConsistentRead: true,
-    });
+    const items = await this.agentItems(replay.orgId, replay.agentId, resultPrefix(replay.id));
     const parts = replay.resultParts.map((): Uint8Array[] => []);
     for (const item of items) {
       const [session, part] = String(item.sk).slice(resultPrefix(replay.id).length).split('#').map(Number) as [number, number];
@@ -80,6 +70,16 @@ export class DynamoReplayStore {
       if (session < parts.length && part < (replay.resultParts[session] ?? 0)) parts[session]?.push(item.body as Uint8Array);
     }
     return parts.map((session) => JSON.parse(Buffer.concat(session).toString('utf8')) as SessionReplay);
+  }
+
+  /** The items of the agent's partition whose sort key starts with `prefix`, every page. */
+  private agentItems(orgId: string, agentId: string, prefix: string): Promise<Record<string, unknown>[]> {
+    return queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
+      ConsistentRead: true,
+    });
   }
 
   /** QUEUED → RUNNING; false when the replay has finished meanwhile. */

@@ -10,6 +10,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { replayQueue } from '../../functions/consumers.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
+import { queryAll } from '../../shared/platform/store/query-all.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { testTableName } from '../support/database.ts';
 import { converse, createAgent, createApiTool, finishedReplay, startToolServer } from '../support/replays.ts';
@@ -39,22 +40,12 @@ async function startReplay(key: string, agentId: string, body: object): Promise<
 }
 
 /** The items of the agent's partition whose sort key starts with `prefix`, every page. */
-async function stored(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
-  const items: Record<string, any>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await documents.send(
-      new QueryCommand({
-        TableName: testTableName(),
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-        ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
-        ExclusiveStartKey,
-      }),
-    );
-    items.push(...(page.Items ?? []));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
+function stored(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
+  return queryAll(documents, {
+    TableName: testTableName(),
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
+  });
 }
 
 describe('replay results beyond one item', () => {
