@@ -124,10 +124,11 @@ describe('GET /v1/chat/events/stream', () => {
     const { key } = await api.newOrg();
     const first = await openStream(key);
     const sessionId = await newSession(key, await newAgent(key));
-    await first.waitFor((client) => client.events.length >= 1);
+    await first.waitFor((client) => client.events.length >= 2);
     await sleep(overlapMs + 300);
     await sendMessage(key, sessionId, 'before the break');
-    await first.waitFor((client) => client.events.length >= 4);
+    // All of the turn seen: agent.published, session.created, then session.message.created and two message.added
+    await first.waitFor((client) => client.events.length >= 5);
     const lastEventId = first.lastEventId as string;
     first.close();
 
