@@ -32,7 +32,8 @@ const recordMarginMs = 5_000;
 async function handle(event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> {
   const ready = (deps ??= replayWorkerRuntime());
   const run = { mustFinishBy: Date.now() + context.getRemainingTimeInMillis() - recordMarginMs };
-  return handleQueueBatch(event, { schema: queueMessage, name: 'replay', logFields: (message) => ({ replayId: message.replayId }) }, (message) => runReplay(ready, message, run));
+  const options = { schema: queueMessage, name: 'replay', logFields: (message: { replayId: string }) => ({ replayId: message.replayId }) };
+  return handleQueueBatch(event, options, (message, record) => runReplay(ready, message, { ...run, redelivered: Number(record.attributes.ApproximateReceiveCount) > 1 }));
 }
 
 export const handler = observedHandler('replay', handle);

@@ -24,6 +24,8 @@ const replayFieldOrder = ['id', 'agentId', 'status', 'candidate', 'liveTools', '
 /** A replay as stored: with how many parts hold each session's result, for the sessions done, in order. */
 export interface StoredReplay extends Replay {
   resultParts: number[];
+  /** The session (its index) during which an invocation stopped without ending, as the message's redelivery found it. */
+  stoppedIn?: number;
 }
 
 /** A delivery writes only while no other has finished the replay. */
@@ -93,6 +95,22 @@ export class DynamoReplayStore {
           ConditionExpression: unfinished,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ...unfinishedValues, ':at': at },
+        }),
+      ),
+    );
+  }
+
+  /** Notes that an invocation stopped during session number `index`; false when the replay has moved on or finished meanwhile. */
+  async markStoppedIn(replay: Replay, index: number, at: string): Promise<boolean> {
+    return conditionalWrite(
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: replayKey(replay.orgId, replay.agentId, replay.id),
+          UpdateExpression: 'SET stoppedIn = :index, updatedAt = :at',
+          ConditionExpression: `${unfinished} AND progress.sessionsDone = :index`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...unfinishedValues, ':index': index, ':at': at },
         }),
       ),
     );

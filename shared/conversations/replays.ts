@@ -53,7 +53,7 @@ export interface ReplayRequestDeps extends AdmissionDeps {
 }
 
 /** The replay as the API answers it, without its results. */
-const shown = ({ orgId: _orgId, resultParts: _resultParts, ...replay }: Replay & Partial<Pick<StoredReplay, 'resultParts'>>): ReplaySummary => replay;
+const shown = ({ orgId: _orgId, resultParts: _resultParts, stoppedIn: _stoppedIn, ...replay }: Replay & Partial<Pick<StoredReplay, 'resultParts' | 'stoppedIn'>>): ReplaySummary => replay;
 
 /**
  * Checks the request (the agent, the sessions, the candidate, the limits), stores the replay QUEUED and queues it.
@@ -337,6 +337,8 @@ function summed(usages: readonly ReplayUsage[]): ReplayUsage {
 /** How long an invocation of the replay function has for its sessions: until `mustFinishBy` (epoch ms). */
 export interface ReplayRun {
   mustFinishBy: number;
+  /** The queue hands this message over again: the invocation it went to before stopped without ending it. */
+  redelivered?: boolean;
 }
 
 /**
@@ -369,7 +371,9 @@ async function replaySessionBefore(deps: ReplayWorkerDeps, replay: Replay, candi
  */
 export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMessage, run: ReplayRun): Promise<void> {
   const replay = await deps.replays.get(message.orgId, message.agentId, message.replayId);
-  if (!replay || finished(replay) || !(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
+  if (!replay || finished(replay)) return;
+  if (run.redelivered && replay.status === 'RUNNING') return afterStoppedInvocation(deps, replay, message);
+  if (!(await deps.replays.markRunning(replay, deps.clock.now().toISOString()))) return;
   const firstOfRun = replay.progress.sessionsDone;
   let sessionsDone = firstOfRun;
   let turnsChanged = replay.turnsChanged;
@@ -408,3 +412,23 @@ export async function runReplay(deps: ReplayWorkerDeps, message: ReplayQueueMess
 }
 
 const tooLongForOneRun = 'The session did not finish within one invocation of the replay function; its turns were not recorded.';
+
+const stoppedTwice = 'The replay function stopped twice while replaying this session (out of memory or a crash); its turns were not recorded.';
+
+/**
+ * A message handed over again: the invocation it went to stopped (out of memory, a crash) during the session after
+ * the last one recorded. That session is tried once more, and a session during which two invocations stopped is
+ * recorded FAILED. Either way the replay goes on in a fresh message, whose receives the queue counts anew, so that
+ * no number of stops in different sessions sends the replay to the dead-letter queue.
+ */
+async function afterStoppedInvocation(deps: ReplayWorkerDeps, replay: StoredReplay, message: ReplayQueueMessage): Promise<void> {
+  const index = replay.progress.sessionsDone;
+  const sessionId = replay.sessionIds[index];
+  const at = deps.clock.now().toISOString();
+  if (sessionId !== undefined) {
+    const failed: SessionReplay = { sessionId, status: 'FAILED', turnsChanged: 0, turns: [], error: stoppedTwice };
+    const noted = replay.stoppedIn === index ? await deps.replays.recordSession(replay, index, failed, at) : await deps.replays.markStoppedIn(replay, index, at);
+    if (!noted) return;
+  }
+  await deps.replayQueue.schedule([{ ...message, notBefore: 0 }]);
+}

@@ -19,7 +19,7 @@ import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { insertRecords } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer, listenOnLoopback } from '../support/loopback-server.ts';
-import { converse as converseWith, finishedReplay } from '../support/replays.ts';
+import { converse as converseWith, finishedReplay, startReplay } from '../support/replays.ts';
 
 /** 10 messages a month: a 2-turn conversation (4 messages) and one replay of it (4 more) fit, a second replay does not. */
 const tinyPlan = { name: 'Tiny (test)', quotas: { chat_messages: 10, voice_seconds: 60, knowledge_chunks: 10 }, concurrentCalls: 1, requestsPerSecond: 5, burst: 10 };
@@ -59,9 +59,7 @@ async function agentWith(key: string, body: Record<string, unknown>): Promise<st
 }
 
 async function replayed(key: string, agentId: string, body: Record<string, unknown>): Promise<any> {
-  const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
-  expect(started.status, started.text).toBe(202);
-  const replay = await finishedReplay(api, key, agentId, started.body.id);
+  const replay = await finishedReplay(api, key, agentId, await startReplay(api, key, agentId, body));
   expect(replay).toMatchObject({ status: 'COMPLETED' });
   return replay;
 }

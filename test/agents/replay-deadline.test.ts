@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../support/api.ts';
-import { converse, createAgent, createApiTool, finishedReplay, startToolServer } from '../support/replays.ts';
+import { finishedReplay, sessionsAskingFor, startReplay, startToolServer } from '../support/replays.ts';
 
 /**
  * The replay function's timeout here: 10 s for sessions after the margin it keeps for recording one. The visibility
@@ -28,26 +28,13 @@ afterAll(async () => {
   await tools.close();
 });
 
-/** An agent whose sessions asked for the probe with each of `values`, one session each, and a draft with the probe. */
-async function sessionsAskingFor(values: readonly string[]) {
-  const { key } = await api.newOrg();
-  const probe = await createApiTool(api, key, 'probe', 'GET', `${tools.base}/probe`, 'q');
-  const agentId = await createAgent(api, key);
-  const sessionIds: string[] = [];
-  for (const value of values) sessionIds.push(await converse(api, key, agentId, [`Please run probe with {"q":"${value}"}`]));
-  expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
-  return { key, agentId, sessionIds };
-}
-
 async function replayed(key: string, agentId: string, sessionIds: readonly string[]) {
-  const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body: { sessionIds, candidate: { version: 2 }, liveTools: true } });
-  expect(started.status, started.text).toBe(202);
-  return finishedReplay(api, key, agentId, started.body.id);
+  return finishedReplay(api, key, agentId, await startReplay(api, key, agentId, { sessionIds, candidate: { version: 2 }, liveTools: true }));
 }
 
 describe('a replay longer than one invocation', () => {
   it('queues the rest before its time runs out: the session cut off runs again from the next invocation', async () => {
-    const { key, agentId, sessionIds } = await sessionsAskingFor(['first', 'hold']);
+    const { key, agentId, sessionIds } = await sessionsAskingFor(api, tools.base, ['first', 'hold']);
 
     const replay = await replayed(key, agentId, sessionIds);
 
@@ -60,7 +47,7 @@ describe('a replay longer than one invocation', () => {
   }, 120_000);
 
   it('records a session that does not fit in a whole invocation as FAILED, and replays the others', async () => {
-    const { key, agentId, sessionIds } = await sessionsAskingFor(['never', 'after']);
+    const { key, agentId, sessionIds } = await sessionsAskingFor(api, tools.base, ['never', 'after']);
 
     const replay = await replayed(key, agentId, sessionIds);
 

@@ -1,52 +1,28 @@
 /**
- * Replays at scale (issue 29): results far beyond one DynamoDB item and one Query page read back whole; a replay
- * whose invocation dies goes on after the last session it recorded, with one `replay.completed`; an agent's
+ * Replays at scale (issue 29): results far beyond one DynamoDB item and one Query page read back whole; an agent's
  * replays are listed, newest first, in its organization only; a handoff made during a replay passes the later turns
- * to its target, at the version a live session would use, and writes nothing.
+ * to its target, at the version a live session would use, and writes nothing. Replays whose invocation dies:
+ * replay-crashes.test.ts.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { replayQueue } from '../../functions/consumers.ts';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
-import { queryAll } from '../../shared/platform/store/query-all.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { testTableName } from '../support/database.ts';
-import { converse, createAgent, createApiTool, finishedReplay, startToolServer } from '../support/replays.ts';
+import { converse, createAgent, createApiTool, documents, finishedReplay, startReplay, startToolServer, storedAgentItems } from '../support/replays.ts';
 
-const documents = DynamoDBDocumentClient.from(
-  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
-);
-
-/** The customer's tool API: counts each request by path; the first request to `/probe/hold` gets no answer. */
+/** The customer's tool API: counts each request by path. */
 let tools: Awaited<ReturnType<typeof startToolServer>>;
 let api: TestApi;
 
 beforeAll(async () => {
-  tools = await startToolServer((path, times) => path === '/probe/hold' && times === 1);
-  // A held tool call must outlast the wait for it: the replay's invocation is killed while it waits.
-  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '40', TOOL_TIMEOUT_MS: '60000' }, { queues: true });
+  tools = await startToolServer();
+  api = await startApi({ REPLAY_MAX_SESSIONS: '3', REPLAY_MAX_TURNS: '40' }, { queues: true });
 });
 afterAll(async () => {
   await api.close();
   await tools.close();
 });
-
-async function startReplay(key: string, agentId: string, body: object): Promise<string> {
-  const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
-  expect(started.status, started.text).toBe(202);
-  return started.body.id;
-}
-
-/** The items of the agent's partition whose sort key starts with `prefix`, every page. */
-function stored(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
-  return queryAll(documents, {
-    TableName: testTableName(),
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
-  });
-}
 
 describe('replay results beyond one item', () => {
   it('a session whose replay holds about 1.4 MB completes, is stored in parts and reads back whole', async () => {
@@ -56,7 +32,7 @@ describe('replay results beyond one item', () => {
     const messages = Array.from({ length: 15 }, (_, index) => `Turn ${index + 1}: ${'€'.repeat(32_000 - 12)}`);
     const sessionId = await converse(api, key, agentId, messages);
 
-    const replayId = await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version: 1 } });
+    const replayId = await startReplay(api, key, agentId, { sessionIds: [sessionId], candidate: { version: 1 } });
     const replay = await finishedReplay(api, key, agentId, replayId);
 
     expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 1, sessionsTotal: 1, turnsTotal: 15 }, turnsChanged: 0 });
@@ -64,7 +40,7 @@ describe('replay results beyond one item', () => {
     expect(replay.results[0]).toMatchObject({ sessionId, status: 'COMPLETED', turnsChanged: 0 });
     expect(replay.results[0].turns.map((turn: { user: string }) => turn.user)).toEqual(messages);
     expect(replay.results[0].turns.every((turn: { diff: string; original: unknown; replay: unknown }) => turn.diff === 'SAME' && JSON.stringify(turn.original) === JSON.stringify(turn.replay))).toBe(true);
-    const parts = await stored(orgId, agentId, `REPLAYRESULT#${replayId}#`);
+    const parts = await storedAgentItems(orgId, agentId, `REPLAYRESULT#${replayId}#`);
     const sizes = parts.map((part) => (part.body as Uint8Array).byteLength);
     expect(sizes.every((size) => size <= 350_000)).toBe(true);
     expect(sizes.reduce((sum, size) => sum + size, 0)).toBeGreaterThan(1_300_000);
@@ -80,43 +56,6 @@ describe('replay results beyond one item', () => {
   }, 120_000);
 });
 
-describe('a replay whose invocation dies', () => {
-  it('goes on after the last session it recorded when the message comes again, and sends one replay.completed', async () => {
-    const { orgId, key } = await api.newOrg();
-    const probe = await createApiTool(api, key, 'probe', 'GET', `${tools.base}/probe`, 'q');
-    const agentId = await createAgent(api, key);
-    const first = await converse(api, key, agentId, ['Please run probe with {"q":"first"}']);
-    const second = await converse(api, key, agentId, ['Please run probe with {"q":"hold"}']);
-    // Version 2 has the tool the sessions asked for: with live tools, each replayed session calls it once.
-    expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
-    const replayId = await startReplay(key, agentId, { sessionIds: [first, second], candidate: { version: 2 }, liveTools: true });
-
-    await tools.held;
-    const partial = await api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key });
-    expect(partial.body).toMatchObject({ status: 'RUNNING', progress: { sessionsDone: 1, sessionsTotal: 2 }, turnsChanged: 1 });
-    expect(partial.body.results).toEqual([expect.objectContaining({ sessionId: first, status: 'COMPLETED', turnsChanged: 1 })]);
-    await api.queues!.crash('replay');
-    // What SQS does once the visibility timeout has passed: the same message, again.
-    const sqs = new SQSClient(api.queues!.clientConfig);
-    await sqs.send(
-      new SendMessageCommand({ QueueUrl: api.queues!.urls[replayQueue.name], MessageBody: JSON.stringify({ kind: 'replay.run', orgId, agentId, replayId, notBefore: 0 }) }),
-    );
-    sqs.destroy();
-
-    const replay = await finishedReplay(api, key, agentId, replayId);
-    expect(replay).toMatchObject({ status: 'COMPLETED', progress: { sessionsDone: 2 }, turnsChanged: 2 });
-    expect(replay.results.map((result: { sessionId: string }) => result.sessionId)).toEqual([first, second]);
-    expect(replay.results[1].turns[0].replay.toolCalls).toEqual([expect.objectContaining({ name: 'probe', status: 'SUCCESS', result: expect.stringContaining('/probe/hold') })]);
-    // The first session was not replayed again; the second was, after the killed attempt.
-    expect(tools.requestsTo('/probe/first')).toBe(1);
-    expect(tools.requestsTo('/probe/hold')).toBe(2);
-    const completed = (await stored(orgId, agentId, 'OUTBOX#')).filter((item) => item.type === 'replay.completed' && item.payload.data.replayId === replayId);
-    expect(completed).toHaveLength(1);
-    // The usage metered counts the session the first delivery recorded as well as the one this delivery ran.
-    expect(completed[0]?.payload.data).toMatchObject({ status: 'COMPLETED', sessions: 2, turnsChanged: 2, usage: { turns: 2 } });
-  }, 120_000);
-});
-
 describe("listing an agent's replays", () => {
   it('pages summaries newest first, without the turns, and only in the agent’s organization', async () => {
     const { key } = await api.newOrg();
@@ -124,7 +63,7 @@ describe("listing an agent's replays", () => {
     const sessionId = await converse(api, key, agentId, ['Hello there']);
     expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { handoffAgents: [] } })).status).toBe(200);
     const replayIds: string[] = [];
-    for (const version of [1, 2, 1]) replayIds.push(await startReplay(key, agentId, { sessionIds: [sessionId], candidate: { version } }));
+    for (const version of [1, 2, 1]) replayIds.push(await startReplay(api, key, agentId, { sessionIds: [sessionId], candidate: { version } }));
     for (const replayId of replayIds) await finishedReplay(api, key, agentId, replayId);
 
     const first = await api.request('GET', `/v2/chat/agents/${agentId}/replays?limit=2`, { key });
@@ -173,7 +112,7 @@ describe('a handoff during a replay', () => {
     expect((await api.request('PATCH', `/v2/chat/agents/${front}`, { key, body: { handoffAgents: [{ agentId: billing, description: 'Invoices' }] } })).body.draftVersion).toBe(2);
     const before = tools.requests.length;
 
-    const replayId = await startReplay(key, front, { sessionIds: [sessionId], candidate: { version: 2 } });
+    const replayId = await startReplay(api, key, front, { sessionIds: [sessionId], candidate: { version: 2 } });
     const [result] = (await finishedReplay(api, key, front, replayId)).results;
 
     const turns = result.turns as { diff: string; replay: { reply: string; toolCalls: { name: string; status: string; arguments: unknown }[]; agentId?: string; agentVersion?: number } }[];

@@ -1,9 +1,28 @@
 /** What replay tests share: the tools, agent and conversations to replay, and a replay waited for until it has finished. */
 import { createServer, type ServerResponse } from 'node:http';
-import { expect } from 'vitest';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { expect, inject } from 'vitest';
+import { keys } from '../../shared/platform/store/keys.ts';
+import { queryAll } from '../../shared/platform/store/query-all.ts';
 import type { TestApi } from './api.ts';
+import { testTableName } from './database.ts';
 import { eventually } from './eventually.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
+
+/** The test database, read directly. */
+export const documents = DynamoDBDocumentClient.from(
+  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+);
+
+/** The items of the agent's partition whose sort key starts with `prefix`, every page. */
+export function storedAgentItems(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
+  return queryAll(documents, {
+    TableName: testTableName(),
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
+  });
+}
 
 /**
  * The customer's tool API: records each request's path and answers `{path}` as JSON, except the requests `holds`
@@ -77,6 +96,27 @@ export async function converse(api: TestApi, key: string, agentId: string, turns
 }
 
 /** The replay once COMPLETED or FAILED. */
+/**
+ * A new organization's agent whose sessions asked for the `probe` tool (at `<toolsBase>/probe/<value>`) with each of
+ * `values`, one session each, and a draft, version 2, with the probe attached.
+ */
+export async function sessionsAskingFor(api: TestApi, toolsBase: string, values: readonly string[]) {
+  const { orgId, key } = await api.newOrg();
+  const probe = await createApiTool(api, key, 'probe', 'GET', `${toolsBase}/probe`, 'q');
+  const agentId = await createAgent(api, key);
+  const sessionIds: string[] = [];
+  for (const value of values) sessionIds.push(await converse(api, key, agentId, [`Please run probe with {"q":"${value}"}`]));
+  expect((await api.request('PATCH', `/v2/chat/agents/${agentId}`, { key, body: { tools: [{ toolId: probe }] } })).body.draftVersion).toBe(2);
+  return { orgId, key, agentId, sessionIds };
+}
+
+/** Starts a replay of the agent (202), and gives its id. */
+export async function startReplay(api: TestApi, key: string, agentId: string, body: object): Promise<string> {
+  const started = await api.request('POST', `/v2/chat/agents/${agentId}/replays`, { key, body });
+  expect(started.status, started.text).toBe(202);
+  return started.body.id;
+}
+
 export async function finishedReplay(api: TestApi, key: string, agentId: string, replayId: string): Promise<any> {
   const replay = await eventually(
     () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key }),
