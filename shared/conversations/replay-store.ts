@@ -85,35 +85,13 @@ export class DynamoReplayStore {
   }
 
   /** QUEUED → RUNNING; false when the replay has finished meanwhile. */
-  async markRunning(replay: Replay, at: string): Promise<boolean> {
-    return conditionalWrite(
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: replayKey(replay.orgId, replay.agentId, replay.id),
-          UpdateExpression: 'SET #status = :running, updatedAt = :at',
-          ConditionExpression: unfinished,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...unfinishedValues, ':at': at },
-        }),
-      ),
-    );
+  markRunning(replay: Replay, at: string): Promise<boolean> {
+    return this.updateUnfinished(replay, 'SET #status = :running, updatedAt = :at', undefined, { ':at': at });
   }
 
   /** Notes that an invocation stopped during session number `index`; false when the replay has moved on or finished meanwhile. */
-  async markStoppedIn(replay: Replay, index: number, at: string): Promise<boolean> {
-    return conditionalWrite(
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: replayKey(replay.orgId, replay.agentId, replay.id),
-          UpdateExpression: 'SET stoppedIn = :index, updatedAt = :at',
-          ConditionExpression: `${unfinished} AND progress.sessionsDone = :index`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...unfinishedValues, ':index': index, ':at': at },
-        }),
-      ),
-    );
+  markStoppedIn(replay: Replay, index: number, at: string): Promise<boolean> {
+    return this.updateUnfinished(replay, 'SET stoppedIn = :index, updatedAt = :at', 'progress.sessionsDone = :index', { ':index': index, ':at': at });
   }
 
   /**
@@ -127,15 +105,25 @@ export class DynamoReplayStore {
       parts.push({ ...resultPartKey(replay, index, part), entity: 'replayResult', body: json.subarray(start, start + resultPartBytes) });
     }
     await putAll(this.client, this.tableName, parts);
+    return this.updateUnfinished(
+      replay,
+      'SET progress.sessionsDone = :next, resultParts = list_append(resultParts, :parts), updatedAt = :at ADD turnsChanged :changed',
+      'progress.sessionsDone = :index',
+      { ':index': index, ':next': index + 1, ':parts': [parts.length], ':at': at, ':changed': result.turnsChanged },
+    );
+  }
+
+  /** Updates the replay while no delivery has finished it and `condition` holds; false otherwise. */
+  private updateUnfinished(replay: Replay, update: string, condition: string | undefined, values: Record<string, unknown>): Promise<boolean> {
     return conditionalWrite(
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: replayKey(replay.orgId, replay.agentId, replay.id),
-          UpdateExpression: 'SET progress.sessionsDone = :next, resultParts = list_append(resultParts, :parts), updatedAt = :at ADD turnsChanged :changed',
-          ConditionExpression: `${unfinished} AND progress.sessionsDone = :index`,
+          UpdateExpression: update,
+          ConditionExpression: condition === undefined ? unfinished : `${unfinished} AND ${condition}`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ...unfinishedValues, ':index': index, ':next': index + 1, ':parts': [parts.length], ':at': at, ':changed': result.turnsChanged },
+          ExpressionAttributeValues: { ...unfinishedValues, ...values },
         }),
       ),
     );
