@@ -74,12 +74,12 @@ describe('an open event stream', () => {
     await stream.waitFor((client) => client.events.some((block) => block.event === 'session.created'));
 
     // Act
-    const deletedAt = Date.now();
     expect((await api.request('DELETE', `/v1/chat/api-keys/${streamKeyId}`, { key: adminKey })).status).toBe(204);
+    const deletedAt = Date.now();
 
-    // Assess
-    await expectEndedWith(stream, 'UNAUTHORIZED', 5_000);
-    expect(Date.now() - deletedAt).toBeLessThan(reauthorizeMs + 2_000);
+    // Assess: seconds at most on a busy machine, where a stream not checked again would run for minutes
+    await expectEndedWith(stream, 'UNAUTHORIZED', 10_000);
+    expect(Date.now() - deletedAt).toBeLessThan(reauthorizeMs + 5_000);
     const eventsAtEnd = stream.events.length;
     await openSession(adminKey);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -89,12 +89,13 @@ describe('an open event stream', () => {
 
   it('ends with an UNAUTHORIZED error event once its bearer token expires', async () => {
     // Prepare
-    const token = await jwks.sign({ org_id: crypto.randomUUID(), scope: 'chat:read' }, { expiresIn: 2 });
+    // Valid long enough to open the stream on a busy machine
+    const token = await jwks.sign({ org_id: crypto.randomUUID(), scope: 'chat:read' }, { expiresIn: 4 });
     const stream = await SseClient.open(streamUrl(), { authorization: `Bearer ${token}` });
     const openedAt = Date.now();
 
     // Act / Assess
-    await expectEndedWith(stream, 'UNAUTHORIZED', 6_000);
+    await expectEndedWith(stream, 'UNAUTHORIZED', 10_000);
     expect(Date.now() - openedAt).toBeGreaterThanOrEqual(1_000);
   });
 });

@@ -157,7 +157,7 @@ describe('GET /v1/chat/events/stream', () => {
     const client = await openStream(key);
 
     // Act
-    await client.waitFor((stream) => stream.blocks.filter((block) => block.comments.includes('heartbeat')).length >= 2, 3000);
+    await client.waitFor((stream) => stream.blocks.filter((block) => block.comments.includes('heartbeat')).length >= 2);
     client.close();
     const resumed = await openStream(key, { lastEventId: client.lastEventId as string });
     await resumed.waitFor((stream) => stream.blocks.length >= 2);
