@@ -111,12 +111,13 @@ describe('a WhatsApp conversation', () => {
       const transcript = await eventually(() => messagesOf(api, org, session.id), (found) => found.length === 4 && Boolean(found[3].metadata.whatsapp));
       expect(transcript.filter((message) => message.role === 'USER').map((message) => message.metadata.whatsapp.wamid)).toEqual([later.wamid, earlier.wamid]);
       const reply = simulator().sent.find((message) => message.to === customer)!;
+      const firstReplySend = async () => (await messagesOf(api, org, session.id))[1].metadata.whatsapp.sends[0];
       await simulator().reportStatus(reply.wamid, 'read');
+      await eventually(firstReplySend, (send) => send.status === 'read');
       await simulator().reportStatus(reply.wamid, 'delivered');
       await simulator().reportStatus(reply.wamid, 'sent');
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      const [, firstReply] = await messagesOf(api, org, session.id);
-      expect(firstReply.metadata.whatsapp.sends[0]).toMatchObject({ wamid: reply.wamid, status: 'read' });
+      expect(await firstReplySend()).toMatchObject({ wamid: reply.wamid, status: 'read' });
     } finally {
       simulator().reportStatuses = true;
     }
