@@ -31,7 +31,6 @@ export function storedAgentItems(orgId: string, agentId: string, prefix: string)
 export async function startToolServer(holds: (path: string, times: number) => boolean = () => false) {
   const requests: string[] = [];
   const held: ServerResponse[] = [];
-  let firstHeld: () => void = () => undefined;
   const requestsTo = (path: string) => requests.filter((request) => request === path).length;
   const server = createServer((request, response) => {
     const path = request.url ?? '';
@@ -40,7 +39,6 @@ export async function startToolServer(holds: (path: string, times: number) => bo
     request.on('end', () => {
       if (holds(path, requestsTo(path))) {
         held.push(response);
-        firstHeld();
         return;
       }
       response.setHeader('content-type', 'application/json');
@@ -52,8 +50,6 @@ export async function startToolServer(holds: (path: string, times: number) => bo
     base,
     requests,
     requestsTo,
-    /** Settles once a request is held. */
-    held: new Promise<void>((resolve) => (firstHeld = resolve)),
     close: async () => {
       for (const response of held) response.destroy();
       await closeServer(server);
