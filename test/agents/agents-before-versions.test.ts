@@ -5,13 +5,12 @@
  * anything else, so it can be compared with and rolled back to. The built-in model calls a tool when asked for it by
  * name: whether the tool is offered tells which configuration answers.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { testTableName } from '../support/database.ts';
+import { testDocuments, testTableName } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 import { closeServer } from '../support/loopback-server.ts';
 import { createWeatherTool, startWeatherApi } from '../support/voice.ts';
@@ -21,10 +20,6 @@ let api: TestApi;
 let weather: { url: string; server: Server };
 const receiver = new Receiver();
 let receiverUrl: string;
-const documents = DynamoDBDocumentClient.from(
-  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
-);
-
 beforeAll(async () => {
   weather = await startWeatherApi();
   receiverUrl = await receiver.start();
@@ -34,7 +29,7 @@ afterAll(async () => {
   await api.close();
   await receiver.close();
   await closeServer(weather.server);
-  documents.destroy();
+  testDocuments.destroy();
 });
 
 const storedRole = 'You answered before versions existed.';
@@ -48,7 +43,7 @@ async function agentBeforeVersions(): Promise<{ key: string; agentId: string; to
   const agentId = crypto.randomUUID();
   const at = new Date(Date.now() - 86_400_000).toISOString();
   const item = { id: agentId, orgId, fullName: 'Old timer', description: 'Stored before versions', role: storedRole, modelId, voiceEnabled: false, voicePipelineMode: null, tools: [{ toolId }], isActive: true, isPublic: false, createdAt: at, updatedAt: at };
-  await documents.send(
+  await testDocuments.send(
     new TransactWriteCommand({
       TransactItems: [
         { Put: { TableName: testTableName(), Item: { ...keys.agent(orgId, agentId), entity: 'agent', ...item }, ConditionExpression: 'attribute_not_exists(pk)' } },

@@ -8,8 +8,8 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
-import { testTableName } from '../support/database.ts';
-import { converse, createAgent, createApiTool, documents, finishedReplay, startReplay, startToolServer, storedAgentItems } from '../support/replays.ts';
+import { testDocuments, testTableName } from '../support/database.ts';
+import { converse, createAgent, createApiTool, finishedReplay, startReplay, startToolServer, storedAgentItems } from '../support/replays.ts';
 
 /** The customer's tool API: counts each request by path. */
 let tools: Awaited<ReturnType<typeof startToolServer>>;
@@ -45,7 +45,7 @@ describe('replay results beyond one item', () => {
     expect(sizes.every((size) => size <= 350_000)).toBe(true);
     expect(sizes.reduce((sum, size) => sum + size, 0)).toBeGreaterThan(1_300_000);
     // More than one Query page: the read follows LastEvaluatedKey.
-    const firstPage = await documents.send(
+    const firstPage = await testDocuments.send(
       new QueryCommand({
         TableName: testTableName(),
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',

@@ -1,27 +1,22 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningSecret } from '../../shared/platform/net/standard-webhooks.ts';
 import type { Runtime } from '../../shared/runtime.ts';
 import { SecretUnreadableError } from '../../shared/platform/secrets/envelope-cipher.ts';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { startApi, type TestApi } from '../support/api.ts';
-import { testTableName } from '../support/database.ts';
+import { testDocuments, testTableName } from '../support/database.ts';
 
 let api: TestApi;
 let deps: Runtime;
 const table = testTableName();
-const documents = DynamoDBDocumentClient.from(
-  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
-);
-
 beforeAll(async () => {
   api = await startApi();
   deps = (await import('../../shared/runtime.ts')).runtime();
 });
 afterAll(async () => {
   await api.close();
-  documents.destroy();
+  testDocuments.destroy();
 });
 
 /** Every item of the table, whoever wrote it. */
@@ -29,7 +24,7 @@ async function everyItem(): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await documents.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start }));
+    const page = await testDocuments.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start }));
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
@@ -40,7 +35,7 @@ async function everyItem(): Promise<Record<string, unknown>[]> {
 const tracesOf = (secret: string) => [secret, secret.replace(/^whsec_/, ''), Buffer.from(secret.replace(/^whsec_/, ''), 'base64').toString('hex')];
 
 const setAttribute = (key: Record<string, string>, name: string, value: string) =>
-  documents.send(
+  testDocuments.send(
     new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'SET #name = :value', ExpressionAttributeNames: { '#name': name }, ExpressionAttributeValues: { ':value': value } }),
   );
 

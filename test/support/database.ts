@@ -1,3 +1,5 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { inject } from 'vitest';
@@ -8,6 +10,11 @@ import { inject } from 'vitest';
  * its worker, which run one after another.
  */
 export const testTableName = (): string => `${inject('tablePrefix')}-${process.env.VITEST_POOL_ID ?? '1'}`;
+
+/** DynamoDB Local, read and written directly: what the API stored, or an item as an older release stored it. */
+export const testDocuments = DynamoDBDocumentClient.from(
+  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+);
 
 /** Stored items as the INSERT records DynamoDB Streams would carry them, numbered from `firstSequence`. */
 export function insertRecords(items: readonly Record<string, unknown>[], firstSequence = 1): DynamoDBRecord[] {

@@ -1,23 +1,16 @@
 /** What replay tests share: the tools, agent and conversations to replay, and a replay waited for until it has finished. */
 import { createServer, type ServerResponse } from 'node:http';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { queryAll } from '../../shared/platform/store/query-all.ts';
 import type { TestApi } from './api.ts';
-import { testTableName } from './database.ts';
+import { testDocuments, testTableName } from './database.ts';
 import { eventually } from './eventually.ts';
 import { closeServer, listenOnLoopback } from './loopback-server.ts';
 
-/** The test database, read directly. */
-export const documents = DynamoDBDocumentClient.from(
-  new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
-);
-
 /** The items of the agent's partition whose sort key starts with `prefix`, every page. */
 export function storedAgentItems(orgId: string, agentId: string, prefix: string): Promise<Record<string, any>[]> {
-  return queryAll(documents, {
+  return queryAll(testDocuments, {
     TableName: testTableName(),
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
     ExpressionAttributeValues: { ':pk': keys.agentPartition(orgId, agentId), ':prefix': prefix },
@@ -91,7 +84,6 @@ export async function converse(api: TestApi, key: string, agentId: string, turns
   return session.body.id;
 }
 
-/** The replay once COMPLETED or FAILED. */
 /**
  * A new organization's agent whose sessions asked for the `probe` tool (at `<toolsBase>/probe/<value>`) with each of
  * `values`, one session each, and a draft, version 2, with the probe attached.
@@ -113,6 +105,7 @@ export async function startReplay(api: TestApi, key: string, agentId: string, bo
   return started.body.id;
 }
 
+/** The replay once COMPLETED or FAILED. */
 export async function finishedReplay(api: TestApi, key: string, agentId: string, replayId: string): Promise<any> {
   const replay = await eventually(
     () => api.request('GET', `/v2/chat/agents/${agentId}/replays/${replayId}`, { key }),

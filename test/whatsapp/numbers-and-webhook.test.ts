@@ -1,11 +1,10 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/platform/store/keys.ts';
 import { metaSignature } from '../../shared/whatsapp/meta-signature.ts';
 import { expectError, startApi, type TestApi } from '../support/api.ts';
 import { customerSessions, repliesTo, uniqueCustomer, uniquePhoneNumberId, whatsappOrg } from '../support/whatsapp.ts';
-import { testTableName } from '../support/database.ts';
+import { testDocuments, testTableName } from '../support/database.ts';
 
 let api: TestApi;
 
@@ -48,17 +47,10 @@ describe('WhatsApp numbers', () => {
     const org = await whatsappOrg(api);
     const replaced = await api.request('PATCH', `/v1/chat/whatsapp/numbers/${org.numberId}`, { key: org.key, body: { accessToken: 'EAAreplacement-token-1234' } });
     expect(replaced.status, replaced.text).toBe(200);
-    const documents = DynamoDBDocumentClient.from(
-      new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
-    );
-    try {
-      const { Item } = await documents.send(new GetCommand({ TableName: testTableName(), Key: keys.whatsappNumber(org.orgId, org.numberId) }));
-      const stored = JSON.stringify(Item);
-      for (const secret of [...Object.values(org.secrets), 'EAAreplacement-token-1234']) expect(stored).not.toContain(secret);
-      expect(Object.values(Item!.sealed as Record<string, string>).map((value) => value.split(':').slice(0, 2).join(':'))).toEqual(['sealed:v1', 'sealed:v1', 'sealed:v1']);
-    } finally {
-      documents.destroy();
-    }
+    const { Item } = await testDocuments.send(new GetCommand({ TableName: testTableName(), Key: keys.whatsappNumber(org.orgId, org.numberId) }));
+    const stored = JSON.stringify(Item);
+    for (const secret of [...Object.values(org.secrets), 'EAAreplacement-token-1234']) expect(stored).not.toContain(secret);
+    expect(Object.values(Item!.sealed as Record<string, string>).map((value) => value.split(':').slice(0, 2).join(':'))).toEqual(['sealed:v1', 'sealed:v1', 'sealed:v1']);
   });
 
   it('refuses an invalid body with 400 naming the fields, an unknown agent with 404, and scopes short of channels', async () => {
