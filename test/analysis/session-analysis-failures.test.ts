@@ -75,7 +75,7 @@ async function closedSession(marker: string, answers: StubAnswer[]) {
 async function theOneEnded(path: string): Promise<{ ended: Receipt; closed: Receipt }> {
   await eventually(() => receiver.for(path), (found) => found.some((receipt) => receipt.body.eventType === 'session.ended'));
   await new Promise((resolve) => setTimeout(resolve, 1_000));
-  const unique = [...new Map(receiver.for(path).map((receipt) => [receipt.webhookId, receipt])).values()];
+  const unique = receiver.eventsFor(path);
   const ended = unique.filter((receipt) => receipt.body.eventType === 'session.ended');
   expect(ended).toHaveLength(1);
   return { ended: ended[0]!, closed: unique.find((receipt) => receipt.body.eventType === 'session.closed')! };

@@ -215,7 +215,7 @@ describe('session analysis', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(updates[0]!.body).toMatchObject({ id: sessionId, changedFields: ['analysis'], state: 'CLOSED' });
-    const events = [...new Map(receiver.for(path).map((receipt) => [receipt.webhookId, receipt])).values()];
+    const events = receiver.eventsFor(path);
     expect(ofType(events, 'session.ended')).toHaveLength(1);
     // The Idempotency-Key replay queued nothing: one re-run, one update.
     expect(ofType(events, 'session.updated').filter((receipt) => receipt.body.changedFields.includes('analysis'))).toHaveLength(1);
